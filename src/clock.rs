@@ -1,0 +1,186 @@
+//! Time sources. The breaker never sleeps and never runs a timer: it reads a [`Clock`] when a
+//! call arrives and computes every expiry from that reading.
+
+use std::fmt;
+use std::sync::Arc as StdArc;
+use std::time::{Duration, Instant};
+
+use crate::sync::{Arc, AtomicU64, Ordering};
+
+/// A monotonic time source.
+///
+/// [`now`](Clock::now) returns the time elapsed since the clock's own origin (any fixed point
+/// in the past). It must never go backwards; if it does, the breaker treats elapsed times as
+/// zero rather than panicking.
+///
+/// The breaker reads its clock at most once per call, before it takes its lock.
+///
+/// # Examples
+///
+/// A clock that always reads the same instant, e.g. for a benchmark:
+///
+/// ```
+/// use lazybreaker::{Breaker, Clock};
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// struct Frozen;
+///
+/// impl Clock for Frozen {
+///     fn now(&self) -> Duration {
+///         Duration::from_secs(1)
+///     }
+/// }
+///
+/// let breaker = Breaker::builder().clock(Frozen).build();
+/// assert!(breaker.execute(|| Ok::<_, ()>(())).is_ok());
+/// ```
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// The time elapsed since this clock's origin.
+    fn now(&self) -> Duration;
+}
+
+/// The default clock: [`std::time::Instant`], measured from the moment the clock was created.
+#[derive(Debug, Clone, Copy)]
+pub struct MonotonicClock {
+    origin: Instant,
+}
+
+impl MonotonicClock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for MonotonicClock {
+    #[inline]
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// A clock that moves only when told to: the way to test time-based behaviour without sleeping.
+///
+/// It starts at zero. Clones share one time, so a test keeps a clone and advances it while the
+/// breaker (or several threads) read it.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, ManualClock, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder()
+///     .timeout(Duration::from_secs(30))
+///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+///     .clock(clock.clone())
+///     .build();
+///
+/// let _ = breaker.execute(|| Err::<(), _>("boom"));
+/// assert_eq!(breaker.state(), State::Open);
+///
+/// clock.advance(Duration::from_secs(30));
+/// assert_eq!(breaker.state(), State::Open); // expiry is strict, as in gobreaker
+/// clock.advance(Duration::from_nanos(1));
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    nanos: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// A clock that reads zero.
+    pub fn new() -> Self {
+        Self {
+            nanos: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Moves the time forward by `by` (saturating at `u64::MAX` nanoseconds, about 584 years).
+    pub fn advance(&self, by: Duration) {
+        let by = saturating_nanos(by);
+        let mut current = self.nanos.load(Ordering::Acquire);
+        loop {
+            let next = current.saturating_add(by);
+            match self.nanos.compare_exchange_weak(
+                current,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// The current reading.
+    pub fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Acquire))
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("now", &ManualClock::now(self))
+            .finish()
+    }
+}
+
+impl Clock for ManualClock {
+    #[inline]
+    fn now(&self) -> Duration {
+        ManualClock::now(self)
+    }
+}
+
+/// The breaker's clock: the default monotonic clock without indirection, or any user clock.
+#[derive(Clone, Debug)]
+pub(crate) enum ClockSource {
+    Monotonic(MonotonicClock),
+    Custom(StdArc<dyn Clock>),
+}
+
+impl ClockSource {
+    /// The current time in nanoseconds since the clock's origin.
+    #[inline]
+    pub(crate) fn now(&self) -> Nanos {
+        saturating_nanos(match self {
+            ClockSource::Monotonic(clock) => clock.now(),
+            ClockSource::Custom(clock) => clock.now(),
+        })
+    }
+}
+
+impl Default for ClockSource {
+    fn default() -> Self {
+        ClockSource::Monotonic(MonotonicClock::new())
+    }
+}
+
+/// Nanoseconds since a clock's origin: the breaker's internal unit of time.
+pub(crate) type Nanos = u64;
+
+/// A duration in nanoseconds, saturating at `u64::MAX` (about 584 years).
+#[inline]
+pub(crate) fn saturating_nanos(d: Duration) -> Nanos {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,302 @@
+//! [`Counts`] and the closed-state count window: a fixed window, or gobreaker's rolling window
+//! of buckets.
+
+/// The numbers of requests and their results in the current generation.
+///
+/// The breaker clears its counts at every state change and, in the closed state, when its
+/// `interval` expires (fixed window) or bucket by bucket (rolling window). Results of requests
+/// admitted before a clear are ignored.
+///
+/// The fields are `u64` where gobreaker's are `u32`: a breaker with `interval = 0` counts
+/// forever, and four billion calls are minutes of traffic for a busy service.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::Counts;
+///
+/// let counts = Counts { requests: 10, total_failures: 4, ..Counts::default() };
+/// assert_eq!(counts.total_successes, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Counts {
+    /// Requests admitted, counted at admission (so it includes requests still in flight).
+    pub requests: u64,
+    /// Requests that succeeded.
+    pub total_successes: u64,
+    /// Requests that failed.
+    pub total_failures: u64,
+    /// Requests whose result was excluded: counted neither as a success nor as a failure.
+    pub total_exclusions: u64,
+    /// Successes since the last failure.
+    pub consecutive_successes: u64,
+    /// Failures since the last success.
+    pub consecutive_failures: u64,
+}
+
+impl Counts {
+    fn on_request(&mut self) {
+        self.requests += 1;
+    }
+
+    fn on_success(&mut self) {
+        self.total_successes += 1;
+        self.consecutive_successes += 1;
+        self.consecutive_failures = 0;
+    }
+
+    fn on_failure(&mut self) {
+        self.total_failures += 1;
+        self.consecutive_failures += 1;
+        self.consecutive_successes = 0;
+    }
+
+    fn on_exclusion(&mut self) {
+        self.total_exclusions += 1;
+    }
+}
+
+/// The result of a request, as the count window records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tally {
+    Success,
+    Failure,
+    Exclusion,
+}
+
+/// The counts of one generation, with the buckets of a rolling window when there is one.
+///
+/// Every request carries the window's *age* (the number of bucket periods since the generation
+/// started) at admission; its result goes to the bucket of that age, and is dropped when that
+/// bucket has rolled out of the window. With a fixed window the age is always zero.
+#[derive(Debug)]
+pub(crate) struct Window {
+    counts: Counts,
+    age: u64,
+    /// Empty for a fixed window; otherwise at least two buckets, indexed by `age % len`.
+    buckets: Box<[Counts]>,
+}
+
+impl Window {
+    /// A rolling window of `buckets` buckets (0 or 1 makes a fixed window). The only
+    /// allocation the breaker makes after it is built happens here, once.
+    pub(crate) fn rolling(buckets: usize) -> Self {
+        let buckets = if buckets >= 2 { buckets } else { 0 };
+        Self {
+            counts: Counts::default(),
+            age: 0,
+            buckets: vec![Counts::default(); buckets].into_boxed_slice(),
+        }
+    }
+
+    pub(crate) fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    pub(crate) fn age(&self) -> u64 {
+        self.age
+    }
+
+    pub(crate) fn is_rolling(&self) -> bool {
+        !self.buckets.is_empty()
+    }
+
+    /// Forgets everything: a new generation starts at age zero.
+    pub(crate) fn clear(&mut self) {
+        self.counts = Counts::default();
+        self.age = 0;
+        self.buckets.fill(Counts::default());
+    }
+
+    fn bucket_index(&self, age: u64) -> usize {
+        // `buckets.len() >= 2` here, and the remainder is below it, so it fits a usize.
+        (age % self.buckets.len() as u64) as usize
+    }
+
+    pub(crate) fn on_request(&mut self) {
+        self.counts.on_request();
+        if self.is_rolling() {
+            let i = self.bucket_index(self.age);
+            self.buckets[i].on_request();
+        }
+    }
+
+    /// Records the result of a request admitted at `age`. Returns whether it was counted
+    /// (`false`: its bucket has rolled out of the window).
+    pub(crate) fn record(&mut self, age: u64, tally: Tally) -> bool {
+        let apply = |c: &mut Counts| match tally {
+            Tally::Success => c.on_success(),
+            Tally::Failure => c.on_failure(),
+            Tally::Exclusion => c.on_exclusion(),
+        };
+        if !self.is_rolling() {
+            apply(&mut self.counts);
+            return true;
+        }
+        if age > self.age || self.age - age >= self.buckets.len() as u64 {
+            return false;
+        }
+        apply(&mut self.counts);
+        let i = self.bucket_index(age);
+        apply(&mut self.buckets[i]);
+        true
+    }
+
+    /// Advances a rolling window to `age`: each bucket that leaves the window is subtracted
+    /// from the totals. A jump of a whole window or more clears everything at once, so the
+    /// work under the lock is bounded by the number of buckets whatever the idle time.
+    pub(crate) fn advance_to(&mut self, age: u64) {
+        if !self.is_rolling() || age <= self.age {
+            return;
+        }
+        let steps = age - self.age;
+        if steps >= self.buckets.len() as u64 {
+            self.clear();
+            self.age = age;
+            return;
+        }
+        for _ in 0..steps {
+            self.roll();
+        }
+    }
+
+    /// Moves to the next age, dropping the oldest bucket (gobreaker v2 `rollingCounts.roll`).
+    fn roll(&mut self) {
+        self.age += 1;
+        let i = self.bucket_index(self.age);
+        let oldest = std::mem::take(&mut self.buckets[i]);
+        let c = &mut self.counts;
+        // The consecutive counters can only be trimmed when the current run started inside the
+        // oldest bucket and covers every later result: then the run is the oldest bucket's own
+        // run plus all the later buckets' totals. The totals are always the sums of the
+        // buckets, so "all later buckets" is the total minus the oldest bucket's share.
+        let later_successes = c.total_successes - oldest.total_successes;
+        if c.consecutive_successes == oldest.consecutive_successes + later_successes {
+            c.consecutive_successes = c
+                .consecutive_successes
+                .saturating_sub(oldest.consecutive_successes);
+        }
+        let later_failures = c.total_failures - oldest.total_failures;
+        if c.consecutive_failures == oldest.consecutive_failures + later_failures {
+            c.consecutive_failures = c
+                .consecutive_failures
+                .saturating_sub(oldest.consecutive_failures);
+        }
+        c.requests -= oldest.requests;
+        c.total_successes -= oldest.total_successes;
+        c.total_failures -= oldest.total_failures;
+        c.total_exclusions -= oldest.total_exclusions;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(w: &Window) -> Counts {
+        let mut s = Counts::default();
+        for b in w.buckets.iter() {
+            s.requests += b.requests;
+            s.total_successes += b.total_successes;
+            s.total_failures += b.total_failures;
+            s.total_exclusions += b.total_exclusions;
+        }
+        s
+    }
+
+    #[test]
+    fn fixed_window_counts_everything() {
+        let mut w = Window::rolling(0);
+        w.on_request();
+        w.on_request();
+        assert!(w.record(0, Tally::Failure));
+        assert!(w.record(0, Tally::Exclusion));
+        assert_eq!(
+            *w.counts(),
+            Counts {
+                requests: 2,
+                total_failures: 1,
+                total_exclusions: 1,
+                consecutive_failures: 1,
+                ..Counts::default()
+            }
+        );
+    }
+
+    #[test]
+    fn rolling_drops_the_oldest_bucket_and_results_that_left_the_window() {
+        let mut w = Window::rolling(3);
+        w.on_request(); // age 0
+        assert!(w.record(0, Tally::Failure));
+        w.advance_to(1);
+        w.on_request(); // age 1
+        w.advance_to(3); // age 0 leaves the window
+        assert_eq!(w.counts().requests, 1);
+        assert_eq!(w.counts().total_failures, 0);
+        // The failure run lay entirely in the dropped bucket.
+        assert_eq!(w.counts().consecutive_failures, 0);
+        assert!(!w.record(0, Tally::Success), "age 0 is out of the window");
+        assert!(w.record(1, Tally::Success));
+        assert_eq!(w.counts().total_successes, 1);
+    }
+
+    #[test]
+    fn consecutive_run_that_started_before_the_oldest_bucket_is_kept() {
+        let mut w = Window::rolling(2);
+        // age 0: success then failure; age 1: failure. The failure run is 2, it started in
+        // bucket 0 and covers all of bucket 1.
+        w.on_request();
+        w.record(0, Tally::Success);
+        w.on_request();
+        w.record(0, Tally::Failure);
+        w.advance_to(1);
+        w.on_request();
+        w.record(1, Tally::Failure);
+        assert_eq!(w.counts().consecutive_failures, 2);
+        w.advance_to(2);
+        // Bucket 0 held one failure of the run: the run shrinks to the one in bucket 1.
+        assert_eq!(w.counts().consecutive_failures, 1);
+        assert_eq!(w.counts().total_failures, 1);
+        assert_eq!(w.counts().total_successes, 0);
+    }
+
+    #[test]
+    fn a_long_idle_jump_clears_at_once() {
+        let mut w = Window::rolling(4);
+        w.on_request();
+        w.record(0, Tally::Failure);
+        w.advance_to(u64::MAX / 2);
+        assert_eq!(*w.counts(), Counts::default());
+        assert_eq!(w.age(), u64::MAX / 2);
+    }
+
+    #[test]
+    fn totals_stay_the_sum_of_the_buckets() {
+        let mut w = Window::rolling(5);
+        let mut seed = 7u64;
+        for step in 0..2_000u64 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            match seed >> 61 {
+                0 => w.advance_to(w.age() + (seed >> 40) % 3),
+                1 | 2 => w.on_request(),
+                3 | 4 => {
+                    let age = w.age().saturating_sub((seed >> 30) % 6);
+                    w.record(age, Tally::Success);
+                }
+                5 | 6 => {
+                    let age = w.age().saturating_sub((seed >> 30) % 6);
+                    w.record(age, Tally::Failure);
+                }
+                _ => {
+                    w.record(w.age(), Tally::Exclusion);
+                }
+            }
+            let s = sum(&w);
+            assert_eq!(s.requests, w.counts().requests, "step {step}");
+            assert_eq!(s.total_successes, w.counts().total_successes, "step {step}");
+            assert_eq!(s.total_failures, w.counts().total_failures, "step {step}");
+            assert_eq!(s.total_exclusions, w.counts().total_exclusions, "step {step}");
+        }
+    }
+}

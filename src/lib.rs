@@ -1,0 +1,96 @@
+//! A circuit breaker with **zero timers**: gobreaker's state machine (closed → open →
+//! half-open → closed), where every time-based change is computed lazily from an injected
+//! clock when a call arrives. No background thread, no sleep, no spawned task.
+//!
+//! # Quick example
+//!
+//! ```
+//! use lazybreaker::{Breaker, Counts, Error, ManualClock, Rejected, State};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new(); // starts at zero; clones share one time
+//! let breaker = Breaker::builder()
+//!     .name("payments")
+//!     .max_requests(3) // half-open admissions; 0 means 1
+//!     .interval(Duration::from_secs(10)) // closed-state count window; ZERO = never cleared
+//!     .bucket_period(Duration::from_secs(1)) // optional rolling window inside `interval`
+//!     .timeout(Duration::from_secs(30)) // open duration; ZERO means 60 s
+//!     .ready_to_trip(|c: &Counts| c.consecutive_failures > 3)
+//!     .on_state_change(|name: &str, from: State, to: State| println!("{name}: {from} -> {to}"))
+//!     .clock(clock.clone()) // default: a monotonic system clock
+//!     .build();
+//!
+//! let r: Result<u32, Error<std::io::Error>> = breaker.execute(|| Ok(7));
+//! assert_eq!(r.unwrap(), 7);
+//!
+//! match breaker.allow() {
+//!     // two-step API, for async and callback code
+//!     Ok(permit) => permit.success(), // or .failure() or .exclude(); each consumes it
+//!     Err(rejected) => eprintln!("not sent: {rejected}"), // Rejected::Open or TooManyRequests
+//! }
+//! assert_eq!(breaker.state(), State::Closed);
+//! assert_eq!(breaker.counts().total_successes, 2);
+//!
+//! for _ in 0..4 {
+//!     let _ = breaker.execute(|| Err::<(), _>("refused"));
+//! }
+//! assert_eq!(breaker.state(), State::Open);
+//! assert!(matches!(breaker.allow(), Err(Rejected::Open { .. })));
+//!
+//! clock.advance(Duration::from_secs(31));
+//! assert_eq!(breaker.state(), State::HalfOpen);
+//! ```
+//!
+//! # Semantics
+//!
+//! Exactly gobreaker v2's, checked against vectors recorded from the real gobreaker:
+//!
+//! - Counts belong to a *generation*. A new one starts at every state change and when a
+//!   closed-state `interval` expires; a result that arrives after its generation ended is
+//!   dropped, not miscounted.
+//! - Expiries are strict: an open breaker goes half-open strictly after `timeout`.
+//! - `requests` is counted at admission. The policy is consulted on results in the closed
+//!   state only.
+//! - Half-open admits `max(1, max_requests)` probes (an excluded result gives its slot back)
+//!   and closes after that many consecutive successes; any failure reopens it.
+//! - With a `bucket_period`, the closed-state window rolls bucket by bucket.
+//!
+//! On top of gobreaker:
+//!
+//! - **No stuck half-open.** A [`Permit`] dropped without a verdict counts as an exclusion and
+//!   gives its slot back; dropped during a panic it counts as a failure. [`Breaker::execute`]
+//!   records a panic as a failure and lets it unwind.
+//! - **Callbacks outside the lock.** `on_state_change` never runs while the state lock is held
+//!   and may call back into the breaker; changes are delivered once each, in order, one at a
+//!   time.
+//! - **Time you control.** Every reading comes from a [`Clock`]; tests use [`ManualClock`].
+//!
+//! # Policies
+//!
+//! [`policy`] holds [`TripPolicy`](policy::TripPolicy) and the built-in policies:
+//! consecutive failures (the default), failure ratio, and any `ready_to_trip` closure.
+//! Policies run under the breaker's lock: they must be quick and must not call the breaker.
+//!
+//! # Features
+//!
+//! - `serde`: `Serialize`/`Deserialize` for [`State`], [`Counts`] and
+//!   [`Outcome`](policy::Outcome).
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings))))]
+
+mod breaker;
+mod clock;
+mod counts;
+mod error;
+mod permit;
+pub mod policy;
+mod state;
+mod sync;
+
+pub use breaker::{Breaker, Builder};
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use counts::Counts;
+pub use error::{ConfigError, Error, Rejected};
+pub use permit::Permit;
+pub use state::{State, MAX_BUCKETS};

@@ -1,0 +1,147 @@
+//! Trip policies: what decides that a closed breaker opens, and for how long.
+//!
+//! A [`TripPolicy`] sees every result the breaker records in the closed state, with the
+//! counts after that result and, when the policy asks for it, the call's latency. It answers
+//! whether to trip, and chooses how long each open period lasts.
+//!
+//! | policy | trips when |
+//! |---|---|
+//! | [`ConsecutiveFailures`] | `consecutive_failures` reaches a threshold (the default: 6, gobreaker's `> 5`) |
+//! | [`FailureRatio`] | `total_failures / requests` reaches a ratio, once `requests` reaches a minimum |
+//! | [`ReadyToTrip`] | a closure over [`Counts`] returns `true` after a failure (gobreaker's `ReadyToTrip`) |
+//!
+//! # Policies run under the lock
+//!
+//! The breaker calls its policy while it holds its state lock, so that the decision and the
+//! transition it causes are one atomic step. A policy (a `ready_to_trip` closure included)
+//! must therefore be quick, must not block, and must not call back into the breaker: a call
+//! back into the same breaker would deadlock. Everything else the user gives the breaker (the
+//! wrapped call, `on_state_change`) runs outside the lock.
+
+mod consecutive;
+mod ratio;
+mod ready_to_trip;
+
+pub use consecutive::ConsecutiveFailures;
+pub use ratio::FailureRatio;
+pub use ready_to_trip::ReadyToTrip;
+
+use std::time::Duration;
+
+use crate::{Counts, State};
+
+/// How a call ended, as the breaker counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Outcome {
+    /// The call succeeded.
+    Success,
+    /// The call failed.
+    Failure,
+    /// The call's result says nothing about the dependency's health (a cancellation, a
+    /// client-side error): it is counted as neither, and in half-open it gives its slot back.
+    Excluded,
+}
+
+/// One result, as a [`TripPolicy`] sees it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct CallResult<'a> {
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// The time between the call's admission and its result, on the breaker's clock; `None`
+    /// unless the policy's [`TripPolicy::needs_latency`] returns `true`.
+    pub latency: Option<Duration>,
+    /// The breaker's counts after this result was recorded.
+    pub counts: &'a Counts,
+}
+
+impl<'a> CallResult<'a> {
+    /// A result to feed a policy by hand, e.g. in the policy's own tests.
+    pub fn new(outcome: Outcome, latency: Option<Duration>, counts: &'a Counts) -> Self {
+        Self {
+            outcome,
+            latency,
+            counts,
+        }
+    }
+}
+
+/// Decides when a closed breaker trips, and how long it then stays open.
+///
+/// The breaker calls [`on_result`](TripPolicy::on_result) for every result it records in the
+/// closed state, within the generation the request was admitted in (a result that arrives
+/// after the counts were cleared is stale and never reaches the policy). Results in half-open
+/// never reach it: there, any failure reopens the breaker and enough successes close it.
+///
+/// All methods run under the breaker's lock: keep them quick and never call back into the
+/// breaker from them (see the [module documentation](self)).
+///
+/// # Examples
+///
+/// A policy that trips on the third failure of a generation:
+///
+/// ```
+/// use lazybreaker::policy::{CallResult, Outcome, TripPolicy};
+/// use lazybreaker::{Breaker, State};
+///
+/// #[derive(Debug)]
+/// struct ThreeStrikes;
+///
+/// impl TripPolicy for ThreeStrikes {
+///     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+///         result.outcome == Outcome::Failure && result.counts.total_failures >= 3
+///     }
+/// }
+///
+/// let breaker = Breaker::builder().policy(ThreeStrikes).build();
+/// for _ in 0..3 {
+///     let _ = breaker.execute(|| Err::<(), _>("boom"));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// ```
+pub trait TripPolicy: Send {
+    /// Called with each result recorded in the closed state; returns `true` to trip the
+    /// breaker open.
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool;
+
+    /// How long the breaker stays open, asked at every entry into the open state (a trip
+    /// from closed, or a failure in half-open). `timeout` is the breaker's configured open
+    /// duration and `now` the breaker's clock reading. The default keeps `timeout`; a policy
+    /// with a backoff returns its own duration.
+    fn open_duration(&mut self, timeout: Duration, now: Duration) -> Duration {
+        let _ = now;
+        timeout
+    }
+
+    /// Called after each state change, e.g. to reset the policy's own state when a breaker
+    /// goes half-open. The default does nothing.
+    fn on_state_change(&mut self, from: State, to: State, now: Duration) {
+        let _ = (from, to, now);
+    }
+
+    /// Whether the policy needs [`CallResult::latency`]. When `false` (the default) the
+    /// breaker does not remember when each request started.
+    fn needs_latency(&self) -> bool {
+        false
+    }
+}
+
+impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        (**self).on_result(result)
+    }
+
+    fn open_duration(&mut self, timeout: Duration, now: Duration) -> Duration {
+        (**self).open_duration(timeout, now)
+    }
+
+    fn on_state_change(&mut self, from: State, to: State, now: Duration) {
+        (**self).on_state_change(from, to, now)
+    }
+
+    fn needs_latency(&self) -> bool {
+        (**self).needs_latency()
+    }
+}
