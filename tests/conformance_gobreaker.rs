@@ -1,0 +1,262 @@
+//! Replays the vectors recorded from the real sony/gobreaker v2 (see
+//! `tests/data/gobreaker/README.md`) through the two-step API with a `ManualClock`: every
+//! admission, every state and count check, and every state change with the step it fired at
+//! must match.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flate2::read::GzDecoder;
+use lazybreaker::policy::{ConsecutiveFailures, FailureRatio, TripPolicy};
+use lazybreaker::{Breaker, Counts, ManualClock, Permit, Rejected, State};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Scenario {
+    name: String,
+    settings: Settings,
+    steps: Vec<Step>,
+    transitions: Vec<RecordedTransition>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Settings {
+    max_requests: u32,
+    interval_ms: u64,
+    timeout_ms: u64,
+    #[serde(default)]
+    bucket_period_ms: u64,
+    trip: Trip,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Trip {
+    ConsecutiveFailures { threshold: u64 },
+    FailureRatio { min_requests: u64, ratio: f64 },
+    Default,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Step {
+    Advance { ms: u64 },
+    Begin { id: u32, expect: Admission },
+    End { id: u32, outcome: EndOutcome },
+    Check { state: RecordedState, counts: RecordedCounts },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Admission {
+    Ok,
+    Open,
+    TooManyRequests,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum EndOutcome {
+    Success,
+    Failure,
+    Excluded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RecordedState {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl From<RecordedState> for State {
+    fn from(s: RecordedState) -> Self {
+        match s {
+            RecordedState::Closed => State::Closed,
+            RecordedState::Open => State::Open,
+            RecordedState::HalfOpen => State::HalfOpen,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct RecordedCounts {
+    requests: u64,
+    total_successes: u64,
+    total_failures: u64,
+    consecutive_successes: u64,
+    consecutive_failures: u64,
+    total_exclusions: u64,
+}
+
+impl From<RecordedCounts> for Counts {
+    fn from(c: RecordedCounts) -> Self {
+        Counts {
+            requests: c.requests,
+            total_successes: c.total_successes,
+            total_failures: c.total_failures,
+            total_exclusions: c.total_exclusions,
+            consecutive_successes: c.consecutive_successes,
+            consecutive_failures: c.consecutive_failures,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+struct RecordedTransition {
+    after_step: usize,
+    from: RecordedState,
+    to: RecordedState,
+}
+
+fn load(file: &str) -> Vec<Scenario> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gobreaker").join(file);
+    let mut text = String::new();
+    let f = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if file.ends_with(".gz") {
+        GzDecoder::new(f).read_to_string(&mut text).unwrap();
+    } else {
+        let mut f = f;
+        f.read_to_string(&mut text).unwrap();
+    }
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn policy(trip: &Trip) -> Box<dyn TripPolicy> {
+    match *trip {
+        // gobreaker trips when `ConsecutiveFailures > threshold`: ours when it reaches ours.
+        Trip::ConsecutiveFailures { threshold } => {
+            Box::new(ConsecutiveFailures::new(threshold + 1).unwrap())
+        }
+        Trip::FailureRatio {
+            min_requests,
+            ratio,
+        } => Box::new(FailureRatio::new(ratio, min_requests).unwrap()),
+        Trip::Default => Box::new(ConsecutiveFailures::default()),
+    }
+}
+
+/// Replays one scenario; `Err` describes the first divergence.
+fn replay(scenario: &Scenario) -> Result<(), String> {
+    let s = &scenario.settings;
+    let clock = ManualClock::new();
+    let step_index = Arc::new(AtomicUsize::new(0));
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let breaker = {
+        let step_index = Arc::clone(&step_index);
+        let fired = Arc::clone(&fired);
+        Breaker::builder()
+            .name(scenario.name.clone())
+            .max_requests(s.max_requests)
+            .interval(Duration::from_millis(s.interval_ms))
+            .bucket_period(Duration::from_millis(s.bucket_period_ms))
+            .timeout(Duration::from_millis(s.timeout_ms))
+            .policy(policy(&s.trip))
+            .on_state_change(move |_, from, to| {
+                fired
+                    .lock()
+                    .unwrap()
+                    .push((step_index.load(Ordering::SeqCst), from, to));
+            })
+            .clock(clock.clone())
+            .build()
+    };
+
+    let mut in_flight: HashMap<u32, Permit<'_, Box<dyn TripPolicy>>> = HashMap::new();
+    for (i, step) in scenario.steps.iter().enumerate() {
+        step_index.store(i, Ordering::SeqCst);
+        match *step {
+            Step::Advance { ms } => clock.advance(Duration::from_millis(ms)),
+            Step::Begin { id, expect } => {
+                let got = match breaker.allow() {
+                    Ok(permit) => {
+                        in_flight.insert(id, permit);
+                        Admission::Ok
+                    }
+                    Err(Rejected::Open { .. }) => Admission::Open,
+                    Err(Rejected::TooManyRequests) => Admission::TooManyRequests,
+                    Err(other) => return Err(format!("step {i}: unknown rejection {other:?}")),
+                };
+                if got != expect {
+                    return Err(format!("step {i}: begin {id}: got {got:?}, want {expect:?}"));
+                }
+            }
+            Step::End { id, outcome } => {
+                let permit = in_flight
+                    .remove(&id)
+                    .ok_or_else(|| format!("step {i}: end of unknown id {id}"))?;
+                match outcome {
+                    EndOutcome::Success => permit.success(),
+                    EndOutcome::Failure => permit.failure(),
+                    EndOutcome::Excluded => permit.exclude(),
+                }
+            }
+            Step::Check { state, counts } => {
+                let got_state = breaker.state();
+                let got_counts = breaker.counts();
+                if got_state != State::from(state) {
+                    return Err(format!("step {i}: state {got_state}, want {state:?}"));
+                }
+                if got_counts != Counts::from(counts) {
+                    return Err(format!(
+                        "step {i}: counts {got_counts:?}, want {:?}",
+                        Counts::from(counts)
+                    ));
+                }
+            }
+        }
+    }
+
+    let want: Vec<_> = scenario
+        .transitions
+        .iter()
+        .map(|t| (t.after_step, State::from(t.from), State::from(t.to)))
+        .collect();
+    let got = fired.lock().unwrap().clone();
+    if got != want {
+        return Err(format!("transitions {got:?}, want {want:?}"));
+    }
+    Ok(())
+}
+
+fn replay_file(file: &str, expected_scenarios: usize) {
+    let scenarios = load(file);
+    assert_eq!(scenarios.len(), expected_scenarios, "{file}: scenario count");
+    let failures: Vec<String> = scenarios
+        .iter()
+        .filter_map(|s| replay(s).err().map(|e| format!("{}: {e}", s.name)))
+        .collect();
+    println!(
+        "gobreaker {file}: {} / {} scenarios passed",
+        scenarios.len() - failures.len(),
+        scenarios.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios diverge from gobreaker:\n{}",
+        failures.len(),
+        scenarios.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn handwritten() {
+    replay_file("handwritten.json", 31);
+}
+
+#[test]
+fn random_fixed_window() {
+    replay_file("random_a.json.gz", 400);
+}
+
+#[test]
+fn random_rolling_window() {
+    replay_file("random_bucket.json.gz", 400);
+}
