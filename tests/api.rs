@@ -1,0 +1,246 @@
+//! The public API's contracts: errors, conversions, clock reads, policy hooks.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lazybreaker::policy::{CallResult, Outcome, TripPolicy};
+use lazybreaker::{Breaker, Clock, Error, ManualClock, Rejected, State};
+
+#[test]
+fn breaker_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Breaker>();
+    assert_send_sync::<Breaker<Box<dyn TripPolicy>>>();
+}
+
+#[test]
+fn rejections_read_like_gobreakers() {
+    assert_eq!(
+        Rejected::Open {
+            retry_after: Duration::ZERO
+        }
+        .to_string(),
+        "circuit breaker is open"
+    );
+    assert_eq!(Rejected::TooManyRequests.to_string(), "too many requests");
+    let e: Error<std::io::Error> = Rejected::TooManyRequests.into();
+    assert_eq!(e.to_string(), "too many requests");
+    assert!(e.is_rejected());
+}
+
+#[test]
+fn the_inner_error_is_untouched() {
+    let breaker = Breaker::builder().build();
+    let err = breaker
+        .execute(|| Err::<(), _>(std::io::Error::other("disk on fire")))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "disk on fire");
+    assert!(!err.is_rejected());
+    assert_eq!(err.into_inner().unwrap().to_string(), "disk on fire");
+}
+
+#[test]
+fn question_mark_converts_a_rejection() {
+    fn call(breaker: &Breaker) -> Result<u8, Error<std::num::ParseIntError>> {
+        let permit = breaker.allow()?;
+        let n = "12".parse::<u8>().map_err(Error::Inner)?;
+        permit.success();
+        Ok(n)
+    }
+    let breaker = Breaker::builder()
+        .policy(lazybreaker::policy::ConsecutiveFailures::new(1).unwrap())
+        .build();
+    assert_eq!(call(&breaker).unwrap(), 12);
+    breaker.allow().unwrap().failure();
+    assert!(matches!(call(&breaker), Err(Error::Open { .. })));
+}
+
+#[test]
+fn default_trips_on_the_sixth_consecutive_failure() {
+    let breaker = Breaker::default();
+    for _ in 0..5 {
+        let _ = breaker.execute(|| Err::<(), _>(()));
+    }
+    assert_eq!(breaker.state(), State::Closed);
+    let _ = breaker.execute(|| Err::<(), _>(()));
+    assert_eq!(breaker.state(), State::Open);
+}
+
+#[test]
+fn zero_timeout_means_sixty_seconds() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .ready_to_trip(|c| c.consecutive_failures >= 1)
+        .clock(clock.clone())
+        .build();
+    breaker.allow().unwrap().failure();
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+/// A clock that counts its readings.
+#[derive(Debug, Default)]
+struct CountingClock {
+    reads: AtomicUsize,
+}
+
+impl Clock for &'static CountingClock {
+    fn now(&self) -> Duration {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        Duration::ZERO
+    }
+}
+
+#[test]
+fn each_call_reads_the_clock_at_most_once() {
+    static CLOCK: CountingClock = CountingClock {
+        reads: AtomicUsize::new(0),
+    };
+    let breaker = Breaker::builder().clock(&CLOCK).build();
+    let reads = || CLOCK.reads.swap(0, Ordering::SeqCst);
+    reads();
+    let permit = breaker.allow().unwrap();
+    assert_eq!(reads(), 1, "allow");
+    permit.success();
+    assert_eq!(reads(), 1, "success");
+    let _ = breaker.state();
+    assert_eq!(reads(), 1, "state");
+    let _ = breaker.counts();
+    assert_eq!(reads(), 0, "counts is a pure read");
+    let _ = breaker.execute(|| Ok::<_, ()>(()));
+    assert_eq!(reads(), 2, "execute = allow + verdict");
+}
+
+/// A policy that records what it sees and chooses its own open duration.
+#[derive(Debug, Default)]
+struct Spy {
+    seen: Arc<Mutex<Vec<(Outcome, Option<Duration>)>>>,
+    changes: Arc<Mutex<Vec<(State, State, Duration)>>>,
+}
+
+impl TripPolicy for Spy {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        self.seen
+            .lock()
+            .unwrap()
+            .push((result.outcome, result.latency));
+        result.outcome == Outcome::Failure
+    }
+
+    fn open_duration(&mut self, timeout: Duration, _now: Duration) -> Duration {
+        assert_eq!(timeout, Duration::from_secs(60), "the configured default");
+        Duration::from_secs(3)
+    }
+
+    fn on_state_change(&mut self, from: State, to: State, now: Duration) {
+        self.changes.lock().unwrap().push((from, to, now));
+    }
+
+    fn needs_latency(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_policy_sees_every_closed_outcome_with_its_latency_and_picks_the_open_duration() {
+    let clock = ManualClock::new();
+    let spy = Spy::default();
+    let (seen, changes) = (Arc::clone(&spy.seen), Arc::clone(&spy.changes));
+    let breaker = Breaker::builder().policy(spy).clock(clock.clone()).build();
+
+    let a = breaker.allow().unwrap();
+    clock.advance(Duration::from_millis(7));
+    a.success();
+    let b = breaker.allow().unwrap();
+    clock.advance(Duration::from_millis(2));
+    b.exclude();
+    let c = breaker.allow().unwrap();
+    clock.advance(Duration::from_millis(40));
+    c.failure();
+
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            (Outcome::Success, Some(Duration::from_millis(7))),
+            (Outcome::Excluded, Some(Duration::from_millis(2))),
+            (Outcome::Failure, Some(Duration::from_millis(40))),
+        ]
+    );
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+    assert_eq!(
+        *changes.lock().unwrap(),
+        vec![
+            (State::Closed, State::Open, Duration::from_millis(49)),
+            (
+                State::Open,
+                State::HalfOpen,
+                Duration::from_millis(49) + Duration::from_secs(3) + Duration::from_nanos(1)
+            ),
+        ]
+    );
+    // Results in half-open never reach the policy.
+    breaker.allow().unwrap().success();
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(breaker.state(), State::Closed);
+}
+
+#[test]
+fn latency_is_not_measured_for_policies_that_do_not_ask() {
+    #[derive(Debug)]
+    struct NoLatency(Arc<Mutex<Vec<Option<Duration>>>>);
+    impl TripPolicy for NoLatency {
+        fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+            self.0.lock().unwrap().push(result.latency);
+            false
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let breaker = Breaker::builder()
+        .policy(NoLatency(Arc::clone(&seen)))
+        .build();
+    breaker.execute(|| Ok::<_, ()>(())).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![None]);
+}
+
+#[test]
+fn a_closed_interval_clears_counts_strictly_after_it_expires() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .interval(Duration::from_secs(10))
+        .clock(clock.clone())
+        .build();
+    breaker.allow().unwrap().failure();
+    clock.advance(Duration::from_secs(10));
+    let _ = breaker.state();
+    assert_eq!(breaker.counts().total_failures, 1);
+    clock.advance(Duration::from_nanos(1));
+    let _ = breaker.state();
+    assert_eq!(breaker.counts().total_failures, 0);
+}
+
+#[test]
+fn a_rolling_window_forgets_bucket_by_bucket() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .interval(Duration::from_secs(3))
+        .bucket_period(Duration::from_secs(1))
+        .clock(clock.clone())
+        .build();
+    breaker.allow().unwrap().failure(); // bucket 0
+    clock.advance(Duration::from_secs(1));
+    breaker.allow().unwrap().failure(); // bucket 1
+    clock.advance(Duration::from_secs(2)); // bucket 0 leaves the window, at the boundary
+    let _ = breaker.state();
+    assert_eq!(breaker.counts().total_failures, 1);
+    assert_eq!(breaker.counts().requests, 1);
+    clock.advance(Duration::from_secs(1));
+    let _ = breaker.state();
+    assert_eq!(breaker.counts().total_failures, 0);
+}
