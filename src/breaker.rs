@@ -208,7 +208,9 @@ impl<P: TripPolicy> Breaker<P> {
     pub(crate) fn complete(&self, ticket: Ticket, outcome: Outcome, started: Option<Nanos>) {
         let now = self.clock.now();
         let latency = started.map(|s| Duration::from_nanos(now.saturating_sub(s)));
-        self.locked_at(now, |m, now| ((), m.complete(ticket, outcome, latency, now)));
+        self.locked_at(now, |m, now| {
+            ((), m.complete(ticket, outcome, latency, now))
+        });
     }
 
     fn locked<R>(&self, op: impl FnOnce(&mut Machine<P>, Nanos) -> (R, Option<Transition>)) -> R {

@@ -276,7 +276,9 @@ mod tests {
         let mut w = Window::rolling(5);
         let mut seed = 7u64;
         for step in 0..2_000u64 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             match seed >> 61 {
                 0 => w.advance_to(w.age() + (seed >> 40) % 3),
                 1 | 2 => w.on_request(),
@@ -296,7 +298,11 @@ mod tests {
             assert_eq!(s.requests, w.counts().requests, "step {step}");
             assert_eq!(s.total_successes, w.counts().total_successes, "step {step}");
             assert_eq!(s.total_failures, w.counts().total_failures, "step {step}");
-            assert_eq!(s.total_exclusions, w.counts().total_exclusions, "step {step}");
+            assert_eq!(
+                s.total_exclusions,
+                w.counts().total_exclusions,
+                "step {step}"
+            );
         }
     }
 }

@@ -94,3 +94,8 @@ pub use counts::Counts;
 pub use error::{ConfigError, Error, Rejected};
 pub use permit::Permit;
 pub use state::{State, MAX_BUCKETS};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -339,13 +339,30 @@ mod tests {
         let mut m = machine(Timing::new(1, Duration::ZERO, Duration::ZERO, ms(10)), 1);
         let (ticket, _) = m.admit(0);
         let t = m.complete(ticket.unwrap(), Outcome::Failure, None, 0);
-        assert_eq!(t, Some(Transition { from: State::Closed, to: State::Open }));
+        assert_eq!(
+            t,
+            Some(Transition {
+                from: State::Closed,
+                to: State::Open
+            })
+        );
         let (r, t) = m.admit(10 * MS);
-        assert_eq!(r, Err(Rejected::Open { retry_after: Duration::from_nanos(1) }));
+        assert_eq!(
+            r,
+            Err(Rejected::Open {
+                retry_after: Duration::from_nanos(1)
+            })
+        );
         assert_eq!(t, None);
         let (r, t) = m.admit(10 * MS + 1);
         assert!(r.is_ok());
-        assert_eq!(t, Some(Transition { from: State::Open, to: State::HalfOpen }));
+        assert_eq!(
+            t,
+            Some(Transition {
+                from: State::Open,
+                to: State::HalfOpen
+            })
+        );
     }
 
     #[test]
@@ -356,13 +373,19 @@ mod tests {
         let (a, _) = m.admit(2 * MS);
         let (b, _) = m.admit(2 * MS);
         assert_eq!(m.admit(2 * MS).0, Err(Rejected::TooManyRequests));
-        assert_eq!(m.complete(a.unwrap(), Outcome::Excluded, None, 2 * MS), None);
+        assert_eq!(
+            m.complete(a.unwrap(), Outcome::Excluded, None, 2 * MS),
+            None
+        );
         let (c, _) = m.admit(2 * MS);
         assert!(c.is_ok());
         assert_eq!(m.complete(b.unwrap(), Outcome::Success, None, 2 * MS), None);
         assert_eq!(
             m.complete(c.unwrap(), Outcome::Success, None, 2 * MS),
-            Some(Transition { from: State::HalfOpen, to: State::Closed })
+            Some(Transition {
+                from: State::HalfOpen,
+                to: State::Closed
+            })
         );
     }
 
@@ -371,7 +394,10 @@ mod tests {
         let mut m = machine(Timing::new(1, ms(10), Duration::ZERO, ms(1)), 1);
         let (t, _) = m.admit(0);
         // The fixed window expires strictly after 10 ms; the result arrives after that.
-        assert_eq!(m.complete(t.unwrap(), Outcome::Failure, None, 11 * MS), None);
+        assert_eq!(
+            m.complete(t.unwrap(), Outcome::Failure, None, 11 * MS),
+            None
+        );
         assert_eq!(m.state(), State::Closed);
         assert_eq!(*m.counts(), Counts::default());
     }

@@ -114,11 +114,13 @@ fn each_call_reads_the_clock_at_most_once() {
     assert_eq!(reads(), 2, "execute = allow + verdict");
 }
 
+type Shared<T> = Arc<Mutex<Vec<T>>>;
+
 /// A policy that records what it sees and chooses its own open duration.
 #[derive(Debug, Default)]
 struct Spy {
-    seen: Arc<Mutex<Vec<(Outcome, Option<Duration>)>>>,
-    changes: Arc<Mutex<Vec<(State, State, Duration)>>>,
+    seen: Shared<(Outcome, Option<Duration>)>,
+    changes: Shared<(State, State, Duration)>,
 }
 
 impl TripPolicy for Spy {

@@ -71,7 +71,10 @@ fn a_callback_can_read_the_breaker_without_deadlock() {
     without_deadlock(move || b.allow().unwrap().failure());
     // Delivered before the call that caused it returned.
     assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
-    assert_eq!(*seen.lock().unwrap(), vec![(State::Open, Counts::default())]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(State::Open, Counts::default())]
+    );
 }
 
 #[test]
@@ -88,7 +91,11 @@ fn a_change_made_inside_a_callback_is_delivered_right_after_it() {
                 inner_done.store(1, Ordering::SeqCst);
             }
             if to == State::Closed {
-                assert_eq!(inner_done.load(Ordering::SeqCst), 1, "delivered after the callback");
+                assert_eq!(
+                    inner_done.load(Ordering::SeqCst),
+                    1,
+                    "delivered after the callback"
+                );
             }
         })
     };
@@ -96,7 +103,11 @@ fn a_change_made_inside_a_callback_is_delivered_right_after_it() {
     clock.advance(TIMEOUT * 2);
     let b = Arc::clone(&breaker);
     let state = without_deadlock(move || b.state());
-    assert_eq!(state, State::HalfOpen, "state() reports the state it evaluated");
+    assert_eq!(
+        state,
+        State::HalfOpen,
+        "state() reports the state it evaluated"
+    );
     assert_eq!(
         *log.lock().unwrap(),
         vec![
@@ -174,9 +185,17 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
     for w in workers {
         w.join().unwrap();
     }
-    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two callbacks ran at once");
+    assert_eq!(
+        overlaps.load(Ordering::SeqCst),
+        0,
+        "two callbacks ran at once"
+    );
     let log = log.lock().unwrap();
-    assert!(log.len() > 10, "the workload made transitions ({})", log.len());
+    assert!(
+        log.len() > 10,
+        "the workload made transitions ({})",
+        log.len()
+    );
     assert_eq!(log[0].0, State::Closed);
     for pair in log.windows(2) {
         assert_eq!(pair[0].1, pair[1].0, "out of order or lost: {pair:?}");

@@ -45,10 +45,21 @@ enum Trip {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Step {
-    Advance { ms: u64 },
-    Begin { id: u32, expect: Admission },
-    End { id: u32, outcome: EndOutcome },
-    Check { state: RecordedState, counts: RecordedCounts },
+    Advance {
+        ms: u64,
+    },
+    Begin {
+        id: u32,
+        expect: Admission,
+    },
+    End {
+        id: u32,
+        outcome: EndOutcome,
+    },
+    Check {
+        state: RecordedState,
+        counts: RecordedCounts,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -116,7 +127,9 @@ struct RecordedTransition {
 }
 
 fn load(file: &str) -> Vec<Scenario> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gobreaker").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/gobreaker")
+        .join(file);
     let mut text = String::new();
     let f = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     if file.ends_with(".gz") {
@@ -184,7 +197,9 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
                     Err(other) => return Err(format!("step {i}: unknown rejection {other:?}")),
                 };
                 if got != expect {
-                    return Err(format!("step {i}: begin {id}: got {got:?}, want {expect:?}"));
+                    return Err(format!(
+                        "step {i}: begin {id}: got {got:?}, want {expect:?}"
+                    ));
                 }
             }
             Step::End { id, outcome } => {
@@ -227,7 +242,11 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
 
 fn replay_file(file: &str, expected_scenarios: usize) {
     let scenarios = load(file);
-    assert_eq!(scenarios.len(), expected_scenarios, "{file}: scenario count");
+    assert_eq!(
+        scenarios.len(),
+        expected_scenarios,
+        "{file}: scenario count"
+    );
     let failures: Vec<String> = scenarios
         .iter()
         .filter_map(|s| replay(s).err().map(|e| format!("{}: {e}", s.name)))

@@ -44,7 +44,9 @@ fn a_dropped_permit_gives_its_half_open_slot_back() {
 fn an_early_return_with_question_mark_does_not_stick_half_open() {
     fn call(breaker: &Breaker<impl lazybreaker::policy::TripPolicy>) -> Result<(), Error<String>> {
         let _permit = breaker.allow()?;
-        Err(Error::Inner("parse error before the call was made".to_string()))?;
+        Err(Error::Inner(
+            "parse error before the call was made".to_string(),
+        ))?;
         unreachable!()
     }
     let (breaker, _clock) = half_open(1);
@@ -62,7 +64,11 @@ fn excluded_results_free_slots_and_do_not_close() {
     a.exclude();
     let c = breaker.allow().expect("an exclusion frees a slot");
     b.success();
-    assert_eq!(breaker.state(), State::HalfOpen, "one success of two needed");
+    assert_eq!(
+        breaker.state(),
+        State::HalfOpen,
+        "one success of two needed"
+    );
     // A success does not free a slot (gobreaker): still full with b done and c in flight.
     assert_eq!(breaker.allow().unwrap_err(), Rejected::TooManyRequests);
     c.success();
@@ -77,7 +83,11 @@ fn a_permit_dropped_while_panicking_counts_as_a_failure() {
         panic!("the call panicked");
     }));
     assert!(unwound.is_err());
-    assert_eq!(breaker.state(), State::Open, "a panicking probe reopens the breaker");
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "a panicking probe reopens the breaker"
+    );
 }
 
 #[test]
