@@ -19,10 +19,12 @@
 //! wrapped call, `on_state_change`) runs outside the lock.
 
 mod consecutive;
+mod ema;
 mod ratio;
 mod ready_to_trip;
 
 pub use consecutive::ConsecutiveFailures;
+pub use ema::{EmaConfig, EmaRecorder};
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
 

@@ -1,0 +1,344 @@
+//! Replays the vectors recorded from apache/brpc's own `CircuitBreaker` (see
+//! `tests/data/brpc/README.md`) against `EmaRecorder`: every `call` verdict, every isolation
+//! duration and count after a break, the smoothing factors' bits, and every `inspect` snapshot
+//! of the internals must match.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use flate2::read::GzDecoder;
+use lazybreaker::policy::{EmaConfig, EmaRecorder, Outcome};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Scenario {
+    name: String,
+    flags: Flags,
+    derived: Derived,
+    steps: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Flags {
+    circuit_breaker_short_window_size: u32,
+    circuit_breaker_short_window_error_percent: u32,
+    circuit_breaker_long_window_size: u32,
+    circuit_breaker_long_window_error_percent: u32,
+    circuit_breaker_min_error_cost_us: u64,
+    circuit_breaker_max_failed_latency_mutiple: u32,
+    circuit_breaker_min_isolation_duration_ms: u64,
+    circuit_breaker_max_isolation_duration_ms: u64,
+    circuit_breaker_epsilon_value: f64,
+    circuit_breaker_half_open_window_size: u32,
+}
+
+impl Flags {
+    fn config(&self) -> EmaConfig {
+        EmaConfig {
+            short_window_size: self.circuit_breaker_short_window_size,
+            short_window_error_percent: self.circuit_breaker_short_window_error_percent,
+            long_window_size: self.circuit_breaker_long_window_size,
+            long_window_error_percent: self.circuit_breaker_long_window_error_percent,
+            min_error_cost: Duration::from_micros(self.circuit_breaker_min_error_cost_us),
+            max_failed_latency_multiple: self.circuit_breaker_max_failed_latency_mutiple,
+            min_isolation: Duration::from_millis(self.circuit_breaker_min_isolation_duration_ms),
+            max_isolation: Duration::from_millis(self.circuit_breaker_max_isolation_duration_ms),
+            epsilon: self.circuit_breaker_epsilon_value,
+            half_open_window_size: self.circuit_breaker_half_open_window_size,
+        }
+    }
+}
+
+/// Only the exact bit patterns: the 17-digit decimals are not parsed exactly by serde_json's
+/// default float parser.
+#[derive(Debug, Deserialize)]
+struct Derived {
+    long_smooth_bits: String,
+    short_smooth_bits: String,
+    epsilon_bits: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Step {
+    AdvanceMs {
+        ms: u64,
+    },
+    Call {
+        error: CallError,
+        latency_us: u64,
+        expect_healthy: bool,
+        expect_isolation_ms: Option<u64>,
+        expect_isolated_times: Option<u64>,
+    },
+    MarkBroken {
+        expect_isolation_ms: u64,
+        expect_isolated_times: u64,
+    },
+    Reset,
+    Inspect(Box<Inspect>),
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum CallError {
+    Ok,
+    Fail,
+    Elimit,
+}
+
+impl CallError {
+    fn outcome(self) -> Outcome {
+        match self {
+            CallError::Ok => Outcome::Success,
+            CallError::Fail => Outcome::Failure,
+            CallError::Elimit => Outcome::Excluded,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Inspect {
+    now_ms: u64,
+    broken: bool,
+    half_open: bool,
+    half_open_success_count: u32,
+    last_reset_time_ms: u64,
+    isolation_ms: u64,
+    isolated_times: u64,
+    long: WindowState,
+    short: WindowState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+struct WindowState {
+    ema_latency: i64,
+    ema_error_cost: i64,
+    init_sample_count: u32,
+    init_error_count: u32,
+}
+
+fn window_state(rec: &EmaRecorder, long: bool) -> WindowState {
+    let (ema_latency, ema_error_cost, init_sample_count, init_error_count) =
+        rec.__window_state(long);
+    WindowState {
+        ema_latency,
+        ema_error_cost,
+        init_sample_count,
+        init_error_count,
+    }
+}
+
+fn bits(hex: &str) -> Result<u64, String> {
+    let digits = hex
+        .strip_prefix("0x")
+        .ok_or_else(|| format!("bit pattern without 0x: {hex}"))?;
+    u64::from_str_radix(digits, 16).map_err(|e| format!("bit pattern {hex}: {e}"))
+}
+
+fn check_bits(what: &str, got: f64, want_hex: &str) -> Result<(), String> {
+    let want = bits(want_hex)?;
+    if got.to_bits() != want {
+        return Err(format!(
+            "{what}: got {got:e} ({:#018x}), brpc {} ({want_hex})",
+            got.to_bits(),
+            f64::from_bits(want)
+        ));
+    }
+    Ok(())
+}
+
+fn check_getters(rec: &EmaRecorder, isolation_ms: u64, isolated_times: u64) -> Result<(), String> {
+    let got = (rec.isolation_duration(), rec.isolated_times());
+    let want = (Duration::from_millis(isolation_ms), isolated_times);
+    if got != want {
+        return Err(format!(
+            "(isolation_duration, isolated_times) = {got:?}, brpc {want:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn check_inspect(rec: &EmaRecorder, clock_ms: u64, want: &Inspect) -> Result<(), String> {
+    let (half_open, half_open_success_count, last_reset_time_ms) = rec.__probation_state();
+    let mut diffs = Vec::new();
+    let mut cmp = |what: &str, got: String, want: String| {
+        if got != want {
+            diffs.push(format!("{what} = {got}, brpc {want}"));
+        }
+    };
+    cmp("now_ms", clock_ms.to_string(), want.now_ms.to_string());
+    cmp(
+        "broken",
+        rec.is_broken().to_string(),
+        want.broken.to_string(),
+    );
+    cmp(
+        "half_open (raw)",
+        half_open.to_string(),
+        want.half_open.to_string(),
+    );
+    cmp(
+        "is_half_open()",
+        rec.is_half_open().to_string(),
+        (want.half_open && !want.broken).to_string(),
+    );
+    cmp(
+        "half_open_success_count",
+        half_open_success_count.to_string(),
+        want.half_open_success_count.to_string(),
+    );
+    cmp(
+        "last_reset_time_ms",
+        last_reset_time_ms.to_string(),
+        want.last_reset_time_ms.to_string(),
+    );
+    cmp(
+        "isolation_duration",
+        format!("{:?}", rec.isolation_duration()),
+        format!("{:?}", Duration::from_millis(want.isolation_ms)),
+    );
+    cmp(
+        "isolated_times",
+        rec.isolated_times().to_string(),
+        want.isolated_times.to_string(),
+    );
+    cmp(
+        "long",
+        format!("{:?}", window_state(rec, true)),
+        format!("{:?}", want.long),
+    );
+    cmp(
+        "short",
+        format!("{:?}", window_state(rec, false)),
+        format!("{:?}", want.short),
+    );
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("inspect: {}", diffs.join("; ")))
+    }
+}
+
+/// Replays one scenario; `Err` describes the first divergence.
+fn replay(scenario: &Scenario) -> Result<(), String> {
+    let config = scenario.flags.config();
+    check_bits("epsilon", config.epsilon, &scenario.derived.epsilon_bits)?;
+    let mut rec = EmaRecorder::new(config).map_err(|e| format!("config rejected: {e}"))?;
+    let (long_smooth, short_smooth) = rec.__smooth();
+    check_bits(
+        "long smooth",
+        long_smooth,
+        &scenario.derived.long_smooth_bits,
+    )?;
+    check_bits(
+        "short smooth",
+        short_smooth,
+        &scenario.derived.short_smooth_bits,
+    )?;
+    check_bits(
+        "config.long_smooth()",
+        config.long_smooth(),
+        &scenario.derived.long_smooth_bits,
+    )?;
+    check_bits(
+        "config.short_smooth()",
+        config.short_smooth(),
+        &scenario.derived.short_smooth_bits,
+    )?;
+
+    let mut clock_ms: u64 = 0; // brpc's fake clock reads 0 at construction
+    for (i, step) in scenario.steps.iter().enumerate() {
+        let now = Duration::from_millis(clock_ms);
+        let at = |e: String| format!("step {i} ({step:?}): {e}");
+        match step {
+            Step::AdvanceMs { ms } => clock_ms += ms,
+            Step::Call {
+                error,
+                latency_us,
+                expect_healthy,
+                expect_isolation_ms,
+                expect_isolated_times,
+            } => {
+                let healthy =
+                    rec.on_call_end(error.outcome(), Duration::from_micros(*latency_us), now);
+                if healthy != *expect_healthy {
+                    return Err(at(format!("healthy = {healthy}, brpc {expect_healthy}")));
+                }
+                match (expect_healthy, expect_isolation_ms, expect_isolated_times) {
+                    (false, Some(iso), Some(times)) => {
+                        check_getters(&rec, *iso, *times).map_err(at)?
+                    }
+                    (false, _, _) => return Err(at("vector lacks the getters".into())),
+                    (true, _, _) => {}
+                }
+            }
+            Step::MarkBroken {
+                expect_isolation_ms,
+                expect_isolated_times,
+            } => {
+                rec.mark_as_broken(now);
+                check_getters(&rec, *expect_isolation_ms, *expect_isolated_times).map_err(at)?;
+                if !rec.is_broken() {
+                    return Err(at("not broken after mark_as_broken".into()));
+                }
+            }
+            Step::Reset => rec.reset(now),
+            Step::Inspect(want) => check_inspect(&rec, clock_ms, want).map_err(at)?,
+        }
+    }
+    Ok(())
+}
+
+fn load(file: &str) -> Vec<Scenario> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/brpc")
+        .join(file);
+    let f = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut text = String::new();
+    if file.ends_with(".gz") {
+        GzDecoder::new(f).read_to_string(&mut text)
+    } else {
+        let mut f = f;
+        f.read_to_string(&mut text)
+    }
+    .unwrap_or_else(|e| panic!("{file}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn replay_file(file: &str, expected_scenarios: usize) {
+    let scenarios = load(file);
+    assert_eq!(
+        scenarios.len(),
+        expected_scenarios,
+        "{file}: scenario count"
+    );
+    let failures: Vec<String> = scenarios
+        .iter()
+        .filter_map(|s| replay(s).err().map(|e| format!("{}: {e}", s.name)))
+        .collect();
+    println!(
+        "brpc {file}: {} / {} scenarios passed",
+        scenarios.len() - failures.len(),
+        scenarios.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios diverge from brpc:\n{}",
+        failures.len(),
+        scenarios.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn handwritten() {
+    replay_file("handwritten.json", 34);
+}
+
+#[test]
+fn random_a() {
+    replay_file("random_a.json.gz", 300);
+}
