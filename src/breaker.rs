@@ -3,11 +3,12 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use crate::clock::{ClockSource, Nanos};
-use crate::permit::Permit;
+use crate::permit::{OwnedPermit, Permit};
 use crate::policy::{ConsecutiveFailures, Outcome, ReadyToTrip, TripPolicy};
 use crate::state::{Machine, Ticket, Timing, Transition};
 use crate::sync::Mutex;
@@ -124,6 +125,17 @@ impl<P: TripPolicy> Breaker<P> {
         let now = self.clock.now();
         let ticket = self.locked_at(now, |m, now| m.admit(now))?;
         Ok(Permit::new(self, ticket, self.needs_latency.then_some(now)))
+    }
+
+    /// Like [`allow`](Breaker::allow), for a breaker in an `Arc`: the permit holds a clone of
+    /// the `Arc`, so it is `'static` and can move into a spawned task or thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`allow`](Breaker::allow).
+    pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<P>, Rejected> {
+        self.allow()
+            .map(|permit| permit.into_owned(Arc::clone(self)))
     }
 
     /// Runs `call` if the breaker admits it, and records its result: `Ok` is a success, `Err`
@@ -425,7 +437,7 @@ impl<P: TripPolicy> Builder<P> {
     /// The clock to read time from. Default: a [`MonotonicClock`](crate::MonotonicClock).
     /// Tests pass a [`ManualClock`](crate::ManualClock).
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.clock = ClockSource::Custom(std::sync::Arc::new(clock));
+        self.clock = ClockSource::Custom(Arc::new(clock));
         self
     }
 

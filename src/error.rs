@@ -34,6 +34,28 @@ pub enum Rejected {
     TooManyRequests,
 }
 
+impl Rejected {
+    /// How long until the breaker lets a probe through, when it is open; `None` when it is
+    /// half-open and full (a slot frees up when a probe ends, not at a known time).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Rejected;
+    /// use std::time::Duration;
+    ///
+    /// let open = Rejected::Open { retry_after: Duration::from_secs(3) };
+    /// assert_eq!(open.retry_after(), Some(Duration::from_secs(3)));
+    /// assert_eq!(Rejected::TooManyRequests.retry_after(), None);
+    /// ```
+    pub fn retry_after(&self) -> Option<Duration> {
+        match *self {
+            Rejected::Open { retry_after } => Some(retry_after),
+            Rejected::TooManyRequests => None,
+        }
+    }
+}
+
 /// The result of a call made through [`Breaker::execute`](crate::Breaker::execute): the call
 /// was rejected, or it ran and returned its own error.
 ///

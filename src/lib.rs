@@ -92,7 +92,7 @@ pub use breaker::{Breaker, Builder};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use counts::Counts;
 pub use error::{ConfigError, Error, Rejected};
-pub use permit::Permit;
+pub use permit::{OwnedPermit, Permit};
 pub use state::{State, MAX_BUCKETS};
 
 /// The README's examples, compiled and run as doc tests.

@@ -1,13 +1,48 @@
-//! [`Permit`]: the two-step API. An admitted call holds a permit and reports its result
-//! through it; a permit dropped without a result still reports one.
+//! Permits: the two-step API. An admitted call holds a permit and reports its result through
+//! it; a permit dropped without a result still reports one.
+//!
+//! [`Permit`] borrows its breaker; [`OwnedPermit`] holds an `Arc` of it, for a call that
+//! outlives the borrow (a spawned task, another thread).
 
 use std::fmt;
+use std::sync::Arc;
 use std::thread;
 
 use crate::breaker::Breaker;
 use crate::clock::Nanos;
 use crate::policy::{Outcome, TripPolicy};
 use crate::state::Ticket;
+
+/// What a permit owes its breaker: the admission it was given, and whether its verdict is
+/// still due. Both permit types are this plus a way to reach the breaker.
+#[derive(Debug)]
+struct Admission {
+    ticket: Ticket,
+    /// When the call was admitted, if the policy needs latencies.
+    started: Option<Nanos>,
+    /// Whether a verdict is still owed: cleared by a report, read on drop.
+    pending: bool,
+}
+
+impl Admission {
+    fn report<P: TripPolicy>(&mut self, breaker: &Breaker<P>, outcome: Outcome) {
+        self.pending = false;
+        breaker.complete(self.ticket, outcome, self.started);
+    }
+
+    /// A permit dropped without a verdict: an exclusion (the call was abandoned), or a
+    /// failure if the thread is unwinding from a panic (the call blew up).
+    fn report_abandoned<P: TripPolicy>(&mut self, breaker: &Breaker<P>) {
+        if self.pending {
+            let outcome = if thread::panicking() {
+                Outcome::Failure
+            } else {
+                Outcome::Excluded
+            };
+            self.report(breaker, outcome);
+        }
+    }
+}
 
 /// Leave to make one call, from [`Breaker::allow`]. Report how the call ended with
 /// [`success`](Permit::success), [`failure`](Permit::failure) or
@@ -35,42 +70,39 @@ use crate::state::Ticket;
 #[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
 pub struct Permit<'a, P: TripPolicy> {
     breaker: &'a Breaker<P>,
-    ticket: Ticket,
-    /// When the call was admitted, if the policy needs latencies.
-    started: Option<Nanos>,
-    /// Whether a verdict is still owed: cleared by the consuming methods, read by `Drop`.
-    pending: bool,
+    admission: Admission,
+}
+
+/// Like [`Permit`], but holding its breaker by `Arc`: `'static`, so it can move into a
+/// spawned task or thread. From [`Breaker::allow_owned`].
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::Breaker;
+/// use std::sync::Arc;
+///
+/// let breaker = Arc::new(Breaker::builder().build());
+/// let permit = breaker.allow_owned().expect("closed");
+/// std::thread::spawn(move || permit.success()).join().unwrap();
+/// assert_eq!(breaker.counts().total_successes, 1);
+/// ```
+#[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
+pub struct OwnedPermit<P: TripPolicy> {
+    breaker: Arc<Breaker<P>>,
+    admission: Admission,
 }
 
 impl<'a, P: TripPolicy> Permit<'a, P> {
     pub(crate) fn new(breaker: &'a Breaker<P>, ticket: Ticket, started: Option<Nanos>) -> Self {
         Self {
             breaker,
-            ticket,
-            started,
-            pending: true,
+            admission: Admission {
+                ticket,
+                started,
+                pending: true,
+            },
         }
-    }
-
-    /// The call succeeded.
-    pub fn success(mut self) {
-        self.report(Outcome::Success);
-    }
-
-    /// The call failed.
-    pub fn failure(mut self) {
-        self.report(Outcome::Failure);
-    }
-
-    /// The call's result says nothing about the dependency's health: count it as neither a
-    /// success nor a failure. In half-open this gives the probe slot back.
-    pub fn exclude(mut self) {
-        self.report(Outcome::Excluded);
-    }
-
-    /// Reports `outcome`, whichever it is.
-    pub fn record(mut self, outcome: Outcome) {
-        self.report(outcome);
     }
 
     /// The breaker this permit belongs to.
@@ -78,30 +110,73 @@ impl<'a, P: TripPolicy> Permit<'a, P> {
         self.breaker
     }
 
-    fn report(&mut self, outcome: Outcome) {
-        self.pending = false;
-        self.breaker.complete(self.ticket, outcome, self.started);
+    /// Turns this permit into an [`OwnedPermit`] holding `breaker`, which must be the
+    /// breaker it came from.
+    ///
+    /// # Panics
+    ///
+    /// If `breaker` is another breaker than the one that issued this permit.
+    #[track_caller]
+    pub fn into_owned(mut self, breaker: Arc<Breaker<P>>) -> OwnedPermit<P> {
+        assert!(
+            std::ptr::eq(self.breaker, &*breaker),
+            "Permit::into_owned: not the breaker that issued the permit"
+        );
+        let admission = Admission { ..self.admission };
+        self.admission.pending = false;
+        OwnedPermit { breaker, admission }
     }
 }
 
-impl<P: TripPolicy> Drop for Permit<'_, P> {
-    fn drop(&mut self) {
-        if self.pending {
-            let outcome = if thread::panicking() {
-                Outcome::Failure
-            } else {
-                Outcome::Excluded
-            };
-            self.report(outcome);
+impl<P: TripPolicy> OwnedPermit<P> {
+    /// The breaker this permit belongs to.
+    pub fn breaker(&self) -> &Arc<Breaker<P>> {
+        &self.breaker
+    }
+}
+
+/// The verdict methods, the same on both permit types.
+macro_rules! verdicts {
+    ($permit:ty) => {
+        impl<P: TripPolicy> $permit {
+            /// The call succeeded.
+            pub fn success(self) {
+                self.record(Outcome::Success);
+            }
+
+            /// The call failed.
+            pub fn failure(self) {
+                self.record(Outcome::Failure);
+            }
+
+            /// The call's result says nothing about the dependency's health: count it as
+            /// neither a success nor a failure. In half-open this gives the probe slot back.
+            pub fn exclude(self) {
+                self.record(Outcome::Excluded);
+            }
+
+            /// Reports `outcome`, whichever it is.
+            pub fn record(mut self, outcome: Outcome) {
+                self.admission.report(&self.breaker, outcome);
+            }
         }
-    }
+
+        impl<P: TripPolicy> Drop for $permit {
+            fn drop(&mut self) {
+                self.admission.report_abandoned(&self.breaker);
+            }
+        }
+
+        impl<P: TripPolicy> fmt::Debug for $permit {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($permit))
+                    .field("breaker", &self.breaker.name())
+                    .field("admission", &self.admission)
+                    .finish()
+            }
+        }
+    };
 }
 
-impl<P: TripPolicy> fmt::Debug for Permit<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Permit")
-            .field("breaker", &self.breaker.name())
-            .field("ticket", &self.ticket)
-            .finish_non_exhaustive()
-    }
-}
+verdicts!(Permit<'_, P>);
+verdicts!(OwnedPermit<P>);

@@ -145,3 +145,23 @@ fn a_late_result_from_before_the_trip_is_stale() {
     assert_eq!(breaker.state(), State::HalfOpen);
     assert_eq!(breaker.counts().total_successes, 0);
 }
+
+#[test]
+fn an_owned_permit_moves_to_another_thread_and_reports_there() {
+    let (breaker, _clock) = half_open(1);
+    let breaker = std::sync::Arc::new(breaker);
+    let probe = breaker.allow_owned().unwrap();
+    assert_eq!(breaker.allow().unwrap_err(), Rejected::TooManyRequests);
+    std::thread::spawn(move || probe.success()).join().unwrap();
+    assert_eq!(breaker.state(), State::Closed);
+}
+
+#[test]
+fn a_dropped_owned_permit_gives_its_slot_back_too() {
+    let (breaker, _clock) = half_open(1);
+    let breaker = std::sync::Arc::new(breaker);
+    let probe = breaker.allow_owned().unwrap();
+    std::thread::spawn(move || drop(probe)).join().unwrap();
+    assert_eq!(breaker.counts().total_exclusions, 1);
+    assert!(breaker.allow().is_ok());
+}
