@@ -1,0 +1,259 @@
+//! loom models of the breaker's concurrency protocol. Each model asserts an invariant over
+//! every interleaving loom explores (bounded by `LOOM_MAX_PREEMPTIONS`).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom`
+//!
+//! The models live here, against the public API, rather than inside the crate: the crate's
+//! `sync` shim swaps its state mutex and the manual clock's atomic for loom's, so these
+//! models exercise exactly the code users run, and need no test-only hooks in the library.
+#![cfg(loom)]
+
+use std::sync::{Arc as StdArc, OnceLock, Weak};
+use std::time::Duration;
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+
+use lazybreaker::policy::{CallResult, ConsecutiveFailures, TripPolicy};
+use lazybreaker::{Breaker, ManualClock, Rejected, State};
+
+const TIMEOUT: Duration = Duration::from_secs(1);
+
+type Log = Arc<Mutex<Vec<(State, State)>>>;
+
+/// Trips on the first failure, and writes down every state change as it happens, under the
+/// breaker's lock: the truth that `on_state_change` deliveries are checked against.
+#[derive(Debug)]
+struct Truth {
+    trips: ConsecutiveFailures,
+    log: Log,
+}
+
+impl TripPolicy for Truth {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        self.trips.on_result(result)
+    }
+
+    fn on_state_change(&mut self, from: State, to: State, _now: Duration) {
+        self.log.lock().unwrap().push((from, to));
+    }
+}
+
+type Tested = Breaker<Truth>;
+
+/// A breaker that trips on its first failure; returns it with the log of the changes that
+/// happened and the log of the changes `on_state_change` received.
+fn logged(max_requests: u32, clock: &ManualClock) -> (StdArc<Tested>, Log, Log) {
+    let (happened, delivered) = (new_log(), new_log());
+    let breaker = {
+        let delivered = delivered.clone();
+        Breaker::builder()
+            .max_requests(max_requests)
+            .timeout(TIMEOUT)
+            .policy(Truth {
+                trips: ConsecutiveFailures::new(1).unwrap(),
+                log: happened.clone(),
+            })
+            .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
+            .clock(clock.clone())
+            .build()
+    };
+    (StdArc::new(breaker), happened, delivered)
+}
+
+fn new_log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn changes(log: &Log) -> Vec<(State, State)> {
+    log.lock().unwrap().clone()
+}
+
+/// Trips `breaker` and moves `clock` past the timeout, leaving it half-open.
+fn make_half_open(breaker: &Tested, clock: &ManualClock) {
+    breaker.allow().unwrap().failure();
+    clock.advance(TIMEOUT + Duration::from_nanos(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+/// 1. Concurrent failures in closed: exactly one closed -> open, delivered exactly once.
+#[test]
+fn concurrent_failures_trip_once() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, happened, delivered) = logged(1, &clock);
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let breaker = breaker.clone();
+                thread::spawn(move || {
+                    if let Ok(permit) = breaker.allow() {
+                        permit.failure();
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        // Every call has returned, so every change must have been delivered already.
+        assert_eq!(changes(&happened), vec![(State::Closed, State::Open)]);
+        assert_eq!(changes(&delivered), vec![(State::Closed, State::Open)]);
+    });
+}
+
+/// 2. Half-open with `max_requests = k`: never more than k probes admitted at once; a
+///    probe dropped without a verdict frees its slot for a concurrent `allow`.
+#[test]
+fn half_open_admits_at_most_max_requests() {
+    loom::model(|| {
+        const K: usize = 1;
+        let clock = ManualClock::new();
+        let (breaker, _, _) = logged(K as u32, &clock);
+        make_half_open(&breaker, &clock);
+        let holding = Arc::new(AtomicUsize::new(0));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (breaker, holding) = (breaker.clone(), holding.clone());
+                thread::spawn(move || match breaker.allow() {
+                    Ok(permit) => {
+                        let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                        assert!(now <= K, "{now} probes admitted at once, max {K}");
+                        holding.fetch_sub(1, Ordering::SeqCst);
+                        drop(permit); // cancelled: no verdict
+                        true
+                    }
+                    Err(rejected) => {
+                        assert_eq!(rejected, Rejected::TooManyRequests);
+                        false
+                    }
+                })
+            })
+            .collect();
+        let admitted = workers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .filter(|&a| a)
+            .count();
+        assert!(admitted >= 1, "the free slot was admitted");
+        // Every dropped probe gave its slot back: the breaker is not stuck.
+        assert_eq!(breaker.state(), State::HalfOpen);
+        breaker.allow().expect("slots were given back").success();
+        assert_eq!(breaker.state(), State::Closed);
+    });
+}
+
+/// 3. A permit from an older generation never changes the counts or closes the breaker,
+///    even when its verdict races the open -> half-open transition.
+#[test]
+fn stale_permit_never_closes() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, _, _) = logged(1, &clock);
+        let old = breaker.allow_owned().unwrap();
+        breaker.allow().unwrap().failure(); // trips: `old` belongs to a dead generation
+        let advance = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT + Duration::from_nanos(1));
+                breaker.state()
+            })
+        };
+        let late = thread::spawn(move || old.success());
+        late.join().unwrap();
+        assert_eq!(advance.join().unwrap(), State::HalfOpen);
+        assert_eq!(
+            breaker.state(),
+            State::HalfOpen,
+            "a stale success closed the breaker"
+        );
+        assert_eq!(breaker.counts().total_successes, 0);
+        assert_eq!(breaker.counts().requests, 0);
+    });
+}
+
+/// 4. State changes reach `on_state_change` once each, in the order they happened, never two
+///    at a time, all before the calls that made them have returned; and a callback that calls
+///    back into the breaker completes.
+#[test]
+fn callbacks_are_serial_ordered_and_may_reenter() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let inside = Arc::new(AtomicBool::new(false));
+        let (happened, delivered) = (new_log(), new_log());
+        let me: StdArc<OnceLock<Weak<Tested>>> = StdArc::default();
+        let breaker = StdArc::new({
+            let (inside, delivered, me) = (inside.clone(), delivered.clone(), me.clone());
+            Breaker::builder()
+                .timeout(TIMEOUT)
+                .policy(Truth {
+                    trips: ConsecutiveFailures::new(1).unwrap(),
+                    log: happened.clone(),
+                })
+                .on_state_change(move |_, from, to| {
+                    assert!(
+                        !inside.swap(true, Ordering::SeqCst),
+                        "two callbacks at once"
+                    );
+                    // Re-entering the breaker from its callback must not deadlock.
+                    if let Some(b) = me.get().and_then(Weak::upgrade) {
+                        let _ = b.state();
+                    }
+                    delivered.lock().unwrap().push((from, to));
+                    inside.store(false, Ordering::SeqCst);
+                })
+                .clock(clock.clone())
+                .build()
+        });
+        me.set(StdArc::downgrade(&breaker)).unwrap();
+        let probe = breaker.allow_owned().unwrap();
+        let tripper = thread::spawn(move || probe.failure());
+        let prober = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT + Duration::from_nanos(1));
+                let _ = breaker.state();
+            })
+        };
+        tripper.join().unwrap();
+        prober.join().unwrap();
+        let happened = changes(&happened);
+        assert_eq!(happened.first(), Some(&(State::Closed, State::Open)));
+        assert_eq!(changes(&delivered), happened);
+    });
+}
+
+/// 5. `execute` from two threads while a third advances the clock past the timeout: the
+///    open -> half-open transition happens exactly once.
+#[test]
+fn half_open_is_entered_once() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, happened, delivered) = logged(2, &clock);
+        breaker.allow().unwrap().failure();
+        let callers: Vec<_> = (0..2)
+            .map(|_| {
+                let breaker = breaker.clone();
+                thread::spawn(move || {
+                    let _ = breaker.execute(|| Ok::<_, ()>(()));
+                })
+            })
+            .collect();
+        let advancer = {
+            let clock = clock.clone();
+            thread::spawn(move || clock.advance(TIMEOUT + Duration::from_nanos(1)))
+        };
+        for c in callers {
+            c.join().unwrap();
+        }
+        advancer.join().unwrap();
+        let _ = breaker.state(); // evaluates the expiry if no caller came after the advance
+        let happened = changes(&happened);
+        let entries = happened
+            .iter()
+            .filter(|&&t| t == (State::Open, State::HalfOpen))
+            .count();
+        assert_eq!(entries, 1, "{happened:?}");
+        assert_eq!(changes(&delivered), happened);
+    });
+}
