@@ -12,7 +12,7 @@ use crate::permit::{OwnedPermit, Permit};
 use crate::policy::{ConsecutiveFailures, Outcome, ReadyToTrip, TripPolicy};
 use crate::state::{Machine, Ticket, Timing, Transition};
 use crate::sync::Mutex;
-use crate::{Clock, Counts, Error, Rejected, State};
+use crate::{Clock, Counts, Error, Rejected, State, Totals};
 
 type StateChangeFn = dyn Fn(&str, State, State) + Send + Sync;
 
@@ -99,6 +99,12 @@ impl<P: TripPolicy> Breaker<P> {
     /// this evaluates no expiry and reads no clock.
     pub fn counts(&self) -> Counts {
         *self.inner.lock().machine.counts()
+    }
+
+    /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure
+    /// read, like [`counts`](Breaker::counts).
+    pub fn totals(&self) -> Totals {
+        *self.inner.lock().machine.totals()
     }
 
     /// Asks to make a call: a [`Permit`] to report the call's result through, or why not.

@@ -57,6 +57,55 @@ impl Counts {
     }
 }
 
+/// Lifetime counters of a breaker, never cleared: for metrics and dashboards.
+///
+/// Unlike [`Counts`], which belong to the current generation, these add up everything since
+/// the breaker was built. Every admitted request ends up in exactly one of `successes`,
+/// `failures`, `exclusions` and `dropped`, once its permit reported (or was dropped):
+/// `admitted == successes + failures + exclusions + dropped + (requests still in flight)`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::Breaker;
+///
+/// let breaker = Breaker::builder().build();
+/// let _ = breaker.execute(|| Ok::<_, ()>(()));
+/// let in_flight = breaker.allow().unwrap();
+/// let t = breaker.totals();
+/// assert_eq!((t.admitted, t.successes), (2, 1));
+/// drop(in_flight); // an abandoned call counts as an exclusion
+/// assert_eq!(breaker.totals().exclusions, 1);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct Totals {
+    /// Requests admitted.
+    pub admitted: u64,
+    /// Results counted as successes.
+    pub successes: u64,
+    /// Results counted as failures (a half-open probe's failure included).
+    pub failures: u64,
+    /// Results counted as exclusions (abandoned permits included).
+    pub exclusions: u64,
+    /// Results ignored because they arrived after their generation ended (stale) or after
+    /// their bucket left a rolling window.
+    pub dropped: u64,
+    /// Times the breaker entered the open state.
+    pub opened: u64,
+}
+
+impl Totals {
+    pub(crate) fn on_result(&mut self, tally: Tally) {
+        match tally {
+            Tally::Success => self.successes += 1,
+            Tally::Failure => self.failures += 1,
+            Tally::Exclusion => self.exclusions += 1,
+        }
+    }
+}
+
 /// The result of a request, as the count window records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tally {

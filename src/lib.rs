@@ -90,7 +90,7 @@ mod sync;
 
 pub use breaker::{Breaker, Builder};
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use counts::Counts;
+pub use counts::{Counts, Totals};
 pub use error::{ConfigError, Error, Rejected};
 pub use permit::{OwnedPermit, Permit};
 pub use state::{State, MAX_BUCKETS};

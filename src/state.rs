@@ -8,7 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::{saturating_nanos, Nanos};
-use crate::counts::{Tally, Window};
+use crate::counts::{Tally, Totals, Window};
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::{Counts, Rejected};
 
@@ -141,6 +141,7 @@ pub(crate) struct Machine<P> {
     /// Both expire strictly after this instant. `Nanos::MAX` when nothing expires.
     expiry: Nanos,
     window: Window,
+    totals: Totals,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -154,6 +155,7 @@ impl<P: TripPolicy> Machine<P> {
             start: now,
             expiry: Nanos::MAX,
             window: Window::rolling(timing.buckets as usize),
+            totals: Totals::default(),
         };
         machine.new_generation(now);
         machine
@@ -165,6 +167,10 @@ impl<P: TripPolicy> Machine<P> {
 
     pub(crate) fn counts(&self) -> &Counts {
         self.window.counts()
+    }
+
+    pub(crate) fn totals(&self) -> &Totals {
+        &self.totals
     }
 
     pub(crate) fn policy(&self) -> &P {
@@ -204,6 +210,7 @@ impl<P: TripPolicy> Machine<P> {
             }
             State::Closed | State::HalfOpen => {
                 self.window.on_request();
+                self.totals.admitted += 1;
                 Ok(Ticket {
                     generation: self.generation,
                     age: self.window.age(),
@@ -228,12 +235,11 @@ impl<P: TripPolicy> Machine<P> {
         latency: Option<Duration>,
         now: Nanos,
     ) -> Option<Transition> {
-        if let Some(transition) = self.refresh(now) {
-            // Every state change starts a new generation: this result is stale.
-            return Some(transition);
-        }
-        if ticket.generation != self.generation {
-            return None;
+        let transition = self.refresh(now);
+        if transition.is_some() || ticket.generation != self.generation {
+            // Stale: every state change starts a new generation, this very one included.
+            self.totals.dropped += 1;
+            return transition;
         }
         let tally = match outcome {
             Outcome::Success => Tally::Success,
@@ -244,7 +250,7 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed => {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
-                self.window.record(ticket.age, tally);
+                self.record(ticket.age, tally);
                 let result = CallResult::new(outcome, latency, self.window.counts());
                 if self.policy.on_result(&result) {
                     return Some(self.set_state(State::Open, now));
@@ -252,9 +258,12 @@ impl<P: TripPolicy> Machine<P> {
                 None
             }
             State::HalfOpen => match outcome {
-                Outcome::Failure => Some(self.set_state(State::Open, now)),
+                Outcome::Failure => {
+                    self.totals.on_result(tally);
+                    Some(self.set_state(State::Open, now))
+                }
                 Outcome::Success | Outcome::Excluded => {
-                    self.window.record(ticket.age, tally);
+                    self.record(ticket.age, tally);
                     let closes = outcome == Outcome::Success
                         && self.window.counts().consecutive_successes >= self.timing.max_requests;
                     closes.then(|| self.set_state(State::Closed, now))
@@ -266,10 +275,22 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
+    /// Records a result in the window, and in the totals as counted or dropped.
+    fn record(&mut self, age: u64, tally: Tally) {
+        if self.window.record(age, tally) {
+            self.totals.on_result(tally);
+        } else {
+            self.totals.dropped += 1;
+        }
+    }
+
     fn set_state(&mut self, to: State, now: Nanos) -> Transition {
         let from = self.state;
         debug_assert_ne!(from, to);
         self.state = to;
+        if to == State::Open {
+            self.totals.opened += 1;
+        }
         self.new_generation(now);
         self.policy
             .on_state_change(from, to, Duration::from_nanos(now));

@@ -55,6 +55,7 @@ enum Step {
     End {
         id: u32,
         outcome: EndOutcome,
+        effect: Effect,
     },
     Check {
         state: RecordedState,
@@ -76,6 +77,16 @@ enum EndOutcome {
     Success,
     Failure,
     Excluded,
+}
+
+/// Whether gobreaker applied a result to its counts (read from its private fields by the
+/// recorder; the vectors call it informational). Checked against our lifetime totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Effect {
+    Counted,
+    Stale,
+    OutOfWindow,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -202,14 +213,25 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
                     ));
                 }
             }
-            Step::End { id, outcome } => {
+            Step::End {
+                id,
+                outcome,
+                effect,
+            } => {
                 let permit = in_flight
                     .remove(&id)
                     .ok_or_else(|| format!("step {i}: end of unknown id {id}"))?;
+                let dropped_before = breaker.totals().dropped;
                 match outcome {
                     EndOutcome::Success => permit.success(),
                     EndOutcome::Failure => permit.failure(),
                     EndOutcome::Excluded => permit.exclude(),
+                }
+                let dropped = breaker.totals().dropped > dropped_before;
+                if dropped != (effect != Effect::Counted) {
+                    return Err(format!(
+                        "step {i}: end {id}: dropped = {dropped}, want {effect:?}"
+                    ));
                 }
             }
             Step::Check { state, counts } => {
