@@ -205,7 +205,7 @@ impl<P: TripPolicy> Machine<P> {
                     self.expiry.saturating_add(1).saturating_sub(now),
                 ),
             }),
-            State::HalfOpen if self.half_open_in_flight() >= self.timing.max_requests => {
+            State::HalfOpen if self.half_open_in_flight() >= self.half_open_probes() => {
                 Err(Rejected::TooManyRequests)
             }
             State::Closed | State::HalfOpen => {
@@ -218,6 +218,13 @@ impl<P: TripPolicy> Machine<P> {
             }
         };
         (admitted, transition)
+    }
+
+    /// How many probes half-open admits and how many successes close it.
+    fn half_open_probes(&self) -> u64 {
+        self.policy
+            .half_open_probes(self.timing.max_requests)
+            .max(1)
     }
 
     /// Probes that hold a half-open slot: excluded results give theirs back.
@@ -251,24 +258,31 @@ impl<P: TripPolicy> Machine<P> {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
                 self.record(ticket.age, tally);
-                let result = CallResult::new(outcome, latency, self.window.counts());
+                let result = CallResult::new(outcome, latency, self.window.counts(), at(now));
                 if self.policy.on_result(&result) {
                     return Some(self.set_state(State::Open, now));
                 }
                 None
             }
-            State::HalfOpen => match outcome {
-                Outcome::Failure => {
+            State::HalfOpen => {
+                if outcome == Outcome::Failure {
                     self.totals.on_result(tally);
-                    Some(self.set_state(State::Open, now))
-                }
-                Outcome::Success | Outcome::Excluded => {
+                } else {
                     self.record(ticket.age, tally);
-                    let closes = outcome == Outcome::Success
-                        && self.window.counts().consecutive_successes >= self.timing.max_requests;
-                    closes.then(|| self.set_state(State::Closed, now))
                 }
-            },
+                let result = CallResult::new(outcome, latency, self.window.counts(), at(now));
+                self.policy.on_probe_result(&result);
+                match outcome {
+                    Outcome::Failure => Some(self.set_state(State::Open, now)),
+                    Outcome::Success
+                        if self.window.counts().consecutive_successes
+                            >= self.half_open_probes() =>
+                    {
+                        Some(self.set_state(State::Closed, now))
+                    }
+                    Outcome::Success | Outcome::Excluded => None,
+                }
+            }
             // Unreachable in practice: an open breaker admits nothing, and entering open
             // starts a new generation. Dropping the result is the safe answer.
             State::Open => None,
@@ -292,8 +306,7 @@ impl<P: TripPolicy> Machine<P> {
             self.totals.opened += 1;
         }
         self.new_generation(now);
-        self.policy
-            .on_state_change(from, to, Duration::from_nanos(now));
+        self.policy.on_state_change(from, to, at(now));
         Transition { from, to }
     }
 
@@ -306,13 +319,16 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
                 let timeout = Duration::from_nanos(self.timing.timeout);
-                let open_for = self
-                    .policy
-                    .open_duration(timeout, Duration::from_nanos(now));
+                let open_for = self.policy.open_duration(timeout, at(now));
                 now.saturating_add(saturating_nanos(open_for))
             }
         };
     }
+}
+
+/// An instant on the breaker's clock, as policies see it.
+fn at(now: Nanos) -> Duration {
+    Duration::from_nanos(now)
 }
 
 #[cfg(test)]

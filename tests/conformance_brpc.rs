@@ -3,122 +3,12 @@
 //! duration and count after a break, the smoothing factors' bits, and every `inspect` snapshot
 //! of the internals must match.
 
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+mod support;
+
 use std::time::Duration;
 
-use flate2::read::GzDecoder;
-use lazybreaker::policy::{EmaConfig, EmaRecorder, Outcome};
-use serde::Deserialize;
-
-#[derive(Debug, Deserialize)]
-struct Scenario {
-    name: String,
-    flags: Flags,
-    derived: Derived,
-    steps: Vec<Step>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Flags {
-    circuit_breaker_short_window_size: u32,
-    circuit_breaker_short_window_error_percent: u32,
-    circuit_breaker_long_window_size: u32,
-    circuit_breaker_long_window_error_percent: u32,
-    circuit_breaker_min_error_cost_us: u64,
-    circuit_breaker_max_failed_latency_mutiple: u32,
-    circuit_breaker_min_isolation_duration_ms: u64,
-    circuit_breaker_max_isolation_duration_ms: u64,
-    circuit_breaker_epsilon_value: f64,
-    circuit_breaker_half_open_window_size: u32,
-}
-
-impl Flags {
-    fn config(&self) -> EmaConfig {
-        EmaConfig {
-            short_window_size: self.circuit_breaker_short_window_size,
-            short_window_error_percent: self.circuit_breaker_short_window_error_percent,
-            long_window_size: self.circuit_breaker_long_window_size,
-            long_window_error_percent: self.circuit_breaker_long_window_error_percent,
-            min_error_cost: Duration::from_micros(self.circuit_breaker_min_error_cost_us),
-            max_failed_latency_multiple: self.circuit_breaker_max_failed_latency_mutiple,
-            min_isolation: Duration::from_millis(self.circuit_breaker_min_isolation_duration_ms),
-            max_isolation: Duration::from_millis(self.circuit_breaker_max_isolation_duration_ms),
-            epsilon: self.circuit_breaker_epsilon_value,
-            half_open_window_size: self.circuit_breaker_half_open_window_size,
-        }
-    }
-}
-
-/// Only the exact bit patterns: the 17-digit decimals are not parsed exactly by serde_json's
-/// default float parser.
-#[derive(Debug, Deserialize)]
-struct Derived {
-    long_smooth_bits: String,
-    short_smooth_bits: String,
-    epsilon_bits: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Step {
-    AdvanceMs {
-        ms: u64,
-    },
-    Call {
-        error: CallError,
-        latency_us: u64,
-        expect_healthy: bool,
-        expect_isolation_ms: Option<u64>,
-        expect_isolated_times: Option<u64>,
-    },
-    MarkBroken {
-        expect_isolation_ms: u64,
-        expect_isolated_times: u64,
-    },
-    Reset,
-    Inspect(Box<Inspect>),
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum CallError {
-    Ok,
-    Fail,
-    Elimit,
-}
-
-impl CallError {
-    fn outcome(self) -> Outcome {
-        match self {
-            CallError::Ok => Outcome::Success,
-            CallError::Fail => Outcome::Failure,
-            CallError::Elimit => Outcome::Excluded,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct Inspect {
-    now_ms: u64,
-    broken: bool,
-    half_open: bool,
-    half_open_success_count: u32,
-    last_reset_time_ms: u64,
-    isolation_ms: u64,
-    isolated_times: u64,
-    long: WindowState,
-    short: WindowState,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-struct WindowState {
-    ema_latency: i64,
-    ema_error_cost: i64,
-    init_sample_count: u32,
-    init_error_count: u32,
-}
+use lazybreaker::policy::EmaRecorder;
+use support::brpc::{Inspect, Scenario, Step, WindowState};
 
 fn window_state(rec: &EmaRecorder, long: bool) -> WindowState {
     let (ema_latency, ema_error_cost, init_sample_count, init_error_count) =
@@ -292,24 +182,8 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
     Ok(())
 }
 
-fn load(file: &str) -> Vec<Scenario> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/brpc")
-        .join(file);
-    let f = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut text = String::new();
-    if file.ends_with(".gz") {
-        GzDecoder::new(f).read_to_string(&mut text)
-    } else {
-        let mut f = f;
-        f.read_to_string(&mut text)
-    }
-    .unwrap_or_else(|e| panic!("{file}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
-
 fn replay_file(file: &str, expected_scenarios: usize) {
-    let scenarios = load(file);
+    let scenarios: Vec<Scenario> = support::load("brpc", file);
     assert_eq!(
         scenarios.len(),
         expected_scenarios,

@@ -4,14 +4,12 @@
 //! must match.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flate2::read::GzDecoder;
 use lazybreaker::policy::{ConsecutiveFailures, FailureRatio, TripPolicy};
 use lazybreaker::{Breaker, Counts, ManualClock, Permit, Rejected, State};
 use serde::Deserialize;
@@ -137,21 +135,6 @@ struct RecordedTransition {
     to: RecordedState,
 }
 
-fn load(file: &str) -> Vec<Scenario> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/gobreaker")
-        .join(file);
-    let mut text = String::new();
-    let f = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    if file.ends_with(".gz") {
-        GzDecoder::new(f).read_to_string(&mut text).unwrap();
-    } else {
-        let mut f = f;
-        f.read_to_string(&mut text).unwrap();
-    }
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
-
 fn policy(trip: &Trip) -> Box<dyn TripPolicy> {
     match *trip {
         // gobreaker trips when `ConsecutiveFailures > threshold`: ours when it reaches ours.
@@ -263,7 +246,7 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
 }
 
 fn replay_file(file: &str, expected_scenarios: usize) {
-    let scenarios = load(file);
+    let scenarios: Vec<Scenario> = support::load("gobreaker", file);
     assert_eq!(
         scenarios.len(),
         expected_scenarios,

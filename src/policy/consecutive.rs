@@ -74,6 +74,7 @@ impl TripPolicy for ConsecutiveFailures {
 mod tests {
     use super::*;
     use crate::Counts;
+    use std::time::Duration;
 
     fn failures(n: u64) -> Counts {
         Counts {
@@ -87,17 +88,32 @@ mod tests {
     #[test]
     fn default_is_gobreakers_more_than_five() {
         let mut p = ConsecutiveFailures::default();
-        assert!(!p.on_result(&CallResult::new(Outcome::Failure, None, &failures(5))));
-        assert!(p.on_result(&CallResult::new(Outcome::Failure, None, &failures(6))));
+        assert!(!p.on_result(&CallResult::new(
+            Outcome::Failure,
+            None,
+            &failures(5),
+            Duration::ZERO
+        )));
+        assert!(p.on_result(&CallResult::new(
+            Outcome::Failure,
+            None,
+            &failures(6),
+            Duration::ZERO
+        )));
     }
 
     #[test]
     fn only_a_failure_can_trip() {
         let mut p = ConsecutiveFailures::new(1).unwrap();
         let c = failures(3);
-        assert!(!p.on_result(&CallResult::new(Outcome::Success, None, &c)));
-        assert!(!p.on_result(&CallResult::new(Outcome::Excluded, None, &c)));
-        assert!(p.on_result(&CallResult::new(Outcome::Failure, None, &c)));
+        assert!(!p.on_result(&CallResult::new(Outcome::Success, None, &c, Duration::ZERO)));
+        assert!(!p.on_result(&CallResult::new(
+            Outcome::Excluded,
+            None,
+            &c,
+            Duration::ZERO
+        )));
+        assert!(p.on_result(&CallResult::new(Outcome::Failure, None, &c, Duration::ZERO)));
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! | [`ConsecutiveFailures`] | `consecutive_failures` reaches a threshold (the default: 6, gobreaker's `> 5`) |
 //! | [`FailureRatio`] | `total_failures / requests` reaches a ratio, once `requests` reaches a minimum |
 //! | [`ReadyToTrip`] | a closure over [`Counts`] returns `true` after a failure (gobreaker's `ReadyToTrip`) |
+//! | [`Ema`] | brpc's latency-weighted error cost exceeds its budget in a long or a short window; opens for brpc's doubling isolation duration |
+//! | [`AnyOf`] | any of two policies trips (`a.or(b)`); opens for the duration the tripping one chooses |
 //!
 //! # Policies run under the lock
 //!
@@ -18,13 +20,15 @@
 //! back into the same breaker would deadlock. Everything else the user gives the breaker (the
 //! wrapped call, `on_state_change`) runs outside the lock.
 
+mod any_of;
 mod consecutive;
 mod ema;
 mod ratio;
 mod ready_to_trip;
 
+pub use any_of::AnyOf;
 pub use consecutive::ConsecutiveFailures;
-pub use ema::{EmaConfig, EmaRecorder};
+pub use ema::{Ema, EmaConfig, EmaRecorder};
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
 
@@ -57,15 +61,23 @@ pub struct CallResult<'a> {
     pub latency: Option<Duration>,
     /// The breaker's counts after this result was recorded.
     pub counts: &'a Counts,
+    /// When the result was recorded, on the breaker's clock.
+    pub now: Duration,
 }
 
 impl<'a> CallResult<'a> {
     /// A result to feed a policy by hand, e.g. in the policy's own tests.
-    pub fn new(outcome: Outcome, latency: Option<Duration>, counts: &'a Counts) -> Self {
+    pub fn new(
+        outcome: Outcome,
+        latency: Option<Duration>,
+        counts: &'a Counts,
+        now: Duration,
+    ) -> Self {
         Self {
             outcome,
             latency,
             counts,
+            now,
         }
     }
 }
@@ -74,8 +86,9 @@ impl<'a> CallResult<'a> {
 ///
 /// The breaker calls [`on_result`](TripPolicy::on_result) for every result it records in the
 /// closed state, within the generation the request was admitted in (a result that arrives
-/// after the counts were cleared is stale and never reaches the policy). Results in half-open
-/// never reach it: there, any failure reopens the breaker and enough successes close it.
+/// after the counts were cleared is stale and never reaches the policy). In half-open the
+/// breaker decides by itself (any failure reopens it, enough successes close it) and only
+/// shows the policy the probes' results ([`on_probe_result`](TripPolicy::on_probe_result)).
 ///
 /// All methods run under the breaker's lock: keep them quick and never call back into the
 /// breaker from them (see the [module documentation](self)).
@@ -117,6 +130,21 @@ pub trait TripPolicy: Send {
         timeout
     }
 
+    /// Called with each result recorded in the half-open state, before the breaker acts on it
+    /// (a failure reopens the breaker, enough consecutive successes close it). The policy
+    /// cannot change that decision; it can learn from the probes. The default does nothing.
+    fn on_probe_result(&mut self, result: &CallResult<'_>) {
+        let _ = result;
+    }
+
+    /// How many probes the half-open state admits, and how many consecutive successes close
+    /// it, given the breaker's `max_requests` (at least 1). The default keeps
+    /// `max_requests`; a policy with a probation of its own (brpc's
+    /// `half_open_window_size`) returns its size.
+    fn half_open_probes(&self, max_requests: u64) -> u64 {
+        max_requests
+    }
+
     /// Called after each state change, e.g. to reset the policy's own state when a breaker
     /// goes half-open. The default does nothing.
     fn on_state_change(&mut self, from: State, to: State, now: Duration) {
@@ -128,6 +156,27 @@ pub trait TripPolicy: Send {
     fn needs_latency(&self) -> bool {
         false
     }
+
+    /// A policy that trips when this one or `other` trips: see [`AnyOf`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::{ConsecutiveFailures, Ema, EmaConfig, TripPolicy};
+    ///
+    /// // brpc's EMA catches a slow rise in the error rate; consecutive failures catch a
+    /// // dependency that fails fast, which the EMA weighs lightly.
+    /// let policy = ConsecutiveFailures::new(20)?.or(Ema::new(EmaConfig::default())?);
+    /// let breaker = lazybreaker::Breaker::builder().policy(policy).build();
+    /// # let _ = breaker;
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    fn or<Q: TripPolicy>(self, other: Q) -> AnyOf<Self, Q>
+    where
+        Self: Sized,
+    {
+        AnyOf::new(self, other)
+    }
 }
 
 impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
@@ -137,6 +186,14 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn open_duration(&mut self, timeout: Duration, now: Duration) -> Duration {
         (**self).open_duration(timeout, now)
+    }
+
+    fn on_probe_result(&mut self, result: &CallResult<'_>) {
+        (**self).on_probe_result(result)
+    }
+
+    fn half_open_probes(&self, max_requests: u64) -> u64 {
+        (**self).half_open_probes(max_requests)
     }
 
     fn on_state_change(&mut self, from: State, to: State, now: Duration) {

@@ -72,6 +72,7 @@ impl TripPolicy for FailureRatio {
 mod tests {
     use super::*;
     use crate::Counts;
+    use std::time::Duration;
 
     fn counts(requests: u64, failures: u64) -> Counts {
         Counts {
@@ -86,19 +87,34 @@ mod tests {
     fn trips_at_the_ratio_once_the_minimum_is_reached() {
         let mut p = FailureRatio::new(0.25, 8).unwrap();
         let fail = |p: &mut FailureRatio, r, f| {
-            p.on_result(&CallResult::new(Outcome::Failure, None, &counts(r, f)))
+            p.on_result(&CallResult::new(
+                Outcome::Failure,
+                None,
+                &counts(r, f),
+                Duration::ZERO,
+            ))
         };
         assert!(!fail(&mut p, 4, 4), "below min_requests");
         assert!(!fail(&mut p, 9, 2), "2/9 < 0.25");
         assert!(fail(&mut p, 8, 2), "2/8 == 0.25");
-        assert!(!p.on_result(&CallResult::new(Outcome::Success, None, &counts(8, 8))));
+        assert!(!p.on_result(&CallResult::new(
+            Outcome::Success,
+            None,
+            &counts(8, 8),
+            Duration::ZERO
+        )));
     }
 
     #[test]
     fn zero_requests_never_trip() {
         // 0/0 is NaN, which compares false: an out-of-window failure with nothing counted.
         let mut p = FailureRatio::new(0.0, 0).unwrap();
-        assert!(!p.on_result(&CallResult::new(Outcome::Failure, None, &counts(0, 0))));
+        assert!(!p.on_result(&CallResult::new(
+            Outcome::Failure,
+            None,
+            &counts(0, 0),
+            Duration::ZERO
+        )));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::Outcome;
+use crate::policy::Outcome;
 use crate::ConfigError;
 
 /// The ten knobs of brpc's circuit breaker, with brpc's defaults.
@@ -380,7 +380,8 @@ pub struct EmaRecorder {
     half_open_successes: u32,
     isolation_ms: u64,
     isolated_times: u64,
-    last_reset_ms: u64,
+    /// When the recorder was last reset; `None`: never, which counts as long ago.
+    last_reset_ms: Option<u64>,
 }
 
 impl EmaRecorder {
@@ -416,9 +417,18 @@ impl EmaRecorder {
             half_open_successes: 0,
             isolation_ms: min_isolation_ms,
             isolated_times: 0,
-            last_reset_ms: 0,
+            // brpc's recorder starts as if reset at time zero.
+            last_reset_ms: Some(0),
             config,
         })
+    }
+
+    /// Forgets the reset at time zero that brpc's recorder starts with, so that its first
+    /// break isolates for `min_isolation` however soon it comes. brpc's own clock is
+    /// `CLOCK_MONOTONIC`, which is far from zero in production, so this is what brpc does
+    /// there; a breaker whose clock starts near zero needs it to behave the same.
+    pub(crate) fn forget_initial_reset(&mut self) {
+        self.last_reset_ms = None;
     }
 
     /// The configuration this recorder was built with.
@@ -514,7 +524,10 @@ impl EmaRecorder {
         self.isolated_times = self.isolated_times.saturating_add(1);
         // brpc compares a signed difference; a clock that went back gives a negative gap,
         // which is below any max, as 0 is here (and with a max of 0 both end at 0 ms).
-        let since_reset = whole_millis(now).saturating_sub(self.last_reset_ms);
+        let since_reset = match self.last_reset_ms {
+            Some(reset) => whole_millis(now).saturating_sub(reset),
+            None => u64::MAX,
+        };
         self.isolation_ms = if since_reset < self.max_isolation_ms {
             self.isolation_ms
                 .saturating_mul(2)
@@ -533,7 +546,7 @@ impl EmaRecorder {
     pub fn reset(&mut self, now: Duration) {
         self.long.reset();
         self.short.reset();
-        self.last_reset_ms = whole_millis(now);
+        self.last_reset_ms = Some(whole_millis(now));
         self.broken = false;
         if self.config.half_open_window_size > 0 {
             self.half_open = true;
@@ -584,7 +597,11 @@ impl EmaRecorder {
     /// last_reset_time_ms)`.
     #[doc(hidden)]
     pub fn __probation_state(&self) -> (bool, u32, u64) {
-        (self.half_open, self.half_open_successes, self.last_reset_ms)
+        (
+            self.half_open,
+            self.half_open_successes,
+            self.last_reset_ms.unwrap_or(0),
+        )
     }
 
     /// Internals for the conformance test: the `(long, short)` smoothing factors in use.

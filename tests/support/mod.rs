@@ -1,0 +1,30 @@
+//! Helpers shared by the integration tests that replay recorded conformance vectors.
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+pub(crate) mod brpc;
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use flate2::read::GzDecoder;
+use serde::de::DeserializeOwned;
+
+/// Reads and parses `tests/data/<suite>/<file>`, gunzipping a `.gz` file.
+pub(crate) fn load<T: DeserializeOwned>(suite: &str, file: &str) -> Vec<T> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(suite)
+        .join(file);
+    let f = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut text = String::new();
+    if file.ends_with(".gz") {
+        GzDecoder::new(f).read_to_string(&mut text)
+    } else {
+        let mut f = f;
+        f.read_to_string(&mut text)
+    }
+    .unwrap_or_else(|e| panic!("{file}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
