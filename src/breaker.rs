@@ -447,6 +447,36 @@ impl<P: TripPolicy> Builder<P> {
         self
     }
 
+    /// The breaker, after checking the window knobs strictly: where [`build`](Self::build)
+    /// follows gobreaker and silently rounds `interval` up to whole buckets (or widens a
+    /// bucket period past [`MAX_BUCKETS`](crate::MAX_BUCKETS)), this refuses. Use it when the
+    /// knobs come from users or files.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`](crate::ConfigError) naming `bucket_period` when it is set without an
+    /// `interval`, exceeds `interval`, does not divide it into whole buckets, or makes more
+    /// than `MAX_BUCKETS` of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Breaker;
+    /// use std::time::Duration;
+    ///
+    /// let err = Breaker::builder()
+    ///     .interval(Duration::from_secs(10))
+    ///     .bucket_period(Duration::from_secs(3))
+    ///     .try_build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "bucket_period");
+    /// assert_eq!(err.to_string(), "invalid `bucket_period` = 3s: must divide `interval` into whole buckets");
+    /// ```
+    pub fn try_build(self) -> Result<Breaker<P>, crate::ConfigError> {
+        Timing::check(self.interval, self.bucket_period)?;
+        Ok(self.build())
+    }
+
     /// The breaker, closed, with its first generation starting now.
     pub fn build(self) -> Breaker<P> {
         let timing = Timing::new(
