@@ -171,6 +171,20 @@ impl Window {
         }
     }
 
+    /// Records `requests` admissions and `successes` successes at once, as the lock-free
+    /// lane reports them. Only for a fixed window, where their order does not matter: every
+    /// success resets the failure run, and the successes' own run grows by all of them.
+    pub(crate) fn absorb(&mut self, requests: u64, successes: u64) {
+        debug_assert!(!self.is_rolling());
+        let c = &mut self.counts;
+        c.requests += requests;
+        if successes > 0 {
+            c.total_successes += successes;
+            c.consecutive_successes += successes;
+            c.consecutive_failures = 0;
+        }
+    }
+
     /// Records the result of a request admitted at `age`. Returns whether it was counted
     /// (`false`: its bucket has rolled out of the window).
     pub(crate) fn record(&mut self, age: u64, tally: Tally) -> bool {

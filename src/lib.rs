@@ -83,13 +83,14 @@ mod breaker;
 mod clock;
 mod counts;
 mod error;
+mod lane;
 mod permit;
 pub mod policy;
 mod state;
 mod sync;
 
 pub use breaker::{Breaker, Builder};
-pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
 pub use counts::{Counts, Totals};
 pub use error::{ConfigError, Error, Rejected};
 pub use permit::{OwnedPermit, Permit};

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::clock::{saturating_nanos, Nanos};
 use crate::counts::{Tally, Totals, Window};
+use crate::lane::{LaneView, Pending};
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::{ConfigError, Counts, Rejected};
 
@@ -58,12 +59,28 @@ pub(crate) struct Transition {
     pub(crate) to: State,
 }
 
+/// Generations count modulo 2^30 (they share the lane's word with its counters). A result
+/// is mistaken for a current one only if its permit was held across 2^30 state changes.
+pub(crate) const GENERATION_MASK: u32 = (1 << 30) - 1;
+
 /// What an admitted request carries to its result: the generation and window age it was
 /// admitted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
-    generation: u64,
+    generation: u32,
     age: u64,
+}
+
+impl Ticket {
+    /// A request admitted on the lock-free lane: no window age (the lane is fast only
+    /// without a rolling window).
+    pub(crate) fn fast(generation: u32) -> Self {
+        Self { generation, age: 0 }
+    }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
+    }
 }
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened
@@ -162,7 +179,10 @@ pub(crate) struct Machine<P> {
     timing: Timing,
     policy: P,
     state: State,
-    generation: u64,
+    generation: u32,
+    /// Whether closed can count on the lock-free lane: no time-based window, and a policy
+    /// that needs neither successes nor latencies.
+    lane_eligible: bool,
     /// When the current generation started.
     start: Nanos,
     /// Closed with a fixed window: when the window ends. Open: when the open period ends.
@@ -175,11 +195,16 @@ pub(crate) struct Machine<P> {
 impl<P: TripPolicy> Machine<P> {
     /// A closed machine in generation 1, started at `now`.
     pub(crate) fn new(timing: Timing, policy: P, now: Nanos) -> Self {
+        let lane_eligible = timing.interval == 0
+            && timing.buckets == 0
+            && !policy.needs_latency()
+            && !policy.needs_successes();
         let mut machine = Self {
             timing,
             policy,
             state: State::Closed,
             generation: 0,
+            lane_eligible,
             start: now,
             expiry: Nanos::MAX,
             window: Window::rolling(timing.buckets as usize),
@@ -203,6 +228,29 @@ impl<P: TripPolicy> Machine<P> {
 
     pub(crate) fn policy(&self) -> &P {
         &self.policy
+    }
+
+    /// What callers may do without the lock, given the current state.
+    pub(crate) fn lane_view(&self) -> LaneView {
+        match self.state {
+            State::Closed if self.lane_eligible => LaneView::Fast {
+                generation: self.generation,
+            },
+            State::Open => LaneView::Open { until: self.expiry },
+            State::Closed | State::HalfOpen => LaneView::Locked,
+        }
+    }
+
+    /// Folds in what the lock-free lane recorded: admissions and successes in closed, in
+    /// the current generation, as if each had been recorded here in turn.
+    pub(crate) fn absorb(&mut self, pending: Pending) {
+        if pending.is_empty() {
+            return;
+        }
+        debug_assert!(self.lane_eligible && self.state == State::Closed);
+        self.window.absorb(pending.requests, pending.successes);
+        self.totals.admitted += pending.requests;
+        self.totals.successes += pending.successes;
     }
 
     /// Lazy evaluation of everything time-based (gobreaker's `currentState`): a closed fixed
@@ -339,7 +387,7 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     fn new_generation(&mut self, now: Nanos) {
-        self.generation += 1;
+        self.generation = (self.generation + 1) & GENERATION_MASK;
         self.start = now;
         self.window.clear();
         self.expiry = match self.state {

@@ -7,7 +7,7 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use parking_lot::Mutex;
+    pub(crate) use parking_lot::{Mutex, MutexGuard};
     pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
     pub(crate) use std::sync::Arc;
 }
@@ -15,7 +15,7 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
-    pub(crate) use loom::sync::Arc;
+    pub(crate) use loom::sync::{Arc, MutexGuard};
 
     /// loom's mutex with `parking_lot`'s signature: `lock()` returns the guard directly.
     #[derive(Debug)]
@@ -26,7 +26,7 @@ mod imp {
             Self(loom::sync::Mutex::new(value))
         }
 
-        pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             // The breaker never panics while holding its lock, so the mutex is never poisoned
             // by our code; a poisoned lock in a model is a bug worth a loud failure.
             self.0.lock().expect("state mutex poisoned")

@@ -99,19 +99,42 @@ fn each_call_reads_the_clock_at_most_once() {
     static CLOCK: CountingClock = CountingClock {
         reads: AtomicUsize::new(0),
     };
-    let breaker = Breaker::builder().clock(&CLOCK).build();
     let reads = || CLOCK.reads.swap(0, Ordering::SeqCst);
+
+    // A closed-state window needs the time on every call.
+    let windowed = Breaker::builder()
+        .interval(Duration::from_secs(10))
+        .clock(&CLOCK)
+        .build();
     reads();
-    let permit = breaker.allow().unwrap();
+    let permit = windowed.allow().unwrap();
     assert_eq!(reads(), 1, "allow");
     permit.success();
     assert_eq!(reads(), 1, "success");
-    let _ = breaker.state();
+    let _ = windowed.state();
     assert_eq!(reads(), 1, "state");
-    let _ = breaker.counts();
+    let _ = windowed.counts();
     assert_eq!(reads(), 0, "counts is a pure read");
-    let _ = breaker.execute(|| Ok::<_, ()>(()));
+    let _ = windowed.execute(|| Ok::<_, ()>(()));
     assert_eq!(reads(), 2, "execute = allow + verdict");
+
+    // gobreaker's defaults (no window, a counting policy): a closed-state success needs no
+    // time at all; a failure reads it once, in case it trips; an open rejection reads it to
+    // know whether the open period is over.
+    let plain = Breaker::builder()
+        .policy(lazybreaker::policy::ConsecutiveFailures::new(2).unwrap())
+        .clock(&CLOCK)
+        .build();
+    reads();
+    let _ = plain.execute(|| Ok::<_, ()>(()));
+    assert_eq!(reads(), 0, "closed success");
+    let _ = plain.execute(|| Err::<(), _>(()));
+    assert_eq!(reads(), 1, "closed failure");
+    let _ = plain.execute(|| Err::<(), _>(()));
+    assert_eq!(plain.state(), State::Open);
+    reads();
+    assert!(plain.allow().is_err());
+    assert_eq!(reads(), 1, "open rejection");
 }
 
 type Shared<T> = Arc<Mutex<Vec<T>>>;

@@ -165,3 +165,20 @@ fn a_dropped_owned_permit_gives_its_slot_back_too() {
     assert_eq!(breaker.counts().total_exclusions, 1);
     assert!(breaker.allow().is_ok());
 }
+
+#[test]
+fn a_permit_from_an_earlier_closed_period_is_stale_in_a_later_one() {
+    let (breaker, clock) = half_open(1);
+    breaker.allow().unwrap().success();
+    assert_eq!(breaker.state(), State::Closed);
+    // Held across a whole trip-and-recover cycle: its closed generation is long gone.
+    let old = breaker.allow().unwrap();
+    breaker.allow().unwrap().failure();
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(TIMEOUT * 2);
+    breaker.allow().unwrap().success();
+    assert_eq!(breaker.state(), State::Closed);
+    old.success();
+    assert_eq!(breaker.counts(), lazybreaker::Counts::default());
+    assert_eq!(breaker.totals().dropped, 1);
+}

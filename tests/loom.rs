@@ -38,6 +38,11 @@ impl TripPolicy for Truth {
     fn on_state_change(&mut self, from: State, to: State, _now: Duration) {
         self.log.lock().unwrap().push((from, to));
     }
+
+    // Like the counting policies: closed-state calls go through the lock-free lane.
+    fn needs_successes(&self) -> bool {
+        false
+    }
 }
 
 type Tested = Breaker<Truth>;
@@ -255,5 +260,73 @@ fn half_open_is_entered_once() {
             .count();
         assert_eq!(entries, 1, "{happened:?}");
         assert_eq!(changes(&delivered), happened);
+    });
+}
+
+/// 6. The lock-free lane: successes and admissions recorded without the lock never leak
+///    across a trip, and every admitted call is accounted for exactly once.
+#[test]
+fn lock_free_successes_never_leak_across_a_trip() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, happened, delivered) = logged(1, &clock);
+        let succeeding = {
+            let breaker = breaker.clone();
+            thread::spawn(move || match breaker.allow() {
+                Ok(permit) => {
+                    permit.success();
+                    true
+                }
+                Err(rejected) => {
+                    assert!(matches!(rejected, Rejected::Open { .. }));
+                    false
+                }
+            })
+        };
+        let failing = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().map(|p| p.failure()).is_ok())
+        };
+        let admitted = [succeeding.join().unwrap(), failing.join().unwrap()];
+        assert!(admitted[1], "the failing call came first or alongside: admitted");
+        let totals = breaker.totals();
+        let admitted = admitted.iter().filter(|&&a| a).count() as u64;
+        assert_eq!(totals.admitted, admitted, "{totals:?}");
+        assert_eq!(totals.failures, 1);
+        // The success counted (before the trip) or was dropped as stale (after): once.
+        assert_eq!(totals.successes + totals.dropped, admitted - 1, "{totals:?}");
+        // Whatever the order, the open generation has counted nothing.
+        assert_eq!(breaker.counts(), Default::default());
+        assert_eq!(changes(&happened), vec![(State::Closed, State::Open)]);
+        assert_eq!(changes(&delivered), changes(&happened));
+    });
+}
+
+/// 7. A reader taking `counts()` while calls are counted lock-free sees a consistent
+///    snapshot each time: never a success without its admission, never going backwards.
+#[test]
+fn counts_read_alongside_the_lock_free_lane_are_consistent() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, _, _) = logged(1, &clock);
+        let caller = {
+            let breaker = breaker.clone();
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    breaker.allow().unwrap().success();
+                }
+            })
+        };
+        let mut last = lazybreaker::Counts::default();
+        for _ in 0..2 {
+            let c = breaker.counts();
+            assert!(c.requests >= c.total_successes, "{c:?}");
+            assert!(c.requests >= last.requests && c.total_successes >= last.total_successes);
+            assert_eq!(c.consecutive_successes, c.total_successes);
+            last = c;
+        }
+        caller.join().unwrap();
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes), (2, 2));
     });
 }

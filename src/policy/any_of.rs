@@ -96,4 +96,8 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
     fn needs_latency(&self) -> bool {
         self.first.needs_latency() || self.second.needs_latency()
     }
+
+    fn needs_successes(&self) -> bool {
+        self.first.needs_successes() || self.second.needs_successes()
+    }
 }

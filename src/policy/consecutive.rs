@@ -68,6 +68,10 @@ impl TripPolicy for ConsecutiveFailures {
     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
         result.outcome == Outcome::Failure && result.counts.consecutive_failures >= self.threshold
     }
+
+    fn needs_successes(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

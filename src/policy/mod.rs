@@ -157,6 +157,15 @@ pub trait TripPolicy: Send {
         false
     }
 
+    /// Whether [`on_result`](TripPolicy::on_result) must see every success in the closed
+    /// state. The default is `true`. A policy that only looks at the counts after a failure
+    /// (like every counting policy here) returns `false`: the breaker may then count
+    /// closed-state successes without taking its lock, and without showing them to the
+    /// policy.
+    fn needs_successes(&self) -> bool {
+        true
+    }
+
     /// A policy that trips when this one or `other` trips: see [`AnyOf`].
     ///
     /// # Examples
@@ -202,5 +211,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn needs_latency(&self) -> bool {
         (**self).needs_latency()
+    }
+
+    fn needs_successes(&self) -> bool {
+        (**self).needs_successes()
     }
 }

@@ -66,6 +66,10 @@ impl TripPolicy for FailureRatio {
             && c.requests >= self.min_requests
             && c.total_failures as f64 / c.requests as f64 >= self.ratio
     }
+
+    fn needs_successes(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

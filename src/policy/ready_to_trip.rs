@@ -52,4 +52,8 @@ where
     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
         result.outcome == Outcome::Failure && (self.ready)(result.counts)
     }
+
+    fn needs_successes(&self) -> bool {
+        false
+    }
 }
