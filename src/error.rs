@@ -1,6 +1,7 @@
 //! Errors: a rejected call ([`Rejected`]), a wrapped call's result ([`Error`]) and invalid
 //! configuration ([`ConfigError`]).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -126,11 +127,19 @@ impl<E> From<Rejected> for Error<E> {
     }
 }
 
-/// An invalid parameter, named.
+/// An invalid parameter, named: which breaker, which field, what value, and why.
 ///
 /// Returned where a parameter can be invalid: when a policy is constructed (a ratio outside
-/// `[0, 1]`, a zero threshold). The breaker's own knobs follow gobreaker's zero-means-default
-/// rules and cannot be invalid.
+/// `[0, 1]`, a zero threshold), by [`Builder::try_build`](crate::Builder::try_build) (a bucket
+/// period that does not fit the interval), and when a breaker is built from configuration
+/// (`config::Settings`, with the `serde` feature). The builder's plain
+/// [`build`](crate::Builder::build) follows gobreaker's zero-means-default rules and cannot
+/// fail.
+///
+/// A parameter checked by a constructor is named as the constructor spells it (`ratio`); one
+/// that came from configuration is named by its path in the settings (`policy.ratio`,
+/// `policy.policies[1].min_isolation`), and the error carries the name of the breaker it
+/// belongs to, when that breaker has one.
 ///
 /// # Examples
 ///
@@ -139,12 +148,14 @@ impl<E> From<Rejected> for Error<E> {
 ///
 /// let err = FailureRatio::new(1.5, 10).unwrap_err();
 /// assert_eq!(err.field(), "ratio");
+/// assert_eq!(err.breaker(), None);
 /// assert_eq!(err.to_string(), "invalid `ratio` = 1.5: must be within [0, 1]");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid `{field}` = {value}: {reason}")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("{}invalid `{field}` = {value}: {reason}", BreakerPrefix(.breaker.as_deref()))]
 pub struct ConfigError {
-    field: &'static str,
+    breaker: Option<String>,
+    field: Cow<'static, str>,
     value: String,
     reason: &'static str,
 }
@@ -152,15 +163,41 @@ pub struct ConfigError {
 impl ConfigError {
     pub(crate) fn new(field: &'static str, value: impl fmt::Display, reason: &'static str) -> Self {
         Self {
-            field,
+            breaker: None,
+            field: Cow::Borrowed(field),
             value: value.to_string(),
             reason,
         }
     }
 
-    /// The name of the invalid parameter, as the constructor or configuration spells it.
-    pub fn field(&self) -> &'static str {
-        self.field
+    /// The same error, for a field found at `prefix` in a configuration: `ratio` within
+    /// `policy` becomes `policy.ratio`, within `policies[1]` it becomes `policies[1].ratio`.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn within(mut self, prefix: impl fmt::Display) -> Self {
+        self.field = Cow::Owned(format!("{prefix}.{}", self.field));
+        self
+    }
+
+    /// The same error, attributed to the breaker called `name`, unless it already is
+    /// attributed to one or `name` is empty.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn for_breaker(mut self, name: &str) -> Self {
+        if self.breaker.is_none() && !name.is_empty() {
+            self.breaker = Some(name.to_owned());
+        }
+        self
+    }
+
+    /// The name of the breaker the invalid parameter belongs to, when the error came from
+    /// building a named breaker from configuration; `None` for a constructor's error.
+    pub fn breaker(&self) -> Option<&str> {
+        self.breaker.as_deref()
+    }
+
+    /// The name of the invalid parameter: as the constructor spells it (`ratio`), or its path
+    /// in the configuration (`policy.policies[1].ratio`).
+    pub fn field(&self) -> &str {
+        &self.field
     }
 
     /// The invalid value, as given.
@@ -171,5 +208,50 @@ impl ConfigError {
     /// What a valid value looks like.
     pub fn reason(&self) -> &'static str {
         self.reason
+    }
+}
+
+/// Displays "breaker `name`: " when there is a name, nothing otherwise.
+struct BreakerPrefix<'a>(Option<&'a str>);
+
+impl fmt::Display for BreakerPrefix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, "breaker `{name}`: "),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConfigError;
+
+    #[test]
+    fn a_path_and_a_breaker_name_show_in_the_message() {
+        let err = ConfigError::new("ratio", 1.5, "must be within [0, 1]");
+        assert_eq!(
+            err.to_string(),
+            "invalid `ratio` = 1.5: must be within [0, 1]"
+        );
+        let err = err
+            .within("policies[1]")
+            .within("policy")
+            .for_breaker("payments");
+        assert_eq!(err.field(), "policy.policies[1].ratio");
+        assert_eq!(err.breaker(), Some("payments"));
+        assert_eq!(err.value(), "1.5");
+        assert_eq!(
+            err.to_string(),
+            "breaker `payments`: invalid `policy.policies[1].ratio` = 1.5: must be within [0, 1]"
+        );
+    }
+
+    #[test]
+    fn the_first_breaker_name_sticks_and_an_empty_one_is_none() {
+        let err = ConfigError::new("threshold", 0, "must be at least 1");
+        assert_eq!(err.clone().for_breaker("").breaker(), None);
+        let err = err.for_breaker("inner").for_breaker("outer");
+        assert_eq!(err.breaker(), Some("inner"));
     }
 }

@@ -73,14 +73,20 @@
 //!
 //! # Features
 //!
-//! - `serde`: `Serialize`/`Deserialize` for [`State`], [`Counts`] and
-//!   [`Outcome`](policy::Outcome).
+//! - `serde`: `Serialize`/`Deserialize` for [`State`], [`Counts`], [`Totals`],
+//!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and the `config`
+//!   module: breakers built from configuration files (`config::Settings`,
+//!   `Breaker::from_settings`), durations written as `"250ms"` or `"1m30s"`, errors that name
+//!   the breaker and the field.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
 mod breaker;
 mod clock;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod config;
 mod counts;
 mod error;
 mod lane;

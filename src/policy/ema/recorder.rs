@@ -36,6 +36,8 @@ use crate::ConfigError;
 /// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct EmaConfig {
     /// Sample count of the short window (`circuit_breaker_short_window_size`, default 1500).
     /// Must be at least 1.
@@ -51,6 +53,7 @@ pub struct EmaConfig {
     pub long_window_error_percent: u32,
     /// An accumulated error cost below this is forgiven at the next decay
     /// (`circuit_breaker_min_error_cost_us`, default 500 µs). Whole microseconds count.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
     pub min_error_cost: Duration,
     /// A failure costs at most this many times the average success latency
     /// (`circuit_breaker_max_failed_latency_mutiple`, default 2).
@@ -61,10 +64,12 @@ pub struct EmaConfig {
     /// The first isolation duration, and the one used again after a long healthy spell
     /// (`circuit_breaker_min_isolation_duration_ms`, default 100 ms). Whole milliseconds
     /// count.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
     pub min_isolation: Duration,
     /// The cap on the doubling isolation duration, and how long a revived recorder must stay
     /// healthy to start again from `min_isolation`
     /// (`circuit_breaker_max_isolation_duration_ms`, default 30 s). Whole milliseconds count.
+    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
     pub max_isolation: Duration,
     /// Weight left to a sample after a window's worth of newer samples, strictly between 0 and
     /// 1 (`circuit_breaker_epsilon_value`, default 0.02). It also widens the error budget by

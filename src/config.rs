@@ -1,0 +1,608 @@
+//! Breakers configured from files: serde [`Settings`] for every knob, a [`PolicyConfig`] for
+//! every built-in policy, and errors that name the breaker, the field and the reason.
+//!
+//! Services keep their breakers' settings in TOML, YAML or JSON next to the rest of their
+//! configuration, and change them without a rebuild. Any serde format works; the examples
+//! here use TOML.
+//!
+//! # Two kinds of error
+//!
+//! - **The file does not fit the shape**: an unknown field (every struct here denies unknown
+//!   fields, so a typo is never silently ignored), a wrong type, a duration that does not
+//!   parse, an unknown policy `kind`. The format crate (`toml`, `serde_json`, …) reports these
+//!   while parsing, with the field's name and its line.
+//! - **A value is out of range**: a ratio outside `[0, 1]`, a zero window, a bucket period
+//!   that does not fit the interval, an isolation minimum above its maximum. Building the
+//!   breaker ([`Breaker::from_settings`], [`Settings::to_builder`], [`build_all`]) reports these
+//!   as a [`ConfigError`] that names the breaker and the field's path in the settings:
+//!   `` breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1] ``.
+//!
+//! The range checks are the policies' own constructors ([`ConsecutiveFailures::new`],
+//! [`FailureRatio::new`], [`Ema::new`] with [`EmaConfig::validate`]) and
+//! [`Builder::try_build`]'s strict reading of the window knobs: a breaker built from a file
+//! is checked exactly as one built in code.
+//!
+//! # Durations
+//!
+//! Durations are strings in [`humantime`]'s format, and are written back in it: `"250ms"`,
+//! `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m` (minutes),
+//! `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for `interval`,
+//! `bucket_period` and `timeout` means the builder's default.
+//!
+//! # Examples
+//!
+//! One breaker per downstream, in one TOML file:
+//!
+//! ```
+//! use lazybreaker::config::{self, Settings};
+//! use lazybreaker::State;
+//! use std::collections::BTreeMap;
+//!
+//! let file = r#"
+//!     [payments]
+//!     timeout = "30s"
+//!     interval = "10s"
+//!     bucket_period = "1s"
+//!     policy = { kind = "failure_ratio", ratio = 0.5, min_requests = 20 }
+//!
+//!     [search.policy]
+//!     kind = "ema"
+//!     min_isolation = "250ms"
+//!     max_isolation = "1m30s"
+//! "#;
+//! let settings: BTreeMap<String, Settings> = toml::from_str(file)?;
+//! let breakers = config::build_all(&settings)?;
+//! assert_eq!(breakers[0].0, "payments"); // the map key names a breaker without a `name`
+//! assert_eq!(breakers[0].1.name(), "payments");
+//! assert_eq!(breakers[1].1.state(), State::Closed);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What a user sees for a value out of range:
+//!
+//! ```
+//! use lazybreaker::config::Settings;
+//! use lazybreaker::Breaker;
+//!
+//! let settings: Settings = toml::from_str(r#"
+//!     name = "payments"
+//!     policy = { kind = "failure_ratio", ratio = 1.5, min_requests = 20 }
+//! "#)?;
+//! let err = Breaker::from_settings(&settings).unwrap_err();
+//! assert_eq!(err.breaker(), Some("payments"));
+//! assert_eq!(err.field(), "policy.ratio");
+//! assert_eq!(
+//!     err.to_string(),
+//!     "breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1]"
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! and for a typo, reported by the format crate while parsing:
+//!
+//! ```
+//! use lazybreaker::config::Settings;
+//!
+//! let err = toml::from_str::<Settings>(r#"intervall = "10s""#).unwrap_err();
+//! assert!(err.to_string().contains("unknown field `intervall`, expected one of"));
+//! ```
+
+use std::borrow::Borrow;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{AnyOf, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy};
+use crate::state::Timing;
+use crate::{Breaker, Builder, ConfigError};
+
+/// A breaker whose policy was chosen at run time, e.g. from a [`PolicyConfig`].
+pub type DynBreaker = Breaker<Box<dyn TripPolicy>>;
+
+/// A builder for a [`DynBreaker`], e.g. from [`Settings::to_builder`].
+pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
+
+/// Everything that configures a [`Breaker`], as it appears in a configuration file.
+///
+/// Every field may be omitted; an omitted field takes the [builder](Breaker::builder)'s
+/// default, so an empty table is the default breaker. Unknown fields are rejected. Durations
+/// are strings such as `"250ms"` or `"1m30s"` (see the [module documentation](self)).
+///
+/// | field | default | meaning |
+/// |---|---|---|
+/// | `name` | empty | [`Builder::name`]; in a map of breakers, empty means the map key ([`build_all`]) |
+/// | `max_requests` | `0` (means 1) | [`Builder::max_requests`]: half-open probes |
+/// | `interval` | `"0s"` (never cleared) | [`Builder::interval`]: the closed-state count window |
+/// | `bucket_period` | `"0s"` (fixed window) | [`Builder::bucket_period`]: must divide `interval` into at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) whole buckets |
+/// | `timeout` | `"0s"` (means 60 s) | [`Builder::timeout`]: the open duration of the counting policies |
+/// | `policy` | `consecutive_failures`, threshold 6 | the [`PolicyConfig`] that decides when to trip |
+///
+/// # How long the breaker stays open
+///
+/// There is no separate open-duration field: the policy decides it, as in code
+/// ([`TripPolicy::open_duration`]). `consecutive_failures` and `failure_ratio` stay open for
+/// `timeout`; `ema` stays open for brpc's isolation duration (`min_isolation`, doubling up to
+/// `max_isolation` on repeated breaks) and ignores `timeout`; `any_of` stays open for the
+/// duration of the policy that tripped (the longest when several did, or when a half-open
+/// probe failed).
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::{PolicyConfig, Settings};
+/// use lazybreaker::{ManualClock, State};
+/// use std::time::Duration;
+///
+/// let settings: Settings = toml::from_str(r#"
+///     name = "inventory"
+///     timeout = "1m30s"
+///     [policy]
+///     kind = "consecutive_failures"
+///     threshold = 3
+/// "#)?;
+/// assert_eq!(settings.timeout, Duration::from_secs(90));
+/// assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
+/// assert_eq!(settings.max_requests, 0); // omitted: the builder's default
+///
+/// // The settings are a builder away from a breaker: add a clock or a callback.
+/// let clock = ManualClock::new();
+/// let breaker = settings.to_builder()?.clock(clock.clone()).try_build()?;
+/// for _ in 0..3 {
+///     let _ = breaker.execute(|| Err::<(), _>("refused"));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// clock.advance(Duration::from_secs(90));
+/// assert_eq!(breaker.state(), State::Open);
+/// clock.advance(Duration::from_nanos(1));
+/// assert_eq!(breaker.state(), State::HalfOpen);
+///
+/// // Settings serialise back, durations as humantime strings.
+/// let text = toml::to_string(&settings)?;
+/// assert!(text.contains(r#"timeout = "1m 30s""#));
+/// assert_eq!(toml::from_str::<Settings>(&text)?, settings);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// The breaker's name ([`Builder::name`]), reported by [`ConfigError::breaker`]. Empty by
+    /// default; written out only when not empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// How many probes the half-open state admits ([`Builder::max_requests`]); 0 means 1.
+    pub max_requests: u32,
+    /// The closed-state count window ([`Builder::interval`]); zero never clears the counts.
+    #[serde(with = "duration")]
+    pub interval: Duration,
+    /// The rolling window's bucket length ([`Builder::bucket_period`]); zero means a fixed
+    /// window. Checked strictly, as by [`Builder::try_build`]: it must divide `interval` into
+    /// whole buckets, at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them.
+    #[serde(with = "duration")]
+    pub bucket_period: Duration,
+    /// How long the breaker stays open when a counting policy trips it
+    /// ([`Builder::timeout`]); zero means 60 s. `ema` chooses its own duration: see
+    /// [How long the breaker stays open](Settings#how-long-the-breaker-stays-open).
+    #[serde(with = "duration")]
+    pub timeout: Duration,
+    /// When to trip, and so how long to stay open.
+    pub policy: PolicyConfig,
+}
+
+impl Default for Settings {
+    /// The [builder](Breaker::builder)'s defaults: no name, `max_requests` 0, zero
+    /// `interval`, `bucket_period` and `timeout`, the default [`PolicyConfig`].
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            max_requests: 0,
+            interval: Duration::ZERO,
+            bucket_period: Duration::ZERO,
+            timeout: Duration::ZERO,
+            policy: PolicyConfig::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// A builder with these settings and their policy, checked: add a
+    /// [`clock`](Builder::clock) or an [`on_state_change`](Builder::on_state_change) callback,
+    /// then [`build`](Builder::build) it.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid field, in declaration order, as a [`ConfigError`] that names this
+    /// breaker (when `name` is set) and the field's path: `bucket_period` when it does not fit
+    /// `interval` (as [`Builder::try_build`] checks it), then `policy.…` for the policy's
+    /// parameters (see [`PolicyConfig::build`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::config::Settings;
+    /// use std::time::Duration;
+    ///
+    /// let settings = Settings {
+    ///     name: "search".into(),
+    ///     interval: Duration::from_secs(10),
+    ///     bucket_period: Duration::from_secs(3),
+    ///     ..Settings::default()
+    /// };
+    /// let err = settings.to_builder().err().unwrap();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "breaker `search`: invalid `bucket_period` = 3s: must divide `interval` into whole buckets"
+    /// );
+    /// ```
+    pub fn to_builder(&self) -> Result<Builder<Box<dyn TripPolicy>>, ConfigError> {
+        let named = |err: ConfigError| err.for_breaker(&self.name);
+        Timing::check(self.interval, self.bucket_period).map_err(named)?;
+        let policy = self
+            .policy
+            .build()
+            .map_err(|err| named(err.within("policy")))?;
+        Ok(Breaker::builder()
+            .name(self.name.as_str())
+            .max_requests(self.max_requests)
+            .interval(self.interval)
+            .bucket_period(self.bucket_period)
+            .timeout(self.timeout)
+            .policy(policy))
+    }
+
+    /// Checks every field as [`to_builder`](Settings::to_builder) does, without keeping the
+    /// builder.
+    ///
+    /// # Errors
+    ///
+    /// As [`to_builder`](Settings::to_builder).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.to_builder().map(drop)
+    }
+}
+
+impl Breaker<Box<dyn TripPolicy>> {
+    /// A breaker built from `settings`, with the default clock and no state-change callback
+    /// (use [`Settings::to_builder`] to add them). Its policy is chosen at run time: a
+    /// `Box<dyn TripPolicy>`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Settings::to_builder`]: a [`ConfigError`] naming the breaker and the invalid
+    /// field.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::config::{PolicyConfig, Settings};
+    /// use lazybreaker::{Breaker, State};
+    ///
+    /// let settings = Settings {
+    ///     name: "payments".into(),
+    ///     policy: PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 4 },
+    ///     ..Settings::default()
+    /// };
+    /// let breaker = Breaker::from_settings(&settings)?;
+    /// assert_eq!(breaker.name(), "payments");
+    /// for ok in [true, false, true, false] {
+    ///     let _ = breaker.execute(|| if ok { Ok(()) } else { Err("boom") });
+    /// }
+    /// assert_eq!(breaker.state(), State::Open); // 2 failures of 4 requests
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
+        settings
+            .to_builder()?
+            .try_build()
+            .map_err(|err| err.for_breaker(&settings.name))
+    }
+}
+
+/// A trip policy as it appears in a configuration file: a table whose `kind` says which
+/// built-in policy, with that policy's parameters beside it.
+///
+/// | `kind` | parameters | policy |
+/// |---|---|---|
+/// | `consecutive_failures` | `threshold` (default 6) | [`ConsecutiveFailures`] |
+/// | `failure_ratio` | `ratio`, `min_requests` (both required) | [`FailureRatio`] |
+/// | `ema` | the ten fields of [`EmaConfig`], each optional with brpc's default | [`Ema`] |
+/// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
+///
+/// The default is `consecutive_failures` with threshold 6: the builder's default policy,
+/// [`ConsecutiveFailures::default`]. Unknown parameters are rejected.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::PolicyConfig;
+/// use lazybreaker::policy::EmaConfig;
+/// use std::time::Duration;
+///
+/// let policy: PolicyConfig = toml::from_str(r#"
+///     kind = "any_of"
+///     [[policies]]
+///     kind = "consecutive_failures"
+///     threshold = 20
+///     [[policies]]
+///     kind = "ema"
+///     short_window_size = 100
+///     max_isolation = "10s"
+/// "#)?;
+/// let expected = PolicyConfig::AnyOf {
+///     policies: vec![
+///         PolicyConfig::ConsecutiveFailures { threshold: 20 },
+///         PolicyConfig::Ema(EmaConfig {
+///             short_window_size: 100,
+///             max_isolation: Duration::from_secs(10),
+///             ..EmaConfig::default()
+///         }),
+///     ],
+/// };
+/// assert_eq!(policy, expected);
+/// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum PolicyConfig {
+    /// [`ConsecutiveFailures`]: trips on the `threshold`-th consecutive failure.
+    ConsecutiveFailures {
+        /// The number of consecutive failures that trips the breaker, at least 1; 6 when
+        /// omitted ([`ConsecutiveFailures::DEFAULT_THRESHOLD`]).
+        #[serde(default = "default_threshold")]
+        threshold: u64,
+    },
+    /// [`FailureRatio`]: trips when `failures / requests` reaches `ratio`, once `requests`
+    /// reaches `min_requests`.
+    FailureRatio {
+        /// The failure ratio that trips the breaker, within `[0, 1]`.
+        ratio: f64,
+        /// The number of requests in the window before the ratio is considered.
+        min_requests: u64,
+    },
+    /// [`Ema`]: brpc's EMA dual-window policy, with its ten knobs named as the fields of
+    /// [`EmaConfig`] (each optional, brpc's default when omitted; `min_error_cost`,
+    /// `min_isolation` and `max_isolation` are duration strings).
+    Ema(EmaConfig),
+    /// [`AnyOf`]: trips when any of `policies` trips, and stays open for the duration the
+    /// tripping one chooses.
+    AnyOf {
+        /// The policies, at least one. A single policy behaves as itself.
+        policies: Vec<PolicyConfig>,
+    },
+}
+
+fn default_threshold() -> u64 {
+    ConsecutiveFailures::default().threshold()
+}
+
+impl Default for PolicyConfig {
+    /// The builder's default policy: consecutive failures with
+    /// [`ConsecutiveFailures::default`]'s threshold (6).
+    fn default() -> Self {
+        ConsecutiveFailures::default().into()
+    }
+}
+
+impl PolicyConfig {
+    /// The trip policy this describes, through the policy's own constructor.
+    ///
+    /// # Errors
+    ///
+    /// The constructor's [`ConfigError`], with the field's path relative to this policy:
+    /// `threshold`, `ratio`, an [`EmaConfig::validate`] field such as `min_isolation`, or for
+    /// `any_of` `policies` when the list is empty and `policies[i].…` for an invalid entry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::config::PolicyConfig;
+    ///
+    /// let policy = PolicyConfig::AnyOf {
+    ///     policies: vec![
+    ///         PolicyConfig::ConsecutiveFailures { threshold: 3 },
+    ///         PolicyConfig::FailureRatio { ratio: 2.0, min_requests: 10 },
+    ///     ],
+    /// };
+    /// let err = policy.build().err().unwrap();
+    /// assert_eq!(err.field(), "policies[1].ratio");
+    /// assert_eq!(err.value(), "2");
+    /// ```
+    pub fn build(&self) -> Result<Box<dyn TripPolicy>, ConfigError> {
+        Ok(match self {
+            Self::ConsecutiveFailures { threshold } => {
+                Box::new(ConsecutiveFailures::new(*threshold)?)
+            }
+            Self::FailureRatio {
+                ratio,
+                min_requests,
+            } => Box::new(FailureRatio::new(*ratio, *min_requests)?),
+            Self::Ema(config) => Box::new(Ema::new(*config)?),
+            Self::AnyOf { policies } => {
+                let mut built = policies.iter().enumerate().map(|(i, policy)| {
+                    policy
+                        .build()
+                        .map_err(|err| err.within(format_args!("policies[{i}]")))
+                });
+                let first = built.next().unwrap_or_else(|| {
+                    Err(ConfigError::new(
+                        "policies",
+                        "[]",
+                        "must list at least one policy",
+                    ))
+                })?;
+                built.try_fold(first, |any, next| {
+                    Ok::<Box<dyn TripPolicy>, ConfigError>(Box::new(AnyOf::new(any, next?)))
+                })?
+            }
+        })
+    }
+}
+
+impl From<ConsecutiveFailures> for PolicyConfig {
+    fn from(policy: ConsecutiveFailures) -> Self {
+        Self::ConsecutiveFailures {
+            threshold: policy.threshold(),
+        }
+    }
+}
+
+impl From<FailureRatio> for PolicyConfig {
+    fn from(policy: FailureRatio) -> Self {
+        Self::FailureRatio {
+            ratio: policy.ratio(),
+            min_requests: policy.min_requests(),
+        }
+    }
+}
+
+impl From<EmaConfig> for PolicyConfig {
+    fn from(config: EmaConfig) -> Self {
+        Self::Ema(config)
+    }
+}
+
+/// Builders for a map of named settings (e.g. one breaker per downstream, as a file's tables
+/// name them), in the map's order, each paired with its key.
+///
+/// A breaker's name is its `name` when that is set, and its map key otherwise: a file can key
+/// its tables by a short id and still give a breaker a longer name. Errors name the breaker
+/// by that same name.
+///
+/// # Errors
+///
+/// The first invalid entry's [`ConfigError`] (see [`Settings::to_builder`]), naming the
+/// breaker.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::{self, Settings};
+/// use lazybreaker::ManualClock;
+/// use std::collections::BTreeMap;
+///
+/// let settings: BTreeMap<String, Settings> = toml::from_str(r#"
+///     inventory = { timeout = "5s" }
+///     payments = { name = "payments-eu" }
+/// "#)?;
+/// let clock = ManualClock::new();
+/// let breakers: Vec<_> = config::builders(&settings)?
+///     .into_iter()
+///     .map(|(key, builder)| (key, builder.clock(clock.clone()).build()))
+///     .collect();
+/// assert_eq!(breakers[0].1.name(), "inventory");
+/// assert_eq!((breakers[1].0.as_str(), breakers[1].1.name()), ("payments", "payments-eu"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn builders<I, K, S>(settings: I) -> Result<Vec<(String, DynBuilder)>, ConfigError>
+where
+    I: IntoIterator<Item = (K, S)>,
+    K: AsRef<str>,
+    S: Borrow<Settings>,
+{
+    settings
+        .into_iter()
+        .map(|(key, settings)| {
+            let (key, settings) = (key.as_ref(), settings.borrow());
+            let name = breaker_name(key, settings);
+            let builder = settings.to_builder().map_err(|err| err.for_breaker(name))?;
+            Ok((key.to_owned(), builder.name(name)))
+        })
+        .collect()
+}
+
+/// A breaker's name in a map of settings: its `name`, or else its key.
+fn breaker_name<'a>(key: &'a str, settings: &'a Settings) -> &'a str {
+    if settings.name.is_empty() {
+        key
+    } else {
+        &settings.name
+    }
+}
+
+/// Breakers for a map of named settings, with the default clock and no callbacks: see
+/// [`builders`] for the naming rule and to customise the builders first.
+///
+/// # Errors
+///
+/// The first invalid entry's [`ConfigError`], naming the breaker.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::{self, Settings};
+/// use std::collections::BTreeMap;
+///
+/// let settings: BTreeMap<String, Settings> = toml::from_str(r#"
+///     [inventory.policy]
+///     kind = "consecutive_failures"
+///     threshold = 3
+///     [payments.policy]
+///     kind = "failure_ratio"
+///     ratio = 0.5
+///     min_requests = 0
+///     [search.policy]
+///     kind = "ema"
+///     min_isolation = "1m"
+///     max_isolation = "30s"
+/// "#)?;
+/// let err = config::build_all(&settings).unwrap_err();
+/// assert_eq!(err.breaker(), Some("search"));
+/// assert_eq!(err.field(), "policy.min_isolation");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn build_all<I, K, S>(settings: I) -> Result<Vec<(String, DynBreaker)>, ConfigError>
+where
+    I: IntoIterator<Item = (K, S)>,
+    K: AsRef<str>,
+    S: Borrow<Settings>,
+{
+    settings
+        .into_iter()
+        .map(|(key, settings)| {
+            let (key, settings) = (key.as_ref(), settings.borrow());
+            let name = breaker_name(key, settings);
+            let breaker = settings
+                .to_builder()
+                .and_then(|builder| builder.name(name).try_build())
+                .map_err(|err| err.for_breaker(name))?;
+            Ok((key.to_owned(), breaker))
+        })
+        .collect()
+}
+
+/// `Duration`s as humantime strings ("250ms", "1m 30s"), for `#[serde(with = "…")]`.
+pub(crate) mod duration {
+    use std::fmt;
+    use std::time::Duration;
+
+    use serde::{de, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        value: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&humantime::format_duration(*value))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        deserializer.deserialize_str(Visitor)
+    }
+
+    struct Visitor;
+
+    impl de::Visitor<'_> for Visitor {
+        type Value = Duration;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(r#"a duration string such as "250ms", "10s" or "1m30s""#)
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Duration, E> {
+            humantime::parse_duration(text)
+                .map_err(|err| E::custom(format_args!("invalid duration {text:?}: {err}")))
+        }
+    }
+}

@@ -1,0 +1,864 @@
+//! Configuration from files (`config`), and the serde forms of the value types.
+#![cfg(feature = "serde")]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use lazybreaker::config::{self, PolicyConfig, Settings};
+use lazybreaker::policy::{ConsecutiveFailures, EmaConfig, FailureRatio, TripPolicy};
+use lazybreaker::{Breaker, Builder, Counts, ManualClock, Rejected, State, Totals};
+
+fn toml_settings(text: &str) -> Settings {
+    toml::from_str(text).unwrap_or_else(|e| panic!("{text}\n{e}"))
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+// ---------------------------------------------------------------------------------------
+// Durations
+
+#[test]
+fn durations_are_human_strings() {
+    let s = toml_settings(
+        r#"
+        interval = "1m30s"
+        bucket_period = "250ms"
+        timeout = "10s"
+        "#,
+    );
+    assert_eq!(s.interval, secs(90));
+    assert_eq!(s.bucket_period, ms(250));
+    assert_eq!(s.timeout, secs(10));
+
+    for (text, expected) in [
+        ("1m 30s", secs(90)),
+        ("2h", secs(7200)),
+        ("1s 500ms", ms(1500)),
+        ("750us", Duration::from_micros(750)),
+        ("0s", Duration::ZERO),
+        ("0", Duration::ZERO),
+    ] {
+        let s = toml_settings(&format!("timeout = {text:?}"));
+        assert_eq!(s.timeout, expected, "{text}");
+    }
+}
+
+#[test]
+fn durations_are_written_back_as_human_strings() {
+    let settings = Settings {
+        name: "payments".into(),
+        max_requests: 3,
+        interval: secs(10),
+        bucket_period: ms(250),
+        timeout: secs(90),
+        policy: PolicyConfig::FailureRatio {
+            ratio: 0.5,
+            min_requests: 20,
+        },
+    };
+    assert_eq!(
+        serde_json::to_string(&settings).unwrap(),
+        concat!(
+            r#"{"name":"payments","max_requests":3,"interval":"10s","bucket_period":"250ms","#,
+            r#""timeout":"1m 30s","policy":{"kind":"failure_ratio","ratio":0.5,"min_requests":20}}"#
+        )
+    );
+    let text = toml::to_string(&settings).unwrap();
+    assert!(text.contains(r#"timeout = "1m 30s""#), "{text}");
+    assert!(text.contains(r#"bucket_period = "250ms""#), "{text}");
+    // An empty name is left out.
+    let text = serde_json::to_string(&Settings::default()).unwrap();
+    assert!(!text.contains("name"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Round trips
+
+fn ema_all_knobs() -> EmaConfig {
+    // Every knob away from brpc's default, so a knob lost on the way shows.
+    EmaConfig {
+        short_window_size: 100,
+        short_window_error_percent: 30,
+        long_window_size: 400,
+        long_window_error_percent: 15,
+        min_error_cost: Duration::from_micros(750),
+        max_failed_latency_multiple: 3,
+        min_isolation: ms(250),
+        max_isolation: secs(90),
+        epsilon: 0.05,
+        half_open_window_size: 4,
+    }
+}
+
+/// One settings value per policy shape.
+fn every_policy() -> Vec<(&'static str, PolicyConfig)> {
+    use PolicyConfig::*;
+    vec![
+        ("consecutive", ConsecutiveFailures { threshold: 3 }),
+        (
+            "ratio",
+            FailureRatio {
+                ratio: 0.25,
+                min_requests: 40,
+            },
+        ),
+        ("ema default", Ema(EmaConfig::default())),
+        ("ema all knobs", Ema(ema_all_knobs())),
+        (
+            "any_of one",
+            AnyOf {
+                policies: vec![ConsecutiveFailures { threshold: 2 }],
+            },
+        ),
+        (
+            "any_of flat",
+            AnyOf {
+                policies: vec![
+                    ConsecutiveFailures { threshold: 20 },
+                    FailureRatio {
+                        ratio: 0.5,
+                        min_requests: 10,
+                    },
+                    Ema(ema_all_knobs()),
+                ],
+            },
+        ),
+        (
+            "any_of nested",
+            AnyOf {
+                policies: vec![
+                    AnyOf {
+                        policies: vec![
+                            ConsecutiveFailures { threshold: 5 },
+                            Ema(EmaConfig::default()),
+                        ],
+                    },
+                    FailureRatio {
+                        ratio: 1.0,
+                        min_requests: 0,
+                    },
+                ],
+            },
+        ),
+    ]
+}
+
+fn settings_with(name: &str, policy: PolicyConfig) -> Settings {
+    Settings {
+        name: name.into(),
+        max_requests: 2,
+        interval: secs(60),
+        bucket_period: secs(5),
+        timeout: ms(1500),
+        policy,
+    }
+}
+
+#[test]
+fn every_policy_round_trips_through_json_and_toml() {
+    for (label, policy) in every_policy() {
+        let settings = settings_with(label, policy);
+
+        let json = serde_json::to_string(&settings).unwrap();
+        let back: Settings = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert_eq!(back, settings, "{label}: {json}");
+
+        let text = toml::to_string(&settings).unwrap();
+        let back = toml_settings(&text);
+        assert_eq!(back, settings, "{label}: {text}");
+        // And once more from the text: parse → serialise → parse.
+        assert_eq!(toml::to_string(&back).unwrap(), text, "{label}");
+
+        Breaker::from_settings(&settings).unwrap_or_else(|e| panic!("{label}: {e}"));
+    }
+}
+
+#[test]
+fn a_hand_written_file_round_trips() {
+    let text = r#"
+        name = "search"
+        timeout = "1m30s"
+
+        [policy]
+        kind = "any_of"
+
+        [[policy.policies]]
+        kind = "consecutive_failures"
+        threshold = 20
+
+        [[policy.policies]]
+        kind = "ema"
+        short_window_size = 100
+        min_isolation = "250ms"
+        max_isolation = "1m"
+
+        [[policy.policies]]
+        kind = "any_of"
+        policies = [{ kind = "failure_ratio", ratio = 0.5, min_requests = 10 }]
+    "#;
+    let parsed = toml_settings(text);
+    let expected = Settings {
+        name: "search".into(),
+        timeout: secs(90),
+        policy: PolicyConfig::AnyOf {
+            policies: vec![
+                PolicyConfig::ConsecutiveFailures { threshold: 20 },
+                PolicyConfig::Ema(EmaConfig {
+                    short_window_size: 100,
+                    min_isolation: ms(250),
+                    max_isolation: secs(60),
+                    ..EmaConfig::default()
+                }),
+                PolicyConfig::AnyOf {
+                    policies: vec![PolicyConfig::FailureRatio {
+                        ratio: 0.5,
+                        min_requests: 10,
+                    }],
+                },
+            ],
+        },
+        ..Settings::default()
+    };
+    assert_eq!(parsed, expected);
+    let again = toml_settings(&toml::to_string(&parsed).unwrap());
+    assert_eq!(again, parsed);
+    let again: Settings = serde_json::from_str(&serde_json::to_string(&parsed).unwrap()).unwrap();
+    assert_eq!(again, parsed);
+}
+
+#[test]
+fn policies_made_in_code_convert_to_their_config() {
+    assert_eq!(
+        PolicyConfig::from(ConsecutiveFailures::new(4).unwrap()),
+        PolicyConfig::ConsecutiveFailures { threshold: 4 }
+    );
+    assert_eq!(
+        PolicyConfig::from(FailureRatio::new(0.3, 7).unwrap()),
+        PolicyConfig::FailureRatio {
+            ratio: 0.3,
+            min_requests: 7
+        }
+    );
+    assert_eq!(
+        PolicyConfig::from(ema_all_knobs()),
+        PolicyConfig::Ema(ema_all_knobs())
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Defaults
+
+/// Drives a breaker through a script that every knob changes the outcome of, and records
+/// what it sees: the same trace means the same configuration, as far as behaviour goes.
+fn trace<P: TripPolicy>(builder: impl FnOnce(ManualClock) -> Breaker<P>) -> Vec<String> {
+    let clock = ManualClock::new();
+    let breaker = builder(clock.clone());
+    let mut out = Vec::new();
+    let line = |what: &str, b: &Breaker<P>| format!("{what}: {:?} {:?}", b.state(), b.counts());
+    // Failures, one per 100 ms, until the breaker opens (or 12 of them).
+    for i in 0..12 {
+        let _ = breaker.execute(|| Err::<(), _>("boom"));
+        out.push(line(&format!("failure {i}"), &breaker));
+        clock.advance(ms(100));
+    }
+    // Wait, a second at a time, until it admits probes (or two minutes).
+    for s in 0..120 {
+        out.push(line(&format!("t+{s}s"), &breaker));
+        clock.advance(secs(1));
+    }
+    // How many probes it admits at once.
+    let permits: Vec<_> = (0..4).map_while(|_| breaker.allow().ok()).collect();
+    out.push(format!("probes admitted: {}", permits.len()));
+    for p in permits {
+        p.success();
+    }
+    out.push(line("after the probes", &breaker));
+    // Failures spread over a long time: does the window ever clear them?
+    for i in 0..3 {
+        let _ = breaker.execute(|| Err::<(), _>("boom"));
+        clock.advance(secs(3));
+        out.push(line(&format!("late failure {i}"), &breaker));
+    }
+    clock.advance(secs(3600));
+    out.push(line("an hour later", &breaker));
+    out
+}
+
+fn trace_settings(settings: &Settings) -> Vec<String> {
+    trace(|clock| settings.to_builder().unwrap().clock(clock).build())
+}
+
+fn trace_builder<P: TripPolicy>(builder: Builder<P>) -> Vec<String> {
+    trace(|clock| builder.clock(clock).build())
+}
+
+#[test]
+fn omitted_fields_take_the_builders_defaults() {
+    let expected = trace_builder(Breaker::builder());
+    // The trace sees the default breaker trip and recover.
+    assert!(expected.iter().any(|l| l.contains("Open")));
+    assert!(expected.iter().any(|l| l.contains("HalfOpen")));
+
+    assert_eq!(toml_settings(""), Settings::default());
+    assert_eq!(
+        serde_json::from_str::<Settings>("{}").unwrap(),
+        Settings::default()
+    );
+    assert_eq!(trace_settings(&toml_settings("")), expected);
+    assert_eq!(
+        trace(|clock| {
+            let mut b = config::builders([("x", Settings::default())]).unwrap();
+            b.remove(0).1.clock(clock).build()
+        }),
+        expected
+    );
+
+    // The trace notices each knob, so the equality above says something.
+    for changed in [
+        r#"max_requests = 2"#,
+        r#"interval = "2s""#,
+        r#"interval = "4s"
+           bucket_period = "1s""#,
+        r#"timeout = "30s""#,
+        r#"policy = { kind = "consecutive_failures", threshold = 5 }"#,
+    ] {
+        assert_ne!(
+            trace_settings(&toml_settings(changed)),
+            expected,
+            "{changed}"
+        );
+    }
+}
+
+#[test]
+fn settings_build_the_breaker_the_builder_builds() {
+    let settings = toml_settings(
+        r#"
+        max_requests = 2
+        interval = "4s"
+        bucket_period = "1s"
+        timeout = "30s"
+        policy = { kind = "failure_ratio", ratio = 0.5, min_requests = 3 }
+        "#,
+    );
+    let by_hand = Breaker::builder()
+        .max_requests(2)
+        .interval(secs(4))
+        .bucket_period(secs(1))
+        .timeout(secs(30))
+        .policy(FailureRatio::new(0.5, 3).unwrap());
+    assert_eq!(trace_settings(&settings), trace_builder(by_hand));
+}
+
+#[test]
+fn omitted_policy_parameters_take_the_policies_defaults() {
+    assert_eq!(
+        PolicyConfig::default(),
+        PolicyConfig::from(ConsecutiveFailures::default())
+    );
+    assert_eq!(
+        toml_settings("policy = { kind = \"consecutive_failures\" }").policy,
+        PolicyConfig::from(ConsecutiveFailures::default())
+    );
+    assert_eq!(
+        toml_settings("policy = { kind = \"ema\" }").policy,
+        PolicyConfig::Ema(EmaConfig::default())
+    );
+    assert_eq!(
+        toml_settings("policy = { kind = \"ema\", epsilon = 0.1, max_isolation = \"5s\" }").policy,
+        PolicyConfig::Ema(EmaConfig {
+            epsilon: 0.1,
+            max_isolation: secs(5),
+            ..EmaConfig::default()
+        })
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad values: a `ConfigError` naming the breaker, the field's path and the value
+
+#[test]
+fn bad_values_name_the_breaker_the_field_and_the_value() {
+    // (the table's body, the field's path, the value as reported)
+    let table: &[(&str, &str, &str)] = &[
+        (
+            r#"policy = { kind = "failure_ratio", ratio = 1.5, min_requests = 10 }"#,
+            "policy.ratio",
+            "1.5",
+        ),
+        (
+            r#"policy = { kind = "failure_ratio", ratio = -0.25, min_requests = 10 }"#,
+            "policy.ratio",
+            "-0.25",
+        ),
+        (
+            r#"policy = { kind = "failure_ratio", ratio = nan, min_requests = 10 }"#,
+            "policy.ratio",
+            "NaN",
+        ),
+        (
+            r#"policy = { kind = "failure_ratio", ratio = inf, min_requests = 10 }"#,
+            "policy.ratio",
+            "inf",
+        ),
+        (
+            r#"policy = { kind = "consecutive_failures", threshold = 0 }"#,
+            "policy.threshold",
+            "0",
+        ),
+        (
+            r#"policy = { kind = "ema", short_window_size = 0 }"#,
+            "policy.short_window_size",
+            "0",
+        ),
+        (
+            r#"policy = { kind = "ema", long_window_size = 0 }"#,
+            "policy.long_window_size",
+            "0",
+        ),
+        (
+            r#"policy = { kind = "ema", short_window_error_percent = 100 }"#,
+            "policy.short_window_error_percent",
+            "100",
+        ),
+        (
+            r#"policy = { kind = "ema", long_window_error_percent = 250 }"#,
+            "policy.long_window_error_percent",
+            "250",
+        ),
+        (
+            r#"policy = { kind = "ema", min_isolation = "1m", max_isolation = "30s" }"#,
+            "policy.min_isolation",
+            "60s",
+        ),
+        (
+            r#"policy = { kind = "ema", epsilon = 0.0 }"#,
+            "policy.epsilon",
+            "0",
+        ),
+        (
+            r#"policy = { kind = "ema", epsilon = 1.0 }"#,
+            "policy.epsilon",
+            "1",
+        ),
+        (r#"bucket_period = "1s""#, "bucket_period", "1s"),
+        (
+            r#"interval = "10s"
+               bucket_period = "20s""#,
+            "bucket_period",
+            "20s",
+        ),
+        (
+            r#"interval = "10s"
+               bucket_period = "3s""#,
+            "bucket_period",
+            "3s",
+        ),
+        (
+            r#"interval = "2s"
+               bucket_period = "1ms""#,
+            "bucket_period",
+            "1ms",
+        ),
+        (
+            r#"policy = { kind = "any_of", policies = [] }"#,
+            "policy.policies",
+            "[]",
+        ),
+        (
+            r#"policy = { kind = "any_of", policies = [
+                 { kind = "consecutive_failures", threshold = 0 },
+               ] }"#,
+            "policy.policies[0].threshold",
+            "0",
+        ),
+        (
+            r#"policy = { kind = "any_of", policies = [
+                 { kind = "consecutive_failures", threshold = 3 },
+                 { kind = "failure_ratio", ratio = 2.0, min_requests = 10 },
+               ] }"#,
+            "policy.policies[1].ratio",
+            "2",
+        ),
+        (
+            r#"policy = { kind = "any_of", policies = [
+                 { kind = "consecutive_failures", threshold = 3 },
+                 { kind = "any_of", policies = [{ kind = "ema", epsilon = 1.5 }] },
+               ] }"#,
+            "policy.policies[1].policies[0].epsilon",
+            "1.5",
+        ),
+    ];
+    assert!(table.len() >= 15);
+    for &(body, field, value) in table {
+        // Named in the settings.
+        let settings = toml_settings(&format!("name = \"orders\"\n{body}"));
+        let err = Breaker::from_settings(&settings).expect_err(body);
+        assert_eq!(err.breaker(), Some("orders"), "{body}");
+        assert_eq!(err.field(), field, "{body}");
+        assert_eq!(err.value(), value, "{body}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "breaker `orders`: invalid `{field}` = {value}: {}",
+                err.reason()
+            ),
+        );
+        // The same check behind every entry point.
+        assert_eq!(settings.validate().unwrap_err(), err, "{body}");
+        assert_eq!(settings.to_builder().err(), Some(err.clone()), "{body}");
+
+        // Named by its key in a file of several breakers.
+        let file = format!("[fine]\n[orders]\n{body}\n[zzz]\n");
+        let map: BTreeMap<String, Settings> = toml::from_str(&file).unwrap();
+        let err2 = config::build_all(&map).map(drop).unwrap_err();
+        assert_eq!(err2, err, "{body}");
+        assert_eq!(config::builders(&map).map(drop).unwrap_err(), err, "{body}");
+
+        // Without a name, no breaker is named.
+        let unnamed = toml_settings(body);
+        let err3 = Breaker::from_settings(&unnamed).expect_err(body);
+        assert_eq!((err3.breaker(), err3.field()), (None, field), "{body}");
+        assert_eq!(
+            err3.to_string(),
+            format!("invalid `{field}` = {value}: {}", err.reason())
+        );
+    }
+}
+
+#[test]
+fn the_message_says_which_breaker_which_field_and_why() {
+    let settings = toml_settings(
+        r#"
+        name = "payments"
+        policy = { kind = "failure_ratio", ratio = 1.5, min_requests = 10 }
+        "#,
+    );
+    let err = Breaker::from_settings(&settings).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1]"
+    );
+    let map: BTreeMap<String, Settings> = toml::from_str(
+        r#"
+        [search.policy]
+        kind = "any_of"
+        [[search.policy.policies]]
+        kind = "ema"
+        min_isolation = "2m"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(
+        config::build_all(&map).map(drop).unwrap_err().to_string(),
+        "breaker `search`: invalid `policy.policies[0].min_isolation` = 120s: \
+         must not exceed `max_isolation`"
+    );
+}
+
+#[test]
+fn direct_constructors_keep_their_plain_field_names() {
+    let err = FailureRatio::new(1.5, 1).unwrap_err();
+    assert_eq!((err.field(), err.breaker()), ("ratio", None));
+    let err = EmaConfig {
+        min_isolation: secs(60),
+        ..EmaConfig::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!((err.field(), err.breaker()), ("min_isolation", None));
+    let err = PolicyConfig::FailureRatio {
+        ratio: 1.5,
+        min_requests: 1,
+    }
+    .build()
+    .map(drop)
+    .unwrap_err();
+    assert_eq!(err.field(), "ratio");
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad shapes: the format crate's error names the field
+
+#[test]
+fn typos_and_wrong_types_are_reported_while_parsing_with_the_field() {
+    // (TOML of one breaker, what the error must name)
+    let table: &[(&str, &[&str])] = &[
+        (
+            r#"intervall = "10s""#,
+            &["unknown field `intervall`", "interval"],
+        ),
+        (r#"max_request = 3"#, &["unknown field `max_request`"]),
+        (
+            r#"policy = { kind = "failure_ratio", ratoi = 0.5, min_requests = 1 }"#,
+            &["unknown field `ratoi`", "`ratio`"],
+        ),
+        (
+            r#"policy = { kind = "ema", min_isolation_ms = 100 }"#,
+            &["unknown field `min_isolation_ms`", "`min_isolation`"],
+        ),
+        (
+            r#"policy = { kind = "any_of", policies = [{ kind = "consecutive_failures", treshold = 3 }] }"#,
+            &["unknown field `treshold`", "`threshold`"],
+        ),
+        (
+            r#"policy = { kind = "ratio", ratio = 0.5 }"#,
+            &["unknown variant `ratio`", "`failure_ratio`", "kind"],
+        ),
+        (r#"policy = { threshold = 3 }"#, &["missing field `kind`"]),
+        (
+            r#"policy = { kind = "failure_ratio", ratio = 0.5 }"#,
+            &["missing field `min_requests`"],
+        ),
+        (
+            r#"timeout = "10x""#,
+            &[r#"invalid duration "10x""#, "unknown time unit", "timeout"],
+        ),
+        (
+            r#"interval = 10"#,
+            &[r#"expected a duration string such as "250ms""#, "interval"],
+        ),
+        (
+            r#"policy = { kind = "ema", max_isolation = "" }"#,
+            &[r#"invalid duration """#],
+        ),
+        (r#"max_requests = -1"#, &["expected u32", "max_requests"]),
+        (
+            r#"max_requests = "3""#,
+            &["invalid type: string", "max_requests"],
+        ),
+        (
+            r#"policy = { kind = "consecutive_failures", threshold = 2.5 }"#,
+            &["invalid type: floating point", "expected u64"],
+        ),
+    ];
+    for &(text, needles) in table {
+        let err = toml::from_str::<Settings>(text)
+            .expect_err(text)
+            .to_string();
+        for needle in needles {
+            assert!(err.contains(needle), "{text}: `{needle}` not in\n{err}");
+        }
+    }
+}
+
+#[test]
+fn json_reports_the_same_shape_errors() {
+    for (json, needle) in [
+        (r#"{"intervall": "10s"}"#, "unknown field `intervall`"),
+        (
+            r#"{"policy": {"kind": "ema", "epsilonn": 0.1}}"#,
+            "unknown field `epsilonn`",
+        ),
+        (r#"{"timeout": "ten seconds"}"#, "invalid duration"),
+        (r#"{"policy": {"kind": "none"}}"#, "unknown variant `none`"),
+    ] {
+        let err = serde_json::from_str::<Settings>(json)
+            .expect_err(json)
+            .to_string();
+        assert!(err.contains(needle), "{json}: {err}");
+    }
+}
+
+#[test]
+fn a_typo_in_a_file_of_breakers_points_at_its_line() {
+    let file = "[payments]\ntimeout = \"30s\"\n\n[search]\nintervall = \"10s\"\n";
+    let err = toml::from_str::<BTreeMap<String, Settings>>(file).unwrap_err();
+    assert_eq!(err.span().map(|s| &file[s]), Some("intervall"));
+    let text = err.to_string();
+    assert!(text.contains("line 5"), "{text}");
+    assert!(text.contains("unknown field `intervall`"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The breakers settings build
+
+#[test]
+fn a_map_names_its_breakers_by_key_unless_they_have_a_name() {
+    let map: BTreeMap<String, Settings> = toml::from_str(
+        r#"
+        inventory = {}
+        payments = { name = "payments-eu", policy = { kind = "consecutive_failures", threshold = 0 } }
+        "#,
+    )
+    .unwrap();
+    let err = config::build_all(&map).map(drop).unwrap_err();
+    assert_eq!(err.breaker(), Some("payments-eu"));
+
+    let mut map = map;
+    map.get_mut("payments").unwrap().policy = PolicyConfig::default();
+    let breakers = config::build_all(&map).unwrap();
+    let names: Vec<_> = breakers
+        .iter()
+        .map(|(k, b)| (k.as_str(), b.name()))
+        .collect();
+    assert_eq!(
+        names,
+        [("inventory", "inventory"), ("payments", "payments-eu")]
+    );
+    // An owned map works too, and so does any iterator of pairs.
+    let owned = config::build_all(map.clone()).unwrap();
+    assert_eq!(owned.len(), 2);
+    let pairs = config::build_all(vec![("a", Settings::default())]).unwrap();
+    assert_eq!(pairs[0].1.name(), "a");
+}
+
+#[test]
+fn a_ratio_from_settings_trips_at_its_ratio() {
+    let breaker = Breaker::from_settings(&toml_settings(
+        r#"policy = { kind = "failure_ratio", ratio = 0.5, min_requests = 4 }"#,
+    ))
+    .unwrap();
+    for _ in 0..3 {
+        let _ = breaker.execute(|| Err::<(), _>("boom"));
+    }
+    assert_eq!(breaker.state(), State::Closed, "below min_requests");
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    assert_eq!(breaker.state(), State::Open);
+}
+
+#[test]
+fn the_timeout_from_settings_is_the_open_duration() {
+    let clock = ManualClock::new();
+    let breaker = toml_settings(
+        r#"
+        timeout = "1m30s"
+        policy = { kind = "consecutive_failures", threshold = 1 }
+        "#,
+    )
+    .to_builder()
+    .unwrap()
+    .clock(clock.clone())
+    .build();
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    clock.advance(secs(90));
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+#[test]
+fn ema_from_settings_opens_for_its_isolation_not_the_timeout() {
+    let clock = ManualClock::new();
+    let breaker = toml_settings(
+        r#"
+        timeout = "1h"
+        [policy]
+        kind = "ema"
+        short_window_size = 10
+        short_window_error_percent = 20
+        long_window_size = 20
+        long_window_error_percent = 10
+        min_isolation = "250ms"
+        "#,
+    )
+    .to_builder()
+    .unwrap()
+    .clock(clock.clone())
+    .build();
+    // As in `Ema`'s documentation: the third failure during the first samples breaks it.
+    for _ in 0..3 {
+        let permit = breaker.allow().unwrap();
+        clock.advance(ms(2));
+        permit.failure();
+    }
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(ms(250));
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+#[test]
+fn any_of_from_settings_trips_on_any_member() {
+    let text = |first: u64| {
+        format!(
+            r#"policy = {{ kind = "any_of", policies = [
+                {{ kind = "consecutive_failures", threshold = {first} }},
+                {{ kind = "failure_ratio", ratio = 0.5, min_requests = 4 }},
+            ] }}"#
+        )
+    };
+    // The first member trips.
+    let breaker = Breaker::from_settings(&toml_settings(&text(2))).unwrap();
+    for _ in 0..2 {
+        let _ = breaker.execute(|| Err::<(), _>("boom"));
+    }
+    assert_eq!(breaker.state(), State::Open);
+    // The second member trips: 2 failures of 4 requests, never 2 in a row.
+    let breaker = Breaker::from_settings(&toml_settings(&text(100))).unwrap();
+    for ok in [false, true, true] {
+        let _ = breaker.execute(|| if ok { Ok(()) } else { Err("boom") });
+    }
+    assert_eq!(breaker.state(), State::Closed);
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    assert_eq!(breaker.state(), State::Open);
+}
+
+// ---------------------------------------------------------------------------------------
+// Snapshots of the value types
+
+#[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+struct Snapshot {
+    state: State,
+    counts: Counts,
+    totals: Totals,
+}
+
+fn snapshot<P: TripPolicy>(b: &Breaker<P>) -> Snapshot {
+    Snapshot {
+        state: b.state(),
+        counts: b.counts(),
+        totals: b.totals(),
+    }
+}
+
+#[test]
+fn a_snapshot_exports_as_json() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .policy(ConsecutiveFailures::new(2).unwrap())
+        .timeout(secs(10))
+        .clock(clock.clone())
+        .build();
+    let _ = breaker.execute(|| Ok::<_, &str>(()));
+    let _ = breaker.execute(|| Ok::<_, &str>(()));
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    breaker.allow().unwrap().exclude();
+    let closed = snapshot(&breaker);
+    assert_eq!(
+        serde_json::to_string(&closed).unwrap(),
+        concat!(
+            r#"{"state":"closed","#,
+            r#""counts":{"requests":4,"total_successes":2,"total_failures":1,"total_exclusions":1,"#,
+            r#""consecutive_successes":0,"consecutive_failures":1},"#,
+            r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0}}"#
+        )
+    );
+    let back: Snapshot = serde_json::from_str(&serde_json::to_string(&closed).unwrap()).unwrap();
+    assert_eq!(back, closed);
+
+    // The second failure in a row trips it: a new generation, counts cleared.
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    assert!(matches!(breaker.allow(), Err(Rejected::Open { .. })));
+    assert_eq!(
+        serde_json::to_string(&snapshot(&breaker)).unwrap(),
+        concat!(
+            r#"{"state":"open","#,
+            r#""counts":{"requests":0,"total_successes":0,"total_failures":0,"total_exclusions":0,"#,
+            r#""consecutive_successes":0,"consecutive_failures":0},"#,
+            r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1}}"#
+        )
+    );
+    clock.advance(secs(11));
+    assert_eq!(
+        serde_json::to_string(&breaker.state()).unwrap(),
+        r#""half-open""#
+    );
+}
