@@ -130,25 +130,30 @@ impl<P: TripPolicy> Breaker<P> {
     /// permit.failure();
     /// assert_eq!(breaker.counts().total_failures, 1);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn allow(&self) -> Result<Permit<'_, P>, Rejected> {
-        let now = match self.lane.admit() {
+        match self.lane.admit() {
             Admission::Admitted { generation } => {
-                return Ok(Permit::new(self, Ticket::fast(generation), None));
+                Ok(Permit::new(self, Ticket::fast(generation), 0))
             }
-            Admission::OpenUntil(until) => {
-                let now = self.clock.now();
-                if now <= until {
-                    return Err(Rejected::Open {
-                        retry_after: Duration::from_nanos(until + 1 - now),
-                    });
-                }
-                now
+            other => self.allow_slow(other),
+        }
+    }
+
+    /// Admission off the lock-free lane: an open breaker's rejection (clock, no lock), or the
+    /// lock.
+    #[inline(never)]
+    fn allow_slow(&self, admission: Admission) -> Result<Permit<'_, P>, Rejected> {
+        let now = self.clock.now();
+        if let Admission::OpenUntil(until) = admission {
+            if now <= until {
+                return Err(Rejected::Open {
+                    retry_after: Duration::from_nanos(until + 1 - now),
+                });
             }
-            Admission::Locked => self.clock.now(),
-        };
+        }
         let ticket = self.locked_at(now, |m, now| m.admit(now))?;
-        Ok(Permit::new(self, ticket, self.needs_latency.then_some(now)))
+        Ok(Permit::new(self, ticket, now))
     }
 
     /// Like [`allow`](Breaker::allow), for a breaker in an `Arc`: the permit holds a clone of
@@ -172,11 +177,18 @@ impl<P: TripPolicy> Breaker<P> {
     ///
     /// [`Error::Open`] or [`Error::TooManyRequests`] when the call was not made,
     /// [`Error::Inner`] with the call's own error when it failed.
+    #[inline]
     pub fn execute<T, E, F>(&self, call: F) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
     {
-        let permit = self.allow()?;
+        // `allow()` spelled out: the fast path builds the permit in place rather than through
+        // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
+        // in pieces that stall the loads after the call.
+        let permit = match self.lane.admit() {
+            Admission::Admitted { generation } => Permit::new(self, Ticket::fast(generation), 0),
+            other => self.allow_slow(other)?,
+        };
         match call() {
             Ok(value) => {
                 permit.success();
@@ -242,12 +254,20 @@ impl<P: TripPolicy> Breaker<P> {
 
     /// Records a permit's result (called by [`Permit`]).
     #[inline]
-    pub(crate) fn complete(&self, ticket: Ticket, outcome: Outcome, started: Option<Nanos>) {
+    pub(crate) fn complete(&self, ticket: Ticket, outcome: Outcome, started: Nanos) {
         if outcome == Outcome::Success && self.lane.succeed(ticket.generation()) {
             return;
         }
+        self.complete_locked(ticket, outcome, started);
+    }
+
+    /// Records a result under the lock: anything the lock-free lane cannot take.
+    #[inline(never)]
+    fn complete_locked(&self, ticket: Ticket, outcome: Outcome, started: Nanos) {
         let now = self.clock.now();
-        let latency = started.map(|s| Duration::from_nanos(now.saturating_sub(s)));
+        let latency = self
+            .needs_latency
+            .then(|| Duration::from_nanos(now.saturating_sub(started)));
         self.locked_at(now, |m, now| {
             ((), m.complete(ticket, outcome, latency, now))
         });

@@ -38,7 +38,7 @@ const OPEN: u64 = 2;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LaneView {
     /// Closed and counting lock-free, in this generation.
-    Fast { generation: u32 },
+    Fast { generation: u64 },
     /// Open: reject until this instant (inclusive: the breaker goes half-open strictly after).
     Open { until: Nanos },
     /// Take the lock.
@@ -69,7 +69,7 @@ impl Pending {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admission {
     /// Admitted lock-free, in this generation.
-    Admitted { generation: u32 },
+    Admitted { generation: u64 },
     /// The breaker is open until this instant: reject if the clock has not passed it.
     OpenUntil(Nanos),
     /// Take the lock.
@@ -87,9 +87,8 @@ fn mode(word: u64) -> u64 {
     word >> MODE_SHIFT
 }
 
-fn generation(word: u64) -> u32 {
-    // Masked to 30 bits, so the cast is lossless.
-    ((word >> GENERATION_SHIFT) as u32) & GENERATION_MASK
+fn generation(word: u64) -> u64 {
+    (word >> GENERATION_SHIFT) & GENERATION_MASK
 }
 
 impl Lane {
@@ -131,7 +130,7 @@ impl Lane {
     /// Records a success lock-free if the lane is fast and still in `generation`; `false`
     /// means the caller must take the lock (which also finds out whether it is stale).
     #[inline]
-    pub(crate) fn succeed(&self, generation_: u32) -> bool {
+    pub(crate) fn succeed(&self, generation_: u64) -> bool {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             if mode(word) != FAST
@@ -169,7 +168,7 @@ impl Lane {
     pub(crate) fn publish(&self, view: LaneView) {
         let word = match view {
             LaneView::Fast { generation } => {
-                (FAST << MODE_SHIFT) | (u64::from(generation & GENERATION_MASK) << GENERATION_SHIFT)
+                (FAST << MODE_SHIFT) | ((generation & GENERATION_MASK) << GENERATION_SHIFT)
             }
             LaneView::Open { until } => {
                 self.open_until.store(until, Ordering::Release);

@@ -5,6 +5,7 @@
 //! outlives the borrow (a spawned task, another thread).
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::thread;
 
@@ -13,34 +14,29 @@ use crate::clock::Nanos;
 use crate::policy::{Outcome, TripPolicy};
 use crate::state::Ticket;
 
-/// What a permit owes its breaker: the admission it was given, and whether its verdict is
-/// still due. Both permit types are this plus a way to reach the breaker.
-#[derive(Debug)]
+/// What a permit owes its breaker: the admission it was given.
+#[derive(Debug, Clone, Copy)]
 struct Admission {
     ticket: Ticket,
-    /// When the call was admitted, if the policy needs latencies.
-    started: Option<Nanos>,
-    /// Whether a verdict is still owed: cleared by a report, read on drop.
-    pending: bool,
+    /// When the call was admitted; meaningful only if the breaker measures latencies (a plain
+    /// number rather than an `Option` keeps a permit two words smaller on the hot path).
+    started: Nanos,
 }
 
 impl Admission {
-    fn report<P: TripPolicy>(&mut self, breaker: &Breaker<P>, outcome: Outcome) {
-        self.pending = false;
+    #[inline]
+    fn report<P: TripPolicy>(self, breaker: &Breaker<P>, outcome: Outcome) {
         breaker.complete(self.ticket, outcome, self.started);
     }
+}
 
-    /// A permit dropped without a verdict: an exclusion (the call was abandoned), or a
-    /// failure if the thread is unwinding from a panic (the call blew up).
-    fn report_abandoned<P: TripPolicy>(&mut self, breaker: &Breaker<P>) {
-        if self.pending {
-            let outcome = if thread::panicking() {
-                Outcome::Failure
-            } else {
-                Outcome::Excluded
-            };
-            self.report(breaker, outcome);
-        }
+/// How a permit dropped without a verdict counts: an exclusion (the call was abandoned), or
+/// a failure if the thread is unwinding from a panic (the call blew up).
+fn abandoned() -> Outcome {
+    if thread::panicking() {
+        Outcome::Failure
+    } else {
+        Outcome::Excluded
     }
 }
 
@@ -91,17 +87,16 @@ pub struct Permit<'a, P: TripPolicy> {
 pub struct OwnedPermit<P: TripPolicy> {
     breaker: Arc<Breaker<P>>,
     admission: Admission,
+    /// Whether a verdict is still owed: cleared by a report, read on drop.
+    pending: bool,
 }
 
 impl<'a, P: TripPolicy> Permit<'a, P> {
-    pub(crate) fn new(breaker: &'a Breaker<P>, ticket: Ticket, started: Option<Nanos>) -> Self {
+    #[inline]
+    pub(crate) fn new(breaker: &'a Breaker<P>, ticket: Ticket, started: Nanos) -> Self {
         Self {
             breaker,
-            admission: Admission {
-                ticket,
-                started,
-                pending: true,
-            },
+            admission: Admission { ticket, started },
         }
     }
 
@@ -117,14 +112,26 @@ impl<'a, P: TripPolicy> Permit<'a, P> {
     ///
     /// If `breaker` is another breaker than the one that issued this permit.
     #[track_caller]
-    pub fn into_owned(mut self, breaker: Arc<Breaker<P>>) -> OwnedPermit<P> {
+    pub fn into_owned(self, breaker: Arc<Breaker<P>>) -> OwnedPermit<P> {
         assert!(
             std::ptr::eq(self.breaker, &*breaker),
             "Permit::into_owned: not the breaker that issued the permit"
         );
-        let admission = Admission { ..self.admission };
-        self.admission.pending = false;
-        OwnedPermit { breaker, admission }
+        // The owed verdict moves to the owned permit: this one must not report on drop.
+        let this = ManuallyDrop::new(self);
+        OwnedPermit {
+            breaker,
+            admission: this.admission,
+            pending: true,
+        }
+    }
+
+    /// Reports `outcome`, whichever it is.
+    #[inline]
+    pub fn record(self, outcome: Outcome) {
+        // The verdict is given: no drop-time report. Every field is `Copy`, so nothing leaks.
+        let this = ManuallyDrop::new(self);
+        this.admission.report(this.breaker, outcome);
     }
 }
 
@@ -133,37 +140,49 @@ impl<P: TripPolicy> OwnedPermit<P> {
     pub fn breaker(&self) -> &Arc<Breaker<P>> {
         &self.breaker
     }
+
+    /// Reports `outcome`, whichever it is.
+    pub fn record(mut self, outcome: Outcome) {
+        self.pending = false;
+        self.admission.report(&self.breaker, outcome);
+    }
 }
 
-/// The verdict methods, the same on both permit types.
+impl<P: TripPolicy> Drop for Permit<'_, P> {
+    fn drop(&mut self) {
+        self.admission.report(self.breaker, abandoned());
+    }
+}
+
+impl<P: TripPolicy> Drop for OwnedPermit<P> {
+    fn drop(&mut self) {
+        if self.pending {
+            self.admission.report(&self.breaker, abandoned());
+        }
+    }
+}
+
+/// The verdict methods, the same on both permit types (each has its own `record`).
 macro_rules! verdicts {
     ($permit:ty) => {
         impl<P: TripPolicy> $permit {
             /// The call succeeded.
+            #[inline]
             pub fn success(self) {
                 self.record(Outcome::Success);
             }
 
             /// The call failed.
+            #[inline]
             pub fn failure(self) {
                 self.record(Outcome::Failure);
             }
 
             /// The call's result says nothing about the dependency's health: count it as
             /// neither a success nor a failure. In half-open this gives the probe slot back.
+            #[inline]
             pub fn exclude(self) {
                 self.record(Outcome::Excluded);
-            }
-
-            /// Reports `outcome`, whichever it is.
-            pub fn record(mut self, outcome: Outcome) {
-                self.admission.report(&self.breaker, outcome);
-            }
-        }
-
-        impl<P: TripPolicy> Drop for $permit {
-            fn drop(&mut self) {
-                self.admission.report_abandoned(&self.breaker);
             }
         }
 

@@ -61,24 +61,26 @@ pub(crate) struct Transition {
 
 /// Generations count modulo 2^30 (they share the lane's word with its counters). A result
 /// is mistaken for a current one only if its permit was held across 2^30 state changes.
-pub(crate) const GENERATION_MASK: u32 = (1 << 30) - 1;
+pub(crate) const GENERATION_MASK: u64 = (1 << 30) - 1;
 
 /// What an admitted request carries to its result: the generation and window age it was
 /// admitted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
-    generation: u32,
     age: u64,
+    // A u64 although it fits 30 bits: a permit made of whole words only is copied as whole
+    // words, without the partial stores around padding that stall a later load.
+    generation: u64,
 }
 
 impl Ticket {
     /// A request admitted on the lock-free lane: no window age (the lane is fast only
     /// without a rolling window).
-    pub(crate) fn fast(generation: u32) -> Self {
-        Self { generation, age: 0 }
+    pub(crate) fn fast(generation: u64) -> Self {
+        Self { age: 0, generation }
     }
 
-    pub(crate) fn generation(&self) -> u32 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 }
@@ -179,7 +181,7 @@ pub(crate) struct Machine<P> {
     timing: Timing,
     policy: P,
     state: State,
-    generation: u32,
+    generation: u64,
     /// Whether closed can count on the lock-free lane: no time-based window, and a policy
     /// that needs neither successes nor latencies.
     lane_eligible: bool,

@@ -288,13 +288,20 @@ fn lock_free_successes_never_leak_across_a_trip() {
             thread::spawn(move || breaker.allow().map(|p| p.failure()).is_ok())
         };
         let admitted = [succeeding.join().unwrap(), failing.join().unwrap()];
-        assert!(admitted[1], "the failing call came first or alongside: admitted");
+        assert!(
+            admitted[1],
+            "the failing call came first or alongside: admitted"
+        );
         let totals = breaker.totals();
         let admitted = admitted.iter().filter(|&&a| a).count() as u64;
         assert_eq!(totals.admitted, admitted, "{totals:?}");
         assert_eq!(totals.failures, 1);
         // The success counted (before the trip) or was dropped as stale (after): once.
-        assert_eq!(totals.successes + totals.dropped, admitted - 1, "{totals:?}");
+        assert_eq!(
+            totals.successes + totals.dropped,
+            admitted - 1,
+            "{totals:?}"
+        );
         // Whatever the order, the open generation has counted nothing.
         assert_eq!(breaker.counts(), Default::default());
         assert_eq!(changes(&happened), vec![(State::Closed, State::Open)]);
