@@ -1,60 +1,30 @@
-//! Per-call cost of the breaker on its hot paths (`cargo bench`).
+//! Per-call cost of lazybreaker and its peers on the hot paths, in one criterion run
+//! (issue #5): `cargo bench --bench breaker`, see `benches/README.md`.
 //!
-//! Every benchmark wraps the same `#[inline(never)]` operation so the figures compare the
-//! breaker's overhead, not the work around it.
+//! Every implementation wraps the same `#[inline(never)]` operation
+//! (`support::operation`), so the figures compare the breakers' overhead, not the work
+//! around them. Groups are named `<scenario>_<threads>t`; inside a group each bench is one
+//! implementation (or, for lazybreaker-only groups, one variant).
 
-use std::hint::black_box;
-use std::time::Duration;
+mod groups;
+mod support;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use lazybreaker::policy::ConsecutiveFailures;
-use lazybreaker::{Breaker, State};
+use criterion::{criterion_group, criterion_main};
 
-#[inline(never)]
-fn operation(ok: bool) -> Result<u64, ()> {
-    if black_box(ok) {
-        Ok(black_box(1))
-    } else {
-        Err(())
-    }
+criterion_group! {
+    name = benches;
+    config = support::criterion();
+    targets =
+        groups::closed::success_1t,
+        groups::closed::success_2t,
+        groups::open::rejected_1t,
+        groups::open::rejected_2t,
+        groups::half_open::rejected_1t,
+        groups::closed::windows_1t,
+        groups::closed::windows_2t,
+        groups::policies::success_1t,
+        groups::closed::two_step_1t,
+        groups::floor::floor_1t,
+        groups::floor::floor_2t,
 }
-
-fn closed(c: &mut Criterion) {
-    let mut group = c.benchmark_group("closed");
-    group.throughput(Throughput::Elements(1));
-    let breaker = Breaker::builder().build();
-    group.bench_function("execute_success", |b| {
-        b.iter(|| breaker.execute(|| operation(true)))
-    });
-    group.bench_function("allow_then_success", |b| {
-        b.iter(|| {
-            let permit = breaker.allow().unwrap();
-            let r = operation(true);
-            permit.success();
-            r
-        })
-    });
-    let windowed = Breaker::builder().interval(Duration::from_secs(10)).build();
-    group.bench_function("execute_success_interval_10s", |b| {
-        b.iter(|| windowed.execute(|| operation(true)))
-    });
-    group.finish();
-}
-
-fn open(c: &mut Criterion) {
-    let mut group = c.benchmark_group("open");
-    group.throughput(Throughput::Elements(1));
-    let breaker = Breaker::builder()
-        .policy(ConsecutiveFailures::new(1).unwrap())
-        .timeout(Duration::from_secs(3600))
-        .build();
-    let _ = breaker.execute(|| operation(false));
-    assert_eq!(breaker.state(), State::Open);
-    group.bench_function("execute_rejected", |b| {
-        b.iter(|| breaker.execute(|| operation(true)))
-    });
-    group.finish();
-}
-
-criterion_group!(benches, closed, open);
 criterion_main!(benches);

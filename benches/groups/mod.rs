@@ -1,0 +1,8 @@
+//! The scenarios, one file per state (plus policies and the floor references). Each group
+//! holds one bench per implementation or variant, so criterion prints them side by side.
+
+pub(crate) mod closed;
+pub(crate) mod floor;
+pub(crate) mod half_open;
+pub(crate) mod open;
+pub(crate) mod policies;

@@ -1,0 +1,103 @@
+//! What every group shares: the one operation, the criterion settings, and the two-thread
+//! timer.
+
+pub(crate) mod peers;
+
+use peers::Subject;
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput};
+
+/// How long an open breaker stays open in the benches: long enough that no measurement can
+/// see it expire. The rejection path does not depend on the value.
+pub(crate) const LONG_OPEN: Duration = Duration::from_secs(3600);
+
+/// The operation every breaker wraps, the same for all: not inlined, so no breaker gets to
+/// fold it away, and opaque to the optimiser.
+#[inline(never)]
+pub(crate) fn operation(ok: bool) -> Result<u64, ()> {
+    if black_box(ok) {
+        Ok(black_box(1))
+    } else {
+        Err(())
+    }
+}
+
+/// The settings of the whole run, overridable from the command line (`--warm-up-time`,
+/// `--measurement-time`, `--sample-size`).
+pub(crate) fn criterion() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50)
+}
+
+/// A group that reports time per call (`Throughput::Elements(1)`).
+pub(crate) fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
+    group.throughput(Throughput::Elements(1));
+    group
+}
+
+/// How many threads the contended scenarios run.
+pub(crate) const THREADS: u64 = 2;
+
+/// Runs `iters` calls of `call` split over [`THREADS`] threads that start together, and
+/// returns the time from the earliest start to the latest end, as measured inside the
+/// workers: criterion divides it by `iters`, so the figure is wall time per call of the
+/// whole contended run. The coordinating thread takes no reading, so being descheduled
+/// while it spawns or joins skews nothing.
+pub(crate) fn contended<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration {
+    let barrier = Barrier::new(THREADS as usize);
+    let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|i| {
+                let calls = iters / THREADS + u64::from(i < iters % THREADS);
+                let (barrier, call) = (&barrier, &call);
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..calls {
+                        black_box(call());
+                    }
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("bench worker panicked"))
+            .collect()
+    });
+    let first_start = spans.iter().map(|s| s.0).min().expect("no worker");
+    let last_end = spans.iter().map(|s| s.1).max().expect("no worker");
+    last_end - first_start
+}
+
+/// `subject`'s call, one thread, as the bench named after the implementation.
+pub(crate) fn one_thread<S: Subject>(group: &mut BenchmarkGroup<'_, WallTime>, subject: &S) {
+    group.bench_function(S::NAME, |b| b.iter(|| subject.call()));
+}
+
+/// `subject`'s call from [`THREADS`] threads at once on the one breaker, as the bench named
+/// after the implementation: see [`contended`].
+pub(crate) fn two_threads<S: Subject>(group: &mut BenchmarkGroup<'_, WallTime>, subject: &S) {
+    group.bench_function(S::NAME, |b| {
+        b.iter_custom(|iters| contended(iters, || subject.call()))
+    });
+}
+
+/// Checks that an open breaker still rejects after its measurement: an open breaker that
+/// had recovered midway would have measured successes instead.
+pub(crate) fn still_open<S: Subject>(subject: &S) {
+    assert!(
+        subject.rejects(),
+        "{}: the breaker left the open state during the measurement",
+        S::NAME
+    );
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Markdown tables of the last `cargo bench --bench breaker` run, from criterion's files.
+
+Reads <criterion dir>/<group>/<bench>/new/{benchmark.json,estimates.json} and prints:
+
+1. the peer scenarios (groups that hold `lazybreaker` and at least one peer): one row per
+   scenario, the median ns per call of each implementation (lazybreaker's variants, such as
+   `lazybreaker_instant_clock`, beside it), the best peer, and the ratio of `lazybreaker`'s
+   median to the best peer's (<= 1.00 meets issue #5's target);
+2. every other group (lazybreaker-only variants, floor references): one row per bench.
+
+Groups that benches/breaker.rs no longer defines (left in the criterion dir by older runs)
+are shown only with --all.
+
+The criterion dir is, in order: the first argument, $CRITERION_HOME, $CARGO_TARGET_DIR/criterion,
+then target/criterion beside this script's crate. Python 3 standard library only.
+
+A result older than the newest one of its group by more than --stale-after minutes
+(default 10) is marked `*`: it is not from the group's last run (criterion keeps the files of
+benches that a later, filtered run skipped, and of benches that no longer exist).
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+SUBJECT = "lazybreaker"
+PEERS = ["failsafe", "recloser", "breaker"]
+# The order of the groups in benches/breaker.rs; unknown groups follow, sorted.
+ORDER = [
+    "closed_success_1t",
+    "closed_success_2t",
+    "open_rejected_1t",
+    "open_rejected_2t",
+    "half_open_rejected_1t",
+    "closed_windows_1t",
+    "closed_windows_2t",
+    "policies_1t",
+    "two_step_1t",
+    "floor_1t",
+    "floor_2t",
+]
+
+
+def criterion_dir(arg):
+    if arg:
+        return Path(arg)
+    if os.environ.get("CRITERION_HOME"):
+        return Path(os.environ["CRITERION_HOME"])
+    if os.environ.get("CARGO_TARGET_DIR"):
+        return Path(os.environ["CARGO_TARGET_DIR"]) / "criterion"
+    return Path(__file__).resolve().parent.parent / "target" / "criterion"
+
+
+def load(root):
+    """{group: {bench: (median_ns, lower_ns, upper_ns, mtime)}}"""
+    results = {}
+    for estimates in sorted(root.glob("**/new/estimates.json")):
+        new = estimates.parent
+        try:
+            meta = json.loads((new / "benchmark.json").read_text())
+            median = json.loads(estimates.read_text())["median"]
+        except (OSError, ValueError, KeyError) as e:
+            print(f"skipping {new}: {e}", file=sys.stderr)
+            continue
+        group = meta.get("group_id")
+        bench = meta.get("function_id") or meta.get("value_str") or ""
+        if meta.get("function_id") and meta.get("value_str"):
+            bench = f"{meta['function_id']}/{meta['value_str']}"
+        ci = median["confidence_interval"]
+        results.setdefault(group, {})[bench] = (
+            median["point_estimate"],
+            ci["lower_bound"],
+            ci["upper_bound"],
+            estimates.stat().st_mtime,
+        )
+    return results
+
+
+def group_order(groups):
+    known = [g for g in ORDER if g in groups]
+    return known + sorted(g for g in groups if g not in ORDER)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", nargs="?", help="criterion output dir (default: target/criterion)")
+    ap.add_argument("--ci", action="store_true", help="show each median's 95%% interval")
+    ap.add_argument("--stale-after", type=float, default=10, metavar="MINUTES")
+    ap.add_argument("--all", action="store_true", help="also show groups not in ORDER")
+    args = ap.parse_args()
+
+    root = criterion_dir(args.dir)
+    results = load(root)
+    if not results:
+        sys.exit(f"no criterion results under {root}: run `cargo bench --bench breaker` first")
+    newest = {g: max(r[3] for r in benches.values()) for g, benches in results.items()}
+    stale = False
+
+    def cell(g, r):
+        nonlocal stale
+        if r is None:
+            return "–"
+        text = f"{r[0]:.1f}"
+        if args.ci:
+            text += f" [{r[1]:.1f}, {r[2]:.1f}]"
+        if newest[g] - r[3] > args.stale_after * 60:
+            stale = True
+            text += " *"
+        return text
+
+    order = group_order(results)
+    unknown = [g for g in order if g not in ORDER]
+    if unknown and not args.all:
+        print(f"not shown (not in this bench file; --all shows them): {', '.join(unknown)}",
+              file=sys.stderr)
+        order = [g for g in order if g in ORDER]
+    peer_groups = [
+        g for g in order if SUBJECT in results[g] and any(p in results[g] for p in PEERS)
+    ]
+    other_groups = [g for g in order if g not in peer_groups]
+
+    print(f"criterion medians, ns per call ({root})\n")
+    if peer_groups:
+        variants = sorted(
+            {b for g in peer_groups for b in results[g] if b != SUBJECT and b not in PEERS}
+        )
+        ours = [SUBJECT, *variants]
+        head = ["scenario", *ours, *PEERS, "best peer", f"{SUBJECT} / best peer"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for g in peer_groups:
+            row = results[g]
+            peers = [(row[p][0], p) for p in PEERS if p in row]
+            best, best_name = min(peers)
+            ratio = row[SUBJECT][0] / best
+            cells = [g, *(cell(g, row.get(b)) for b in ours)]
+            cells += [cell(g, row.get(p)) for p in PEERS]
+            cells += [f"{best_name} {best:.1f}", f"{ratio:.2f}" + (" ✓" if ratio <= 1 else "")]
+            print("| " + " | ".join(cells) + " |")
+        print()
+    if other_groups:
+        print("| group | bench | median |")
+        print("|---|---|---|")
+        for g in other_groups:
+            for bench, r in results[g].items():
+                print(f"| {g} | {bench} | {cell(g, r)} |")
+        print()
+    if stale:
+        print(
+            f"`*`: more than {args.stale_after:g} minutes older than the newest result of its "
+            "group: from an earlier run."
+        )
+
+
+if __name__ == "__main__":
+    main()

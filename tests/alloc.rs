@@ -1,0 +1,495 @@
+//! Zero heap allocations per call, on every hot path (issue #5): counted, not timed, so the
+//! figure is exact and the same on every run.
+//!
+//! A counting global allocator (`stats_alloc`, wrapping `std::alloc::System`; this package
+//! forbids `unsafe_code`, so the `GlobalAlloc` impl comes from that crate) counts every
+//! allocation, reallocation and deallocation of the process. This target has its own `main`
+//! (`harness = false` in Cargo.toml) and starts no thread, so between two readings of the
+//! counter the only code running is the code under test: nothing else can allocate.
+//!
+//! Each check warms its path up first (a breaker allocates its bucket ring and its small
+//! callback queue when it is built; the standard library initialises some thread-locals on
+//! first use), then asserts that [`CALLS`] further calls allocate, reallocate and free
+//! nothing at all.
+//!
+//! Run it with `cargo test --test alloc`; `cargo test --test alloc -- NAME` runs the checks
+//! whose name contains `NAME`.
+
+use std::alloc::System;
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lazybreaker::policy::{Ema, EmaConfig, Outcome};
+use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use stats_alloc::{Region, Stats, StatsAlloc, INSTRUMENTED_SYSTEM};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Calls before counting.
+const WARM_UP: usize = 1_000;
+/// Calls counted, after the warm-up.
+const CALLS: usize = 10_000;
+/// An open period no check outlives on the real clock.
+const LONG: Duration = Duration::from_secs(3600);
+
+/// The heap traffic of `calls` runs of `call`, after `warm_up` uncounted runs.
+fn count_with(warm_up: usize, calls: usize, mut call: impl FnMut()) -> Stats {
+    for _ in 0..warm_up {
+        call();
+    }
+    let region = Region::new(GLOBAL);
+    for _ in 0..calls {
+        call();
+    }
+    region.change()
+}
+
+/// The heap traffic of [`CALLS`] runs of `call`, after [`WARM_UP`] uncounted runs.
+fn count(call: impl FnMut()) -> Stats {
+    count_with(WARM_UP, CALLS, call)
+}
+
+/// One successful call.
+#[inline(never)]
+fn ok() -> Result<u64, &'static str> {
+    Ok(black_box(1))
+}
+
+/// One failed call.
+#[inline(never)]
+fn err() -> Result<u64, &'static str> {
+    Err(black_box("refused"))
+}
+
+/// The default breaker (gobreaker's settings), tripped open for [`LONG`].
+fn open_breaker() -> Breaker {
+    let breaker = Breaker::builder().timeout(LONG).build();
+    for _ in 0..6 {
+        let _ = breaker.execute(err);
+    }
+    assert_eq!(breaker.state(), State::Open);
+    breaker
+}
+
+/// A half-open breaker on a manual clock, its one probe slot taken by the permit returned
+/// alongside.
+fn half_open_full(clock: &ManualClock) -> Breaker {
+    let breaker = Breaker::builder()
+        .timeout(Duration::from_secs(1))
+        .clock(clock.clone())
+        .build();
+    for _ in 0..6 {
+        let _ = breaker.execute(err);
+    }
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(breaker.state(), State::HalfOpen);
+    breaker
+}
+
+/// A breaker whose policy never trips, to count failures without the breaker opening.
+fn never_trips() -> Breaker<impl lazybreaker::policy::TripPolicy> {
+    Breaker::builder().ready_to_trip(|_| false).build()
+}
+
+/// A check: its name, and a run that returns the heap traffic it counted.
+type Check = (&'static str, fn() -> Stats);
+
+/// Every check.
+fn checks() -> Vec<Check> {
+    vec![
+        ("closed/execute_success", || {
+            let b = Breaker::builder().build();
+            count(|| {
+                black_box(b.execute(ok)).unwrap();
+            })
+        }),
+        ("closed/execute_failure", || {
+            let b = never_trips();
+            count(|| {
+                black_box(b.execute(err)).unwrap_err();
+            })
+        }),
+        ("closed/execute_failure_default_policy", || {
+            // Five failures then a success, over and over: the default policy never trips.
+            let b = Breaker::builder().build();
+            let mut i = 0u32;
+            let stats = count(|| {
+                i += 1;
+                let _ = black_box(b.execute(if i % 6 == 0 { ok } else { err }));
+            });
+            assert_eq!(b.state(), State::Closed);
+            stats
+        }),
+        ("closed/execute_classified_excluded", || {
+            let b = Breaker::builder().build();
+            count(|| {
+                let _ = black_box(b.execute_classified(err, |_| Outcome::Excluded));
+            })
+        }),
+        ("closed/allow_success", || {
+            let b = Breaker::builder().build();
+            count(|| b.allow().unwrap().success())
+        }),
+        ("closed/allow_failure", || {
+            let b = never_trips();
+            count(|| b.allow().unwrap().failure())
+        }),
+        ("closed/allow_exclude", || {
+            let b = Breaker::builder().build();
+            count(|| b.allow().unwrap().exclude())
+        }),
+        ("closed/allow_record", || {
+            let b = never_trips();
+            let outcomes = [Outcome::Success, Outcome::Failure, Outcome::Excluded];
+            let mut i = 0;
+            count(|| {
+                i += 1;
+                b.allow().unwrap().record(outcomes[i % 3]);
+            })
+        }),
+        ("closed/dropped_permit", || {
+            let b = Breaker::builder().build();
+            count(|| drop(black_box(b.allow().unwrap())))
+        }),
+        ("closed/allow_owned_success", || {
+            // Clones the `Arc` into the permit: a reference count, not an allocation.
+            let b = Arc::new(Breaker::builder().build());
+            count(|| b.allow_owned().unwrap().success())
+        }),
+        ("closed/allow_owned_dropped", || {
+            let b = Arc::new(Breaker::builder().build());
+            count(|| drop(black_box(b.allow_owned().unwrap())))
+        }),
+        ("open/execute_rejected", || {
+            let b = open_breaker();
+            count(|| {
+                let r = black_box(b.execute(ok));
+                assert!(matches!(r, Err(Error::Open { .. })));
+            })
+        }),
+        ("open/allow_rejected", || {
+            let b = open_breaker();
+            count(|| {
+                let r = black_box(b.allow());
+                assert!(matches!(r, Err(Rejected::Open { .. })));
+            })
+        }),
+        ("half_open/allow_rejected", || {
+            let clock = ManualClock::new();
+            let b = half_open_full(&clock);
+            let probe = b.allow().unwrap();
+            let stats = count(|| {
+                let r = black_box(b.allow());
+                assert!(matches!(r, Err(Rejected::TooManyRequests)));
+            });
+            probe.success();
+            stats
+        }),
+        ("half_open/execute_rejected", || {
+            let clock = ManualClock::new();
+            let b = half_open_full(&clock);
+            let probe = b.allow().unwrap();
+            let stats = count(|| {
+                let r = black_box(b.execute(ok));
+                assert!(matches!(r, Err(Error::TooManyRequests)));
+            });
+            probe.success();
+            stats
+        }),
+        ("half_open/probe_excluded", || {
+            // A probe slot taken and given back (an exclusion keeps the breaker half-open).
+            let clock = ManualClock::new();
+            let b = half_open_full(&clock);
+            let stats = count(|| b.allow().unwrap().exclude());
+            assert_eq!(b.state(), State::HalfOpen);
+            stats
+        }),
+        ("interval/execute_success", || {
+            let b = Breaker::builder().interval(Duration::from_secs(10)).build();
+            count(|| {
+                black_box(b.execute(ok)).unwrap();
+            })
+        }),
+        ("interval/expiring", || {
+            // The fixed window expires every 10 calls: a new generation each time.
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .clock(clock.clone())
+                .build();
+            let mut i = 0u32;
+            count(|| {
+                i += 1;
+                clock.advance(Duration::from_millis(1_001));
+                let _ = black_box(b.execute(if i % 3 == 0 { err } else { ok }));
+            })
+        }),
+        ("interval/stale_permit", || {
+            // A permit from an expired generation: its result is dropped, not counted.
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .clock(clock.clone())
+                .build();
+            count(|| {
+                let permit = b.allow().unwrap();
+                clock.advance(Duration::from_secs(11));
+                permit.failure();
+            })
+        }),
+        ("rolling/execute_success", || {
+            let b = Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .bucket_period(Duration::from_secs(1))
+                .build();
+            count(|| {
+                black_box(b.execute(ok)).unwrap();
+            })
+        }),
+        ("rolling/rolling_buckets", || {
+            // A bucket rolls every few calls; every 100th call comes after an hour's idle,
+            // which rolls the whole ring.
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .bucket_period(Duration::from_secs(1))
+                .clock(clock.clone())
+                .build();
+            let mut i = 0u32;
+            count(|| {
+                i += 1;
+                let step = if i % 100 == 0 {
+                    LONG
+                } else {
+                    Duration::from_millis(300)
+                };
+                clock.advance(step);
+                let _ = black_box(b.execute(if i % 3 == 0 { err } else { ok }));
+            })
+        }),
+        ("rolling/max_buckets", || {
+            // A bucket period so short that the ring is widened to its maximum length.
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .bucket_period(Duration::from_nanos(1))
+                .clock(clock.clone())
+                .build();
+            count(|| {
+                clock.advance(Duration::from_millis(7));
+                black_box(b.execute(ok)).unwrap();
+            })
+        }),
+        ("ema/execute", || {
+            // brpc's defaults; 1 failure in 100 calls stays under both windows' budgets.
+            let b = Breaker::builder()
+                .policy(Ema::new(EmaConfig::default()).unwrap())
+                .build();
+            let mut i = 0u32;
+            let stats = count_with(5_000, CALLS, || {
+                i += 1;
+                let _ = black_box(b.execute(if i % 100 == 0 { err } else { ok }));
+            });
+            assert_eq!(b.state(), State::Closed);
+            stats
+        }),
+        ("ema/allow_failure_with_latency", || {
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .policy(Ema::new(EmaConfig::default()).unwrap())
+                .clock(clock.clone())
+                .build();
+            let mut i = 0u32;
+            count_with(5_000, CALLS, || {
+                i += 1;
+                let permit = b.allow().unwrap();
+                clock.advance(Duration::from_micros(300));
+                if i % 100 == 0 {
+                    permit.failure()
+                } else {
+                    permit.success()
+                }
+            })
+        }),
+        ("read/state", || {
+            let b = Breaker::builder().build();
+            count(|| {
+                black_box(b.state());
+            })
+        }),
+        ("read/counts", || {
+            let b = Breaker::builder().build();
+            count(|| {
+                black_box(b.counts());
+            })
+        }),
+        ("read/totals", || {
+            let b = Breaker::builder().build();
+            count(|| {
+                black_box(b.totals());
+            })
+        }),
+        ("read/open_state_and_counts", || {
+            let b = open_breaker();
+            count(|| {
+                black_box((b.state(), b.counts(), b.totals()));
+            })
+        }),
+        ("cycle/trip_recover_with_callback", || {
+            // closed -> open -> half-open -> closed, each change delivered to a callback.
+            // The first cycle may size the callback queue; the later ones allocate nothing.
+            let changes = Arc::new(AtomicUsize::new(0));
+            let seen = Arc::clone(&changes);
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .timeout(Duration::from_secs(30))
+                .clock(clock.clone())
+                .on_state_change(move |_, _, _| {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                })
+                .build();
+            let cycle = || {
+                for _ in 0..6 {
+                    let _ = b.execute(err);
+                }
+                assert_eq!(b.state(), State::Open);
+                clock.advance(Duration::from_secs(31));
+                assert_eq!(b.state(), State::HalfOpen);
+                b.execute(ok).unwrap();
+                assert_eq!(b.state(), State::Closed);
+            };
+            let stats = count_with(1, 1_000, cycle);
+            assert_eq!(changes.load(Ordering::Relaxed), 3 * 1_001);
+            stats
+        }),
+        ("cycle/reopen_from_half_open_with_callback", || {
+            // closed -> open -> half-open -> open (the probe fails) -> half-open -> closed.
+            let changes = Arc::new(AtomicUsize::new(0));
+            let seen = Arc::clone(&changes);
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .timeout(Duration::from_secs(30))
+                .clock(clock.clone())
+                .on_state_change(move |_, _, _| {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                })
+                .build();
+            let cycle = || {
+                for _ in 0..6 {
+                    let _ = b.execute(err);
+                }
+                clock.advance(Duration::from_secs(31));
+                let _ = b.execute(err);
+                assert_eq!(b.state(), State::Open);
+                clock.advance(Duration::from_secs(31));
+                b.execute(ok).unwrap();
+                assert_eq!(b.state(), State::Closed);
+            };
+            let stats = count_with(1, 1_000, cycle);
+            assert_eq!(changes.load(Ordering::Relaxed), 5 * 1_001);
+            stats
+        }),
+        ("cycle/ema_isolation", || {
+            // brpc's EMA trips, isolates (doubling), revives through half-open.
+            let clock = ManualClock::new();
+            let b = Breaker::builder()
+                .policy(
+                    Ema::new(EmaConfig {
+                        short_window_size: 10,
+                        short_window_error_percent: 20,
+                        long_window_size: 20,
+                        long_window_error_percent: 10,
+                        ..EmaConfig::default()
+                    })
+                    .unwrap(),
+                )
+                .clock(clock.clone())
+                .on_state_change(|_, _, _| {})
+                .build();
+            let cycle = || {
+                while b.state() == State::Closed {
+                    let permit = b.allow().unwrap();
+                    clock.advance(Duration::from_millis(2));
+                    permit.failure();
+                }
+                clock.advance(Duration::from_secs(60));
+                assert_eq!(b.state(), State::HalfOpen);
+                b.execute(ok).unwrap();
+                assert_eq!(b.state(), State::Closed);
+            };
+            count_with(1, 200, cycle)
+        }),
+    ]
+}
+
+/// The counter itself: it must see an allocation per call where there is one, including
+/// the crate's own (building a breaker allocates its bucket ring and callback queue), or
+/// every zero above would prove nothing.
+fn self_check() {
+    let boxed = count(|| drop(black_box(Box::new(black_box(7u64)))));
+    assert_eq!(
+        (boxed.allocations, boxed.deallocations),
+        (CALLS, CALLS),
+        "the counting allocator missed a Box per call"
+    );
+    let built = count_with(0, 1, || {
+        black_box(
+            Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .bucket_period(Duration::from_secs(1))
+                .on_state_change(|_, _, _| {})
+                .build(),
+        );
+    });
+    assert!(
+        built.allocations > 0,
+        "the counting allocator saw no allocation when a breaker was built"
+    );
+    println!(
+        "self check: a Box per call counts {} allocations in {CALLS} calls; building a breaker counts {}",
+        boxed.allocations, built.allocations
+    );
+}
+
+fn main() -> ExitCode {
+    self_check();
+    // `cargo test` passes its own flags through; a bare word filters the checks by name.
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let checks: Vec<_> = checks()
+        .into_iter()
+        .filter(|(name, _)| filter.as_deref().map_or(true, |f| name.contains(f)))
+        .collect();
+    println!("\nrunning {} allocation checks", checks.len());
+    let mut failed = Vec::new();
+    for (name, check) in &checks {
+        let stats = check();
+        let clean = stats.allocations == 0 && stats.reallocations == 0 && stats.deallocations == 0;
+        println!(
+            "test {name} ... {} ({} allocations, {} reallocations, {} deallocations, {} bytes)",
+            if clean { "ok" } else { "FAILED" },
+            stats.allocations,
+            stats.reallocations,
+            stats.deallocations,
+            stats.bytes_allocated,
+        );
+        if !clean {
+            failed.push(*name);
+        }
+    }
+    let passed = checks.len() - failed.len();
+    if failed.is_empty() {
+        println!("\ntest result: ok. {passed} passed; 0 failed\n");
+        ExitCode::SUCCESS
+    } else {
+        println!("\nfailures: {}", failed.join(", "));
+        println!(
+            "\ntest result: FAILED. {passed} passed; {} failed\n",
+            failed.len()
+        );
+        ExitCode::FAILURE
+    }
+}
