@@ -557,18 +557,11 @@ where
     K: AsRef<str>,
     S: Borrow<Settings>,
 {
-    settings
+    // `builders` already checked everything `try_build` would.
+    Ok(builders(settings)?
         .into_iter()
-        .map(|(key, settings)| {
-            let (key, settings) = (key.as_ref(), settings.borrow());
-            let name = breaker_name(key, settings);
-            let breaker = settings
-                .to_builder()
-                .and_then(|builder| builder.name(name).try_build())
-                .map_err(|err| err.for_breaker(name))?;
-            Ok((key.to_owned(), breaker))
-        })
-        .collect()
+        .map(|(key, builder)| (key, builder.build()))
+        .collect())
 }
 
 /// `Duration`s as humantime strings ("250ms", "1m 30s"), for `#[serde(with = "…")]`.

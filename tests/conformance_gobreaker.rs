@@ -246,28 +246,9 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
 }
 
 fn replay_file(file: &str, expected_scenarios: usize) {
-    let scenarios: Vec<Scenario> = support::load("gobreaker", file);
-    assert_eq!(
-        scenarios.len(),
-        expected_scenarios,
-        "{file}: scenario count"
-    );
-    let failures: Vec<String> = scenarios
-        .iter()
-        .filter_map(|s| replay(s).err().map(|e| format!("{}: {e}", s.name)))
-        .collect();
-    println!(
-        "gobreaker {file}: {} / {} scenarios passed",
-        scenarios.len() - failures.len(),
-        scenarios.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} of {} scenarios diverge from gobreaker:\n{}",
-        failures.len(),
-        scenarios.len(),
-        failures.join("\n")
-    );
+    support::replay_suite("gobreaker", file, expected_scenarios, |s: &Scenario| {
+        replay(s).map_err(|e| format!("{}: {e}", s.name))
+    });
 }
 
 #[test]

@@ -28,3 +28,28 @@ pub(crate) fn load<T: DeserializeOwned>(suite: &str, file: &str) -> Vec<T> {
     .unwrap_or_else(|e| panic!("{file}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
+
+/// Replays every scenario of `tests/data/<suite>/<file>` (which must hold `expected`
+/// scenarios) with `replay`, prints how many passed, and fails listing every divergence.
+pub(crate) fn replay_suite<T: DeserializeOwned>(
+    suite: &str,
+    file: &str,
+    expected: usize,
+    replay: impl Fn(&T) -> Result<(), String>,
+) {
+    let scenarios: Vec<T> = load(suite, file);
+    assert_eq!(scenarios.len(), expected, "{file}: scenario count");
+    let failures: Vec<String> = scenarios.iter().filter_map(|s| replay(s).err()).collect();
+    println!(
+        "{suite} {file}: {} / {} scenarios passed",
+        scenarios.len() - failures.len(),
+        scenarios.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios diverge from {suite}:\n{}",
+        failures.len(),
+        scenarios.len(),
+        failures.join("\n")
+    );
+}
