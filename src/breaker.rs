@@ -8,11 +8,11 @@ use std::thread;
 use std::time::Duration;
 
 use crate::clock::{ClockSource, Nanos};
-use crate::lane::{Admission, Lane};
+use crate::lane::{Admission, Lane, LaneView};
 use crate::permit::{OwnedPermit, Permit};
 use crate::policy::{ConsecutiveFailures, Outcome, ReadyToTrip, TripPolicy};
 use crate::state::{Machine, Ticket, Timing, Transition};
-use crate::sync::Mutex;
+use crate::sync::{Mutex, MutexGuard};
 use crate::{Clock, Counts, Error, Rejected, State, Totals};
 
 type StateChangeFn = dyn Fn(&str, State, State) + Send + Sync;
@@ -147,9 +147,7 @@ impl<P: TripPolicy> Breaker<P> {
         let now = self.clock.now();
         if let Admission::OpenUntil(until) = admission {
             if now <= until {
-                return Err(Rejected::Open {
-                    retry_after: Duration::from_nanos(until + 1 - now),
-                });
+                return Err(Rejected::open_until(until, now));
             }
         }
         let ticket = self.locked_at(now, |m, now| m.admit(now))?;
@@ -286,18 +284,15 @@ impl<P: TripPolicy> Breaker<P> {
         op: impl FnOnce(&mut Machine<P>, Nanos) -> (R, Option<Transition>),
     ) -> R {
         let (value, deliver) = {
-            let mut inner = self.inner.lock();
-            // Close the lane while the machine changes, folding in what it recorded; reopen
-            // it with what the new state allows.
-            let pending = self.lane.close();
-            inner.machine.absorb(pending);
+            let mut locked = self.lock_changing();
+            let inner = &mut *locked.inner;
             let (value, transition) = op(&mut inner.machine, now);
-            self.lane.publish(inner.machine.lane_view());
             if let (Some(transition), Some(_)) = (transition, &self.on_state_change) {
                 inner.undelivered.push_back(transition);
             }
             // A thread that is unwinding does not start running user callbacks: a panic in one
-            // would abort the process. The next call on the breaker delivers instead.
+            // would abort the process. The lane then sends the next call to the lock, to
+            // deliver instead (see `Locked`).
             let deliver =
                 !inner.undelivered.is_empty() && !inner.delivering && !thread::panicking();
             if deliver {
@@ -311,8 +306,20 @@ impl<P: TripPolicy> Breaker<P> {
         value
     }
 
+    /// The lock, for a holder about to change the machine: the lane is closed (its pending
+    /// counts folded in) until the guard is dropped.
+    fn lock_changing(&self) -> Locked<'_, P> {
+        let mut inner = self.inner.lock();
+        let pending = self.lane.close();
+        inner.machine.absorb(pending);
+        Locked {
+            inner,
+            lane: &self.lane,
+        }
+    }
+
     /// The lock, for a reader: the machine with the lane's pending counts folded in.
-    fn read_locked(&self) -> crate::sync::MutexGuard<'_, Inner<P>> {
+    fn read_locked(&self) -> MutexGuard<'_, Inner<P>> {
         let mut inner = self.inner.lock();
         let pending = self.lane.drain();
         inner.machine.absorb(pending);
@@ -325,14 +332,15 @@ impl<P: TripPolicy> Breaker<P> {
         let Some(callback) = &self.on_state_change else {
             return;
         };
-        /// Hands delivery back if the callback panics, so later changes are not stuck.
-        struct Unwinding<'a, P>(&'a Mutex<Inner<P>>);
-        impl<P> Drop for Unwinding<'_, P> {
+        /// Hands delivery back if the callback panics: dropping the lock guard sends the next
+        /// call to the lock, which delivers what is left.
+        struct Unwinding<'a, P: TripPolicy>(&'a Breaker<P>);
+        impl<P: TripPolicy> Drop for Unwinding<'_, P> {
             fn drop(&mut self) {
-                self.0.lock().delivering = false;
+                self.0.lock_changing().inner.delivering = false;
             }
         }
-        let unwinding = Unwinding(&self.inner);
+        let unwinding = Unwinding(self);
         loop {
             let next = {
                 let mut inner = self.inner.lock();
@@ -348,6 +356,28 @@ impl<P: TripPolicy> Breaker<P> {
             }
         }
         std::mem::forget(unwinding);
+    }
+}
+
+/// The state lock held by a thread that may change the machine, with the lane closed.
+/// Dropping it (normally or while unwinding from a panicking policy) publishes what the state
+/// allows without the lock, so the lane is never left closed.
+struct Locked<'a, P: TripPolicy> {
+    inner: MutexGuard<'a, Inner<P>>,
+    lane: &'a Lane,
+}
+
+impl<P: TripPolicy> Drop for Locked<'_, P> {
+    fn drop(&mut self) {
+        let inner = &*self.inner;
+        // State changes left without a deliverer (their thread was unwinding, or a callback
+        // panicked): keep every call on the lock until one delivers them.
+        let stranded = !inner.undelivered.is_empty() && !inner.delivering;
+        self.lane.publish(if stranded {
+            LaneView::Locked
+        } else {
+            inner.machine.lane_view()
+        });
     }
 }
 

@@ -36,6 +36,15 @@ pub enum Rejected {
 }
 
 impl Rejected {
+    /// The rejection of a breaker that stays open until `until` (inclusive), at `now`: it goes
+    /// half-open one nanosecond after `until`. Saturates: an open period too long to count
+    /// gives the longest wait, not an overflow.
+    pub(crate) fn open_until(until: u64, now: u64) -> Self {
+        Rejected::Open {
+            retry_after: Duration::from_nanos(until.saturating_add(1).saturating_sub(now)),
+        }
+    }
+
     /// How long until the breaker lets a probe through, when it is open; `None` when it is
     /// half-open and full (a slot frees up when a probe ends, not at a known time).
     ///

@@ -278,11 +278,7 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
         let transition = self.refresh(now);
         let admitted = match self.state {
-            State::Open => Err(Rejected::Open {
-                retry_after: Duration::from_nanos(
-                    self.expiry.saturating_add(1).saturating_sub(now),
-                ),
-            }),
+            State::Open => Err(Rejected::open_until(self.expiry, now)),
             State::HalfOpen if self.half_open_in_flight() >= self.half_open_probes() => {
                 Err(Rejected::TooManyRequests)
             }
@@ -376,23 +372,32 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
+    /// Moves to `to`. The policy is asked for the open duration before anything changes and
+    /// told of the change after everything has: a policy that panics leaves the machine in
+    /// one state or the other, never between (an open state without its expiry would reject
+    /// for ever).
     fn set_state(&mut self, to: State, now: Nanos) -> Transition {
         let from = self.state;
         debug_assert_ne!(from, to);
+        let expiry = self.expiry_of(to, now);
         self.state = to;
         if to == State::Open {
             self.totals.opened += 1;
         }
-        self.new_generation(now);
+        self.start_generation(now, expiry);
         self.policy.on_state_change(from, to, at(now));
         Transition { from, to }
     }
 
+    /// A new generation of the current state, e.g. when a closed-state window expires.
     fn new_generation(&mut self, now: Nanos) {
-        self.generation = (self.generation + 1) & GENERATION_MASK;
-        self.start = now;
-        self.window.clear();
-        self.expiry = match self.state {
+        let expiry = self.expiry_of(self.state, now);
+        self.start_generation(now, expiry);
+    }
+
+    /// When a generation of `state` starting at `now` expires (strictly after the result).
+    fn expiry_of(&mut self, state: State, now: Nanos) -> Nanos {
+        match state {
             State::Closed if self.timing.interval > 0 => now.saturating_add(self.timing.interval),
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
@@ -400,7 +405,14 @@ impl<P: TripPolicy> Machine<P> {
                 let open_for = self.policy.open_duration(timeout, at(now));
                 now.saturating_add(saturating_nanos(open_for))
             }
-        };
+        }
+    }
+
+    fn start_generation(&mut self, now: Nanos, expiry: Nanos) {
+        self.generation = (self.generation + 1) & GENERATION_MASK;
+        self.start = now;
+        self.window.clear();
+        self.expiry = expiry;
     }
 }
 

@@ -269,3 +269,95 @@ fn a_rolling_window_forgets_bucket_by_bucket() {
     let _ = breaker.state();
     assert_eq!(breaker.counts().total_failures, 0);
 }
+
+#[test]
+fn an_open_period_too_long_to_count_saturates_its_retry_hint() {
+    let breaker = Breaker::builder()
+        .timeout(Duration::MAX)
+        .policy(lazybreaker::policy::ConsecutiveFailures::new(1).unwrap())
+        .build();
+    let _ = breaker.execute(|| Err::<(), _>(()));
+    for _ in 0..3 {
+        match breaker.allow() {
+            Err(Rejected::Open { retry_after }) => {
+                assert!(retry_after > Duration::from_secs(500 * 365 * 24 * 3600));
+            }
+            other => panic!("expected open, got {other:?}"),
+        }
+    }
+}
+
+/// Trips on the first failure; panics where it is told to.
+#[derive(Debug)]
+struct Panicky {
+    in_open_duration: bool,
+    in_state_change: bool,
+}
+
+impl TripPolicy for Panicky {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        result.outcome == Outcome::Failure
+    }
+
+    fn open_duration(&mut self, timeout: Duration, _now: Duration) -> Duration {
+        if std::mem::take(&mut self.in_open_duration) {
+            panic!("open_duration failed");
+        }
+        timeout
+    }
+
+    fn on_state_change(&mut self, _from: State, _to: State, _now: Duration) {
+        if std::mem::take(&mut self.in_state_change) {
+            panic!("on_state_change failed");
+        }
+    }
+
+    fn needs_successes(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_policy_that_panics_choosing_the_open_duration_leaves_the_breaker_closed_and_working() {
+    let breaker = Breaker::builder()
+        .policy(Panicky {
+            in_open_duration: true,
+            in_state_change: false,
+        })
+        .build();
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        breaker.allow().unwrap().failure();
+    }));
+    assert!(unwound.is_err(), "the policy's panic reaches the caller");
+    assert_eq!(breaker.state(), State::Closed, "no half-made transition");
+    breaker.execute(|| Ok::<_, ()>(())).expect("still admits");
+    let _ = breaker.execute(|| Err::<(), _>(()));
+    assert_eq!(breaker.state(), State::Open, "and trips normally next time");
+}
+
+#[test]
+fn a_policy_that_panics_hearing_of_a_trip_leaves_a_well_formed_open_state() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .timeout(Duration::from_secs(5))
+        .policy(Panicky {
+            in_open_duration: false,
+            in_state_change: true,
+        })
+        .clock(clock.clone())
+        .build();
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        breaker.allow().unwrap().failure();
+    }));
+    assert!(unwound.is_err());
+    assert!(matches!(
+        breaker.allow(),
+        Err(Rejected::Open { retry_after }) if retry_after == Duration::from_secs(5) + Duration::from_nanos(1)
+    ));
+    clock.advance(Duration::from_secs(6));
+    assert_eq!(
+        breaker.state(),
+        State::HalfOpen,
+        "the open period ends as configured"
+    );
+}

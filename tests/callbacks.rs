@@ -202,3 +202,32 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
     }
     assert_eq!(log.last().unwrap().1, breaker.state());
 }
+
+#[test]
+fn a_change_made_by_a_panicking_call_is_delivered_by_the_next_call_even_a_lock_free_one() {
+    let clock = ManualClock::new();
+    let log: Log = Arc::default();
+    let breaker = {
+        let log = Arc::clone(&log);
+        Breaker::builder()
+            .timeout(TIMEOUT)
+            .ready_to_trip(trips_on_first_failure as fn(&Counts) -> bool)
+            .on_state_change(move |_, from, to| log.lock().unwrap().push((from, to)))
+            .clock(clock.clone())
+            .build()
+    };
+    // The call panics: its permit records the failure while unwinding, which trips the
+    // breaker, but an unwinding thread does not run callbacks.
+    let unwound = catch_unwind(AssertUnwindSafe(|| {
+        breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
+    }));
+    assert!(unwound.is_err());
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "not delivered while unwinding"
+    );
+    // The next call is an open-state rejection, which normally takes no lock: it must still
+    // deliver the stranded change before it returns.
+    assert!(breaker.allow().is_err());
+    assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
+}
