@@ -517,6 +517,12 @@ impl<P: TripPolicy> Builder<P> {
     /// they happened, one at a time: the thread whose call made a change delivers it before
     /// that call returns, unless another thread is already delivering, which then delivers it
     /// next. A change made from inside the callback is delivered right after it returns.
+    ///
+    /// Two consequences of that contract: a thread that keeps delivering while other threads
+    /// keep changing the state keeps running the callback; and while a slow callback runs,
+    /// the changes waiting behind it are queued, in a queue that grows (allocates) past four.
+    /// A change made by a thread that is unwinding from a panic is not delivered by it (a
+    /// panicking callback would abort the process) but by the next call on the breaker.
     pub fn on_state_change<F>(mut self, callback: F) -> Self
     where
         F: Fn(&str, State, State) + Send + Sync + 'static,
@@ -531,8 +537,8 @@ impl<P: TripPolicy> Builder<P> {
     /// ([`TripPolicy::needs_latency`]) gets the precise
     /// [`MonotonicClock`](crate::MonotonicClock); any other gets the
     /// [`CoarseMonotonicClock`](crate::CoarseMonotonicClock), eight times cheaper to read
-    /// here, whose ticks (1 to 4 ms on Linux) only ever make an expiry late, never early. Pass
-    /// `MonotonicClock::new()` for exact timeouts on a real clock.
+    /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
+    /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
         self.clock = ClockSource::Custom(Arc::new(clock));
         self

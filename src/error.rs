@@ -170,7 +170,18 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn new(field: &'static str, value: impl fmt::Display, reason: &'static str) -> Self {
+    /// An error naming `field`, its `value` and what a valid value looks like (`reason`, in
+    /// lowercase without a final period), for the constructors of your own policies.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::ConfigError;
+    ///
+    /// let err = ConfigError::new("window", 0, "must be at least 1");
+    /// assert_eq!(err.to_string(), "invalid `window` = 0: must be at least 1");
+    /// ```
+    pub fn new(field: &'static str, value: impl fmt::Display, reason: &'static str) -> Self {
         Self {
             breaker: None,
             field: Cow::Borrowed(field),

@@ -17,7 +17,7 @@
 //!     .timeout(Duration::from_secs(30)) // open duration; ZERO means 60 s
 //!     .ready_to_trip(|c: &Counts| c.consecutive_failures > 3)
 //!     .on_state_change(|name: &str, from: State, to: State| println!("{name}: {from} -> {to}"))
-//!     .clock(clock.clone()) // default: a monotonic system clock
+//!     .clock(clock.clone()) // default: a monotonic clock (coarse unless the policy times calls)
 //!     .build();
 //!
 //! let r: Result<u32, Error<std::io::Error>> = breaker.execute(|| Ok(7));
@@ -65,8 +65,9 @@
 //!   time.
 //! - **Time you control.** Every reading comes from a [`Clock`]; tests use [`ManualClock`].
 //! - **Cheap calls.** The state machine changes under one `parking_lot` mutex, but with
-//!   gobreaker's defaults a closed-state success takes no lock and reads no clock, and an
-//!   open-state rejection reads the clock and takes no lock. No call allocates.
+//!   gobreaker's defaults (no closed-state window, a counting policy) a closed-state success
+//!   takes no lock and reads no clock, and an open-state rejection reads the clock and takes
+//!   no lock. No call allocates (but see [`Builder::on_state_change`] for a slow callback).
 //!
 //! # Policies
 //!

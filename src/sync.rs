@@ -3,7 +3,8 @@
 //! Normal builds use `parking_lot` and `std`; under `RUSTFLAGS="--cfg loom"` the same names
 //! resolve to loom's checked versions, so the loom models in `tests/loom.rs` explore every
 //! interleaving of the real code. Only the primitives that take part in the protocol go
-//! through here: the state mutex and the manual clock's shared time.
+//! through here: the state mutex, the lock-free lane's atomics and the manual clock's shared
+//! time.
 
 #[cfg(not(loom))]
 mod imp {

@@ -361,3 +361,28 @@ fn a_policy_that_panics_hearing_of_a_trip_leaves_a_well_formed_open_state() {
         "the open period ends as configured"
     );
 }
+
+#[test]
+fn the_default_clock_is_coarse_unless_the_policy_times_calls() {
+    let counting = format!("{:?}", Breaker::builder().build());
+    assert!(counting.contains("CoarseMonotonicClock"), "{counting}");
+    let timed = Breaker::builder()
+        .policy(lazybreaker::policy::Ema::new(Default::default()).unwrap())
+        .build();
+    let timed = format!("{timed:?}");
+    assert!(
+        timed.contains("MonotonicClock") && !timed.contains("Coarse"),
+        "{timed}"
+    );
+}
+
+#[test]
+fn the_coarse_clock_never_goes_back() {
+    let clock = lazybreaker::CoarseMonotonicClock::new();
+    let mut last = clock.now();
+    for _ in 0..100_000 {
+        let now = clock.now();
+        assert!(now >= last, "{now:?} after {last:?}");
+        last = now;
+    }
+}

@@ -117,30 +117,35 @@ fn half_open_admits_at_most_max_requests() {
         let (breaker, _, _) = logged(K as u32, &clock);
         make_half_open(&breaker, &clock);
         let holding = Arc::new(AtomicUsize::new(0));
+        // `released[i]`: worker i was admitted and has dropped its probe.
+        let released = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
         let workers: Vec<_> = (0..2)
-            .map(|_| {
-                let (breaker, holding) = (breaker.clone(), holding.clone());
-                thread::spawn(move || match breaker.allow() {
-                    Ok(permit) => {
-                        let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
-                        assert!(now <= K, "{now} probes admitted at once, max {K}");
-                        holding.fetch_sub(1, Ordering::SeqCst);
-                        drop(permit); // cancelled: no verdict
-                        true
-                    }
-                    Err(rejected) => {
-                        assert_eq!(rejected, Rejected::TooManyRequests);
-                        false
+            .map(|i| {
+                let (breaker, holding, released) =
+                    (breaker.clone(), holding.clone(), released.clone());
+                thread::spawn(move || {
+                    let other_released = released[1 - i].load(Ordering::SeqCst);
+                    match breaker.allow() {
+                        Ok(permit) => {
+                            let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                            assert!(now <= K, "{now} probes admitted at once, max {K}");
+                            holding.fetch_sub(1, Ordering::SeqCst);
+                            drop(permit); // cancelled: no verdict
+                            released[i].store(true, Ordering::SeqCst);
+                        }
+                        Err(rejected) => {
+                            assert_eq!(rejected, Rejected::TooManyRequests);
+                            // The only other probe had given its slot back before this
+                            // `allow` began: the slot was free.
+                            assert!(!other_released, "a dropped probe did not free its slot");
+                        }
                     }
                 })
             })
             .collect();
-        let admitted = workers
-            .into_iter()
-            .map(|w| w.join().unwrap())
-            .filter(|&a| a)
-            .count();
-        assert!(admitted >= 1, "the free slot was admitted");
+        for w in workers {
+            w.join().unwrap();
+        }
         // Every dropped probe gave its slot back: the breaker is not stuck.
         assert_eq!(breaker.state(), State::HalfOpen);
         breaker.allow().expect("slots were given back").success();

@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use lazybreaker::policy::{CallResult, FailureRatio, TripPolicy};
+use lazybreaker::policy::{CallResult, ConsecutiveFailures, FailureRatio, TripPolicy};
 use lazybreaker::{Breaker, ManualClock, Rejected, State};
 
 const THREADS: usize = 8;
@@ -17,21 +17,27 @@ const TICKS: u64 = 1_000;
 
 type Log = Arc<Mutex<Vec<(State, State)>>>;
 
-/// A failure-ratio policy that also writes down each state change as it happens (under the
-/// breaker's lock): the history that the callback's deliveries must match.
+/// A policy that also writes down each state change as it happens (under the breaker's
+/// lock): the history that the callback's deliveries must match.
 #[derive(Debug)]
-struct Recorded {
-    ratio: FailureRatio,
+struct Recorded<P> {
+    policy: P,
     history: Log,
+    /// `false` lets closed-state successes go through the lock-free lane.
+    needs_successes: bool,
 }
 
-impl TripPolicy for Recorded {
+impl<P: TripPolicy> TripPolicy for Recorded<P> {
     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
-        self.ratio.on_result(result)
+        self.policy.on_result(result)
     }
 
     fn on_state_change(&mut self, from: State, to: State, _now: Duration) {
         self.history.lock().unwrap().push((from, to));
+    }
+
+    fn needs_successes(&self) -> bool {
+        self.needs_successes
     }
 }
 
@@ -47,11 +53,12 @@ impl Rng {
     }
 }
 
+/// Everything under the lock: a rolling window and a ratio policy that sees every result.
 #[test]
-fn everything_adds_up_under_contention() {
-    let clock = ManualClock::new();
+fn everything_adds_up_under_contention_on_the_lock() {
     let (history, delivered): (Log, Log) = Default::default();
-    let breaker = Arc::new({
+    let clock = ManualClock::new();
+    let breaker = {
         let delivered = Arc::clone(&delivered);
         Breaker::builder()
             .max_requests(3)
@@ -59,13 +66,47 @@ fn everything_adds_up_under_contention() {
             .bucket_period(Duration::from_millis(10))
             .timeout(Duration::from_millis(20))
             .policy(Recorded {
-                ratio: FailureRatio::new(0.4, 10).unwrap(),
+                policy: FailureRatio::new(0.4, 10).unwrap(),
                 history: Arc::clone(&history),
+                needs_successes: true,
             })
             .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
             .clock(clock.clone())
             .build()
-    });
+    };
+    stress(breaker, clock, history, delivered);
+}
+
+/// gobreaker's defaults: closed-state admissions and successes on the lock-free lane, open
+/// rejections without the lock, failures and half-open under it.
+#[test]
+fn everything_adds_up_under_contention_on_the_lock_free_lane() {
+    let (history, delivered): (Log, Log) = Default::default();
+    let clock = ManualClock::new();
+    let breaker = {
+        let delivered = Arc::clone(&delivered);
+        Breaker::builder()
+            .max_requests(3)
+            .timeout(Duration::from_millis(20))
+            .policy(Recorded {
+                policy: ConsecutiveFailures::new(4).unwrap(),
+                history: Arc::clone(&history),
+                needs_successes: false,
+            })
+            .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
+            .clock(clock.clone())
+            .build()
+    };
+    stress(breaker, clock, history, delivered);
+}
+
+fn stress<P: TripPolicy + 'static>(
+    breaker: Breaker<P>,
+    clock: ManualClock,
+    history: Log,
+    delivered: Log,
+) {
+    let breaker = Arc::new(breaker);
 
     let start = Arc::new(Barrier::new(THREADS + 1));
     let done = Arc::new(AtomicBool::new(false));
@@ -92,6 +133,10 @@ fn everything_adds_up_under_contention() {
                 start.wait();
                 while calls < MIN_CALLS || !done.load(Ordering::Acquire) {
                     calls += 1;
+                    if calls % 256 == 0 {
+                        // Lock-free calls never block: leave the clock thread room to run.
+                        thread::yield_now();
+                    }
                     match breaker.allow_owned() {
                         Ok(permit) => {
                             admitted += 1;

@@ -1,7 +1,8 @@
 //! Trip policies: what decides that a closed breaker opens, and for how long.
 //!
-//! A [`TripPolicy`] sees every result the breaker records in the closed state, with the
-//! counts after that result and, when the policy asks for it, the call's latency. It answers
+//! A [`TripPolicy`] sees the results the breaker records in the closed state (every one,
+//! unless it declares that successes do not interest it), with the counts after that result
+//! and, when the policy asks for it, the call's latency. It answers
 //! whether to trip, and chooses how long each open period lasts.
 //!
 //! | policy | trips when |
@@ -85,7 +86,8 @@ impl<'a> CallResult<'a> {
 /// Decides when a closed breaker trips, and how long it then stays open.
 ///
 /// The breaker calls [`on_result`](TripPolicy::on_result) for every result it records in the
-/// closed state, within the generation the request was admitted in (a result that arrives
+/// closed state (successes excepted, if [`needs_successes`](TripPolicy::needs_successes) says
+/// so), within the generation the request was admitted in (a result that arrives
 /// after the counts were cleared is stale and never reaches the policy). In half-open the
 /// breaker decides by itself (any failure reopens it, enough successes close it) and only
 /// shows the policy the probes' results ([`on_probe_result`](TripPolicy::on_probe_result)).
