@@ -1,7 +1,7 @@
 //! loom models of the breaker's concurrency protocol. Each model asserts an invariant over
 //! every interleaving loom explores (bounded by `LOOM_MAX_PREEMPTIONS`).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --target-dir target/loom --test loom`
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --target-dir target/loom --test loom`
 //!
 //! The models live here, against the public API, rather than inside the crate: the crate's
 //! `sync` shim swaps its state mutex and the manual clock's atomic for loom's, so these
