@@ -132,7 +132,7 @@ impl<P: TripPolicy> Breaker<P> {
     /// ```
     #[inline(always)]
     pub fn allow(&self) -> Result<Permit<'_, P>, Rejected> {
-        match self.lane.admit() {
+        match self.lane.admit(|| self.clock.now()) {
             Admission::Admitted { generation } => {
                 Ok(Permit::new(self, Ticket::fast(generation), 0))
             }
@@ -144,12 +144,13 @@ impl<P: TripPolicy> Breaker<P> {
     /// lock.
     #[inline(never)]
     fn allow_slow(&self, admission: Admission) -> Result<Permit<'_, P>, Rejected> {
-        let now = self.clock.now();
-        if let Admission::OpenUntil(until) = admission {
-            if now <= until {
+        let now = match admission {
+            Admission::Open { until, now } if now <= until => {
                 return Err(Rejected::open_until(until, now));
             }
-        }
+            Admission::Open { now, .. } | Admission::Locked { now: Some(now) } => now,
+            Admission::Locked { now: None } | Admission::Admitted { .. } => self.clock.now(),
+        };
         let ticket = self.locked_at(now, |m, now| m.admit(now))?;
         Ok(Permit::new(self, ticket, now))
     }
@@ -183,7 +184,7 @@ impl<P: TripPolicy> Breaker<P> {
         // `allow()` spelled out: the fast path builds the permit in place rather than through
         // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
         // in pieces that stall the loads after the call.
-        let permit = match self.lane.admit() {
+        let permit = match self.lane.admit(|| self.clock.now()) {
             Admission::Admitted { generation } => Permit::new(self, Ticket::fast(generation), 0),
             other => self.allow_slow(other)?,
         };
@@ -253,16 +254,28 @@ impl<P: TripPolicy> Breaker<P> {
     /// Records a permit's result (called by [`Permit`]).
     #[inline]
     pub(crate) fn complete(&self, ticket: Ticket, outcome: Outcome, started: Nanos) {
-        if outcome == Outcome::Success && self.lane.succeed(ticket.generation()) {
-            return;
-        }
-        self.complete_locked(ticket, outcome, started);
+        let now = if outcome == Outcome::Success {
+            match self.lane.succeed(ticket.generation(), || self.clock.now()) {
+                Ok(()) => return,
+                Err(now) => now,
+            }
+        } else {
+            None
+        };
+        self.complete_locked(ticket, outcome, started, now);
     }
 
-    /// Records a result under the lock: anything the lock-free lane cannot take.
+    /// Records a result under the lock: anything the lock-free lane cannot take. `now` is the
+    /// clock reading the lane took, if any.
     #[inline(never)]
-    fn complete_locked(&self, ticket: Ticket, outcome: Outcome, started: Nanos) {
-        let now = self.clock.now();
+    fn complete_locked(
+        &self,
+        ticket: Ticket,
+        outcome: Outcome,
+        started: Nanos,
+        now: Option<Nanos>,
+    ) {
+        let now = now.unwrap_or_else(|| self.clock.now());
         let latency = self
             .needs_latency
             .then(|| Duration::from_nanos(now.saturating_sub(started)));

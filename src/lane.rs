@@ -4,10 +4,13 @@
 //! atomic word that the lock holder *publishes* after every change, telling callers what they
 //! may do without the lock:
 //!
-//! - **Fast** (closed, no time-based window, a policy that ignores successes): admit a
+//! - **Fast** (closed, no closed-state window, a policy that ignores successes): admit a
 //!   request, or record a success, by adding one to a pending counter in the word. No clock,
 //!   no lock. The counters are folded into the machine's counts by the next lock holder.
-//! - **Open**: reject while the clock is before `open_until`. One clock read, no write.
+//! - **Windowed** (the same with a fixed closed-state window): the same, after one clock
+//!   read shows the window has not expired. An expired window takes the lock, which starts
+//!   the next one.
+//! - **Open**: reject while the clock is not past `until`. One clock read, no write.
 //! - **Locked**: everything else takes the lock.
 //!
 //! Every lock holder first *closes* the lane (swapping in a locked word, which hands it the
@@ -17,7 +20,10 @@
 //! taken the lock.
 //!
 //! The word: `[mode: 2 bits][generation: 30 bits][successes: 16 bits][requests: 16 bits]`.
-//! A full counter sends callers to the lock, whose holder empties it.
+//! A full counter sends callers to the lock, whose holder empties it. `until` (the window's
+//! or the open period's end) is written before the word that refers to it; it is constant
+//! for a generation, so a caller whose compare-and-swap succeeds on the word it loaded has
+//! read the `until` of that word's generation.
 
 use crate::clock::Nanos;
 use crate::state::GENERATION_MASK;
@@ -33,12 +39,16 @@ const MODE_SHIFT: u32 = 62;
 const LOCKED: u64 = 0;
 const FAST: u64 = 1;
 const OPEN: u64 = 2;
+const WINDOWED: u64 = 3;
 
 /// What the lock holder publishes: what callers may do without the lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LaneView {
     /// Closed and counting lock-free, in this generation.
     Fast { generation: u64 },
+    /// Closed and counting lock-free in this generation, until its window ends (inclusive:
+    /// the window expires strictly after `until`).
+    Windowed { generation: u64, until: Nanos },
     /// Open: reject until this instant (inclusive: the breaker goes half-open strictly after).
     Open { until: Nanos },
     /// Take the lock.
@@ -65,22 +75,24 @@ impl Pending {
     }
 }
 
-/// What a call may do at admission, read from one load of the lane.
+/// What a call may do at admission. Any clock reading taken is handed on, so that a call
+/// reads the clock at most once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admission {
     /// Admitted lock-free, in this generation.
     Admitted { generation: u64 },
-    /// The breaker is open until this instant: reject if the clock has not passed it.
-    OpenUntil(Nanos),
-    /// Take the lock.
-    Locked,
+    /// The breaker is open until `until`, and the clock read `now`.
+    Open { until: Nanos, now: Nanos },
+    /// Take the lock (with the clock reading, if one was taken).
+    Locked { now: Option<Nanos> },
 }
 
 #[derive(Debug)]
 pub(crate) struct Lane {
     word: AtomicU64,
-    /// Meaningful while the word says open; written before the word is published.
-    open_until: AtomicU64,
+    /// The end of the current window (windowed) or open period (open); meaningful only while
+    /// the word says so. Written before the word is published.
+    until: AtomicU64,
 }
 
 fn mode(word: u64) -> u64 {
@@ -91,25 +103,63 @@ fn generation(word: u64) -> u64 {
     (word >> GENERATION_SHIFT) & GENERATION_MASK
 }
 
+/// A clock read at most once, on first use.
+struct Now<F> {
+    read: Option<Nanos>,
+    clock: Option<F>,
+}
+
+impl<F: FnOnce() -> Nanos> Now<F> {
+    fn new(clock: F) -> Self {
+        Self {
+            read: None,
+            clock: Some(clock),
+        }
+    }
+
+    #[inline]
+    fn get(&mut self) -> Nanos {
+        match (self.read, self.clock.take()) {
+            (Some(now), _) => now,
+            (None, Some(clock)) => *self.read.insert(clock()),
+            (None, None) => unreachable!("the clock is taken only to be read"),
+        }
+    }
+}
+
 impl Lane {
     pub(crate) fn new(view: LaneView) -> Self {
         let lane = Self {
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
-            open_until: AtomicU64::new(0),
+            until: AtomicU64::new(0),
         };
         lane.publish(view);
         lane
     }
 
-    /// Admits a request lock-free if the lane is fast, or says what to do instead.
+    /// Admits a request lock-free if the lane allows it, or says what to do instead.
+    /// `clock` is called only if the lane needs the time (windowed or open), and once.
     #[inline]
-    pub(crate) fn admit(&self) -> Admission {
+    pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Admission {
+        let mut now = Now::new(clock);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             match mode(word) {
-                FAST if word & COUNTER < COUNTER => {}
-                OPEN => return Admission::OpenUntil(self.open_until.load(Ordering::Acquire)),
-                _ => return Admission::Locked,
+                _ if word & COUNTER == COUNTER => return Admission::Locked { now: now.read },
+                FAST => {}
+                WINDOWED => {
+                    if now.get() > self.until.load(Ordering::Acquire) {
+                        return Admission::Locked { now: now.read };
+                    }
+                }
+                OPEN => {
+                    let until = self.until.load(Ordering::Acquire);
+                    return Admission::Open {
+                        until,
+                        now: now.get(),
+                    };
+                }
+                _ => return Admission::Locked { now: now.read },
             }
             match self.word.compare_exchange_weak(
                 word,
@@ -127,17 +177,25 @@ impl Lane {
         }
     }
 
-    /// Records a success lock-free if the lane is fast and still in `generation`; `false`
-    /// means the caller must take the lock (which also finds out whether it is stale).
+    /// Records a success lock-free if the lane is closed and still in `generation_` (and,
+    /// windowed, the window has not ended). `Err` sends the caller to the lock, with the
+    /// clock reading if one was taken; the lock also finds out whether the result is stale.
     #[inline]
-    pub(crate) fn succeed(&self, generation_: u64) -> bool {
+    pub(crate) fn succeed(
+        &self,
+        generation_: u64,
+        clock: impl FnOnce() -> Nanos,
+    ) -> Result<(), Option<Nanos>> {
+        let mut now = Now::new(clock);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
-            if mode(word) != FAST
-                || generation(word) != generation_
-                || (word >> 16) & COUNTER == COUNTER
+            let counting = matches!(mode(word), FAST | WINDOWED)
+                && generation(word) == generation_
+                && (word >> 16) & COUNTER < COUNTER;
+            if !counting
+                || (mode(word) == WINDOWED && now.get() > self.until.load(Ordering::Acquire))
             {
-                return false;
+                return Err(now.read);
             }
             match self.word.compare_exchange_weak(
                 word,
@@ -145,7 +203,7 @@ impl Lane {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return true,
+                Ok(_) => return Ok(()),
                 Err(actual) => word = actual,
             }
         }
@@ -166,12 +224,17 @@ impl Lane {
 
     /// Publishes what callers may do without the lock. Call with the state lock held.
     pub(crate) fn publish(&self, view: LaneView) {
+        let counting = |mode: u64, generation: u64| {
+            (mode << MODE_SHIFT) | ((generation & GENERATION_MASK) << GENERATION_SHIFT)
+        };
         let word = match view {
-            LaneView::Fast { generation } => {
-                (FAST << MODE_SHIFT) | ((generation & GENERATION_MASK) << GENERATION_SHIFT)
+            LaneView::Fast { generation } => counting(FAST, generation),
+            LaneView::Windowed { generation, until } => {
+                self.until.store(until, Ordering::Release);
+                counting(WINDOWED, generation)
             }
             LaneView::Open { until } => {
-                self.open_until.store(until, Ordering::Release);
+                self.until.store(until, Ordering::Release);
                 OPEN << MODE_SHIFT
             }
             LaneView::Locked => LOCKED << MODE_SHIFT,
@@ -184,13 +247,21 @@ impl Lane {
 mod tests {
     use super::*;
 
+    fn never() -> Nanos {
+        panic!("the fast lane reads no clock")
+    }
+
     #[test]
     fn fast_lane_counts_and_hands_over() {
         let lane = Lane::new(LaneView::Fast { generation: 7 });
-        assert_eq!(lane.admit(), Admission::Admitted { generation: 7 });
-        assert_eq!(lane.admit(), Admission::Admitted { generation: 7 });
-        assert!(lane.succeed(7));
-        assert!(!lane.succeed(6), "another generation takes the lock");
+        assert_eq!(lane.admit(never), Admission::Admitted { generation: 7 });
+        assert_eq!(lane.admit(never), Admission::Admitted { generation: 7 });
+        assert_eq!(lane.succeed(7, never), Ok(()));
+        assert_eq!(
+            lane.succeed(6, never),
+            Err(None),
+            "another generation takes the lock"
+        );
         assert_eq!(
             lane.drain(),
             Pending {
@@ -199,7 +270,7 @@ mod tests {
             }
         );
         assert_eq!(
-            lane.admit(),
+            lane.admit(never),
             Admission::Admitted { generation: 7 },
             "still fast"
         );
@@ -210,8 +281,8 @@ mod tests {
                 successes: 0
             }
         );
-        assert_eq!(lane.admit(), Admission::Locked, "closed");
-        assert!(!lane.succeed(7));
+        assert_eq!(lane.admit(never), Admission::Locked { now: None }, "closed");
+        assert_eq!(lane.succeed(7, never), Err(None));
     }
 
     #[test]
@@ -220,21 +291,42 @@ mod tests {
             generation: GENERATION_MASK,
         });
         for _ in 0..COUNTER {
-            assert!(matches!(lane.admit(), Admission::Admitted { .. }));
-            assert!(lane.succeed(GENERATION_MASK));
+            assert!(matches!(lane.admit(never), Admission::Admitted { .. }));
+            assert_eq!(lane.succeed(GENERATION_MASK, never), Ok(()));
         }
-        assert_eq!(lane.admit(), Admission::Locked);
-        assert!(!lane.succeed(GENERATION_MASK));
+        assert_eq!(lane.admit(never), Admission::Locked { now: None });
+        assert_eq!(lane.succeed(GENERATION_MASK, never), Err(None));
         let pending = lane.close();
         assert_eq!((pending.requests, pending.successes), (COUNTER, COUNTER));
     }
 
     #[test]
-    fn open_lane_gives_its_deadline() {
+    fn a_windowed_lane_counts_until_its_window_ends() {
+        let lane = Lane::new(LaneView::Windowed {
+            generation: 3,
+            until: 100,
+        });
+        assert_eq!(lane.admit(|| 100), Admission::Admitted { generation: 3 });
+        assert_eq!(lane.succeed(3, || 100), Ok(()));
+        // Strictly after `until` the window has expired: the lock starts the next one.
+        assert_eq!(lane.admit(|| 101), Admission::Locked { now: Some(101) });
+        assert_eq!(lane.succeed(3, || 101), Err(Some(101)));
+        assert_eq!(lane.succeed(2, never), Err(None), "stale: no clock needed");
+        assert_eq!(
+            lane.close(),
+            Pending {
+                requests: 1,
+                successes: 1
+            }
+        );
+    }
+
+    #[test]
+    fn open_lane_gives_its_deadline_with_the_reading() {
         let lane = Lane::new(LaneView::Open { until: 42 });
-        assert_eq!(lane.admit(), Admission::OpenUntil(42));
-        assert!(!lane.succeed(0));
+        assert_eq!(lane.admit(|| 40), Admission::Open { until: 42, now: 40 });
+        assert_eq!(lane.succeed(0, never), Err(None));
         lane.publish(LaneView::Locked);
-        assert_eq!(lane.admit(), Admission::Locked);
+        assert_eq!(lane.admit(never), Admission::Locked { now: None });
     }
 }

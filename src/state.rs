@@ -182,8 +182,8 @@ pub(crate) struct Machine<P> {
     policy: P,
     state: State,
     generation: u64,
-    /// Whether closed can count on the lock-free lane: no time-based window, and a policy
-    /// that needs neither successes nor latencies.
+    /// Whether closed can count on the lock-free lane: no rolling window, and a policy that
+    /// needs neither successes nor latencies.
     lane_eligible: bool,
     /// When the current generation started.
     start: Nanos,
@@ -197,10 +197,8 @@ pub(crate) struct Machine<P> {
 impl<P: TripPolicy> Machine<P> {
     /// A closed machine in generation 1, started at `now`.
     pub(crate) fn new(timing: Timing, policy: P, now: Nanos) -> Self {
-        let lane_eligible = timing.interval == 0
-            && timing.buckets == 0
-            && !policy.needs_latency()
-            && !policy.needs_successes();
+        let lane_eligible =
+            timing.buckets == 0 && !policy.needs_latency() && !policy.needs_successes();
         let mut machine = Self {
             timing,
             policy,
@@ -235,6 +233,10 @@ impl<P: TripPolicy> Machine<P> {
     /// What callers may do without the lock, given the current state.
     pub(crate) fn lane_view(&self) -> LaneView {
         match self.state {
+            State::Closed if self.lane_eligible && self.timing.interval > 0 => LaneView::Windowed {
+                generation: self.generation,
+                until: self.expiry,
+            },
             State::Closed if self.lane_eligible => LaneView::Fast {
                 generation: self.generation,
             },

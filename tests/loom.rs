@@ -342,3 +342,38 @@ fn counts_read_alongside_the_lock_free_lane_are_consistent() {
         assert_eq!((c.requests, c.total_successes), (2, 2));
     });
 }
+
+/// 8. A fixed closed-state window on the lock-free lane: a success racing the window's end
+///    counts in the old window or is dropped as stale, never in the new one.
+#[test]
+fn a_success_racing_the_end_of_its_window_never_lands_in_the_next() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .interval(TIMEOUT)
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .clock(clock.clone())
+                .build(),
+        );
+        let permit = breaker.allow_owned().unwrap();
+        let late = thread::spawn(move || permit.success());
+        let ender = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT + Duration::from_nanos(1));
+                breaker.state()
+            })
+        };
+        late.join().unwrap();
+        assert_eq!(ender.join().unwrap(), State::Closed);
+        let _ = breaker.state(); // ends the window if no call did since the advance
+        assert_eq!(
+            breaker.counts(),
+            Default::default(),
+            "counted in the new window"
+        );
+        let totals = breaker.totals();
+        assert_eq!((totals.admitted, totals.successes + totals.dropped), (1, 1));
+    });
+}
