@@ -141,6 +141,25 @@ impl Lane {
     /// `clock` is called only if the lane needs the time (windowed or open), and once.
     #[inline]
     pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Admission {
+        // The common case first, in a few instructions: fast, room to count, no contention.
+        let word = self.word.load(Ordering::Acquire);
+        if mode(word) == FAST
+            && word & COUNTER < COUNTER
+            && self
+                .word
+                .compare_exchange_weak(word, word + REQUEST, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            return Admission::Admitted {
+                generation: generation(word),
+            };
+        }
+        self.admit_any(clock)
+    }
+
+    /// [`admit`](Lane::admit) in every mode, retrying under contention.
+    #[inline(never)]
+    fn admit_any(&self, clock: impl FnOnce() -> Nanos) -> Admission {
         let mut now = Now::new(clock);
         let mut word = self.word.load(Ordering::Acquire);
         loop {
@@ -182,6 +201,27 @@ impl Lane {
     /// clock reading if one was taken; the lock also finds out whether the result is stale.
     #[inline]
     pub(crate) fn succeed(
+        &self,
+        generation_: u64,
+        clock: impl FnOnce() -> Nanos,
+    ) -> Result<(), Option<Nanos>> {
+        let word = self.word.load(Ordering::Acquire);
+        if mode(word) == FAST
+            && generation(word) == generation_
+            && (word >> 16) & COUNTER < COUNTER
+            && self
+                .word
+                .compare_exchange_weak(word, word + SUCCESS, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            return Ok(());
+        }
+        self.succeed_any(generation_, clock)
+    }
+
+    /// [`succeed`](Lane::succeed) in every mode, retrying under contention.
+    #[inline(never)]
+    fn succeed_any(
         &self,
         generation_: u64,
         clock: impl FnOnce() -> Nanos,
