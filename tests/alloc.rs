@@ -66,6 +66,21 @@ fn err() -> Result<u64, &'static str> {
 }
 
 /// The default breaker (gobreaker's settings), tripped open for [`LONG`].
+/// A breaker (30 s timeout, on a manual clock) whose callback counts the changes delivered.
+fn counting_callbacks() -> (Breaker, ManualClock, Arc<AtomicUsize>) {
+    let changes = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&changes);
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .timeout(Duration::from_secs(30))
+        .clock(clock.clone())
+        .on_state_change(move |_, _, _| {
+            seen.fetch_add(1, Ordering::Relaxed);
+        })
+        .build();
+    (b, clock, changes)
+}
+
 fn open_breaker() -> Breaker {
     let breaker = Breaker::builder().timeout(LONG).build();
     for _ in 0..6 {
@@ -342,16 +357,7 @@ fn checks() -> Vec<Check> {
         ("cycle/trip_recover_with_callback", || {
             // closed -> open -> half-open -> closed, each change delivered to a callback.
             // The first cycle may size the callback queue; the later ones allocate nothing.
-            let changes = Arc::new(AtomicUsize::new(0));
-            let seen = Arc::clone(&changes);
-            let clock = ManualClock::new();
-            let b = Breaker::builder()
-                .timeout(Duration::from_secs(30))
-                .clock(clock.clone())
-                .on_state_change(move |_, _, _| {
-                    seen.fetch_add(1, Ordering::Relaxed);
-                })
-                .build();
+            let (b, clock, changes) = counting_callbacks();
             let cycle = || {
                 for _ in 0..6 {
                     let _ = b.execute(err);
@@ -368,16 +374,7 @@ fn checks() -> Vec<Check> {
         }),
         ("cycle/reopen_from_half_open_with_callback", || {
             // closed -> open -> half-open -> open (the probe fails) -> half-open -> closed.
-            let changes = Arc::new(AtomicUsize::new(0));
-            let seen = Arc::clone(&changes);
-            let clock = ManualClock::new();
-            let b = Breaker::builder()
-                .timeout(Duration::from_secs(30))
-                .clock(clock.clone())
-                .on_state_change(move |_, _, _| {
-                    seen.fetch_add(1, Ordering::Relaxed);
-                })
-                .build();
+            let (b, clock, changes) = counting_callbacks();
             let cycle = || {
                 for _ in 0..6 {
                     let _ = b.execute(err);

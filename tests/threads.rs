@@ -7,7 +7,7 @@ use std::thread;
 use std::time::Duration;
 
 use lazybreaker::policy::{CallResult, ConsecutiveFailures, FailureRatio, TripPolicy};
-use lazybreaker::{Breaker, ManualClock, Rejected, State};
+use lazybreaker::{Breaker, Builder, ManualClock, Rejected, State};
 
 const THREADS: usize = 8;
 /// Calls each worker makes at least; workers keep calling until the clock has stopped.
@@ -56,56 +56,51 @@ impl Rng {
 /// Everything under the lock: a rolling window and a ratio policy that sees every result.
 #[test]
 fn everything_adds_up_under_contention_on_the_lock() {
-    let (history, delivered): (Log, Log) = Default::default();
-    let clock = ManualClock::new();
-    let breaker = {
-        let delivered = Arc::clone(&delivered);
-        Breaker::builder()
-            .max_requests(3)
-            .interval(Duration::from_millis(50))
+    stress(FailureRatio::new(0.4, 10).unwrap(), true, |b| {
+        b.interval(Duration::from_millis(50))
             .bucket_period(Duration::from_millis(10))
-            .timeout(Duration::from_millis(20))
-            .policy(Recorded {
-                policy: FailureRatio::new(0.4, 10).unwrap(),
-                history: Arc::clone(&history),
-                needs_successes: true,
-            })
-            .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
-            .clock(clock.clone())
-            .build()
-    };
-    stress(breaker, clock, history, delivered);
+    });
 }
 
 /// gobreaker's defaults: closed-state admissions and successes on the lock-free lane, open
 /// rejections without the lock, failures and half-open under it.
 #[test]
 fn everything_adds_up_under_contention_on_the_lock_free_lane() {
+    stress(ConsecutiveFailures::new(4).unwrap(), false, |b| b);
+}
+
+/// A fixed closed-state window on the lock-free lane: every window's end races the calls.
+#[test]
+fn everything_adds_up_under_contention_on_the_windowed_lane() {
+    stress(FailureRatio::new(0.4, 10).unwrap(), false, |b| {
+        b.interval(Duration::from_millis(10))
+    });
+}
+
+/// Runs the workload on a breaker with `policy` (seeing successes or not) and the settings
+/// `configure` adds, then checks that everything adds up.
+fn stress<P: TripPolicy + 'static>(
+    policy: P,
+    needs_successes: bool,
+    configure: impl FnOnce(Builder<Recorded<P>>) -> Builder<Recorded<P>>,
+) {
     let (history, delivered): (Log, Log) = Default::default();
     let clock = ManualClock::new();
+    let builder = Breaker::builder()
+        .max_requests(3)
+        .timeout(Duration::from_millis(20))
+        .policy(Recorded {
+            policy,
+            history: Arc::clone(&history),
+            needs_successes,
+        });
     let breaker = {
         let delivered = Arc::clone(&delivered);
-        Breaker::builder()
-            .max_requests(3)
-            .timeout(Duration::from_millis(20))
-            .policy(Recorded {
-                policy: ConsecutiveFailures::new(4).unwrap(),
-                history: Arc::clone(&history),
-                needs_successes: false,
-            })
+        configure(builder)
             .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
             .clock(clock.clone())
             .build()
     };
-    stress(breaker, clock, history, delivered);
-}
-
-fn stress<P: TripPolicy + 'static>(
-    breaker: Breaker<P>,
-    clock: ManualClock,
-    history: Log,
-    delivered: Log,
-) {
     let breaker = Arc::new(breaker);
 
     let start = Arc::new(Barrier::new(THREADS + 1));
