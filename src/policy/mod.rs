@@ -29,7 +29,7 @@ mod ready_to_trip;
 
 pub use any_of::AnyOf;
 pub use consecutive::ConsecutiveFailures;
-pub use ema::{Ema, EmaConfig, EmaRecorder};
+pub use ema::{Ema, EmaConfig, EmaRecorder, EmaWindowState};
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
 

@@ -3,7 +3,7 @@
 
 mod recorder;
 
-pub use recorder::{EmaConfig, EmaRecorder};
+pub use recorder::{EmaConfig, EmaRecorder, EmaWindowState};
 
 use std::time::Duration;
 

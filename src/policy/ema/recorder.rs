@@ -295,6 +295,15 @@ impl Window {
         };
     }
 
+    fn state(&self) -> EmaWindowState {
+        EmaWindowState {
+            ema_latency_us: self.ema_latency,
+            ema_error_cost_us: self.ema_error_cost,
+            initial_samples: self.init_samples,
+            initial_errors: self.init_errors,
+        }
+    }
+
     fn reset(&mut self) {
         if self.init_samples < self.size {
             self.init_samples = 0;
@@ -585,40 +594,82 @@ impl EmaRecorder {
         self.half_open && !self.broken && self.config.half_open_window_size > 0
     }
 
-    /// Internals for the conformance test: `(ema_latency_us, ema_error_cost_us,
-    /// init_sample_count, init_error_count)` of the long (`true`) or short window.
-    #[doc(hidden)]
-    pub fn __window_state(&self, long: bool) -> (i64, i64, u32, u32) {
-        let w = if long { &self.long } else { &self.short };
-        (
-            w.ema_latency,
-            w.ema_error_cost,
-            w.init_samples,
-            w.init_errors,
-        )
+    /// The long window's state, for inspection and metrics.
+    pub fn long_window(&self) -> EmaWindowState {
+        self.long.state()
     }
 
-    /// Internals for the conformance test: brpc's raw `(half_open, half_open_success_count,
-    /// last_reset_time_ms)`.
-    #[doc(hidden)]
-    pub fn __probation_state(&self) -> (bool, u32, u64) {
-        (
-            self.half_open,
-            self.half_open_successes,
-            self.last_reset_ms.unwrap_or(0),
-        )
+    /// The short window's state, for inspection and metrics.
+    pub fn short_window(&self) -> EmaWindowState {
+        self.short.state()
     }
 
-    /// Internals for the conformance test: the `(long, short)` smoothing factors in use.
-    #[doc(hidden)]
-    pub fn __smooth(&self) -> (f64, f64) {
-        (self.long.smooth, self.short.smooth)
+    /// When the recorder was last [`reset`](Self::reset), in whole milliseconds as brpc
+    /// keeps it; `None` if it counts as never reset (see [`Ema`](super::Ema)). A recorder
+    /// from [`new`](Self::new) starts as if reset at time zero, as brpc's does.
+    pub fn last_reset(&self) -> Option<Duration> {
+        self.last_reset_ms.map(Duration::from_millis)
     }
+
+    /// Successes seen in the current half-open probation (brpc's
+    /// `half_open_success_count`); 0 when not on probation.
+    pub fn probation_successes(&self) -> u32 {
+        if self.is_half_open() {
+            self.half_open_successes
+        } else {
+            0
+        }
+    }
+}
+
+/// The state of one of an [`EmaRecorder`]'s two windows, in brpc's own units.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::policy::{EmaConfig, EmaRecorder, Outcome};
+/// use std::time::Duration;
+///
+/// let mut rec = EmaRecorder::new(EmaConfig::default())?;
+/// rec.on_call_end(Outcome::Success, Duration::from_micros(900), Duration::ZERO);
+/// let long = rec.long_window();
+/// assert_eq!(long.ema_latency_us, 900); // the first success seeds the average
+/// assert_eq!((long.initial_samples, long.initial_errors), (1, 0));
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct EmaWindowState {
+    /// The moving average of successful calls' latency, in whole microseconds (0: no success
+    /// seen since the window started over).
+    pub ema_latency_us: i64,
+    /// The decaying sum of failed calls' costs, in whole microseconds.
+    pub ema_error_cost_us: i64,
+    /// Samples seen during the initial stage (at most the window size; the stage is over when
+    /// it reaches it).
+    pub initial_samples: u32,
+    /// Errors counted during the initial stage.
+    pub initial_errors: u32,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window's state as a tuple: `(ema_latency, ema_error_cost, samples, errors)`.
+    fn window(r: &EmaRecorder, long: bool) -> (i64, i64, u32, u32) {
+        let w = if long {
+            r.long_window()
+        } else {
+            r.short_window()
+        };
+        (
+            w.ema_latency_us,
+            w.ema_error_cost_us,
+            w.initial_samples,
+            w.initial_errors,
+        )
+    }
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -756,29 +807,32 @@ mod tests {
     #[test]
     fn hand_computed_ema_stage() {
         let mut r = halving();
-        assert_eq!(r.__smooth(), (0.5, 0.5));
+        assert_eq!(
+            (r.config().long_smooth(), r.config().short_smooth()),
+            (0.5, 0.5)
+        );
         let t = Duration::from_secs(3600);
 
         assert!(r.on_call_end(Outcome::Success, us(1000), t)); // seeds 1000
         assert!(r.on_call_end(Outcome::Success, us(3000), t)); // 500 + 1500
-        assert_eq!(r.__window_state(false), (2000, 0, 2, 0));
+        assert_eq!(window(&r, false), (2000, 0, 2, 0));
 
         // Past the initial stage. 600 µs < cap 4000: cost 600, budget 2500: healthy.
         assert!(r.on_call_end(Outcome::Failure, us(600), t));
-        assert_eq!(r.__window_state(false), (2000, 600, 2, 0));
+        assert_eq!(window(&r, false), (2000, 600, 2, 0));
         // A success: 600 >= 500 halves to 300 (ema stays 2000).
         assert!(r.on_call_end(Outcome::Success, us(2000), t));
-        assert_eq!(r.__window_state(true), (2000, 300, 2, 0));
+        assert_eq!(window(&r, true), (2000, 300, 2, 0));
         // 300 < 500: forgiven.
         assert!(r.on_call_end(Outcome::Success, us(2001), t)); // 1000 + 1000.5 -> 2000
-        assert_eq!(r.__window_state(true), (2000, 0, 2, 0));
+        assert_eq!(window(&r, true), (2000, 0, 2, 0));
         // A zero-latency failure is free: decays instead.
         assert!(r.on_call_end(Outcome::Failure, Duration::ZERO, t));
 
         // 10 ms failure capped at 2 × 2000 = 4000. Long: 4000 <= 4950. Short: 4000 > 2500.
         assert!(!r.on_call_end(Outcome::Failure, us(10_000), t));
-        assert_eq!(r.__window_state(true), (2000, 4000, 2, 0));
-        assert_eq!(r.__window_state(false), (2000, 4000, 2, 0));
+        assert_eq!(window(&r, true), (2000, 4000, 2, 0));
+        assert_eq!(window(&r, false), (2000, 4000, 2, 0));
         assert!(r.is_broken());
         assert_eq!(r.isolated_times(), 1);
         // Last reset "at zero", 3600 s ago >= 30 s: the minimum.
@@ -786,12 +840,12 @@ mod tests {
         // Broken: everything but an exclusion is unhealthy and ignored.
         assert!(!r.on_call_end(Outcome::Success, us(1), t));
         assert!(r.on_call_end(Outcome::Excluded, us(1), t));
-        assert_eq!(r.__window_state(false), (2000, 4000, 2, 0));
+        assert_eq!(window(&r, false), (2000, 4000, 2, 0));
 
         // Reset keeps the EMA of finished windows and forgives their cost.
         r.reset(t + 100 * MS);
         assert!(!r.is_broken());
-        assert_eq!(r.__window_state(false), (2000, 0, 2, 0));
+        assert_eq!(window(&r, false), (2000, 0, 2, 0));
         // A second failure of 5 s again: both windows at 4000 vs 4950 / 2500.
         assert!(!r.on_call_end(Outcome::Failure, Duration::from_secs(5), t + 200 * MS));
         assert_eq!(
@@ -817,16 +871,17 @@ mod tests {
         assert!(r.on_call_end(Outcome::Failure, us(100), t));
         assert!(!r.on_call_end(Outcome::Failure, us(100), t));
         // The long window tripped; the short one never saw the third failure.
-        assert_eq!(r.__window_state(true), (0, 300, 3, 3));
-        assert_eq!(r.__window_state(false), (0, 200, 2, 2));
+        assert_eq!(window(&r, true), (0, 300, 3, 3));
+        assert_eq!(window(&r, false), (0, 200, 2, 2));
         // brpc's quirk: last reset "at zero", 5 s ago < 30 s, so the first break doubles.
         assert_eq!(r.isolation_duration(), 200 * MS);
 
         // Neither window finished its initial stage: reset restarts both.
         r.reset(Duration::from_secs(6));
-        assert_eq!(r.__window_state(true), (0, 0, 0, 0));
-        assert_eq!(r.__window_state(false), (0, 0, 0, 0));
-        assert_eq!(r.__probation_state(), (false, 0, 6000));
+        assert_eq!(window(&r, true), (0, 0, 0, 0));
+        assert_eq!(window(&r, false), (0, 0, 0, 0));
+        assert_eq!(r.probation_successes(), 0);
+        assert_eq!(r.last_reset(), Some(Duration::from_secs(6)));
     }
 
     #[test]
@@ -873,15 +928,17 @@ mod tests {
         assert!(r.is_half_open());
         assert!(r.on_call_end(Outcome::Success, us(10), t));
         assert!(r.on_call_end(Outcome::Excluded, us(10), t));
-        assert_eq!(r.__probation_state(), (true, 1, 100_000));
+        assert_eq!(r.probation_successes(), 1);
+        assert_eq!(r.last_reset(), Some(t));
         // A failure on probation breaks, without feeding the windows.
-        let before = (r.__window_state(true), r.__window_state(false));
+        let before = (window(&r, true), window(&r, false));
         assert!(!r.on_call_end(Outcome::Failure, us(10), t));
-        assert_eq!((r.__window_state(true), r.__window_state(false)), before);
+        assert_eq!((window(&r, true), window(&r, false)), before);
         assert!(r.is_broken() && !r.is_half_open());
-        assert!(r.__probation_state().0, "brpc keeps the raw flag");
+        assert_eq!(r.probation_successes(), 0, "broken: not on probation");
         r.reset(t);
-        assert_eq!(r.__probation_state(), (true, 0, 100_000));
+        assert!(r.is_half_open());
+        assert_eq!(r.probation_successes(), 0, "a new probation");
         assert!(r.on_call_end(Outcome::Success, us(10), t));
         assert!(r.on_call_end(Outcome::Success, us(10), t));
         assert!(!r.is_half_open());
