@@ -92,7 +92,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{AnyOf, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy};
+use crate::policy::{
+    AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy,
+};
 use crate::state::Timing;
 use crate::{Breaker, Builder, ConfigError};
 
@@ -116,15 +118,17 @@ pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
 /// | `bucket_period` | `"0s"` (fixed window) | [`Builder::bucket_period`]: must divide `interval` into at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) whole buckets |
 /// | `timeout` | `"0s"` (means 60 s) | [`Builder::timeout`]: the open duration of the counting policies |
 /// | `policy` | `consecutive_failures`, threshold 6 | the [`PolicyConfig`] that decides when to trip |
+/// | `open_duration` | `kind = "policy"` | the [`OpenDurationConfig`]: the policy's rule, or an exponential backoff |
 ///
 /// # How long the breaker stays open
 ///
-/// There is no separate open-duration field: the policy decides it, as in code
-/// ([`TripPolicy::open_duration`]). `consecutive_failures` and `failure_ratio` stay open for
-/// `timeout`; `ema` stays open for brpc's isolation duration (`min_isolation`, doubling up to
-/// `max_isolation` on repeated breaks) and ignores `timeout`; `any_of` stays open for the
-/// duration of the policy that tripped (the longest when several did, or when a half-open
-/// probe failed).
+/// `open_duration` says ([`OpenDurationConfig`]). By default (`kind = "policy"`) the policy
+/// decides, as in code ([`TripPolicy::open_duration`]): `consecutive_failures` and
+/// `failure_ratio` stay open for `timeout`; `ema` stays open for brpc's isolation duration
+/// (`min_isolation`, doubling up to `max_isolation` on repeated breaks) and ignores `timeout`;
+/// `any_of` stays open for the duration of the policy that tripped (the longest when several
+/// did, or when a half-open probe failed). `kind = "exponential"` overrides that with a
+/// [`Backoff`]: `initial`, doubled on each failed recovery, up to `max`, whatever the policy.
 ///
 /// # Examples
 ///
@@ -184,8 +188,75 @@ pub struct Settings {
     /// [How long the breaker stays open](Settings#how-long-the-breaker-stays-open).
     #[serde(with = "duration")]
     pub timeout: Duration,
-    /// When to trip, and so how long to stay open.
+    /// When to trip.
     pub policy: PolicyConfig,
+    /// How long to stay open: the policy's own rule (the default), or an exponential backoff.
+    /// Written out only when not the default.
+    #[serde(skip_serializing_if = "OpenDurationConfig::is_policy")]
+    pub open_duration: OpenDurationConfig,
+}
+
+/// How long a breaker built from [`Settings`] stays open each time it opens.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::{OpenDurationConfig, Settings};
+/// use std::time::Duration;
+///
+/// let settings: Settings = toml::from_str(r#"
+///     policy = { kind = "consecutive_failures", threshold = 5 }
+///     open_duration = { kind = "exponential", initial = "1s", max = "2m" }
+/// "#)?;
+/// assert_eq!(
+///     settings.open_duration,
+///     OpenDurationConfig::Exponential {
+///         initial: Duration::from_secs(1),
+///         max: Duration::from_secs(120),
+///     }
+/// );
+/// let err = toml::from_str::<Settings>(r#"
+///     name = "payments"
+///     open_duration = { kind = "exponential", initial = "5m", max = "1m" }
+/// "#)?
+/// .validate()
+/// .unwrap_err();
+/// assert_eq!(err.field(), "open_duration.initial");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum OpenDurationConfig {
+    /// The policy decides: `timeout` for the counting policies, brpc's isolation for `ema`.
+    #[default]
+    Policy,
+    /// A [`Backoff`]: `initial`, doubled on each trip after a failed recovery, up to `max`;
+    /// back to `initial` once the breaker closes.
+    Exponential {
+        /// The first open duration, above zero.
+        #[serde(with = "duration")]
+        initial: Duration,
+        /// The longest open duration, at least `initial`.
+        #[serde(with = "duration")]
+        max: Duration,
+    },
+}
+
+impl OpenDurationConfig {
+    fn is_policy(&self) -> bool {
+        *self == OpenDurationConfig::Policy
+    }
+
+    /// `policy`, with this rule for its open duration.
+    fn apply(&self, policy: Box<dyn TripPolicy>) -> Result<Box<dyn TripPolicy>, ConfigError> {
+        Ok(match *self {
+            OpenDurationConfig::Policy => policy,
+            OpenDurationConfig::Exponential { initial, max } => {
+                Box::new(Backoff::new(policy, initial, max)?)
+            }
+        })
+    }
 }
 
 impl Default for Settings {
@@ -199,6 +270,7 @@ impl Default for Settings {
             bucket_period: Duration::ZERO,
             timeout: Duration::ZERO,
             policy: PolicyConfig::default(),
+            open_duration: OpenDurationConfig::Policy,
         }
     }
 }
@@ -240,6 +312,10 @@ impl Settings {
             .policy
             .build()
             .map_err(|err| named(err.within("policy")))?;
+        let policy = self
+            .open_duration
+            .apply(policy)
+            .map_err(|err| named(err.within("open_duration")))?;
         Ok(Breaker::builder()
             .name(self.name.as_str())
             .max_requests(self.max_requests)

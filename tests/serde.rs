@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lazybreaker::config::{self, PolicyConfig, Settings};
+use lazybreaker::config::{self, OpenDurationConfig, PolicyConfig, Settings};
 use lazybreaker::policy::{ConsecutiveFailures, EmaConfig, FailureRatio, TripPolicy};
 use lazybreaker::{Breaker, Builder, Counts, ManualClock, Rejected, State, Totals};
 
@@ -61,6 +61,7 @@ fn durations_are_written_back_as_human_strings() {
             ratio: 0.5,
             min_requests: 20,
         },
+        open_duration: OpenDurationConfig::Policy,
     };
     assert_eq!(
         serde_json::to_string(&settings).unwrap(),
@@ -157,6 +158,7 @@ fn settings_with(name: &str, policy: PolicyConfig) -> Settings {
         bucket_period: secs(5),
         timeout: ms(1500),
         policy,
+        open_duration: OpenDurationConfig::Policy,
     }
 }
 
@@ -175,6 +177,24 @@ fn every_policy_round_trips_through_json_and_toml() {
         // And once more from the text: parse → serialise → parse.
         assert_eq!(toml::to_string(&back).unwrap(), text, "{label}");
 
+        Breaker::from_settings(&settings).unwrap_or_else(|e| panic!("{label}: {e}"));
+
+        // With an exponential open duration too.
+        let settings = Settings {
+            open_duration: OpenDurationConfig::Exponential {
+                initial: ms(500),
+                max: secs(90),
+            },
+            ..settings
+        };
+        let text = toml::to_string(&settings).unwrap();
+        assert!(
+            text.contains(r#"initial = "500ms""#) && text.contains(r#"max = "1m 30s""#),
+            "{text}"
+        );
+        assert_eq!(toml_settings(&text), settings, "{label}: {text}");
+        let json = serde_json::to_string(&settings).unwrap();
+        assert_eq!(serde_json::from_str::<Settings>(&json).unwrap(), settings);
         Breaker::from_settings(&settings).unwrap_or_else(|e| panic!("{label}: {e}"));
     }
 }
@@ -411,6 +431,16 @@ fn bad_values_name_the_breaker_the_field_and_the_value() {
             r#"policy = { kind = "consecutive_failures", threshold = 0 }"#,
             "policy.threshold",
             "0",
+        ),
+        (
+            r#"open_duration = { kind = "exponential", initial = "2m", max = "1m" }"#,
+            "open_duration.initial",
+            "120s",
+        ),
+        (
+            r#"open_duration = { kind = "exponential", initial = "0s", max = "1m" }"#,
+            "open_duration.initial",
+            "0ns",
         ),
         (
             r#"policy = { kind = "ema", short_window_size = 0 }"#,
@@ -740,6 +770,38 @@ fn the_timeout_from_settings_is_the_open_duration() {
     clock.advance(secs(90));
     assert_eq!(breaker.state(), State::Open);
     clock.advance(Duration::from_nanos(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+#[test]
+fn an_exponential_open_duration_doubles_on_failed_recoveries() {
+    let clock = ManualClock::new();
+    let breaker = toml_settings(
+        r#"
+        timeout = "1h"
+        policy = { kind = "consecutive_failures", threshold = 1 }
+        open_duration = { kind = "exponential", initial = "1s", max = "3s" }
+        "#,
+    )
+    .to_builder()
+    .unwrap()
+    .clock(clock.clone())
+    .build();
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    for open_for in [secs(1), secs(2), secs(3), secs(3)] {
+        assert_eq!(breaker.state(), State::Open);
+        clock.advance(open_for);
+        assert_eq!(breaker.state(), State::Open, "{open_for:?}");
+        clock.advance(Duration::from_nanos(1));
+        assert_eq!(breaker.state(), State::HalfOpen, "{open_for:?}");
+        let _ = breaker.execute(|| Err::<(), _>("still down"));
+    }
+    // Recovered: the next trip opens for `initial` again.
+    clock.advance(secs(3) + Duration::from_nanos(1));
+    breaker.execute(|| Ok::<_, ()>(())).unwrap();
+    assert_eq!(breaker.state(), State::Closed);
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    clock.advance(secs(1) + Duration::from_nanos(1));
     assert_eq!(breaker.state(), State::HalfOpen);
 }
 

@@ -12,6 +12,7 @@
 //! | [`ReadyToTrip`] | a closure over [`Counts`] returns `true` after a failure (gobreaker's `ReadyToTrip`) |
 //! | [`Ema`] | brpc's latency-weighted error cost exceeds its budget in a long or a short window; opens for brpc's doubling isolation duration |
 //! | [`AnyOf`] | any of two policies trips (`a.or(b)`); opens for the duration the tripping one chooses |
+//! | [`Backoff`] | the wrapped policy trips (`p.with_backoff(initial, max)`); opens for a duration that doubles on each failed recovery |
 //!
 //! # Policies run under the lock
 //!
@@ -22,12 +23,14 @@
 //! wrapped call, `on_state_change`) runs outside the lock.
 
 mod any_of;
+mod backoff;
 mod consecutive;
 mod ema;
 mod ratio;
 mod ready_to_trip;
 
 pub use any_of::AnyOf;
+pub use backoff::Backoff;
 pub use consecutive::ConsecutiveFailures;
 pub use ema::{Ema, EmaConfig, EmaRecorder, EmaWindowState};
 pub use ratio::FailureRatio;
@@ -35,7 +38,7 @@ pub use ready_to_trip::ReadyToTrip;
 
 use std::time::Duration;
 
-use crate::{Counts, State};
+use crate::{ConfigError, Counts, State};
 
 /// How a call ended, as the breaker counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,6 +169,19 @@ pub trait TripPolicy: Send {
     /// policy.
     fn needs_successes(&self) -> bool {
         true
+    }
+
+    /// This policy, opening for `initial`, doubled on each trip after a failed recovery up to
+    /// `max`: see [`Backoff`].
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `initial` when it is zero or exceeds `max`.
+    fn with_backoff(self, initial: Duration, max: Duration) -> Result<Backoff<Self>, ConfigError>
+    where
+        Self: Sized,
+    {
+        Backoff::new(self, initial, max)
     }
 
     /// A policy that trips when this one or `other` trips: see [`AnyOf`].
