@@ -296,23 +296,31 @@ impl<P: TripPolicy> Breaker<P> {
         now: Nanos,
         op: impl FnOnce(&mut Machine<P>, Nanos) -> (R, Option<Transition>),
     ) -> R {
-        let (value, deliver) = {
+        let (value, deliver, panicked) = {
             let mut locked = self.lock_changing();
             let inner = &mut *locked.inner;
             let (value, transition) = op(&mut inner.machine, now);
             if let (Some(transition), Some(_)) = (transition, &self.on_state_change) {
                 inner.undelivered.push_back(transition);
             }
+            // The policy panicked: the machine finished its step; the panic continues below,
+            // once the lock is released.
+            let panicked = inner.machine.take_panic();
             // A thread that is unwinding does not start running user callbacks: a panic in one
             // would abort the process. The lane then sends the next call to the lock, to
             // deliver instead (see `Locked`).
-            let deliver =
-                !inner.undelivered.is_empty() && !inner.delivering && !thread::panicking();
+            let deliver = !inner.undelivered.is_empty()
+                && !inner.delivering
+                && panicked.is_none()
+                && !thread::panicking();
             if deliver {
                 inner.delivering = true;
             }
-            (value, deliver)
+            (value, deliver, panicked)
         };
+        if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
         if deliver {
             self.deliver();
         }

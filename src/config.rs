@@ -224,13 +224,14 @@ pub struct Settings {
 /// assert_eq!(err.field(), "open_duration.initial");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum OpenDurationConfig {
     /// The policy decides: `timeout` for the counting policies, brpc's isolation for `ema`.
-    #[default]
-    Policy,
+    /// (An empty struct variant rather than a unit one: serde rejects unknown fields only in
+    /// struct variants, and `{ kind = "policy", max = "1m" }` must be an error.)
+    Policy {},
     /// A [`Backoff`]: `initial`, doubled on each trip after a failed recovery, up to `max`;
     /// back to `initial` once the breaker closes.
     Exponential {
@@ -243,15 +244,21 @@ pub enum OpenDurationConfig {
     },
 }
 
+impl Default for OpenDurationConfig {
+    fn default() -> Self {
+        OpenDurationConfig::Policy {}
+    }
+}
+
 impl OpenDurationConfig {
     fn is_policy(&self) -> bool {
-        *self == OpenDurationConfig::Policy
+        matches!(self, OpenDurationConfig::Policy {})
     }
 
     /// `policy`, with this rule for its open duration.
     fn apply(&self, policy: Box<dyn TripPolicy>) -> Result<Box<dyn TripPolicy>, ConfigError> {
         Ok(match *self {
-            OpenDurationConfig::Policy => policy,
+            OpenDurationConfig::Policy {} => policy,
             OpenDurationConfig::Exponential { initial, max } => {
                 Box::new(Backoff::new(policy, initial, max)?)
             }
@@ -270,7 +277,7 @@ impl Default for Settings {
             bucket_period: Duration::ZERO,
             timeout: Duration::ZERO,
             policy: PolicyConfig::default(),
-            open_duration: OpenDurationConfig::Policy,
+            open_duration: OpenDurationConfig::Policy {},
         }
     }
 }

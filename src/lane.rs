@@ -20,10 +20,12 @@
 //! taken the lock.
 //!
 //! The word: `[mode: 2 bits][generation: 30 bits][successes: 16 bits][requests: 16 bits]`.
-//! A full counter sends callers to the lock, whose holder empties it. `until` (the window's
-//! or the open period's end) is written before the word that refers to it; it is constant
-//! for a generation, so a caller whose compare-and-swap succeeds on the word it loaded has
-//! read the `until` of that word's generation.
+//! A full counter sends callers to the lock, whose holder empties it. A window's end is
+//! written before the word that refers to it and is constant for a generation, so a caller
+//! whose compare-and-swap succeeds on the word it loaded has read the end of that word's
+//! window. An open period's end is kept apart: a rejection reads it after the word with no
+//! compare-and-swap to confirm, so it may see a later open period's end (the breaker is
+//! open then too), but never a window's.
 
 use crate::clock::Nanos;
 use crate::state::GENERATION_MASK;
@@ -90,9 +92,13 @@ pub(crate) enum Admission {
 #[derive(Debug)]
 pub(crate) struct Lane {
     word: AtomicU64,
-    /// The end of the current window (windowed) or open period (open); meaningful only while
-    /// the word says so. Written before the word is published.
-    until: AtomicU64,
+    /// The end of the current closed-state window; meaningful only while the word says
+    /// windowed. Written before the word is published.
+    window_until: AtomicU64,
+    /// The end of the current open period; meaningful only while the word says open. Written
+    /// before the word is published. Apart from `window_until`: an open-state rejection reads
+    /// it without a compare-and-swap to confirm, so it must never hold a window's end.
+    open_until: AtomicU64,
 }
 
 fn mode(word: u64) -> u64 {
@@ -131,7 +137,8 @@ impl Lane {
     pub(crate) fn new(view: LaneView) -> Self {
         let lane = Self {
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
-            until: AtomicU64::new(0),
+            window_until: AtomicU64::new(0),
+            open_until: AtomicU64::new(0),
         };
         lane.publish(view);
         lane
@@ -167,12 +174,12 @@ impl Lane {
                 _ if word & COUNTER == COUNTER => return Admission::Locked { now: now.read },
                 FAST => {}
                 WINDOWED => {
-                    if now.get() > self.until.load(Ordering::Acquire) {
+                    if now.get() > self.window_until.load(Ordering::Acquire) {
                         return Admission::Locked { now: now.read };
                     }
                 }
                 OPEN => {
-                    let until = self.until.load(Ordering::Acquire);
+                    let until = self.open_until.load(Ordering::Acquire);
                     return Admission::Open {
                         until,
                         now: now.get(),
@@ -233,7 +240,7 @@ impl Lane {
                 && generation(word) == generation_
                 && (word >> 16) & COUNTER < COUNTER;
             if !counting
-                || (mode(word) == WINDOWED && now.get() > self.until.load(Ordering::Acquire))
+                || (mode(word) == WINDOWED && now.get() > self.window_until.load(Ordering::Acquire))
             {
                 return Err(now.read);
             }
@@ -270,11 +277,11 @@ impl Lane {
         let word = match view {
             LaneView::Fast { generation } => counting(FAST, generation),
             LaneView::Windowed { generation, until } => {
-                self.until.store(until, Ordering::Release);
+                self.window_until.store(until, Ordering::Release);
                 counting(WINDOWED, generation)
             }
             LaneView::Open { until } => {
-                self.until.store(until, Ordering::Release);
+                self.open_until.store(until, Ordering::Release);
                 OPEN << MODE_SHIFT
             }
             LaneView::Locked => LOCKED << MODE_SHIFT,

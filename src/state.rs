@@ -4,7 +4,9 @@
 //! [`Breaker`](crate::Breaker) reads the clock, locks, and passes `now` in. Every time-based
 //! change is evaluated lazily, at the start of each operation ([`Machine::refresh`]).
 
+use std::any::Any;
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 
 use crate::clock::{saturating_nanos, Nanos};
@@ -192,6 +194,8 @@ pub(crate) struct Machine<P> {
     expiry: Nanos,
     window: Window,
     totals: Totals,
+    /// A panic from the policy, held while the machine finishes the step it was taking.
+    panicked: Option<Box<dyn Any + Send>>,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -209,6 +213,7 @@ impl<P: TripPolicy> Machine<P> {
             expiry: Nanos::MAX,
             window: Window::rolling(timing.buckets as usize),
             totals: Totals::default(),
+            panicked: None,
         };
         machine.new_generation(now);
         machine
@@ -228,6 +233,13 @@ impl<P: TripPolicy> Machine<P> {
 
     pub(crate) fn policy(&self) -> &P {
         &self.policy
+    }
+
+    /// A panic the policy raised during the last operation, if it did: the operation was
+    /// completed with a neutral answer (no trip, the configured timeout) so the machine stays
+    /// consistent, and the caller must now let the panic continue.
+    pub(crate) fn take_panic(&mut self) -> Option<Box<dyn Any + Send>> {
+        self.panicked.take()
     }
 
     /// What callers may do without the lock, given the current state.
@@ -335,10 +347,10 @@ impl<P: TripPolicy> Machine<P> {
                 // policy is still consulted on the current counts, as gobreaker does.
                 self.record(ticket.age, tally);
                 let result = CallResult::new(outcome, latency, self.window.counts(), at(now));
-                if self.policy.on_result(&result) {
-                    return Some(self.set_state(State::Open, now));
-                }
-                None
+                let trips = guarded(&mut self.policy, &mut self.panicked, false, |p| {
+                    p.on_result(&result)
+                });
+                trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => {
                 if outcome == Outcome::Failure {
@@ -347,7 +359,9 @@ impl<P: TripPolicy> Machine<P> {
                     self.record(ticket.age, tally);
                 }
                 let result = CallResult::new(outcome, latency, self.window.counts(), at(now));
-                self.policy.on_probe_result(&result);
+                guarded(&mut self.policy, &mut self.panicked, (), |p| {
+                    p.on_probe_result(&result)
+                });
                 match outcome {
                     Outcome::Failure => Some(self.set_state(State::Open, now)),
                     Outcome::Success
@@ -375,9 +389,7 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// Moves to `to`. The policy is asked for the open duration before anything changes and
-    /// told of the change after everything has: a policy that panics leaves the machine in
-    /// one state or the other, never between (an open state without its expiry would reject
-    /// for ever).
+    /// told of the change after everything has.
     fn set_state(&mut self, to: State, now: Nanos) -> Transition {
         let from = self.state;
         debug_assert_ne!(from, to);
@@ -387,7 +399,9 @@ impl<P: TripPolicy> Machine<P> {
             self.totals.opened += 1;
         }
         self.start_generation(now, expiry);
-        self.policy.on_state_change(from, to, at(now));
+        guarded(&mut self.policy, &mut self.panicked, (), |p| {
+            p.on_state_change(from, to, at(now))
+        });
         Transition { from, to }
     }
 
@@ -404,7 +418,9 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
                 let timeout = Duration::from_nanos(self.timing.timeout);
-                let open_for = self.policy.open_duration(timeout, at(now));
+                let open_for = guarded(&mut self.policy, &mut self.panicked, timeout, |p| {
+                    p.open_duration(timeout, at(now))
+                });
                 now.saturating_add(saturating_nanos(open_for))
             }
         }
@@ -415,6 +431,25 @@ impl<P: TripPolicy> Machine<P> {
         self.start = now;
         self.window.clear();
         self.expiry = expiry;
+    }
+}
+
+/// Runs user code (a policy hook); if it panics, keeps the first panic in `panicked` and
+/// answers `fallback`, so that the machine can finish its step before the panic continues.
+/// A policy that panics must never leave the machine half-way (an open state without an
+/// expiry, a half-open probe whose failure was never applied), which would reject for ever.
+fn guarded<P, R>(
+    policy: &mut P,
+    panicked: &mut Option<Box<dyn Any + Send>>,
+    fallback: R,
+    hook: impl FnOnce(&mut P) -> R,
+) -> R {
+    match panic::catch_unwind(AssertUnwindSafe(|| hook(policy))) {
+        Ok(answer) => answer,
+        Err(payload) => {
+            panicked.get_or_insert(payload);
+            fallback
+        }
     }
 }
 

@@ -288,10 +288,13 @@ fn an_open_period_too_long_to_count_saturates_its_retry_hint() {
 }
 
 /// Trips on the first failure; panics where it is told to.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Panicky {
-    in_open_duration: bool,
-    in_state_change: bool,
+    /// The open period (counted from 1) whose duration the policy panics choosing; 0: none.
+    panic_choosing_open: u32,
+    opens: u32,
+    /// Whether to panic on hearing of the next state change.
+    panic_hearing_of_change: bool,
 }
 
 impl TripPolicy for Panicky {
@@ -300,14 +303,15 @@ impl TripPolicy for Panicky {
     }
 
     fn open_duration(&mut self, timeout: Duration, _now: Duration) -> Duration {
-        if std::mem::take(&mut self.in_open_duration) {
+        self.opens += 1;
+        if self.opens == self.panic_choosing_open {
             panic!("open_duration failed");
         }
         timeout
     }
 
     fn on_state_change(&mut self, _from: State, _to: State, _now: Duration) {
-        if std::mem::take(&mut self.in_state_change) {
+        if std::mem::take(&mut self.panic_hearing_of_change) {
             panic!("on_state_change failed");
         }
     }
@@ -317,44 +321,97 @@ impl TripPolicy for Panicky {
     }
 }
 
-#[test]
-fn a_policy_that_panics_choosing_the_open_duration_leaves_the_breaker_closed_and_working() {
-    let breaker = Breaker::builder()
-        .policy(Panicky {
-            in_open_duration: true,
-            in_state_change: false,
-        })
-        .build();
-    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+const FIVE_S: Duration = Duration::from_secs(5);
+
+fn panicky(policy: Panicky, clock: &ManualClock) -> Breaker<Panicky> {
+    Breaker::builder()
+        .timeout(FIVE_S)
+        .policy(policy)
+        .clock(clock.clone())
+        .build()
+}
+
+fn fails_with_panic(breaker: &Breaker<Panicky>) -> bool {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         breaker.allow().unwrap().failure();
-    }));
-    assert!(unwound.is_err(), "the policy's panic reaches the caller");
-    assert_eq!(breaker.state(), State::Closed, "no half-made transition");
-    breaker.execute(|| Ok::<_, ()>(())).expect("still admits");
-    let _ = breaker.execute(|| Err::<(), _>(()));
-    assert_eq!(breaker.state(), State::Open, "and trips normally next time");
+    }))
+    .is_err()
+}
+
+fn open_for(breaker: &Breaker<Panicky>) -> Option<Duration> {
+    breaker.allow().err().and_then(|r| r.retry_after())
 }
 
 #[test]
-fn a_policy_that_panics_hearing_of_a_trip_leaves_a_well_formed_open_state() {
+fn a_policy_that_panics_choosing_the_open_duration_still_opens_for_the_timeout() {
     let clock = ManualClock::new();
-    let breaker = Breaker::builder()
-        .timeout(Duration::from_secs(5))
-        .policy(Panicky {
-            in_open_duration: false,
-            in_state_change: true,
-        })
-        .clock(clock.clone())
-        .build();
-    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        breaker.allow().unwrap().failure();
-    }));
-    assert!(unwound.is_err());
-    assert!(matches!(
-        breaker.allow(),
-        Err(Rejected::Open { retry_after }) if retry_after == Duration::from_secs(5) + Duration::from_nanos(1)
-    ));
-    clock.advance(Duration::from_secs(6));
+    let breaker = panicky(
+        Panicky {
+            panic_choosing_open: 1,
+            ..Panicky::default()
+        },
+        &clock,
+    );
+    assert!(
+        fails_with_panic(&breaker),
+        "the policy's panic reaches the caller"
+    );
+    // The trip was completed with the configured timeout: no half-made transition.
+    assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
+    clock.advance(FIVE_S * 2);
+    breaker
+        .execute(|| Ok::<_, ()>(()))
+        .expect("the probe is admitted");
+    assert_eq!(breaker.state(), State::Closed);
+}
+
+#[test]
+fn a_policy_that_panics_as_a_probe_fails_does_not_leave_half_open_stuck() {
+    let clock = ManualClock::new();
+    let breaker = panicky(
+        Panicky {
+            panic_choosing_open: 2, // the reopening after the failed probe
+            ..Panicky::default()
+        },
+        &clock,
+    );
+    assert!(!fails_with_panic(&breaker));
+    clock.advance(FIVE_S * 2);
+    assert_eq!(breaker.state(), State::HalfOpen);
+    assert!(
+        fails_with_panic(&breaker),
+        "the probe fails, the policy panics"
+    );
+    // The probe's failure was applied: open again, for the timeout, not stuck half-open.
+    assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
+    clock.advance(FIVE_S * 2);
+    breaker
+        .execute(|| Ok::<_, ()>(()))
+        .expect("a new probe is admitted");
+    assert_eq!(breaker.state(), State::Closed);
+}
+
+#[test]
+fn a_policy_that_panics_hearing_of_a_trip_leaves_a_well_formed_open_state_and_delivers_it() {
+    let clock = ManualClock::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let breaker = {
+        let log = Arc::clone(&log);
+        Breaker::builder()
+            .timeout(FIVE_S)
+            .policy(Panicky {
+                panic_hearing_of_change: true,
+                ..Panicky::default()
+            })
+            .on_state_change(move |_, from, to| log.lock().unwrap().push((from, to)))
+            .clock(clock.clone())
+            .build()
+    };
+    assert!(fails_with_panic(&breaker));
+    assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
+    // The change happened; the panicking call did not deliver it, the next call did.
+    assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
+    clock.advance(FIVE_S * 2);
     assert_eq!(
         breaker.state(),
         State::HalfOpen,

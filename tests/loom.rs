@@ -377,3 +377,43 @@ fn a_success_racing_the_end_of_its_window_never_lands_in_the_next() {
         assert_eq!((totals.admitted, totals.successes + totals.dropped), (1, 1));
     });
 }
+
+/// 9. An open-state rejection, taken without the lock, never reports a deadline that is not
+///    an open period's, even when the breaker recovers (and starts a closed-state window)
+///    while the rejection reads the lane.
+#[test]
+fn an_open_rejection_never_reports_a_windows_end() {
+    loom::model(|| {
+        let window = TIMEOUT * 10;
+        let clock = ManualClock::new();
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .interval(window)
+                .timeout(TIMEOUT)
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .clock(clock.clone())
+                .build(),
+        );
+        breaker.allow().unwrap().failure(); // open until TIMEOUT
+        let rejected = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().err().and_then(|r| r.retry_after()))
+        };
+        let recoverer = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT * 2);
+                if let Ok(probe) = breaker.allow() {
+                    probe.success();
+                }
+            })
+        };
+        recoverer.join().unwrap();
+        if let Some(retry_after) = rejected.join().unwrap() {
+            assert!(
+                retry_after <= TIMEOUT + Duration::from_nanos(1),
+                "rejected as open for {retry_after:?}, longer than any open period"
+            );
+        }
+    });
+}

@@ -61,7 +61,7 @@ fn durations_are_written_back_as_human_strings() {
             ratio: 0.5,
             min_requests: 20,
         },
-        open_duration: OpenDurationConfig::Policy,
+        open_duration: OpenDurationConfig::Policy {},
     };
     assert_eq!(
         serde_json::to_string(&settings).unwrap(),
@@ -158,7 +158,7 @@ fn settings_with(name: &str, policy: PolicyConfig) -> Settings {
         bucket_period: secs(5),
         timeout: ms(1500),
         policy,
-        open_duration: OpenDurationConfig::Policy,
+        open_duration: OpenDurationConfig::Policy {},
     }
 }
 
@@ -642,6 +642,14 @@ fn typos_and_wrong_types_are_reported_while_parsing_with_the_field() {
             &["unknown variant `ratio`", "`failure_ratio`", "kind"],
         ),
         (r#"policy = { threshold = 3 }"#, &["missing field `kind`"]),
+        (
+            r#"open_duration = { kind = "policy", max = "1m" }"#,
+            &["unknown field `max`"],
+        ),
+        (
+            r#"open_duration = { kind = "exponential", initial = "1s", maximum = "1m" }"#,
+            &["unknown field `maximum`", "`max`"],
+        ),
         (
             r#"policy = { kind = "failure_ratio", ratio = 0.5 }"#,
             &["missing field `min_requests`"],

@@ -19,7 +19,11 @@
 //! The breaker calls its policy while it holds its state lock, so that the decision and the
 //! transition it causes are one atomic step. A policy (a `ready_to_trip` closure included)
 //! must therefore be quick, must not block, and must not call back into the breaker: a call
-//! back into the same breaker would deadlock. Everything else the user gives the breaker (the
+//! back into the same breaker would deadlock.
+//!
+//! A policy that panics does not leave the breaker half-way through a step: the breaker
+//! finishes it with a neutral answer (no trip; the configured `timeout` for an open period)
+//! and then lets the panic continue to the caller. The panic is never swallowed. Everything else the user gives the breaker (the
 //! wrapped call, `on_state_change`) runs outside the lock.
 
 mod any_of;
