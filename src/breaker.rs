@@ -444,7 +444,8 @@ pub struct Builder<P: TripPolicy = ConsecutiveFailures> {
     timeout: Duration,
     policy: P,
     on_state_change: Option<Box<StateChangeFn>>,
-    clock: ClockSource,
+    /// `None`: the default for the policy, chosen at `build`.
+    clock: Option<ClockSource>,
 }
 
 impl Builder<ConsecutiveFailures> {
@@ -457,7 +458,7 @@ impl Builder<ConsecutiveFailures> {
             timeout: Duration::ZERO,
             policy: ConsecutiveFailures::default(),
             on_state_change: None,
-            clock: ClockSource::Default,
+            clock: None,
         }
     }
 }
@@ -561,7 +562,7 @@ impl<P: TripPolicy> Builder<P> {
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.clock = ClockSource::Custom(Arc::new(clock));
+        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
         self
     }
 
@@ -604,7 +605,9 @@ impl<P: TripPolicy> Builder<P> {
             self.timeout,
         );
         let needs_latency = self.policy.needs_latency();
-        let clock = self.clock.resolve(needs_latency);
+        let clock = self
+            .clock
+            .unwrap_or_else(|| ClockSource::default_for(needs_latency));
         let now = clock.now();
         let machine = Machine::new(timing, self.policy, now);
         Breaker {

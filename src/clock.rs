@@ -210,20 +210,18 @@ impl<C: Clock + ?Sized> Clock for StdArc<C> {
 /// The breaker's clock: a built-in clock without indirection, or any user clock.
 #[derive(Clone, Debug)]
 pub(crate) enum ClockSource {
-    /// Not chosen yet: the builder picks by the policy's needs.
-    Default,
     Monotonic(MonotonicClock),
     Coarse(CoarseMonotonicClock),
     Custom(StdArc<dyn Clock>),
 }
 
 impl ClockSource {
-    /// The built-in clock for a policy: precise if it measures latencies, coarse otherwise.
-    pub(crate) fn resolve(self, needs_latency: bool) -> Self {
-        match self {
-            ClockSource::Default if needs_latency => ClockSource::Monotonic(MonotonicClock::new()),
-            ClockSource::Default => ClockSource::Coarse(CoarseMonotonicClock::new()),
-            chosen => chosen,
+    /// The default clock for a policy: precise if it measures latencies, coarse otherwise.
+    pub(crate) fn default_for(needs_latency: bool) -> Self {
+        if needs_latency {
+            ClockSource::Monotonic(MonotonicClock::new())
+        } else {
+            ClockSource::Coarse(CoarseMonotonicClock::new())
         }
     }
 
@@ -234,7 +232,6 @@ impl ClockSource {
             ClockSource::Coarse(clock) => clock.nanos(),
             ClockSource::Monotonic(clock) => saturating_nanos(clock.now()),
             ClockSource::Custom(clock) => saturating_nanos(clock.now()),
-            ClockSource::Default => unreachable!("the builder resolves the clock"),
         }
     }
 }

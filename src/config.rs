@@ -166,7 +166,11 @@ pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
 /// assert_eq!(toml::from_str::<Settings>(&text)?, settings);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `Settings::default()` is the builder's defaults: every field's own default (no name,
+/// `max_requests` 0, zero `interval`, `bucket_period` and `timeout`, the default
+/// [`PolicyConfig`] and [`OpenDurationConfig`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// The breaker's name ([`Builder::name`]), reported by [`ConfigError::breaker`]. Empty by
@@ -263,22 +267,6 @@ impl OpenDurationConfig {
                 Box::new(Backoff::new(policy, initial, max)?)
             }
         })
-    }
-}
-
-impl Default for Settings {
-    /// The [builder](Breaker::builder)'s defaults: no name, `max_requests` 0, zero
-    /// `interval`, `bucket_period` and `timeout`, the default [`PolicyConfig`].
-    fn default() -> Self {
-        Self {
-            name: String::new(),
-            max_requests: 0,
-            interval: Duration::ZERO,
-            bucket_period: Duration::ZERO,
-            timeout: Duration::ZERO,
-            policy: PolicyConfig::default(),
-            open_duration: OpenDurationConfig::Policy {},
-        }
     }
 }
 

@@ -4,12 +4,21 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lazybreaker::config::{self, OpenDurationConfig, PolicyConfig, Settings};
+use lazybreaker::config::{self, DynBreaker, OpenDurationConfig, PolicyConfig, Settings};
 use lazybreaker::policy::{ConsecutiveFailures, EmaConfig, FailureRatio, TripPolicy};
 use lazybreaker::{Breaker, Builder, Counts, ManualClock, Rejected, State, Totals};
 
 fn toml_settings(text: &str) -> Settings {
     toml::from_str(text).unwrap_or_else(|e| panic!("{text}\n{e}"))
+}
+
+/// The breaker a TOML text of settings describes, on `clock`.
+fn on_clock(text: &str, clock: &ManualClock) -> DynBreaker {
+    toml_settings(text)
+        .to_builder()
+        .unwrap()
+        .clock(clock.clone())
+        .build()
 }
 
 fn secs(s: u64) -> Duration {
@@ -764,16 +773,13 @@ fn a_ratio_from_settings_trips_at_its_ratio() {
 #[test]
 fn the_timeout_from_settings_is_the_open_duration() {
     let clock = ManualClock::new();
-    let breaker = toml_settings(
+    let breaker = on_clock(
         r#"
         timeout = "1m30s"
         policy = { kind = "consecutive_failures", threshold = 1 }
         "#,
-    )
-    .to_builder()
-    .unwrap()
-    .clock(clock.clone())
-    .build();
+        &clock,
+    );
     let _ = breaker.execute(|| Err::<(), _>("boom"));
     clock.advance(secs(90));
     assert_eq!(breaker.state(), State::Open);
@@ -784,17 +790,14 @@ fn the_timeout_from_settings_is_the_open_duration() {
 #[test]
 fn an_exponential_open_duration_doubles_on_failed_recoveries() {
     let clock = ManualClock::new();
-    let breaker = toml_settings(
+    let breaker = on_clock(
         r#"
         timeout = "1h"
         policy = { kind = "consecutive_failures", threshold = 1 }
         open_duration = { kind = "exponential", initial = "1s", max = "3s" }
         "#,
-    )
-    .to_builder()
-    .unwrap()
-    .clock(clock.clone())
-    .build();
+        &clock,
+    );
     let _ = breaker.execute(|| Err::<(), _>("boom"));
     for open_for in [secs(1), secs(2), secs(3), secs(3)] {
         assert_eq!(breaker.state(), State::Open);
@@ -816,7 +819,7 @@ fn an_exponential_open_duration_doubles_on_failed_recoveries() {
 #[test]
 fn ema_from_settings_opens_for_its_isolation_not_the_timeout() {
     let clock = ManualClock::new();
-    let breaker = toml_settings(
+    let breaker = on_clock(
         r#"
         timeout = "1h"
         [policy]
@@ -827,11 +830,8 @@ fn ema_from_settings_opens_for_its_isolation_not_the_timeout() {
         long_window_error_percent = 10
         min_isolation = "250ms"
         "#,
-    )
-    .to_builder()
-    .unwrap()
-    .clock(clock.clone())
-    .build();
+        &clock,
+    );
     // As in `Ema`'s documentation: the third failure during the first samples breaks it.
     for _ in 0..3 {
         let permit = breaker.allow().unwrap();
