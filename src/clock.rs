@@ -5,6 +5,8 @@ use std::fmt;
 use std::sync::Arc as StdArc;
 use std::time::{Duration, Instant};
 
+use crate::contain::{self, FirstPanic};
+use crate::nanos::{saturating_nanos, Nanos};
 use crate::sync::{Arc, AtomicU64, Ordering};
 
 /// A monotonic time source.
@@ -225,7 +227,8 @@ impl ClockSource {
         }
     }
 
-    /// The current time in nanoseconds since the clock's origin.
+    /// The current time in nanoseconds since the clock's origin. A user clock that panics
+    /// panics here: call this only where nothing needs finishing (before an admission).
     #[inline]
     pub(crate) fn now(&self) -> Nanos {
         match self {
@@ -234,13 +237,21 @@ impl ClockSource {
             ClockSource::Custom(clock) => saturating_nanos(clock.now()),
         }
     }
-}
 
-/// Nanoseconds since a clock's origin: the breaker's internal unit of time.
-pub(crate) type Nanos = u64;
-
-/// A duration in nanoseconds, saturating at `u64::MAX` (about 584 years).
-#[inline]
-pub(crate) fn saturating_nanos(d: Duration) -> Nanos {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    /// The current time, or `None` if a user clock panicked (the panic is kept in `panics`):
+    /// for a step that must finish whatever the clock does (a permit's report).
+    #[inline]
+    pub(crate) fn try_now(&self, panics: &mut FirstPanic) -> Option<Nanos> {
+        match self {
+            ClockSource::Coarse(clock) => Some(clock.nanos()),
+            ClockSource::Monotonic(clock) => Some(saturating_nanos(clock.now())),
+            ClockSource::Custom(clock) => match contain::catch(|| clock.now()) {
+                Ok(now) => Some(saturating_nanos(now)),
+                Err(payload) => {
+                    panics.keep(payload);
+                    None
+                }
+            },
+        }
+    }
 }

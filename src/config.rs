@@ -19,7 +19,7 @@
 //!
 //! The range checks are the policies' own constructors ([`ConsecutiveFailures::new`],
 //! [`FailureRatio::new`], [`Ema::new`] with [`EmaConfig::validate`]) and
-//! [`Builder::try_build`]'s strict reading of the window knobs: a breaker built from a file
+//! [`Builder::build_strict`]'s strict reading of the window knobs: a breaker built from a file
 //! is checked exactly as one built in code.
 //!
 //! # Durations
@@ -92,17 +92,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::machine::Timing;
 use crate::policy::{
     AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy,
 };
-use crate::state::Timing;
 use crate::{Breaker, Builder, ConfigError};
 
-/// A breaker whose policy was chosen at run time, e.g. from a [`PolicyConfig`].
-pub type DynBreaker = Breaker<Box<dyn TripPolicy>>;
-
-/// A builder for a [`DynBreaker`], e.g. from [`Settings::to_builder`].
-pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
+pub use crate::{DynBreaker, DynBuilder};
 
 /// Everything that configures a [`Breaker`], as it appears in a configuration file.
 ///
@@ -150,7 +146,7 @@ pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
 ///
 /// // The settings are a builder away from a breaker: add a clock or a callback.
 /// let clock = ManualClock::new();
-/// let breaker = settings.to_builder()?.clock(clock.clone()).try_build()?;
+/// let breaker = settings.to_builder()?.clock(clock.clone()).build_strict()?;
 /// for _ in 0..3 {
 ///     let _ = breaker.execute(|| Err::<(), _>("refused"));
 /// }
@@ -183,7 +179,7 @@ pub struct Settings {
     #[serde(with = "duration")]
     pub interval: Duration,
     /// The rolling window's bucket length ([`Builder::bucket_period`]); zero means a fixed
-    /// window. Checked strictly, as by [`Builder::try_build`]: it must divide `interval` into
+    /// window. Checked strictly, as by [`Builder::build_strict`]: it must divide `interval` into
     /// whole buckets, at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them.
     #[serde(with = "duration")]
     pub bucket_period: Duration,
@@ -279,7 +275,7 @@ impl Settings {
     ///
     /// The first invalid field, in declaration order, as a [`ConfigError`] that names this
     /// breaker (when `name` is set) and the field's path: `bucket_period` when it does not fit
-    /// `interval` (as [`Builder::try_build`] checks it), then `policy.…` for the policy's
+    /// `interval` (as [`Builder::build_strict`] checks it), then `policy.…` for the policy's
     /// parameters (see [`PolicyConfig::build`]).
     ///
     /// # Examples
@@ -363,7 +359,7 @@ impl Breaker<Box<dyn TripPolicy>> {
     pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
         settings
             .to_builder()?
-            .try_build()
+            .build_strict()
             .map_err(|err| err.for_breaker(&settings.name))
     }
 }
@@ -628,7 +624,7 @@ where
     K: AsRef<str>,
     S: Borrow<Settings>,
 {
-    // `builders` already checked everything `try_build` would.
+    // `builders` already checked everything `build_strict` would.
     Ok(builders(settings)?
         .into_iter()
         .map(|(key, builder)| (key, builder.build()))

@@ -10,16 +10,22 @@
 /// The fields are `u64` where gobreaker's are `u32`: a breaker with `interval = 0` counts
 /// forever, and four billion calls are minutes of traffic for a busy service.
 ///
+/// `Counts` is `#[non_exhaustive]` so that later counts (slow calls, say) can be added
+/// without breaking anyone: read its fields directly, and build one (in a policy's tests)
+/// from [`Counts::default`] with the `with_*` methods.
+///
 /// # Examples
 ///
 /// ```
 /// use lazybreaker::Counts;
 ///
-/// let counts = Counts { requests: 10, total_failures: 4, ..Counts::default() };
+/// let counts = Counts::default().with_requests(10).with_total_failures(4);
+/// assert_eq!((counts.requests, counts.total_failures), (10, 4));
 /// assert_eq!(counts.total_successes, 0);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Counts {
     /// Requests admitted, counted at admission (so it includes requests still in flight).
     pub requests: u64,
@@ -35,7 +41,30 @@ pub struct Counts {
     pub consecutive_failures: u64,
 }
 
+/// `with_*` setters, one per field, for building a `Counts` outside the crate.
+macro_rules! setters {
+    ($($field:ident => $setter:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("These counts with `", stringify!($field), "` set to `n`.")]
+            #[must_use]
+            pub const fn $setter(mut self, n: u64) -> Self {
+                self.$field = n;
+                self
+            }
+        )*
+    };
+}
+
 impl Counts {
+    setters! {
+        requests => with_requests,
+        total_successes => with_total_successes,
+        total_failures => with_total_failures,
+        total_exclusions => with_total_exclusions,
+        consecutive_successes => with_consecutive_successes,
+        consecutive_failures => with_consecutive_failures,
+    }
+
     fn on_request(&mut self) {
         self.requests += 1;
     }

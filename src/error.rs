@@ -69,13 +69,19 @@ impl Rejected {
 /// The result of a call made through [`Breaker::execute`](crate::Breaker::execute): the call
 /// was rejected, or it ran and returned its own error.
 ///
+/// Exactly two variants, so a `match` needs no wildcard: the ways a call can be rejected grow
+/// inside [`Rejected`], which is `#[non_exhaustive]`.
+///
 /// A [`Rejected`] converts into `Error<E>` for every `E`, so `breaker.allow()?` works in a
-/// function that returns `Result<_, Error<E>>`.
+/// function that returns `Result<_, Error<E>>`. `Error<E>` is a [`std::error::Error`]
+/// whenever `E` is `Debug + Display`, so `Error<BoxError>` converts into a `BoxError` (as the
+/// outer layers of a tower stack need). Its `Display` is the inner error's message, or the
+/// rejection's.
 ///
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::{Breaker, Error};
+/// use lazybreaker::{Breaker, Error, Rejected};
 ///
 /// fn call(breaker: &Breaker) -> Result<u32, Error<std::io::Error>> {
 ///     let permit = breaker.allow()?;
@@ -85,21 +91,17 @@ impl Rejected {
 ///
 /// let breaker = Breaker::builder().build();
 /// assert_eq!(call(&breaker).unwrap(), 7);
+///
+/// let err: Error<std::io::Error> = Rejected::TooManyRequests.into();
+/// assert!(matches!(err, Error::Rejected(Rejected::TooManyRequests)));
+/// let boxed: Box<dyn std::error::Error + Send + Sync> = err.into();
+/// assert_eq!(boxed.to_string(), "too many requests");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Error<E> {
-    /// The breaker is open: the call was not made.
-    #[error("circuit breaker is open")]
-    Open {
-        /// How long until the breaker lets a probe through.
-        retry_after: Duration,
-    },
-    /// The breaker is half-open and full: the call was not made.
-    #[error("too many requests")]
-    TooManyRequests,
+    /// The breaker did not make the call, and says why.
+    Rejected(Rejected),
     /// The call was made and returned this error, untouched.
-    #[error(transparent)]
     Inner(E),
 }
 
@@ -108,38 +110,64 @@ impl<E> Error<E> {
     pub fn into_inner(self) -> Option<E> {
         match self {
             Error::Inner(e) => Some(e),
-            _ => None,
+            Error::Rejected(_) => None,
+        }
+    }
+
+    /// A reference to the call's own error, if the call was made.
+    pub fn inner(&self) -> Option<&E> {
+        match self {
+            Error::Inner(e) => Some(e),
+            Error::Rejected(_) => None,
         }
     }
 
     /// The rejection, if the breaker did not make the call.
     pub fn rejection(&self) -> Option<Rejected> {
         match *self {
-            Error::Open { retry_after } => Some(Rejected::Open { retry_after }),
-            Error::TooManyRequests => Some(Rejected::TooManyRequests),
+            Error::Rejected(rejected) => Some(rejected),
             Error::Inner(_) => None,
         }
     }
 
     /// Whether the breaker rejected the call (it was never made).
     pub fn is_rejected(&self) -> bool {
-        !matches!(self, Error::Inner(_))
+        matches!(self, Error::Rejected(_))
+    }
+
+    /// The same error with the call's own error mapped by `f`.
+    pub fn map_inner<F>(self, f: impl FnOnce(E) -> F) -> Error<F> {
+        match self {
+            Error::Rejected(rejected) => Error::Rejected(rejected),
+            Error::Inner(e) => Error::Inner(f(e)),
+        }
     }
 }
 
 impl<E> From<Rejected> for Error<E> {
     fn from(rejected: Rejected) -> Self {
-        match rejected {
-            Rejected::Open { retry_after } => Error::Open { retry_after },
-            Rejected::TooManyRequests => Error::TooManyRequests,
+        Error::Rejected(rejected)
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Rejected(rejected) => fmt::Display::fmt(rejected, f),
+            Error::Inner(e) => fmt::Display::fmt(e, f),
         }
     }
 }
 
+/// The inner error is shown by `Display`, not reported again as a `source` (a `source` would
+/// need `E: Error + 'static`, which would keep `Error<BoxError>` from being an error at all):
+/// reach it with [`Error::inner`] or [`Error::into_inner`].
+impl<E: fmt::Debug + fmt::Display> std::error::Error for Error<E> {}
+
 /// An invalid parameter, named: which breaker, which field, what value, and why.
 ///
 /// Returned where a parameter can be invalid: when a policy is constructed (a ratio outside
-/// `[0, 1]`, a zero threshold), by [`Builder::try_build`](crate::Builder::try_build) (a bucket
+/// `[0, 1]`, a zero threshold), by [`Builder::build_strict`](crate::Builder::build_strict) (a bucket
 /// period that does not fit the interval), and when a breaker is built from configuration
 /// (`config::Settings`, with the `serde` feature). The builder's plain
 /// [`build`](crate::Builder::build) follows gobreaker's zero-means-default rules and cannot

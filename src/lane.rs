@@ -1,8 +1,8 @@
 //! The lock-free lane: what a call can do without taking the state lock.
 //!
 //! The state lock stays the one place where the state machine changes. The lane is a single
-//! atomic word that the lock holder *publishes* after every change, telling callers what they
-//! may do without the lock:
+//! atomic [`Word`] that the lock holder *publishes* after every change, from the machine's
+//! [`Phase`] and the lane's [`Plan`], telling callers what they may do without the lock:
 //!
 //! - **Fast** (closed, no closed-state window, a policy that ignores successes): admit a
 //!   request, or record a success, by adding one to a pending counter in the word. No clock,
@@ -26,35 +26,109 @@
 //! window. An open period's end is kept apart: a rejection reads it after the word with no
 //! compare-and-swap to confirm, so it may see a later open period's end (the breaker is
 //! open then too), but never a window's.
+//!
+//! Whether closed-state calls may count here at all is decided once, when the breaker is
+//! built, by [`Plan::of`]: never with a rolling window (a result needs its bucket), a policy
+//! that must see every success, or a policy that measures latency (a lane admission records
+//! no start time). That is the one place this is decided.
 
-use crate::clock::Nanos;
-use crate::state::GENERATION_MASK;
+use crate::generation::Generation;
+use crate::machine::Phase;
+use crate::nanos::Nanos;
+use crate::policy::TripPolicy;
 use crate::sync::{AtomicU64, Ordering};
 
-const REQUEST: u64 = 1;
-const SUCCESS: u64 = 1 << 16;
-const COUNTER: u64 = 0xffff;
-const PENDING: u64 = (1 << 32) - 1;
-const GENERATION_SHIFT: u32 = 32;
-const MODE_SHIFT: u32 = 62;
+/// What the lane may do for this breaker, whatever its state: decided from the policy's
+/// capabilities and the window when the breaker is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Whether closed-state admissions and successes may be counted lock-free.
+    counts_closed: bool,
+    /// Whether the policy measures latency: every admission then needs a clock reading.
+    needs_latency: bool,
+}
 
+impl Plan {
+    /// The plan for a breaker with `policy`, whose closed-state window `rolls` or not.
+    pub(crate) fn of<P: TripPolicy + ?Sized>(policy: &P, rolls: bool) -> Self {
+        let needs_latency = policy.needs_latency();
+        Self {
+            counts_closed: !rolls && !needs_latency && !policy.needs_successes(),
+            needs_latency,
+        }
+    }
+
+    /// Whether the policy measures latency (then no admission is made lock-free).
+    pub(crate) fn needs_latency(&self) -> bool {
+        self.needs_latency
+    }
+}
+
+/// The lane's modes, in the word's top two bits.
 const LOCKED: u64 = 0;
 const FAST: u64 = 1;
 const OPEN: u64 = 2;
 const WINDOWED: u64 = 3;
 
-/// What the lock holder publishes: what callers may do without the lock.
+/// The lane's atomic word, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LaneView {
-    /// Closed and counting lock-free, in this generation.
-    Fast { generation: u64 },
-    /// Closed and counting lock-free in this generation, until its window ends (inclusive:
-    /// the window expires strictly after `until`).
-    Windowed { generation: u64, until: Nanos },
-    /// Open: reject until this instant (inclusive: the breaker goes half-open strictly after).
-    Open { until: Nanos },
-    /// Take the lock.
-    Locked,
+struct Word(u64);
+
+impl Word {
+    const REQUEST: u64 = 1;
+    const SUCCESS: u64 = 1 << 16;
+    const COUNTER: u64 = 0xffff;
+    const PENDING: u64 = (1 << 32) - 1;
+    const GENERATION_SHIFT: u32 = 32;
+    const MODE_SHIFT: u32 = 62;
+
+    const LOCKED: Word = Word(LOCKED << Self::MODE_SHIFT);
+    const OPEN: Word = Word(OPEN << Self::MODE_SHIFT);
+
+    /// A counting word (fast or windowed) for `generation`, with empty counters.
+    fn counting(mode: u64, generation: Generation) -> Self {
+        const _: () = assert!(Generation::BITS <= Word::MODE_SHIFT - Word::GENERATION_SHIFT);
+        Word((mode << Self::MODE_SHIFT) | (generation.get() << Self::GENERATION_SHIFT))
+    }
+
+    #[inline(always)]
+    fn mode(self) -> u64 {
+        self.0 >> Self::MODE_SHIFT
+    }
+
+    #[inline(always)]
+    fn generation(self) -> Generation {
+        Generation::from_bits(self.0 >> Self::GENERATION_SHIFT)
+    }
+
+    /// Whether the request counter has room for one more.
+    #[inline(always)]
+    fn has_request_room(self) -> bool {
+        self.0 & Self::COUNTER < Self::COUNTER
+    }
+
+    /// Whether the success counter has room for one more.
+    #[inline(always)]
+    fn has_success_room(self) -> bool {
+        (self.0 >> 16) & Self::COUNTER < Self::COUNTER
+    }
+
+    #[inline(always)]
+    fn with_request(self) -> Self {
+        Word(self.0 + Self::REQUEST)
+    }
+
+    #[inline(always)]
+    fn with_success(self) -> Self {
+        Word(self.0 + Self::SUCCESS)
+    }
+
+    fn pending(self) -> Pending {
+        Pending {
+            requests: self.0 & Self::COUNTER,
+            successes: (self.0 >> 16) & Self::COUNTER,
+        }
+    }
 }
 
 /// Requests admitted and successes recorded on the lane since the lock last emptied it.
@@ -64,25 +138,12 @@ pub(crate) struct Pending {
     pub(crate) successes: u64,
 }
 
-impl Pending {
-    fn of(word: u64) -> Self {
-        Self {
-            requests: word & COUNTER,
-            successes: (word >> 16) & COUNTER,
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        *self == Pending::default()
-    }
-}
-
 /// What a call may do at admission. Any clock reading taken is handed on, so that a call
 /// reads the clock at most once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Admission {
+pub(crate) enum Entry {
     /// Admitted lock-free, in this generation.
-    Admitted { generation: u64 },
+    Admitted { generation: Generation },
     /// The breaker is open until `until`, and the clock read `now`.
     Open { until: Nanos, now: Nanos },
     /// Take the lock (with the clock reading, if one was taken).
@@ -91,6 +152,7 @@ pub(crate) enum Admission {
 
 #[derive(Debug)]
 pub(crate) struct Lane {
+    plan: Plan,
     word: AtomicU64,
     /// The end of the current closed-state window; meaningful only while the word says
     /// windowed. Written before the word is published.
@@ -99,14 +161,6 @@ pub(crate) struct Lane {
     /// before the word is published. Apart from `window_until`: an open-state rejection reads
     /// it without a compare-and-swap to confirm, so it must never hold a window's end.
     open_until: AtomicU64,
-}
-
-fn mode(word: u64) -> u64 {
-    word >> MODE_SHIFT
-}
-
-fn generation(word: u64) -> u64 {
-    (word >> GENERATION_SHIFT) & GENERATION_MASK
 }
 
 /// A clock read at most once, on first use.
@@ -134,31 +188,43 @@ impl<F: FnOnce() -> Nanos> Now<F> {
 }
 
 impl Lane {
-    pub(crate) fn new(view: LaneView) -> Self {
+    pub(crate) fn new(plan: Plan, phase: Phase) -> Self {
         let lane = Self {
-            word: AtomicU64::new(LOCKED << MODE_SHIFT),
+            plan,
+            word: AtomicU64::new(Word::LOCKED.0),
             window_until: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
         };
-        lane.publish(view);
+        lane.publish(phase);
         lane
+    }
+
+    #[inline(always)]
+    fn load(&self) -> Word {
+        Word(self.word.load(Ordering::Acquire))
+    }
+
+    /// Replaces `current` with `new` if the word still is `current`; the actual word if not.
+    #[inline(always)]
+    fn swap_if(&self, current: Word, new: Word) -> Result<(), Word> {
+        self.word
+            .compare_exchange_weak(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(Word)
     }
 
     /// Admits a request lock-free if the lane allows it, or says what to do instead.
     /// `clock` is called only if the lane needs the time (windowed or open), and once.
     #[inline]
-    pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Admission {
+    pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Entry {
         // The common case first, in a few instructions: fast, room to count, no contention.
-        let word = self.word.load(Ordering::Acquire);
-        if mode(word) == FAST
-            && word & COUNTER < COUNTER
-            && self
-                .word
-                .compare_exchange_weak(word, word + REQUEST, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+        let word = self.load();
+        if word.mode() == FAST
+            && word.has_request_room()
+            && self.swap_if(word, word.with_request()).is_ok()
         {
-            return Admission::Admitted {
-                generation: generation(word),
+            return Entry::Admitted {
+                generation: word.generation(),
             };
         }
         self.admit_any(clock)
@@ -166,36 +232,31 @@ impl Lane {
 
     /// [`admit`](Lane::admit) in every mode, retrying under contention.
     #[inline(never)]
-    fn admit_any(&self, clock: impl FnOnce() -> Nanos) -> Admission {
+    fn admit_any(&self, clock: impl FnOnce() -> Nanos) -> Entry {
         let mut now = Now::new(clock);
-        let mut word = self.word.load(Ordering::Acquire);
+        let mut word = self.load();
         loop {
-            match mode(word) {
-                _ if word & COUNTER == COUNTER => return Admission::Locked { now: now.read },
+            match word.mode() {
+                _ if !word.has_request_room() => return Entry::Locked { now: now.read },
                 FAST => {}
                 WINDOWED => {
                     if now.get() > self.window_until.load(Ordering::Acquire) {
-                        return Admission::Locked { now: now.read };
+                        return Entry::Locked { now: now.read };
                     }
                 }
                 OPEN => {
                     let until = self.open_until.load(Ordering::Acquire);
-                    return Admission::Open {
+                    return Entry::Open {
                         until,
                         now: now.get(),
                     };
                 }
-                _ => return Admission::Locked { now: now.read },
+                _ => return Entry::Locked { now: now.read },
             }
-            match self.word.compare_exchange_weak(
-                word,
-                word + REQUEST,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    return Admission::Admitted {
-                        generation: generation(word),
+            match self.swap_if(word, word.with_request()) {
+                Ok(()) => {
+                    return Entry::Admitted {
+                        generation: word.generation(),
                     }
                 }
                 Err(actual) => word = actual,
@@ -203,54 +264,47 @@ impl Lane {
         }
     }
 
-    /// Records a success lock-free if the lane is closed and still in `generation_` (and,
+    /// Records a success lock-free if the lane is closed and still in `generation` (and,
     /// windowed, the window has not ended). `Err` sends the caller to the lock, with the
     /// clock reading if one was taken; the lock also finds out whether the result is stale.
     #[inline]
     pub(crate) fn succeed(
         &self,
-        generation_: u64,
+        generation: Generation,
         clock: impl FnOnce() -> Nanos,
     ) -> Result<(), Option<Nanos>> {
-        let word = self.word.load(Ordering::Acquire);
-        if mode(word) == FAST
-            && generation(word) == generation_
-            && (word >> 16) & COUNTER < COUNTER
-            && self
-                .word
-                .compare_exchange_weak(word, word + SUCCESS, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+        let word = self.load();
+        if word.mode() == FAST
+            && word.generation() == generation
+            && word.has_success_room()
+            && self.swap_if(word, word.with_success()).is_ok()
         {
             return Ok(());
         }
-        self.succeed_any(generation_, clock)
+        self.succeed_any(generation, clock)
     }
 
     /// [`succeed`](Lane::succeed) in every mode, retrying under contention.
     #[inline(never)]
     fn succeed_any(
         &self,
-        generation_: u64,
+        generation: Generation,
         clock: impl FnOnce() -> Nanos,
     ) -> Result<(), Option<Nanos>> {
         let mut now = Now::new(clock);
-        let mut word = self.word.load(Ordering::Acquire);
+        let mut word = self.load();
         loop {
-            let counting = matches!(mode(word), FAST | WINDOWED)
-                && generation(word) == generation_
-                && (word >> 16) & COUNTER < COUNTER;
+            let counting = matches!(word.mode(), FAST | WINDOWED)
+                && word.generation() == generation
+                && word.has_success_room();
             if !counting
-                || (mode(word) == WINDOWED && now.get() > self.window_until.load(Ordering::Acquire))
+                || (word.mode() == WINDOWED
+                    && now.get() > self.window_until.load(Ordering::Acquire))
             {
                 return Err(now.read);
             }
-            match self.word.compare_exchange_weak(
-                word,
-                word + SUCCESS,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Ok(()),
+            match self.swap_if(word, word.with_success()) {
+                Ok(()) => return Ok(()),
                 Err(actual) => word = actual,
             }
         }
@@ -260,52 +314,104 @@ impl Lane {
     /// recorded lock-free. Call with the state lock held, and [`publish`](Lane::publish)
     /// before releasing it.
     pub(crate) fn close(&self) -> Pending {
-        Pending::of(self.word.swap(LOCKED << MODE_SHIFT, Ordering::AcqRel))
+        Word(self.word.swap(Word::LOCKED.0, Ordering::AcqRel)).pending()
     }
 
     /// Empties the pending counters without closing the lane, for a lock holder that only
     /// reads.
     pub(crate) fn drain(&self) -> Pending {
-        Pending::of(self.word.fetch_and(!PENDING, Ordering::AcqRel))
+        Word(self.word.fetch_and(!Word::PENDING, Ordering::AcqRel)).pending()
     }
 
-    /// Publishes what callers may do without the lock. Call with the state lock held.
-    pub(crate) fn publish(&self, view: LaneView) {
-        let counting = |mode: u64, generation: u64| {
-            (mode << MODE_SHIFT) | ((generation & GENERATION_MASK) << GENERATION_SHIFT)
-        };
-        let word = match view {
-            LaneView::Fast { generation } => counting(FAST, generation),
-            LaneView::Windowed { generation, until } => {
+    /// Publishes what callers may do without the lock in `phase`. Call with the state lock
+    /// held.
+    pub(crate) fn publish(&self, phase: Phase) {
+        let word = match phase {
+            Phase::Closed {
+                generation,
+                window_end: None,
+            } if self.plan.counts_closed => Word::counting(FAST, generation),
+            Phase::Closed {
+                generation,
+                window_end: Some(until),
+            } if self.plan.counts_closed => {
                 self.window_until.store(until, Ordering::Release);
-                counting(WINDOWED, generation)
+                Word::counting(WINDOWED, generation)
             }
-            LaneView::Open { until } => {
+            Phase::Open { until } => {
                 self.open_until.store(until, Ordering::Release);
-                OPEN << MODE_SHIFT
+                Word::OPEN
             }
-            LaneView::Locked => LOCKED << MODE_SHIFT,
+            Phase::Closed { .. } | Phase::HalfOpen => Word::LOCKED,
         };
-        self.word.store(word, Ordering::Release);
+        self.word.store(word.0, Ordering::Release);
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::policy::{CallResult, ConsecutiveFailures};
 
     fn never() -> Nanos {
         panic!("the fast lane reads no clock")
     }
 
+    fn gen(n: u64) -> Generation {
+        Generation::from_bits(n)
+    }
+
+    fn counting() -> Plan {
+        Plan::of(&ConsecutiveFailures::default(), false)
+    }
+
+    fn fast(n: u64) -> Lane {
+        Lane::new(
+            counting(),
+            Phase::Closed {
+                generation: gen(n),
+                window_end: None,
+            },
+        )
+    }
+
+    #[test]
+    fn the_plan_keeps_latency_success_and_rolling_policies_off_the_lane() {
+        #[derive(Debug)]
+        struct Timed(bool, bool);
+        impl TripPolicy for Timed {
+            fn on_result(&mut self, _: &CallResult<'_>) -> bool {
+                false
+            }
+            fn needs_latency(&self) -> bool {
+                self.0
+            }
+            fn needs_successes(&self) -> bool {
+                self.1
+            }
+        }
+        assert!(counting().counts_closed);
+        assert!(!Plan::of(&ConsecutiveFailures::default(), true).counts_closed);
+        assert!(!Plan::of(&Timed(true, false), false).counts_closed);
+        assert!(Plan::of(&Timed(true, false), false).needs_latency());
+        assert!(!Plan::of(&Timed(false, true), false).counts_closed);
+        assert!(Plan::of(&Timed(false, false), false).counts_closed);
+        let closed = Phase::Closed {
+            generation: gen(1),
+            window_end: None,
+        };
+        let lane = Lane::new(Plan::of(&Timed(true, false), false), closed);
+        assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
+    }
+
     #[test]
     fn fast_lane_counts_and_hands_over() {
-        let lane = Lane::new(LaneView::Fast { generation: 7 });
-        assert_eq!(lane.admit(never), Admission::Admitted { generation: 7 });
-        assert_eq!(lane.admit(never), Admission::Admitted { generation: 7 });
-        assert_eq!(lane.succeed(7, never), Ok(()));
+        let lane = fast(7);
+        assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(7) });
+        assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(7) });
+        assert_eq!(lane.succeed(gen(7), never), Ok(()));
         assert_eq!(
-            lane.succeed(6, never),
+            lane.succeed(gen(6), never),
             Err(None),
             "another generation takes the lock"
         );
@@ -318,7 +424,7 @@ mod tests {
         );
         assert_eq!(
             lane.admit(never),
-            Admission::Admitted { generation: 7 },
+            Entry::Admitted { generation: gen(7) },
             "still fast"
         );
         assert_eq!(
@@ -328,37 +434,46 @@ mod tests {
                 successes: 0
             }
         );
-        assert_eq!(lane.admit(never), Admission::Locked { now: None }, "closed");
-        assert_eq!(lane.succeed(7, never), Err(None));
+        assert_eq!(lane.admit(never), Entry::Locked { now: None }, "closed");
+        assert_eq!(lane.succeed(gen(7), never), Err(None));
     }
 
     #[test]
     fn a_full_counter_sends_callers_to_the_lock() {
-        let lane = Lane::new(LaneView::Fast {
-            generation: GENERATION_MASK,
-        });
-        for _ in 0..COUNTER {
-            assert!(matches!(lane.admit(never), Admission::Admitted { .. }));
-            assert_eq!(lane.succeed(GENERATION_MASK, never), Ok(()));
+        let last = (1 << Generation::BITS) - 1;
+        let lane = fast(last);
+        for _ in 0..Word::COUNTER {
+            assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+            assert_eq!(lane.succeed(gen(last), never), Ok(()));
         }
-        assert_eq!(lane.admit(never), Admission::Locked { now: None });
-        assert_eq!(lane.succeed(GENERATION_MASK, never), Err(None));
+        assert_eq!(lane.admit(never), Entry::Locked { now: None });
+        assert_eq!(lane.succeed(gen(last), never), Err(None));
         let pending = lane.close();
-        assert_eq!((pending.requests, pending.successes), (COUNTER, COUNTER));
+        assert_eq!(
+            (pending.requests, pending.successes),
+            (Word::COUNTER, Word::COUNTER)
+        );
     }
 
     #[test]
     fn a_windowed_lane_counts_until_its_window_ends() {
-        let lane = Lane::new(LaneView::Windowed {
-            generation: 3,
-            until: 100,
-        });
-        assert_eq!(lane.admit(|| 100), Admission::Admitted { generation: 3 });
-        assert_eq!(lane.succeed(3, || 100), Ok(()));
+        let lane = Lane::new(
+            counting(),
+            Phase::Closed {
+                generation: gen(3),
+                window_end: Some(100),
+            },
+        );
+        assert_eq!(lane.admit(|| 100), Entry::Admitted { generation: gen(3) });
+        assert_eq!(lane.succeed(gen(3), || 100), Ok(()));
         // Strictly after `until` the window has expired: the lock starts the next one.
-        assert_eq!(lane.admit(|| 101), Admission::Locked { now: Some(101) });
-        assert_eq!(lane.succeed(3, || 101), Err(Some(101)));
-        assert_eq!(lane.succeed(2, never), Err(None), "stale: no clock needed");
+        assert_eq!(lane.admit(|| 101), Entry::Locked { now: Some(101) });
+        assert_eq!(lane.succeed(gen(3), || 101), Err(Some(101)));
+        assert_eq!(
+            lane.succeed(gen(2), never),
+            Err(None),
+            "stale: no clock needed"
+        );
         assert_eq!(
             lane.close(),
             Pending {
@@ -370,10 +485,10 @@ mod tests {
 
     #[test]
     fn open_lane_gives_its_deadline_with_the_reading() {
-        let lane = Lane::new(LaneView::Open { until: 42 });
-        assert_eq!(lane.admit(|| 40), Admission::Open { until: 42, now: 40 });
-        assert_eq!(lane.succeed(0, never), Err(None));
-        lane.publish(LaneView::Locked);
-        assert_eq!(lane.admit(never), Admission::Locked { now: None });
+        let lane = Lane::new(counting(), Phase::Open { until: 42 });
+        assert_eq!(lane.admit(|| 40), Entry::Open { until: 42, now: 40 });
+        assert_eq!(lane.succeed(gen(0), never), Err(None));
+        lane.publish(Phase::HalfOpen);
+        assert_eq!(lane.admit(never), Entry::Locked { now: None });
     }
 }

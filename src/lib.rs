@@ -86,14 +86,24 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
+// The module graph has no cycles. Leaves: `state`, `generation`, `nanos`, `contain`,
+// `error`, `counts`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
+// machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
+// `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
+// the permits and the sync shim.
 mod breaker;
 mod clock;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod config;
+mod contain;
 mod counts;
 mod error;
+mod generation;
 mod lane;
+mod machine;
+mod nanos;
+pub mod observe;
 mod permit;
 pub mod policy;
 mod state;
@@ -103,8 +113,16 @@ pub use breaker::{Breaker, Builder};
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
 pub use counts::{Counts, Totals};
 pub use error::{ConfigError, Error, Rejected};
+pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
-pub use state::{State, MAX_BUCKETS};
+pub use state::State;
+
+/// A breaker whose policy is chosen at run time (e.g. from a configuration file): the policy
+/// is a `Box<dyn TripPolicy>`.
+pub type DynBreaker<O = ()> = Breaker<Box<dyn policy::TripPolicy>, O>;
+
+/// A builder for a [`DynBreaker`].
+pub type DynBuilder<O = ()> = Builder<Box<dyn policy::TripPolicy>, O>;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

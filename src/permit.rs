@@ -2,31 +2,42 @@
 //! it; a permit dropped without a result still reports one.
 //!
 //! [`Permit`] borrows its breaker; [`OwnedPermit`] holds an `Arc` of it, for a call that
-//! outlives the borrow (a spawned task, another thread).
+//! outlives the borrow (a spawned task, another thread). Both are made only by the breaker,
+//! from the admission it granted, so a permit always reports to the breaker that admitted it.
 
 use std::fmt;
-use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::thread;
 
 use crate::breaker::Breaker;
-use crate::clock::Nanos;
+use crate::generation::Generation;
+use crate::machine::Ticket;
+use crate::nanos::Nanos;
+use crate::observe::Observer;
 use crate::policy::{Outcome, TripPolicy};
-use crate::state::Ticket;
 
-/// What a permit owes its breaker: the admission it was given.
+/// What a permit owes its breaker: the admission it was granted.
 #[derive(Debug, Clone, Copy)]
-struct Admission {
-    ticket: Ticket,
+pub(crate) struct Grant {
+    pub(crate) ticket: Ticket,
     /// When the call was admitted; meaningful only if the breaker measures latencies (a plain
     /// number rather than an `Option` keeps a permit two words smaller on the hot path).
-    started: Nanos,
+    pub(crate) started: Nanos,
 }
 
-impl Admission {
-    #[inline]
-    fn report<P: TripPolicy>(self, breaker: &Breaker<P>, outcome: Outcome) {
-        breaker.complete(self.ticket, outcome, self.started);
+impl Grant {
+    pub(crate) fn new(ticket: Ticket, started: Nanos) -> Self {
+        Self { ticket, started }
+    }
+
+    /// An admission of the lock-free lane: no window age and no start time (the lane never
+    /// admits for a policy that measures latency: see `lane::Plan`).
+    #[inline(always)]
+    pub(crate) fn unaged(generation: Generation) -> Self {
+        Self {
+            ticket: Ticket::unaged(generation),
+            started: 0,
+        }
     }
 }
 
@@ -64,9 +75,9 @@ fn abandoned() -> Outcome {
 /// assert_eq!(breaker.counts().total_successes, 1);
 /// ```
 #[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
-pub struct Permit<'a, P: TripPolicy> {
-    breaker: &'a Breaker<P>,
-    admission: Admission,
+pub struct Permit<'a, P: TripPolicy, O: Observer = ()> {
+    breaker: &'a Breaker<P, O>,
+    grant: Grant,
 }
 
 /// Like [`Permit`], but holding its breaker by `Arc`: `'static`, so it can move into a
@@ -84,88 +95,74 @@ pub struct Permit<'a, P: TripPolicy> {
 /// assert_eq!(breaker.counts().total_successes, 1);
 /// ```
 #[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
-pub struct OwnedPermit<P: TripPolicy> {
-    breaker: Arc<Breaker<P>>,
-    admission: Admission,
+pub struct OwnedPermit<P: TripPolicy, O: Observer = ()> {
+    breaker: Arc<Breaker<P, O>>,
+    grant: Grant,
     /// Whether a verdict is still owed: cleared by a report, read on drop.
     pending: bool,
 }
 
-impl<'a, P: TripPolicy> Permit<'a, P> {
-    #[inline]
-    pub(crate) fn new(breaker: &'a Breaker<P>, ticket: Ticket, started: Nanos) -> Self {
-        Self {
-            breaker,
-            admission: Admission { ticket, started },
-        }
+impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
+    #[inline(always)]
+    pub(crate) fn new(breaker: &'a Breaker<P, O>, grant: Grant) -> Self {
+        Self { breaker, grant }
     }
 
     /// The breaker this permit belongs to.
-    pub fn breaker(&self) -> &'a Breaker<P> {
+    pub fn breaker(&self) -> &'a Breaker<P, O> {
         self.breaker
-    }
-
-    /// Turns this permit into an [`OwnedPermit`] holding `breaker`, which must be the
-    /// breaker it came from.
-    ///
-    /// # Panics
-    ///
-    /// If `breaker` is another breaker than the one that issued this permit.
-    #[track_caller]
-    pub fn into_owned(self, breaker: Arc<Breaker<P>>) -> OwnedPermit<P> {
-        assert!(
-            std::ptr::eq(self.breaker, &*breaker),
-            "Permit::into_owned: not the breaker that issued the permit"
-        );
-        // The owed verdict moves to the owned permit: this one must not report on drop.
-        let this = ManuallyDrop::new(self);
-        OwnedPermit {
-            breaker,
-            admission: this.admission,
-            pending: true,
-        }
     }
 
     /// Reports `outcome`, whichever it is.
     #[inline]
     pub fn record(self, outcome: Outcome) {
         // The verdict is given: no drop-time report. Every field is `Copy`, so nothing leaks.
-        let this = ManuallyDrop::new(self);
-        this.admission.report(this.breaker, outcome);
+        let this = std::mem::ManuallyDrop::new(self);
+        this.breaker.complete(this.grant, outcome);
     }
 }
 
-impl<P: TripPolicy> OwnedPermit<P> {
+impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
+    #[inline]
+    pub(crate) fn new(breaker: Arc<Breaker<P, O>>, grant: Grant) -> Self {
+        Self {
+            breaker,
+            grant,
+            pending: true,
+        }
+    }
+
     /// The breaker this permit belongs to.
-    pub fn breaker(&self) -> &Arc<Breaker<P>> {
+    pub fn breaker(&self) -> &Arc<Breaker<P, O>> {
         &self.breaker
     }
 
     /// Reports `outcome`, whichever it is.
+    #[inline]
     pub fn record(mut self, outcome: Outcome) {
         self.pending = false;
-        self.admission.report(&self.breaker, outcome);
+        self.breaker.complete(self.grant, outcome);
     }
 }
 
-impl<P: TripPolicy> Drop for Permit<'_, P> {
+impl<P: TripPolicy, O: Observer> Drop for Permit<'_, P, O> {
     fn drop(&mut self) {
-        self.admission.report(self.breaker, abandoned());
+        self.breaker.complete(self.grant, abandoned());
     }
 }
 
-impl<P: TripPolicy> Drop for OwnedPermit<P> {
+impl<P: TripPolicy, O: Observer> Drop for OwnedPermit<P, O> {
     fn drop(&mut self) {
         if self.pending {
-            self.admission.report(&self.breaker, abandoned());
+            self.breaker.complete(self.grant, abandoned());
         }
     }
 }
 
-/// The verdict methods, the same on both permit types (each has its own `record`).
+/// The verdict methods and `Debug`, the same on both permit types (each has its own `record`).
 macro_rules! verdicts {
-    ($permit:ty) => {
-        impl<P: TripPolicy> $permit {
+    ($permit:ty, $name:literal) => {
+        impl<P: TripPolicy, O: Observer> $permit {
             /// The call succeeded.
             #[inline]
             pub fn success(self) {
@@ -186,16 +183,16 @@ macro_rules! verdicts {
             }
         }
 
-        impl<P: TripPolicy> fmt::Debug for $permit {
+        impl<P: TripPolicy, O: Observer> fmt::Debug for $permit {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct(stringify!($permit))
+                f.debug_struct($name)
                     .field("breaker", &self.breaker.name())
-                    .field("admission", &self.admission)
-                    .finish()
+                    .field("generation", &self.grant.ticket.generation().get())
+                    .finish_non_exhaustive()
             }
         }
     };
 }
 
-verdicts!(Permit<'_, P>);
-verdicts!(OwnedPermit<P>);
+verdicts!(Permit<'_, P, O>, "Permit");
+verdicts!(OwnedPermit<P, O>, "OwnedPermit");

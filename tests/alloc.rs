@@ -183,7 +183,7 @@ fn checks() -> Vec<Check> {
             let b = open_breaker();
             count(|| {
                 let r = black_box(b.execute(ok));
-                assert!(matches!(r, Err(Error::Open { .. })));
+                assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
             })
         }),
         ("open/allow_rejected", || {
@@ -210,7 +210,7 @@ fn checks() -> Vec<Check> {
             let probe = b.allow().unwrap();
             let stats = count(|| {
                 let r = black_box(b.execute(ok));
-                assert!(matches!(r, Err(Error::TooManyRequests)));
+                assert!(matches!(r, Err(Error::Rejected(Rejected::TooManyRequests))));
             });
             probe.success();
             stats

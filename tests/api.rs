@@ -53,7 +53,10 @@ fn question_mark_converts_a_rejection() {
         .build();
     assert_eq!(call(&breaker).unwrap(), 12);
     breaker.allow().unwrap().failure();
-    assert!(matches!(call(&breaker), Err(Error::Open { .. })));
+    assert!(matches!(
+        call(&breaker),
+        Err(Error::Rejected(Rejected::Open { .. }))
+    ));
 }
 
 #[test]

@@ -204,7 +204,7 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
 }
 
 #[test]
-fn a_change_made_by_a_panicking_call_is_delivered_by_the_next_call_even_a_lock_free_one() {
+fn a_change_made_by_a_panicking_call_is_delivered_before_the_panic_reaches_the_caller() {
     let clock = ManualClock::new();
     let log: Log = Arc::default();
     let breaker = {
@@ -217,17 +217,36 @@ fn a_change_made_by_a_panicking_call_is_delivered_by_the_next_call_even_a_lock_f
             .build()
     };
     // The call panics: its permit records the failure while unwinding, which trips the
-    // breaker, but an unwinding thread does not run callbacks.
+    // breaker; the callback runs (contained) before the panic reaches the caller.
     let unwound = catch_unwind(AssertUnwindSafe(|| {
         breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
     }));
-    assert!(unwound.is_err());
-    assert!(
-        log.lock().unwrap().is_empty(),
-        "not delivered while unwinding"
+    assert_eq!(
+        *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
+        "the call blew up"
     );
-    // The next call is an open-state rejection, which normally takes no lock: it must still
-    // deliver the stranded change before it returns.
-    assert!(breaker.allow().is_err());
     assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
+    assert!(breaker.allow().is_err());
+    assert_eq!(log.lock().unwrap().len(), 1, "delivered once");
+}
+
+#[test]
+fn a_callback_that_panics_while_the_call_unwinds_is_dropped_and_the_first_panic_wins() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .ready_to_trip(trips_on_first_failure as fn(&Counts) -> bool)
+        .on_state_change(|_, _, _| panic!("the callback blew up"))
+        .clock(clock.clone())
+        .build();
+    let unwound = catch_unwind(AssertUnwindSafe(|| {
+        breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
+    }));
+    // No abort, and the caller sees the call's panic, not the callback's.
+    assert_eq!(
+        *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
+        "the call blew up"
+    );
+    assert_eq!(breaker.state(), State::Open);
+    let t = breaker.totals();
+    assert_eq!((t.admitted, t.failures, t.opened), (1, 1, 1));
 }

@@ -117,14 +117,13 @@ struct RecordedCounts {
 
 impl From<RecordedCounts> for Counts {
     fn from(c: RecordedCounts) -> Self {
-        Counts {
-            requests: c.requests,
-            total_successes: c.total_successes,
-            total_failures: c.total_failures,
-            total_exclusions: c.total_exclusions,
-            consecutive_successes: c.consecutive_successes,
-            consecutive_failures: c.consecutive_failures,
-        }
+        Counts::default()
+            .with_requests(c.requests)
+            .with_total_successes(c.total_successes)
+            .with_total_failures(c.total_failures)
+            .with_total_exclusions(c.total_exclusions)
+            .with_consecutive_successes(c.consecutive_successes)
+            .with_consecutive_failures(c.consecutive_failures)
     }
 }
 

@@ -194,7 +194,7 @@ fn isolation_doubles_on_repeated_breaks_and_restarts_after_a_quiet_spell() {
     assert_open_for(&breaker, &clock, Duration::from_millis(800));
     call(&breaker, &clock, Outcome::Failure);
     assert_open_for(&breaker, &clock, Duration::from_secs(1)); // capped at max_isolation
-    breaker.with_policy(|p| assert_eq!(p.recorder().isolated_times(), 5));
+    breaker.inspect_policy(|p| assert_eq!(p.recorder().isolated_times(), 5));
 
     // The probe succeeds: closed. A break more than max_isolation after the last revival
     // starts again from min_isolation.
@@ -230,14 +230,14 @@ fn probation_admits_its_window_and_closes_after_that_many_successes() {
     assert_eq!(breaker.state(), State::HalfOpen, "2 of 3 successes");
     probes.next().unwrap().success();
     assert_eq!(breaker.state(), State::Closed);
-    breaker.with_policy(|p| assert!(!p.recorder().is_half_open(), "probation over"));
+    breaker.inspect_policy(|p| assert!(!p.recorder().is_half_open(), "probation over"));
 
     // A failure on probation reopens, for a doubled isolation (less than max_isolation after
     // the revival).
     for _ in 0..3 {
         call(&breaker, &clock, Outcome::Failure);
     }
-    let broken = breaker.with_policy(|p| p.recorder().isolation_duration());
+    let broken = breaker.inspect_policy(|p| p.recorder().isolation_duration());
     assert_open_for(&breaker, &clock, broken);
     call(&breaker, &clock, Outcome::Success);
     call(&breaker, &clock, Outcome::Failure);

@@ -45,9 +45,13 @@ use std::time::Duration;
 use crate::{ConfigError, Counts, State};
 
 /// How a call ended, as the breaker counts it.
+///
+/// `#[non_exhaustive]`: a later verdict (one that trips at once, say) can be added without
+/// breaking anyone; a `match` on it needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Outcome {
     /// The call succeeded.
     Success,

@@ -1,0 +1,290 @@
+//! [`Builder`]: every knob of a [`Breaker`], checked or defaulted, and the breaker it builds.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::ClockSource;
+use crate::lane::{Lane, Plan};
+use crate::machine::{Machine, Timing};
+use crate::observe::Observer;
+use crate::policy::{ConsecutiveFailures, ReadyToTrip, TripPolicy};
+use crate::sync::Mutex;
+use crate::{Clock, ConfigError, Counts, State};
+
+use super::outbox::{Observers, Outbox, StateChangeFn};
+use super::txn::Inner;
+use super::Breaker;
+
+/// Configures a [`Breaker`]; from [`Breaker::builder`].
+///
+/// Every knob follows gobreaker's zero-means-default rules, so no value is invalid; knobs that
+/// can be invalid belong to the policies, whose constructors check them.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, Counts, ManualClock, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder()
+///     .name("payments")
+///     .max_requests(3)
+///     .interval(Duration::from_secs(10))
+///     .bucket_period(Duration::from_secs(1))
+///     .timeout(Duration::from_secs(30))
+///     .ready_to_trip(|c: &Counts| c.consecutive_failures > 3)
+///     .on_state_change(|name: &str, from: State, to: State| println!("{name}: {from} -> {to}"))
+///     .clock(clock.clone())
+///     .build();
+/// assert_eq!(breaker.name(), "payments");
+/// ```
+///
+/// A builder is `Clone` when its policy and observer are (callbacks are shared, not copied),
+/// so one template can build many breakers:
+///
+/// ```
+/// use lazybreaker::Breaker;
+/// use std::time::Duration;
+///
+/// let template = Breaker::builder().timeout(Duration::from_secs(5));
+/// let a = template.clone().name("a").build();
+/// let b = template.name("b").build();
+/// assert_eq!((a.name(), b.name()), ("a", "b"));
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+#[derive(Clone)]
+pub struct Builder<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    name: String,
+    max_requests: u32,
+    interval: Duration,
+    bucket_period: Duration,
+    timeout: Duration,
+    policy: P,
+    observer: O,
+    on_state_change: Option<Arc<StateChangeFn>>,
+    /// `None`: the default for the policy, chosen at `build`.
+    clock: Option<ClockSource>,
+}
+
+impl Builder<ConsecutiveFailures> {
+    pub(super) fn new() -> Self {
+        Self {
+            name: String::new(),
+            max_requests: 0,
+            interval: Duration::ZERO,
+            bucket_period: Duration::ZERO,
+            timeout: Duration::ZERO,
+            policy: ConsecutiveFailures::default(),
+            observer: (),
+            on_state_change: None,
+            clock: None,
+        }
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Builder<P, O> {
+    /// The name passed to `on_state_change` and returned by [`Breaker::name`]. Default: empty.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How many probes the half-open state admits at once, and how many consecutive
+    /// successes close it. `0` means 1 (the default).
+    pub fn max_requests(mut self, max_requests: u32) -> Self {
+        self.max_requests = max_requests;
+        self
+    }
+
+    /// The closed-state count window: the counts are cleared when it expires (strictly after
+    /// `interval` since the window started). `Duration::ZERO` (the default) never clears them.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Splits `interval` into buckets of this length, making the window roll bucket by bucket
+    /// instead of clearing at once. `interval` is rounded up to a whole number of buckets; a
+    /// single bucket is a plain fixed window. Ignored when `interval` is zero; zero (the
+    /// default) means a fixed window.
+    ///
+    /// At most [`MAX_BUCKETS`](crate::MAX_BUCKETS) buckets are kept: a shorter period is
+    /// widened to `interval / MAX_BUCKETS` (rounded up to a whole nanosecond), so memory and
+    /// the work of rolling stay bounded.
+    pub fn bucket_period(mut self, bucket_period: Duration) -> Self {
+        self.bucket_period = bucket_period;
+        self
+    }
+
+    /// How long the breaker stays open before it admits a probe (it goes half-open strictly
+    /// after this much time). `Duration::ZERO` (the default) means 60 s. A policy may choose
+    /// another duration for each open period ([`TripPolicy::open_duration`]).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Trips when `ready` returns `true` after a failure in the closed state (gobreaker's
+    /// `ReadyToTrip`); replaces the policy.
+    ///
+    /// `ready` runs under the breaker's lock: keep it quick and do not call the breaker from
+    /// it.
+    pub fn ready_to_trip<F>(self, ready: F) -> Builder<ReadyToTrip<F>, O>
+    where
+        F: FnMut(&Counts) -> bool + Send,
+    {
+        self.policy(ReadyToTrip::new(ready))
+    }
+
+    /// Uses `policy` to decide when to trip; replaces the policy. The default is
+    /// [`ConsecutiveFailures::default`].
+    pub fn policy<Q: TripPolicy>(self, policy: Q) -> Builder<Q, O> {
+        Builder {
+            name: self.name,
+            max_requests: self.max_requests,
+            interval: self.interval,
+            bucket_period: self.bucket_period,
+            timeout: self.timeout,
+            policy,
+            observer: self.observer,
+            on_state_change: self.on_state_change,
+            clock: self.clock,
+        }
+    }
+
+    /// Uses `observer` to observe the breaker (see [`crate::observe`]); replaces the observer.
+    /// The default, `()`, observes nothing at no cost. [`on_state_change`](Self::on_state_change)
+    /// is independent of it: both are told of every state change (the callback first).
+    pub fn observer<Q: Observer>(self, observer: Q) -> Builder<P, Q> {
+        Builder {
+            name: self.name,
+            max_requests: self.max_requests,
+            interval: self.interval,
+            bucket_period: self.bucket_period,
+            timeout: self.timeout,
+            policy: self.policy,
+            observer,
+            on_state_change: self.on_state_change,
+            clock: self.clock,
+        }
+    }
+
+    /// Called with the breaker's name and each state change; replaces an earlier callback.
+    /// Sugar for an [`Observer`] whose [`on_transition`](Observer::on_transition) calls it.
+    ///
+    /// It never runs while the breaker's lock is held, so it may call the breaker (`state()`,
+    /// `counts()`, even `execute()`). Changes are delivered exactly once each, in the order
+    /// they happened, one at a time: the thread whose call made a change delivers it before
+    /// that call returns, unless another thread is already delivering, which then delivers it
+    /// next. A change made from inside the callback is delivered right after it returns.
+    ///
+    /// Two consequences of that contract: a thread that keeps delivering while other threads
+    /// keep changing the state keeps running the callback; and while a slow callback runs,
+    /// the changes waiting behind it are queued, in a queue that grows (allocates) past four.
+    ///
+    /// A callback that panics does not disturb the breaker: the changes after it are still
+    /// delivered, and the panic then continues to the caller whose call made the change (a
+    /// call admitted on the way is given back as an exclusion first).
+    pub fn on_state_change<F>(mut self, callback: F) -> Self
+    where
+        F: Fn(&str, State, State) + Send + Sync + 'static,
+    {
+        self.on_state_change = Some(Arc::new(callback));
+        self
+    }
+
+    /// The clock to read time from. Tests pass a [`ManualClock`](crate::ManualClock).
+    ///
+    /// The default depends on the policy: a policy that measures latency
+    /// ([`TripPolicy::needs_latency`]) gets the precise
+    /// [`MonotonicClock`](crate::MonotonicClock); any other gets the
+    /// [`CoarseMonotonicClock`](crate::CoarseMonotonicClock), eight times cheaper to read
+    /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
+    /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
+    pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
+        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self
+    }
+
+    /// The breaker, after checking the window knobs strictly: where [`build`](Self::build)
+    /// follows gobreaker and silently rounds `interval` up to whole buckets (or widens a
+    /// bucket period past [`MAX_BUCKETS`](crate::MAX_BUCKETS)), this refuses. Use it when the
+    /// knobs come from users or files. (Not a fallible twin of `build`: a strict reading of
+    /// the same knobs; `build` itself cannot fail.)
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`](crate::ConfigError) naming `bucket_period` when it is set without an
+    /// `interval`, exceeds `interval`, does not divide it into whole buckets, or makes more
+    /// than `MAX_BUCKETS` of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Breaker;
+    /// use std::time::Duration;
+    ///
+    /// let err = Breaker::builder()
+    ///     .interval(Duration::from_secs(10))
+    ///     .bucket_period(Duration::from_secs(3))
+    ///     .build_strict()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "bucket_period");
+    /// assert_eq!(err.to_string(), "invalid `bucket_period` = 3s: must divide `interval` into whole buckets");
+    /// ```
+    pub fn build_strict(self) -> Result<Breaker<P, O>, ConfigError> {
+        Timing::check(self.interval, self.bucket_period)?;
+        Ok(self.build())
+    }
+
+    /// The breaker, closed, with its first generation starting now.
+    pub fn build(self) -> Breaker<P, O> {
+        let timing = Timing::new(
+            self.max_requests,
+            self.interval,
+            self.bucket_period,
+            self.timeout,
+        );
+        // What the lane may do, decided once from the policy's capabilities.
+        let plan = Plan::of(&self.policy, timing.rolls());
+        let clock = self
+            .clock
+            .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
+        let now = clock.now();
+        let machine = Machine::new(timing, self.policy, now);
+        let observers = Observers {
+            observer: self.observer,
+            on_state_change: self.on_state_change,
+        };
+        Breaker {
+            lane: Lane::new(plan, machine.phase()),
+            inner: Mutex::new(Inner {
+                machine,
+                outbox: Outbox::new(),
+            }),
+            clock,
+            name: self.name,
+            observes: observers.observes_transitions(),
+            observers,
+            needs_latency: plan.needs_latency(),
+        }
+    }
+}
+
+impl<P: TripPolicy + fmt::Debug, O: Observer + fmt::Debug> fmt::Debug for Builder<P, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("name", &self.name)
+            .field("max_requests", &self.max_requests)
+            .field("interval", &self.interval)
+            .field("bucket_period", &self.bucket_period)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("observer", &self.observer)
+            .field("on_state_change", &self.on_state_change.is_some())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,381 @@
+//! [`Breaker`]: the public call API, around the sans-IO [`Machine`](crate::machine::Machine).
+//!
+//! - `mod.rs`: the calls (`allow`, `execute`, reads) and the lock-free fast paths.
+//! - `builder.rs`: [`Builder`].
+//! - `txn.rs`: the change transaction: lock, close the lane, step the machine, republish.
+//! - `outbox.rs`: serial, ordered, exactly-once delivery of state changes to observers.
+//!
+//! User code that may panic (the clock, observers, classifiers, policies) is run through
+//! [`crate::contain`], and every path below finishes its bookkeeping before a panic continues:
+//! an admitted call is always accounted for, a state change is always delivered.
+
+mod builder;
+mod outbox;
+mod txn;
+
+pub use builder::Builder;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::ClockSource;
+use crate::contain::{self, FirstPanic};
+use crate::lane::{Entry, Lane};
+use crate::nanos::Nanos;
+use crate::observe::Observer;
+use crate::permit::{Grant, OwnedPermit, Permit};
+use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
+use crate::sync::Mutex;
+use crate::{Counts, Error, Rejected, State, Totals};
+
+use outbox::Observers;
+use txn::Inner;
+
+/// A circuit breaker: gobreaker's state machine (closed → open → half-open → closed) with no
+/// timer, evaluated lazily from its clock whenever a call arrives.
+///
+/// `Breaker` is `Send + Sync` and every method takes `&self`: share it (in an `Arc`, a
+/// `static`, a struct field) between all the threads that call the same dependency.
+///
+/// The type parameters are the trip policy `P` ([`ConsecutiveFailures`] by default; see
+/// [`DynBreaker`](crate::DynBreaker) for one chosen at run time) and the
+/// [`Observer`] `O` (`()` by default: nothing observed, at no cost).
+///
+/// # Panics in user code
+///
+/// Everything the breaker runs on your behalf may panic (the policy, the observers and the
+/// `on_state_change` callback, the clock, a classifier, the call itself): the breaker first
+/// finishes what it was doing (every admitted call is accounted for in [`totals`], every state
+/// change is delivered, in order), then lets the panic continue to the caller. The panic is
+/// never swallowed, with one exception that Rust imposes: if the thread is already unwinding
+/// from a panic (a permit dropped by a panicking call), the first panic wins and the second
+/// is dropped, because a second panic escaping during unwinding would abort the process.
+///
+/// [`totals`]: Breaker::totals
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder()
+///     .name("payments")
+///     .timeout(Duration::from_secs(30))
+///     .ready_to_trip(|c| c.consecutive_failures >= 2)
+///     .clock(clock.clone())
+///     .build();
+///
+/// let r: Result<u32, Error<&str>> = breaker.execute(|| Ok(7));
+/// assert_eq!(r.unwrap(), 7);
+/// for _ in 0..2 {
+///     let _ = breaker.execute(|| Err::<u32, _>("downstream down"));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// assert!(matches!(
+///     breaker.execute(|| Ok::<_, &str>(1)),
+///     Err(Error::Rejected(Rejected::Open { .. }))
+/// ));
+///
+/// clock.advance(Duration::from_secs(31));
+/// assert_eq!(breaker.execute(|| Ok::<_, &str>(1)).unwrap(), 1); // the half-open probe
+/// assert_eq!(breaker.state(), State::Closed);
+/// ```
+pub struct Breaker<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    /// What a call may do without the lock; published by every lock holder.
+    lane: Lane,
+    inner: Mutex<Inner<P>>,
+    clock: ClockSource,
+    name: String,
+    observers: Observers<O>,
+    /// Whether anyone observes state changes (otherwise they are not even queued).
+    observes: bool,
+    /// Whether the policy measures latency: then every admission reads the clock.
+    needs_latency: bool,
+}
+
+impl Breaker<ConsecutiveFailures> {
+    /// A builder with gobreaker's defaults: trip after more than 5 consecutive failures, stay
+    /// open 60 s, admit 1 probe in half-open, never clear the closed-state counts.
+    pub fn builder() -> Builder<ConsecutiveFailures> {
+        Builder::new()
+    }
+}
+
+impl Default for Breaker<ConsecutiveFailures> {
+    fn default() -> Self {
+        Builder::new().build()
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// The breaker's name, as given to [`Builder::name`].
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The breaker's observer, as given to [`Builder::observer`].
+    pub fn observer(&self) -> &O {
+        &self.observers.observer
+    }
+
+    /// The current state, after evaluating every expiry that is due (so reading the state can
+    /// itself move an open breaker to half-open and deliver that change).
+    pub fn state(&self) -> State {
+        let now = self.clock.now();
+        let mut panics = FirstPanic::default();
+        let state = self.transact(Some(now), &mut panics, |m, now| {
+            let change = m.refresh(now);
+            (m.state(), change)
+        });
+        contain::resume(panics);
+        state
+    }
+
+    /// The counts of the current generation, as they are: unlike [`state`](Breaker::state),
+    /// this evaluates no expiry and reads no clock.
+    pub fn counts(&self) -> Counts {
+        self.read(|m| *m.counts())
+    }
+
+    /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure
+    /// read, like [`counts`](Breaker::counts).
+    pub fn totals(&self) -> Totals {
+        self.read(|m| *m.totals())
+    }
+
+    /// Asks to make a call: a [`Permit`] to report the call's result through, or why not.
+    ///
+    /// This is the two-step API, for async code and callbacks; [`execute`](Breaker::execute)
+    /// does both steps around a closure.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::Open`] while the breaker is open, [`Rejected::TooManyRequests`] when it is
+    /// half-open and all its probe slots are taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Breaker;
+    ///
+    /// let breaker = Breaker::builder().build();
+    /// let permit = breaker.allow().expect("a new breaker is closed");
+    /// permit.failure();
+    /// assert_eq!(breaker.counts().total_failures, 1);
+    /// ```
+    #[inline(always)]
+    pub fn allow(&self) -> Result<Permit<'_, P, O>, Rejected> {
+        match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { generation } => Ok(Permit::new(self, Grant::unaged(generation))),
+            other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
+        }
+    }
+
+    /// Like [`allow`](Breaker::allow), for a breaker in an `Arc`: the permit holds a clone of
+    /// the `Arc`, so it is `'static` and can move into a spawned task or thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`allow`](Breaker::allow).
+    #[inline]
+    pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
+        let grant = match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { generation } => Grant::unaged(generation),
+            other => self.allow_slow(other)?,
+        };
+        Ok(OwnedPermit::new(Arc::clone(self), grant))
+    }
+
+    /// Admission off the lock-free lane: an open breaker's rejection (clock, no lock), or the
+    /// lock.
+    #[inline(never)]
+    fn allow_slow(&self, entry: Entry) -> Result<Grant, Rejected> {
+        let now = match entry {
+            Entry::Open { until, now } if now <= until => {
+                return Err(Rejected::open_until(until, now));
+            }
+            Entry::Open { now, .. } | Entry::Locked { now: Some(now) } => now,
+            Entry::Locked { now: None } | Entry::Admitted { .. } => self.clock.now(),
+        };
+        let mut panics = FirstPanic::default();
+        let admitted = self
+            .transact(Some(now), &mut panics, |m, now| m.admit(now))
+            .map(|ticket| Grant::new(ticket, now));
+        if panics.will_resume() {
+            // The policy or an observer panicked on the way: the call will not be made, so
+            // its admission is given back, as an exclusion, before the panic continues.
+            if let Ok(grant) = admitted {
+                self.complete_with(grant, Outcome::Excluded, &mut panics);
+            }
+            contain::resume(panics);
+        }
+        admitted
+    }
+
+    /// Runs `call` if the breaker admits it, and records its result: `Ok` is a success, `Err`
+    /// a failure. The call runs outside the breaker's lock.
+    ///
+    /// A panic in `call` is recorded as a failure and then continues to unwind: it is never
+    /// swallowed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] when the call was not made, [`Error::Inner`] with the call's own
+    /// error when it failed.
+    #[inline]
+    pub fn execute<T, E, F>(&self, call: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        // `allow()` spelled out: the fast path builds the permit in place rather than through
+        // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
+        // in pieces that stall the loads after the call.
+        let permit = match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { generation } => Permit::new(self, Grant::unaged(generation)),
+            other => Permit::new(self, self.allow_slow(other)?),
+        };
+        match call() {
+            Ok(value) => {
+                permit.success();
+                Ok(value)
+            }
+            Err(err) => {
+                permit.failure();
+                Err(Error::Inner(err))
+            }
+        }
+    }
+
+    /// Like [`execute`](Breaker::execute), with `classify` deciding how the result counts:
+    /// gobreaker's `IsSuccessful` and `IsExcluded` in one function.
+    ///
+    /// A panic in `call` counts as a failure; a panic in `classify` counts as an exclusion
+    /// (the breaker cannot know what the result meant). Either panic then continues.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute): the call's `Err` is returned as [`Error::Inner`]
+    /// whatever `classify` said of it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{policy::Outcome, Breaker};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum CallError { NotFound, Unavailable }
+    /// # let _ = CallError::Unavailable;
+    ///
+    /// let breaker = Breaker::builder().build();
+    /// // A "not found" is the caller's problem, not the dependency's: don't count it.
+    /// let r = breaker.execute_classified(
+    ///     || Err::<(), _>(CallError::NotFound),
+    ///     |r| match r {
+    ///         Ok(_) => Outcome::Success,
+    ///         Err(CallError::NotFound) => Outcome::Excluded,
+    ///         Err(CallError::Unavailable) => Outcome::Failure,
+    ///     },
+    /// );
+    /// assert_eq!(r.unwrap_err().into_inner(), Some(CallError::NotFound));
+    /// assert_eq!(breaker.counts().total_failures, 0);
+    /// assert_eq!(breaker.counts().total_exclusions, 1);
+    /// ```
+    pub fn execute_classified<T, E, F, C>(&self, call: F, classify: C) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+        C: FnOnce(&Result<T, E>) -> Outcome,
+    {
+        let permit = self.allow()?;
+        let result = call();
+        match contain::catch(|| classify(&result)) {
+            Ok(outcome) => permit.record(outcome),
+            Err(payload) => {
+                permit.exclude();
+                std::panic::resume_unwind(payload);
+            }
+        }
+        result.map_err(Error::Inner)
+    }
+
+    /// Runs `f` on the breaker's trip policy, for inspection.
+    ///
+    /// This takes the state lock for the duration of `f`: keep `f` quick and do not call the
+    /// breaker from it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::ConsecutiveFailures;
+    /// use lazybreaker::Breaker;
+    ///
+    /// let breaker = Breaker::builder().policy(ConsecutiveFailures::new(3)?).build();
+    /// assert_eq!(breaker.inspect_policy(|p| p.threshold()), 3);
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn inspect_policy<R>(&self, f: impl FnOnce(&P) -> R) -> R {
+        f(self.inner.lock().machine.policy())
+    }
+
+    /// Records a permit's result (called by the permits).
+    #[inline]
+    pub(crate) fn complete(&self, grant: Grant, outcome: Outcome) {
+        let mut panics = FirstPanic::default();
+        self.complete_with(grant, outcome, &mut panics);
+        contain::resume(panics);
+    }
+
+    /// Records a permit's result, keeping any panic of user code (the clock, the policy, an
+    /// observer) in `panics`. The verdict is recorded whatever panics: if the clock does, at
+    /// the latest time the machine saw.
+    #[inline]
+    fn complete_with(&self, grant: Grant, outcome: Outcome, panics: &mut FirstPanic) {
+        let now = if outcome == Outcome::Success {
+            let lane = self.lane.succeed(grant.ticket.generation(), || {
+                // A clock that panics reads as "later than any window": the lock then takes
+                // the result, at the latest time the machine saw.
+                self.clock.try_now(panics).unwrap_or(Nanos::MAX)
+            });
+            match lane {
+                Ok(()) => return,
+                Err(now) => now.filter(|_| !panics.is_some()),
+            }
+        } else {
+            None
+        };
+        self.complete_locked(grant, outcome, now, panics);
+    }
+
+    /// Records a result under the lock: anything the lock-free lane cannot take. `now` is the
+    /// clock reading the lane took, if any.
+    #[inline(never)]
+    fn complete_locked(
+        &self,
+        grant: Grant,
+        outcome: Outcome,
+        now: Option<Nanos>,
+        panics: &mut FirstPanic,
+    ) {
+        let now = match now {
+            Some(now) => Some(now),
+            None if panics.is_some() => None,
+            None => self.clock.try_now(panics),
+        };
+        let needs_latency = self.needs_latency;
+        self.transact(now, panics, |m, now| {
+            let latency =
+                needs_latency.then(|| Duration::from_nanos(now.saturating_sub(grant.started)));
+            ((), m.complete(grant.ticket, outcome, latency, now))
+        });
+    }
+}
+
+impl<P: TripPolicy, O: Observer> std::fmt::Debug for Breaker<P, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Breaker")
+            .field("name", &self.name)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,118 @@
+//! The outbox: state changes waiting for their observers, delivered one at a time, in the
+//! order they happened, exactly once, and never under the state lock.
+//!
+//! The outbox lives behind the state lock. A lock holder that made a change pushes it and
+//! then tries to [`claim`](Outbox::claim) delivery; the claiming thread delivers, outside the
+//! lock, until [`next`](Outbox::next) finds the queue empty, and seeing it empty and giving up
+//! delivery are one step under the lock, so a change pushed meanwhile by another thread is
+//! never left without a deliverer. A thread that finds delivery claimed leaves its change to
+//! the deliverer, which delivers it next.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::machine::Change;
+use crate::observe::{Observer, Transition};
+use crate::State;
+
+/// State changes not yet delivered, oldest first, and whether a thread is delivering.
+#[derive(Debug)]
+pub(super) struct Outbox {
+    queue: VecDeque<Change>,
+    delivering: bool,
+}
+
+impl Outbox {
+    pub(super) fn new() -> Self {
+        Self {
+            // Room for a burst of changes without allocating (closed → open → half-open →
+            // closed while one slow observer runs).
+            queue: VecDeque::with_capacity(4),
+            delivering: false,
+        }
+    }
+
+    pub(super) fn push(&mut self, change: Change) {
+        self.queue.push_back(change);
+    }
+
+    /// Claims delivery for the calling thread: `true` if changes are waiting and nobody is
+    /// delivering them.
+    pub(super) fn claim(&mut self) -> bool {
+        let claim = !self.delivering && !self.queue.is_empty();
+        self.delivering |= claim;
+        claim
+    }
+
+    /// The next change for the thread that claimed delivery; `None` when none is left, which
+    /// gives up delivery in the same step.
+    pub(super) fn next(&mut self) -> Option<Change> {
+        let next = self.queue.pop_front();
+        self.delivering = next.is_some();
+        next
+    }
+}
+
+/// The `on_state_change` callback.
+pub(super) type StateChangeFn = dyn Fn(&str, State, State) + Send + Sync;
+
+/// Whom the outbox delivers to: the breaker's observer and its `on_state_change` callback,
+/// which is an observer too.
+pub(super) struct Observers<O> {
+    pub(super) observer: O,
+    pub(super) on_state_change: Option<Arc<StateChangeFn>>,
+}
+
+impl<O: Observer> Observer for Observers<O> {
+    fn on_transition(&self, transition: &Transition<'_>) {
+        if let Some(callback) = &self.on_state_change {
+            callback(transition.breaker, transition.from, transition.to);
+        }
+        self.observer.on_transition(transition);
+    }
+
+    fn observes_transitions(&self) -> bool {
+        self.on_state_change.is_some() || self.observer.observes_transitions()
+    }
+}
+
+impl<O: fmt::Debug> fmt::Debug for Observers<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observers")
+            .field("observer", &self.observer)
+            .field("on_state_change", &self.on_state_change.is_some())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Counts;
+
+    fn change(to: State) -> Change {
+        Change {
+            from: State::Closed,
+            to,
+            at: 0,
+            counts: Counts::default(),
+            totals: Default::default(),
+        }
+    }
+
+    #[test]
+    fn one_deliverer_at_a_time_until_the_queue_is_empty() {
+        let mut outbox = Outbox::new();
+        assert!(!outbox.claim(), "nothing to deliver");
+        outbox.push(change(State::Open));
+        assert!(outbox.claim());
+        outbox.push(change(State::HalfOpen));
+        assert!(!outbox.claim(), "already claimed");
+        assert_eq!(outbox.next().map(|c| c.to), Some(State::Open));
+        assert_eq!(outbox.next().map(|c| c.to), Some(State::HalfOpen));
+        assert_eq!(outbox.next(), None);
+        outbox.push(change(State::Open));
+        assert!(outbox.claim(), "given up with the empty queue");
+    }
+}

@@ -1,0 +1,102 @@
+//! The change transaction: the one way the machine changes.
+//!
+//! [`Breaker::transact`] takes the state lock, closes the lock-free lane (folding in what it
+//! counted), runs one step of the machine, queues the state change it made for the
+//! observers, republishes the lane from the machine's new phase, releases the lock, and
+//! delivers queued changes. Reads ([`Breaker::read`]) take the lock and fold the lane's
+//! counts in without closing it.
+
+use crate::contain::FirstPanic;
+use crate::lane::Lane;
+use crate::machine::{Change, Machine};
+use crate::nanos::{instant, Nanos};
+use crate::observe::{Observer, Transition};
+use crate::policy::TripPolicy;
+use crate::sync::MutexGuard;
+
+use super::outbox::Outbox;
+use super::Breaker;
+
+/// Everything behind the state lock.
+#[derive(Debug)]
+pub(super) struct Inner<P> {
+    pub(super) machine: Machine<P>,
+    pub(super) outbox: Outbox,
+}
+
+/// The state lock, held by a thread that may change the machine, with the lane closed.
+/// Dropping it publishes what the machine's phase allows without the lock, so the lane is
+/// never left closed (not even if the step unwinds).
+struct Txn<'a, P: TripPolicy> {
+    inner: MutexGuard<'a, Inner<P>>,
+    lane: &'a Lane,
+}
+
+impl<P: TripPolicy> Drop for Txn<'_, P> {
+    fn drop(&mut self) {
+        self.lane.publish(self.inner.machine.phase());
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// Runs `op` on the machine at `now` (the latest time the machine saw, when `None`: the
+    /// clock could not be read), queues the change it made, and delivers queued changes once
+    /// the lock is released, unless another thread is delivering (which then delivers them
+    /// next, in order). A panic of the policy or of an observer is kept in `panics`.
+    pub(super) fn transact<R>(
+        &self,
+        now: Option<Nanos>,
+        panics: &mut FirstPanic,
+        op: impl FnOnce(&mut Machine<P>, Nanos) -> (R, Option<Change>),
+    ) -> R {
+        let (value, deliver) = {
+            let mut txn = Txn {
+                inner: self.inner.lock(),
+                lane: &self.lane,
+            };
+            let pending = txn.lane.close();
+            let inner = &mut *txn.inner;
+            inner.machine.absorb(pending.requests, pending.successes);
+            let now = now.unwrap_or_else(|| inner.machine.latest());
+            let (value, change) = op(&mut inner.machine, now);
+            panics.merge(inner.machine.take_panic());
+            if let Some(change) = change.filter(|_| self.observes) {
+                inner.outbox.push(change);
+            }
+            (value, inner.outbox.claim())
+        };
+        if deliver {
+            self.deliver(panics);
+        }
+        value
+    }
+
+    /// Delivers queued state changes one at a time, outside the lock, until none is left.
+    /// Only the thread that claimed delivery runs this. An observer that panics does not stop
+    /// the delivery of the changes after it: its panic is kept in `panics`.
+    fn deliver(&self, panics: &mut FirstPanic) {
+        loop {
+            let Some(change) = self.inner.lock().outbox.next() else {
+                return;
+            };
+            let transition = Transition {
+                breaker: &self.name,
+                from: change.from,
+                to: change.to,
+                at: instant(change.at),
+                counts: change.counts,
+                totals: change.totals,
+                manual: false,
+            };
+            panics.catch((), || self.observers.on_transition(&transition));
+        }
+    }
+
+    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a pure read.
+    pub(super) fn read<R>(&self, f: impl FnOnce(&Machine<P>) -> R) -> R {
+        let mut inner = self.inner.lock();
+        let pending = self.lane.drain();
+        inner.machine.absorb(pending.requests, pending.successes);
+        f(&inner.machine)
+    }
+}

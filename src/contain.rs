@@ -1,0 +1,149 @@
+//! Panic containment: the one place where the breaker runs user code that may panic.
+//!
+//! Every piece of user code the breaker runs (the policy's hooks, the observers and the
+//! `on_state_change` callback, the clock) goes through [`catch`] or [`FirstPanic::catch`], so
+//! the breaker can finish the step it was taking (no permit stranded, no state change lost)
+//! before the panic continues with [`resume`].
+//!
+//! The rules, the same everywhere:
+//!
+//! - A panic is never swallowed: once the breaker is consistent again, the first panic of the
+//!   operation continues to the caller.
+//! - When several pieces of user code panic in one operation, the first panic wins; the later
+//!   ones are dropped.
+//! - When the thread is already unwinding (a permit dropped by a panicking call), a panic
+//!   from user code is dropped instead of resumed: a second panic during unwinding would abort
+//!   the process, and the first panic is already on its way to the caller.
+//!
+//! A leaf module: it knows nothing of the breaker.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::thread;
+
+/// A caught panic's payload.
+pub(crate) type Payload = Box<dyn Any + Send + 'static>;
+
+/// Runs user code, catching a panic.
+///
+/// `AssertUnwindSafe`: the code given here is user code that the breaker calls with its own
+/// state borrowed, and every caller restores that state to a consistent one (by finishing the
+/// step with a neutral answer) before the panic continues.
+#[inline]
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Payload> {
+    panic::catch_unwind(AssertUnwindSafe(f))
+}
+
+/// Lets a caught panic continue: resumes it, unless the thread is already unwinding, in which
+/// case it is dropped (see the [module documentation](self)).
+#[inline]
+pub(crate) fn resume(panic: FirstPanic) {
+    if let Some(payload) = panic.0 {
+        if !thread::panicking() {
+            panic::resume_unwind(payload);
+        }
+    }
+}
+
+/// The first panic caught during one operation; later ones are dropped.
+#[derive(Default)]
+#[must_use = "a caught panic must be resumed"]
+pub(crate) struct FirstPanic(Option<Payload>);
+
+impl FirstPanic {
+    /// Keeps `payload` unless a panic is already kept.
+    pub(crate) fn keep(&mut self, payload: Payload) {
+        self.0.get_or_insert(payload);
+    }
+
+    /// Adds the panics of `other`, keeping the first.
+    pub(crate) fn merge(&mut self, other: FirstPanic) {
+        if let Some(payload) = other.0 {
+            self.keep(payload);
+        }
+    }
+
+    /// Whether a panic was caught.
+    pub(crate) fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Whether [`resume`] will let the kept panic continue: one was caught and the thread is
+    /// not already unwinding.
+    pub(crate) fn will_resume(&self) -> bool {
+        self.is_some() && !thread::panicking()
+    }
+
+    /// Takes the panic kept so far, leaving none.
+    pub(crate) fn take(&mut self) -> FirstPanic {
+        FirstPanic(self.0.take())
+    }
+
+    /// Runs user code; if it panics, keeps the panic and answers `fallback`.
+    #[inline]
+    pub(crate) fn catch<R>(&mut self, fallback: R, f: impl FnOnce() -> R) -> R {
+        match catch(f) {
+            Ok(answer) => answer,
+            Err(payload) => {
+                self.keep(payload);
+                fallback
+            }
+        }
+    }
+}
+
+impl fmt::Debug for FirstPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("FirstPanic")
+            .field(&self.0.as_ref().map(|_| "..."))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(panic: FirstPanic) -> String {
+        let payload = panic.0.expect("a panic was kept");
+        payload.downcast_ref::<&str>().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_first_panic_wins() {
+        let mut panics = FirstPanic::default();
+        assert_eq!(panics.catch(0, || 7), 7);
+        assert!(!panics.is_some());
+        assert_eq!(panics.catch(0, || panic!("first")), 0);
+        assert_eq!(panics.catch(1, || panic!("second")), 1);
+        assert_eq!(message(panics), "first");
+    }
+
+    #[test]
+    fn resume_continues_the_panic() {
+        let mut panics = FirstPanic::default();
+        panics.catch((), || panic!("boom"));
+        let caught = catch(|| resume(panics)).unwrap_err();
+        assert_eq!(*caught.downcast_ref::<&str>().unwrap(), "boom");
+        resume(FirstPanic::default()); // nothing kept: nothing happens
+    }
+
+    #[test]
+    fn resume_drops_the_panic_while_unwinding() {
+        struct ResumeOnDrop(Option<FirstPanic>);
+        impl Drop for ResumeOnDrop {
+            fn drop(&mut self) {
+                resume(self.0.take().unwrap());
+            }
+        }
+        let mut panics = FirstPanic::default();
+        panics.catch((), || panic!("second"));
+        let caught = catch(|| {
+            let _guard = ResumeOnDrop(Some(panics));
+            panic!("first");
+        })
+        .unwrap_err();
+        assert_eq!(*caught.downcast_ref::<&str>().unwrap(), "first");
+    }
+}

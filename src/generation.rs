@@ -1,0 +1,47 @@
+//! [`Generation`]: which period of the state machine a count belongs to. A leaf module.
+
+/// The number of the current count generation. A new generation starts at every state change
+/// and whenever a closed-state window expires; a result carries the generation it was
+/// admitted in, and one from an older generation is dropped rather than counted.
+///
+/// Generations count modulo `2^BITS`, so that a generation fits beside two counters in one
+/// atomic word (the lock-free lane's). A result is mistaken for a current one only if its
+/// permit was held across `2^30` state changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Generation(u64);
+
+impl Generation {
+    /// How many bits a generation takes.
+    pub(crate) const BITS: u32 = 30;
+    const MASK: u64 = (1 << Self::BITS) - 1;
+
+    /// The generation after this one.
+    #[must_use]
+    pub(crate) fn next(self) -> Self {
+        Self((self.0 + 1) & Self::MASK)
+    }
+
+    /// The generation as a number below `2^BITS`.
+    pub(crate) fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The generation whose number is `bits`, for a word that stores it in `BITS` bits
+    /// (higher bits are ignored).
+    pub(crate) fn from_bits(bits: u64) -> Self {
+        Self(bits & Self::MASK)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Generation;
+
+    #[test]
+    fn generations_wrap_within_their_bits() {
+        let last = Generation::from_bits(u64::MAX);
+        assert_eq!(last.get(), (1 << 30) - 1);
+        assert_eq!(last.next(), Generation::default());
+        assert_eq!(Generation::default().next().get(), 1);
+    }
+}

@@ -1,0 +1,647 @@
+//! The sans-IO state machine: gobreaker v2's semantics as a function of `(state, event, now)`.
+//!
+//! Nothing here reads a clock, takes a lock, knows the lock-free lane or runs user code other
+//! than the policy (through [`Guarded`], which contains its panics). The
+//! [`Breaker`](crate::Breaker) reads the clock, locks, and passes `now` in. Every time-based
+//! change is evaluated lazily, at the start of each operation ([`Machine::refresh`]).
+//!
+//! What others may know of the machine is its [`Phase`]: a neutral view of what the current
+//! state allows, from which the lane decides what it can do without the lock.
+
+use std::time::Duration;
+
+use crate::contain::FirstPanic;
+use crate::counts::{Tally, Totals, Window};
+use crate::generation::Generation;
+use crate::nanos::{instant, saturating_nanos, Nanos};
+use crate::policy::{CallResult, Outcome, TripPolicy};
+use crate::{ConfigError, Counts, Rejected, State};
+
+/// The most buckets a rolling window has. A bucket period that would need more is widened
+/// to `ceil(interval / MAX_BUCKETS)`, which keeps the memory and the catch-up work of the
+/// window bounded (gobreaker allocates `interval / bucket_period` buckets whatever they are).
+pub const MAX_BUCKETS: u64 = 1024;
+
+/// The breaker's timing knobs, after gobreaker's zero-means-default rules were applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timing {
+    /// Probes admitted in half-open, and consecutive successes that close it; at least 1.
+    max_requests: u64,
+    /// The closed-state fixed window; 0 when counts are never cleared or the window rolls.
+    interval: Nanos,
+    /// The rolling window's bucket period; 0 for a fixed window.
+    bucket_period: Nanos,
+    /// Number of buckets of a rolling window (0 for a fixed window).
+    buckets: u64,
+    /// The configured open duration (before the policy's say).
+    timeout: Nanos,
+}
+
+impl Timing {
+    /// gobreaker's defaults: `max_requests` 0 means 1, `timeout` zero means 60 s, `interval`
+    /// zero means counts are never cleared in closed (and `bucket_period` is then ignored).
+    /// With a bucket period, the interval is rounded up to a whole number of buckets, at most
+    /// [`MAX_BUCKETS`] of them; a window of one bucket is a fixed window of that length.
+    pub(crate) fn new(
+        max_requests: u32,
+        interval: Duration,
+        bucket_period: Duration,
+        timeout: Duration,
+    ) -> Self {
+        let max_requests = u64::from(max_requests.max(1));
+        let timeout = match saturating_nanos(timeout) {
+            0 => saturating_nanos(Duration::from_secs(60)),
+            t => t,
+        };
+        let interval = saturating_nanos(interval);
+        let mut bucket_period = saturating_nanos(bucket_period);
+        let (interval, bucket_period, buckets) = if interval == 0 || bucket_period == 0 {
+            (interval, 0, 0)
+        } else {
+            if interval.div_ceil(bucket_period) > MAX_BUCKETS {
+                bucket_period = interval.div_ceil(MAX_BUCKETS);
+            }
+            let buckets = interval.div_ceil(bucket_period);
+            let window = buckets.saturating_mul(bucket_period);
+            if buckets == 1 {
+                (window, 0, 0)
+            } else {
+                (0, bucket_period, buckets)
+            }
+        };
+        Self {
+            max_requests,
+            interval,
+            bucket_period,
+            buckets,
+            timeout,
+        }
+    }
+
+    /// Whether the closed-state window rolls bucket by bucket.
+    pub(crate) fn rolls(&self) -> bool {
+        self.buckets > 0
+    }
+
+    /// The strict reading of the window knobs, for [`Builder::build_strict`] and
+    /// configuration files: where [`Timing::new`] adjusts a bucket period silently, this
+    /// names it.
+    ///
+    /// [`Builder::build_strict`]: crate::Builder::build_strict
+    pub(crate) fn check(interval: Duration, bucket_period: Duration) -> Result<(), ConfigError> {
+        if bucket_period.is_zero() {
+            return Ok(());
+        }
+        let (i, b) = (saturating_nanos(interval), saturating_nanos(bucket_period));
+        let show = |d: Duration| format!("{d:?}");
+        let reason = if i == 0 {
+            "is ignored without an `interval`; set both or neither"
+        } else if b > i {
+            "must not exceed `interval`"
+        } else if i % b != 0 {
+            "must divide `interval` into whole buckets"
+        } else if i / b > MAX_BUCKETS {
+            "makes more than MAX_BUCKETS (1024) buckets in `interval`"
+        } else {
+            return Ok(());
+        };
+        Err(ConfigError::new(
+            "bucket_period",
+            show(bucket_period),
+            reason,
+        ))
+    }
+}
+
+/// What an admitted request carries to its result: the generation and window age it was
+/// admitted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    age: u64,
+    generation: Generation,
+}
+
+impl Ticket {
+    /// A request admitted in `generation` with no window age: where the window does not roll
+    /// (the age of a fixed window is always zero).
+    pub(crate) fn unaged(generation: Generation) -> Self {
+        Self { age: 0, generation }
+    }
+
+    pub(crate) fn generation(&self) -> Generation {
+        self.generation
+    }
+}
+
+/// A state change, with what caused it: the counts and totals at the moment of the change
+/// (before the new generation cleared the counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub(crate) from: State,
+    pub(crate) to: State,
+    pub(crate) at: Nanos,
+    pub(crate) counts: Counts,
+    pub(crate) totals: Totals,
+}
+
+/// A neutral view of what the current state allows, for whoever wants to act without the
+/// machine (the lock-free lane).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Closed, counting in `generation`; with a fixed window that ends at `window_end`
+    /// (inclusive: it expires strictly after), or no window end at all (`None`: counts are
+    /// never cleared, or the window rolls).
+    Closed {
+        generation: Generation,
+        window_end: Option<Nanos>,
+    },
+    /// Open until `until` (inclusive: it goes half-open strictly after).
+    Open { until: Nanos },
+    /// Half-open: every admission and result needs the machine.
+    HalfOpen,
+}
+
+/// The policy, reachable only through hooks that contain its panics: a hook that panics
+/// answers a neutral fallback so that the machine can finish its step, and the first panic is
+/// kept for the caller to resume once the breaker is consistent. A hook added later goes
+/// through [`Guarded::hook`] too, so it cannot forget the containment.
+#[derive(Debug)]
+pub(crate) struct Guarded<P> {
+    policy: P,
+    panic: FirstPanic,
+}
+
+impl<P: TripPolicy> Guarded<P> {
+    fn new(policy: P) -> Self {
+        Self {
+            policy,
+            panic: FirstPanic::default(),
+        }
+    }
+
+    fn hook<R>(&mut self, fallback: R, f: impl FnOnce(&mut P) -> R) -> R {
+        let policy = &mut self.policy;
+        self.panic.catch(fallback, || f(policy))
+    }
+
+    /// Whether to trip; no trip if the policy panics.
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        self.hook(false, |p| p.on_result(result))
+    }
+
+    fn on_probe_result(&mut self, result: &CallResult<'_>) {
+        self.hook((), |p| p.on_probe_result(result));
+    }
+
+    /// The open duration; the configured `timeout` if the policy panics.
+    fn open_duration(&mut self, timeout: Duration, now: Nanos) -> Duration {
+        self.hook(timeout, |p| p.open_duration(timeout, instant(now)))
+    }
+
+    /// Half-open probes; `max_requests` if the policy panics. At least 1.
+    fn half_open_probes(&mut self, max_requests: u64) -> u64 {
+        self.hook(max_requests, |p| p.half_open_probes(max_requests))
+            .max(1)
+    }
+
+    fn on_state_change(&mut self, from: State, to: State, now: Nanos) {
+        self.hook((), |p| p.on_state_change(from, to, instant(now)));
+    }
+}
+
+/// gobreaker's state machine over a trip policy.
+#[derive(Debug)]
+pub(crate) struct Machine<P> {
+    timing: Timing,
+    policy: Guarded<P>,
+    state: State,
+    generation: Generation,
+    /// When the current generation started.
+    start: Nanos,
+    /// Closed with a fixed window: when the window ends. Open: when the open period ends.
+    /// Both expire strictly after this instant. `Nanos::MAX` when nothing expires.
+    expiry: Nanos,
+    /// Half-open: how many probes it admits and how many successes close it, asked of the
+    /// policy once, when the half-open period starts.
+    probes: u64,
+    window: Window,
+    totals: Totals,
+    /// The latest time an operation was given: the time of a step whose clock reading failed.
+    latest: Nanos,
+}
+
+impl<P: TripPolicy> Machine<P> {
+    /// A closed machine in generation 1, started at `now`.
+    pub(crate) fn new(timing: Timing, policy: P, now: Nanos) -> Self {
+        let mut machine = Self {
+            timing,
+            policy: Guarded::new(policy),
+            state: State::Closed,
+            generation: Generation::default(),
+            start: now,
+            expiry: Nanos::MAX,
+            probes: timing.max_requests,
+            window: Window::rolling(timing.buckets as usize),
+            totals: Totals::default(),
+            latest: now,
+        };
+        machine.new_generation(now);
+        machine
+    }
+
+    pub(crate) fn state(&self) -> State {
+        self.state
+    }
+
+    pub(crate) fn counts(&self) -> &Counts {
+        self.window.counts()
+    }
+
+    pub(crate) fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    pub(crate) fn policy(&self) -> &P {
+        &self.policy.policy
+    }
+
+    /// Whether the closed-state window rolls (then every closed result needs the machine, to
+    /// find its bucket).
+    pub(crate) fn rolls(&self) -> bool {
+        self.timing.rolls()
+    }
+
+    /// The latest time an operation was given.
+    pub(crate) fn latest(&self) -> Nanos {
+        self.latest
+    }
+
+    /// The first panic the policy raised since the last call, if it did: every step was
+    /// completed with a neutral answer (no trip, the configured timeout, `max_requests`
+    /// probes) so the machine is consistent, and the caller must now let the panic continue.
+    pub(crate) fn take_panic(&mut self) -> FirstPanic {
+        self.policy.panic.take()
+    }
+
+    /// What the current state allows.
+    pub(crate) fn phase(&self) -> Phase {
+        match self.state {
+            State::Closed => Phase::Closed {
+                generation: self.generation,
+                window_end: (self.timing.interval > 0).then_some(self.expiry),
+            },
+            State::Open => Phase::Open { until: self.expiry },
+            State::HalfOpen => Phase::HalfOpen,
+        }
+    }
+
+    /// Records `requests` admissions and `successes` successes made elsewhere (the lock-free
+    /// lane) in the current closed generation with a window that does not roll, as if each
+    /// had been recorded here in turn.
+    pub(crate) fn absorb(&mut self, requests: u64, successes: u64) {
+        if requests == 0 && successes == 0 {
+            return;
+        }
+        debug_assert!(self.state == State::Closed && !self.rolls());
+        self.window.absorb(requests, successes);
+        self.totals.admitted += requests;
+        self.totals.successes += successes;
+    }
+
+    /// Lazy evaluation of everything time-based (gobreaker's `currentState`): a closed fixed
+    /// window that expired starts a new generation, a rolling window rolls, and an open period
+    /// that expired goes half-open.
+    pub(crate) fn refresh(&mut self, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        match self.state {
+            State::Closed => {
+                if now > self.expiry {
+                    self.new_generation(now);
+                } else if self.window.is_rolling() {
+                    let age = now.saturating_sub(self.start) / self.timing.bucket_period;
+                    self.window.advance_to(age);
+                }
+                None
+            }
+            State::Open if now > self.expiry => Some(self.set_state(State::HalfOpen, now)),
+            State::Open | State::HalfOpen => None,
+        }
+    }
+
+    /// Admits a request or says why not.
+    pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Change>) {
+        let change = self.refresh(now);
+        let admitted = match self.state {
+            State::Open => Err(Rejected::open_until(self.expiry, now)),
+            State::HalfOpen if self.half_open_in_flight() >= self.probes => {
+                Err(Rejected::TooManyRequests)
+            }
+            State::Closed | State::HalfOpen => {
+                self.window.on_request();
+                self.totals.admitted += 1;
+                Ok(Ticket {
+                    generation: self.generation,
+                    age: self.window.age(),
+                })
+            }
+        };
+        (admitted, change)
+    }
+
+    /// Probes that hold a half-open slot: excluded results give theirs back.
+    fn half_open_in_flight(&self) -> u64 {
+        let c = self.window.counts();
+        c.requests.saturating_sub(c.total_exclusions)
+    }
+
+    /// Records the result of a request admitted with `ticket`. A result from an older
+    /// generation (the lazy evaluation of this very call included) is dropped.
+    pub(crate) fn complete(
+        &mut self,
+        ticket: Ticket,
+        outcome: Outcome,
+        latency: Option<Duration>,
+        now: Nanos,
+    ) -> Option<Change> {
+        let change = self.refresh(now);
+        if change.is_some() || ticket.generation != self.generation {
+            // Stale: every state change starts a new generation, this very one included.
+            self.totals.dropped += 1;
+            return change;
+        }
+        let tally = match outcome {
+            Outcome::Success => Tally::Success,
+            Outcome::Failure => Tally::Failure,
+            Outcome::Excluded => Tally::Exclusion,
+        };
+        match self.state {
+            State::Closed => {
+                // A result whose bucket rolled out of the window is not counted, but the
+                // policy is still consulted on the current counts, as gobreaker does.
+                self.record(ticket.age, tally);
+                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
+                let trips = self.policy.on_result(&result);
+                trips.then(|| self.set_state(State::Open, now))
+            }
+            State::HalfOpen => {
+                if outcome == Outcome::Failure {
+                    self.totals.on_result(tally);
+                } else {
+                    self.record(ticket.age, tally);
+                }
+                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
+                self.policy.on_probe_result(&result);
+                match outcome {
+                    Outcome::Failure => Some(self.set_state(State::Open, now)),
+                    Outcome::Success
+                        if self.window.counts().consecutive_successes >= self.probes =>
+                    {
+                        Some(self.set_state(State::Closed, now))
+                    }
+                    Outcome::Success | Outcome::Excluded => None,
+                }
+            }
+            // Unreachable in practice: an open breaker admits nothing, and entering open
+            // starts a new generation. Dropping the result is the safe answer.
+            State::Open => {
+                self.totals.dropped += 1;
+                None
+            }
+        }
+    }
+
+    /// Records a result in the window, and in the totals as counted or dropped.
+    fn record(&mut self, age: u64, tally: Tally) {
+        if self.window.record(age, tally) {
+            self.totals.on_result(tally);
+        } else {
+            self.totals.dropped += 1;
+        }
+    }
+
+    /// Moves to `to`. The policy is asked for the open duration (or the half-open probe
+    /// count) before anything changes and told of the change after everything has.
+    fn set_state(&mut self, to: State, now: Nanos) -> Change {
+        let from = self.state;
+        debug_assert_ne!(from, to);
+        let counts = *self.window.counts();
+        let expiry = self.expiry_of(to, now);
+        if to == State::HalfOpen {
+            self.probes = self.policy.half_open_probes(self.timing.max_requests);
+        }
+        self.state = to;
+        if to == State::Open {
+            self.totals.opened += 1;
+        }
+        self.start_generation(now, expiry);
+        self.policy.on_state_change(from, to, now);
+        Change {
+            from,
+            to,
+            at: now,
+            counts,
+            totals: self.totals,
+        }
+    }
+
+    /// A new generation of the current state, e.g. when a closed-state window expires.
+    fn new_generation(&mut self, now: Nanos) {
+        let expiry = self.expiry_of(self.state, now);
+        self.start_generation(now, expiry);
+    }
+
+    /// When a generation of `state` starting at `now` expires (strictly after the result).
+    fn expiry_of(&mut self, state: State, now: Nanos) -> Nanos {
+        match state {
+            State::Closed if self.timing.interval > 0 => now.saturating_add(self.timing.interval),
+            State::Closed | State::HalfOpen => Nanos::MAX,
+            State::Open => {
+                let timeout = Duration::from_nanos(self.timing.timeout);
+                let open_for = self.policy.open_duration(timeout, now);
+                now.saturating_add(saturating_nanos(open_for))
+            }
+        }
+    }
+
+    fn start_generation(&mut self, now: Nanos, expiry: Nanos) {
+        self.generation = self.generation.next();
+        self.start = now;
+        self.window.clear();
+        self.expiry = expiry;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ConsecutiveFailures;
+    use crate::policy::FailureRatio;
+
+    const MS: Nanos = 1_000_000;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn moved(change: Option<Change>) -> Option<(State, State)> {
+        change.map(|c| (c.from, c.to))
+    }
+
+    fn machine(timing: Timing, threshold: u64) -> Machine<ConsecutiveFailures> {
+        Machine::new(timing, ConsecutiveFailures::new(threshold).unwrap(), 0)
+    }
+
+    #[test]
+    fn zero_knobs_take_gobreakers_defaults() {
+        let t = Timing::new(0, Duration::ZERO, ms(5), Duration::ZERO);
+        assert_eq!(t.max_requests, 1);
+        assert_eq!(t.timeout, 60_000 * MS);
+        assert_eq!((t.interval, t.bucket_period, t.buckets), (0, 0, 0));
+    }
+
+    #[test]
+    fn interval_rounds_up_to_whole_buckets() {
+        let t = Timing::new(1, ms(1000), ms(300), ms(1));
+        assert_eq!((t.bucket_period, t.buckets), (300 * MS, 4));
+        // A bucket as long as the interval or longer is a fixed window of one bucket.
+        let t = Timing::new(1, ms(1000), ms(1500), ms(1));
+        assert_eq!((t.interval, t.buckets), (1500 * MS, 0));
+    }
+
+    #[test]
+    fn bucket_count_is_bounded() {
+        let t = Timing::new(1, Duration::from_secs(3600), Duration::from_nanos(1), ms(1));
+        assert_eq!(t.buckets, MAX_BUCKETS);
+        // 3600 s / 1024 rounded up to whole nanoseconds.
+        assert_eq!(t.bucket_period, 3_515_625_000);
+    }
+
+    #[test]
+    fn strict_check_names_a_bucket_period_that_does_not_fit() {
+        let check = |i: u64, b: u64| Timing::check(ms(i), ms(b)).map_err(|e| e.reason());
+        assert_eq!(check(0, 0), Ok(()));
+        assert_eq!(check(1000, 0), Ok(()));
+        assert_eq!(check(1000, 250), Ok(()));
+        assert_eq!(check(1000, 1000), Ok(()));
+        assert!(check(0, 100).unwrap_err().contains("without an `interval`"));
+        assert!(check(1000, 1001).unwrap_err().contains("exceed"));
+        assert!(check(1000, 300).unwrap_err().contains("whole buckets"));
+        assert!(check(2000, 1).unwrap_err().contains("MAX_BUCKETS"));
+        let err = Timing::check(ms(1000), ms(300)).unwrap_err();
+        assert_eq!((err.field(), err.value()), ("bucket_period", "300ms"));
+    }
+
+    #[test]
+    fn open_expires_strictly_after_the_timeout() {
+        let mut m = machine(Timing::new(1, Duration::ZERO, Duration::ZERO, ms(10)), 1);
+        let (ticket, _) = m.admit(0);
+        let t = moved(m.complete(ticket.unwrap(), Outcome::Failure, None, 0));
+        assert_eq!(t, Some((State::Closed, State::Open)));
+        let (r, t) = m.admit(10 * MS);
+        assert_eq!(
+            r,
+            Err(Rejected::Open {
+                retry_after: Duration::from_nanos(1)
+            })
+        );
+        assert_eq!(t, None);
+        let (r, t) = m.admit(10 * MS + 1);
+        assert!(r.is_ok());
+        assert_eq!(moved(t), Some((State::Open, State::HalfOpen)));
+    }
+
+    #[test]
+    fn half_open_admits_max_requests_and_exclusions_give_slots_back() {
+        let mut m = machine(Timing::new(2, Duration::ZERO, Duration::ZERO, ms(1)), 1);
+        let (t, _) = m.admit(0);
+        m.complete(t.unwrap(), Outcome::Failure, None, 0);
+        let (a, _) = m.admit(2 * MS);
+        let (b, _) = m.admit(2 * MS);
+        assert_eq!(m.admit(2 * MS).0, Err(Rejected::TooManyRequests));
+        assert_eq!(
+            m.complete(a.unwrap(), Outcome::Excluded, None, 2 * MS),
+            None
+        );
+        let (c, _) = m.admit(2 * MS);
+        assert!(c.is_ok());
+        assert_eq!(m.complete(b.unwrap(), Outcome::Success, None, 2 * MS), None);
+        assert_eq!(
+            moved(m.complete(c.unwrap(), Outcome::Success, None, 2 * MS)),
+            Some((State::HalfOpen, State::Closed))
+        );
+    }
+
+    #[test]
+    fn a_result_from_an_older_generation_is_dropped() {
+        let mut m = machine(Timing::new(1, ms(10), Duration::ZERO, ms(1)), 1);
+        let (t, _) = m.admit(0);
+        // The fixed window expires strictly after 10 ms; the result arrives after that.
+        assert_eq!(
+            m.complete(t.unwrap(), Outcome::Failure, None, 11 * MS),
+            None
+        );
+        assert_eq!(m.state(), State::Closed);
+        assert_eq!(*m.counts(), Counts::default());
+        assert_eq!(m.totals().dropped, 1);
+    }
+
+    #[test]
+    fn a_change_carries_the_counts_that_caused_it() {
+        let policy = FailureRatio::new(0.5, 2).unwrap();
+        let mut m = Machine::new(
+            Timing::new(1, Duration::ZERO, Duration::ZERO, ms(1)),
+            policy,
+            0,
+        );
+        let (a, _) = m.admit(0);
+        let (b, _) = m.admit(0);
+        assert_eq!(m.complete(a.unwrap(), Outcome::Success, None, 5), None);
+        let change = m.complete(b.unwrap(), Outcome::Failure, None, 7).unwrap();
+        assert_eq!(
+            (change.from, change.to, change.at),
+            (State::Closed, State::Open, 7)
+        );
+        assert_eq!(
+            (
+                change.counts.requests,
+                change.counts.total_successes,
+                change.counts.total_failures
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!((change.totals.opened, change.totals.failures), (1, 1));
+        assert_eq!(
+            *m.counts(),
+            Counts::default(),
+            "the new generation starts empty"
+        );
+    }
+
+    #[test]
+    fn a_panicking_policy_finishes_the_step_and_keeps_the_first_panic() {
+        #[derive(Debug)]
+        struct Panics;
+        impl TripPolicy for Panics {
+            fn on_result(&mut self, _: &CallResult<'_>) -> bool {
+                panic!("on_result")
+            }
+            fn half_open_probes(&self, _: u64) -> u64 {
+                panic!("half_open_probes")
+            }
+        }
+        let mut m = Machine::new(
+            Timing::new(3, Duration::ZERO, Duration::ZERO, ms(1)),
+            Panics,
+            0,
+        );
+        let (t, _) = m.admit(0);
+        assert_eq!(
+            m.complete(t.unwrap(), Outcome::Failure, None, 0),
+            None,
+            "no trip"
+        );
+        assert_eq!(m.totals().failures, 1);
+        let _ = m.take_panic();
+        assert!(!m.take_panic().is_some(), "taken");
+    }
+}

@@ -1,0 +1,134 @@
+//! The observation seam: how a breaker tells the outside world what happens to it.
+//!
+//! A [`Breaker`](crate::Breaker) has an [`Observer`] type parameter, `()` by default, which
+//! observes nothing and costs nothing: its hooks are empty and monomorphised away. An
+//! observer of your own (metrics, logs, a tracing span) is given with
+//! [`Builder::observer`](crate::Builder::observer); the
+//! [`on_state_change`](crate::Builder::on_state_change) callback is sugar for one.
+//!
+//! Every hook runs **outside** the breaker's lock, so it may call back into the breaker.
+//! State changes reach observers exactly once each, in the order they happened, one at a
+//! time (see [`Observer::on_transition`]). A hook that panics does not disturb the breaker:
+//! the panic is caught, every remaining change is still delivered, and then the first panic
+//! continues to the caller of the breaker method that made the change (or is dropped if that
+//! thread is already unwinding from a panic of its own).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{Counts, State, Totals};
+
+/// Observes a breaker: a set of hooks, each with an empty default.
+///
+/// # Examples
+///
+/// Counting the trips of a breaker:
+///
+/// ```
+/// use lazybreaker::observe::{Observer, Transition};
+/// use lazybreaker::{Breaker, State};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// #[derive(Debug, Default)]
+/// struct Trips(AtomicU64);
+///
+/// impl Observer for Trips {
+///     fn on_transition(&self, t: &Transition<'_>) {
+///         if t.to == State::Open {
+///             // The counts that caused the trip, not the new generation's empty ones.
+///             assert_eq!(t.counts.consecutive_failures, 2);
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
+///     }
+/// }
+///
+/// let breaker = Breaker::builder()
+///     .ready_to_trip(|c| c.consecutive_failures >= 2)
+///     .observer(Trips::default())
+///     .build();
+/// for _ in 0..2 {
+///     let _ = breaker.execute(|| Err::<(), _>("boom"));
+/// }
+/// assert_eq!(breaker.observer().0.load(Ordering::Relaxed), 1);
+/// ```
+pub trait Observer: Send + Sync {
+    /// Called with each state change, after the change and outside the breaker's lock.
+    ///
+    /// Changes are delivered exactly once each, in the order they happened, one at a time:
+    /// the thread whose call made a change delivers it before that call returns, unless
+    /// another thread is already delivering, which then delivers it next. A change made from
+    /// inside this hook is delivered right after it returns.
+    fn on_transition(&self, transition: &Transition<'_>) {
+        let _ = transition;
+    }
+
+    /// Whether [`on_transition`](Observer::on_transition) wants to be called at all. The
+    /// default is `true`; `()` says `false`, so that a breaker without observers does not
+    /// even queue its state changes.
+    fn observes_transitions(&self) -> bool {
+        true
+    }
+}
+
+/// The default observer: observes nothing, at no cost.
+impl Observer for () {
+    fn observes_transitions(&self) -> bool {
+        false
+    }
+}
+
+impl<O: Observer + ?Sized> Observer for Arc<O> {
+    fn on_transition(&self, transition: &Transition<'_>) {
+        (**self).on_transition(transition)
+    }
+
+    fn observes_transitions(&self) -> bool {
+        (**self).observes_transitions()
+    }
+}
+
+impl<O: Observer + ?Sized> Observer for Box<O> {
+    fn on_transition(&self, transition: &Transition<'_>) {
+        (**self).on_transition(transition)
+    }
+
+    fn observes_transitions(&self) -> bool {
+        (**self).observes_transitions()
+    }
+}
+
+/// Two observers, both told everything (the first first).
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn on_transition(&self, transition: &Transition<'_>) {
+        self.0.on_transition(transition);
+        self.1.on_transition(transition);
+    }
+
+    fn observes_transitions(&self) -> bool {
+        self.0.observes_transitions() || self.1.observes_transitions()
+    }
+}
+
+/// A state change, as observers see it: what changed, when, and the numbers that caused it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Transition<'a> {
+    /// The breaker's name.
+    pub breaker: &'a str,
+    /// The state before the change.
+    pub from: State,
+    /// The state after the change.
+    pub to: State,
+    /// When the change happened, on the breaker's clock.
+    pub at: Duration,
+    /// The counts of the generation that ended with this change: for a trip, the counts that
+    /// tripped the breaker (gobreaker clears them before its callback runs; here they are
+    /// kept).
+    pub counts: Counts,
+    /// The breaker's lifetime totals right after the change (`opened` includes this change,
+    /// when it opened the breaker).
+    pub totals: Totals,
+    /// Whether an operator's control made the change rather than the traffic. Always `false`
+    /// for now.
+    pub manual: bool,
+}
