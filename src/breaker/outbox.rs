@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::contain::FirstPanic;
 use crate::machine::Change;
 use crate::observe::{Observer, Transition};
 use crate::State;
@@ -64,15 +65,19 @@ pub(super) struct Observers<O> {
     pub(super) on_state_change: Option<Arc<StateChangeFn>>,
 }
 
-impl<O: Observer> Observer for Observers<O> {
-    fn on_transition(&self, transition: &Transition<'_>) {
+impl<O: Observer> Observers<O> {
+    /// Tells the callback, then the observer, of `transition`; each is told even if the other
+    /// panics, and the first panic is kept in `panics`.
+    pub(super) fn deliver(&self, transition: &Transition<'_>, panics: &mut FirstPanic) {
         if let Some(callback) = &self.on_state_change {
-            callback(transition.breaker, transition.from, transition.to);
+            panics.catch((), || {
+                callback(transition.breaker, transition.from, transition.to)
+            });
         }
-        self.observer.on_transition(transition);
+        panics.catch((), || self.observer.on_transition(transition));
     }
 
-    fn observes_transitions(&self) -> bool {
+    pub(super) fn observes_transitions(&self) -> bool {
         self.on_state_change.is_some() || self.observer.observes_transitions()
     }
 }

@@ -11,6 +11,7 @@ use crate::lane::Lane;
 use crate::machine::{Change, Machine};
 use crate::nanos::{instant, Nanos};
 use crate::observe::{Observer, Transition};
+
 use crate::policy::TripPolicy;
 use crate::sync::MutexGuard;
 
@@ -88,7 +89,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 totals: change.totals,
                 manual: false,
             };
-            panics.catch((), || self.observers.on_transition(&transition));
+            self.observers.deliver(&transition, panics);
         }
     }
 

@@ -13,6 +13,7 @@
 //! continues to the caller of the breaker method that made the change (or is dropped if that
 //! thread is already unwinding from a panic of its own).
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,11 +98,15 @@ impl<O: Observer + ?Sized> Observer for Box<O> {
     }
 }
 
-/// Two observers, both told everything (the first first).
+/// Two observers, both told everything (the first first). The second is told even if the
+/// first panics; then the first's panic continues.
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn on_transition(&self, transition: &Transition<'_>) {
-        self.0.on_transition(transition);
+        let first = panic::catch_unwind(AssertUnwindSafe(|| self.0.on_transition(transition)));
         self.1.on_transition(transition);
+        if let Err(payload) = first {
+            panic::resume_unwind(payload);
+        }
     }
 
     fn observes_transitions(&self) -> bool {
