@@ -167,6 +167,7 @@ impl Tally {
                 self.consecutive_successes = 0;
             }
             Outcome::Excluded => self.total_exclusions += 1,
+            other => unreachable!("the model gives no {other:?} verdict"),
         }
     }
 }
@@ -447,6 +448,7 @@ impl Model {
                 Outcome::Success => self.totals.successes += 1,
                 Outcome::Failure => self.totals.failures += 1,
                 Outcome::Excluded => self.totals.exclusions += 1,
+                other => unreachable!("the model gives no {other:?} verdict"),
             }
         } else {
             self.totals.dropped += 1; // out of window

@@ -140,8 +140,7 @@ struct Rig {
 impl Rig {
     fn new(lane: bool) -> Self {
         let (arms, clock) = (Arms::default(), ManualClock::new());
-        let (happened, by_callback, by_observer) =
-            (Log::default(), Log::default(), Log::default());
+        let (happened, by_callback, by_observer) = (Log::default(), Log::default(), Log::default());
         let breaker = Breaker::builder()
             .name("rig")
             .timeout(TIMEOUT)
@@ -208,7 +207,11 @@ impl Rig {
                 },
             }
         }
-        assert_eq!(self.breaker.state(), State::Closed, "{row}: did not recover");
+        assert_eq!(
+            self.breaker.state(),
+            State::Closed,
+            "{row}: did not recover"
+        );
         // And it still trips and counts.
         self.breaker.allow().unwrap().failure();
         assert_eq!(self.breaker.state(), State::Open, "{row}: no longer trips");
@@ -234,7 +237,10 @@ impl Rig {
             "{row}: the observer saw other changes than happened"
         );
         for pair in happened.windows(2) {
-            assert_eq!(pair[0].1, pair[1].0, "{row}: changes out of order: {pair:?}");
+            assert_eq!(
+                pair[0].1, pair[1].0,
+                "{row}: changes out of order: {pair:?}"
+            );
         }
         let opened = happened.iter().filter(|(_, to)| *to == State::Open).count();
         assert_eq!(t.opened, opened as u64, "{row}: opened");
@@ -422,7 +428,10 @@ fn a_panicking_classifier_counts_as_an_exclusion() {
     // Neither closed nor reopened by a result nobody could classify: the slot is free again.
     assert_eq!(rig.breaker.state(), State::HalfOpen);
     assert_eq!(rig.breaker.counts().total_exclusions, 1);
-    rig.breaker.allow().expect("the probe slot was given back").success();
+    rig.breaker
+        .allow()
+        .expect("the probe slot was given back")
+        .success();
     assert_eq!(rig.breaker.state(), State::Closed);
 }
 
@@ -447,12 +456,18 @@ fn issue_9_a_callback_panicking_on_half_open_does_not_strand_the_probe() {
     breaker.allow().unwrap().failure();
     clock.advance(TIMEOUT * 2);
     let caught = catch_unwind(AssertUnwindSafe(|| breaker.allow().map(|p| p.success())));
-    assert_eq!(*caught.unwrap_err().downcast_ref::<&str>().unwrap(), "callback bug");
+    assert_eq!(
+        *caught.unwrap_err().downcast_ref::<&str>().unwrap(),
+        "callback bug"
+    );
     // The probe slot was given back: the next probe is admitted, and closes the breaker.
     breaker.allow().expect("not TooManyRequests").success();
     assert_eq!(breaker.state(), State::Closed);
     let t = breaker.totals();
-    assert_eq!((t.admitted, t.failures, t.exclusions, t.successes), (3, 1, 1, 1));
+    assert_eq!(
+        (t.admitted, t.failures, t.exclusions, t.successes),
+        (3, 1, 1, 1)
+    );
 }
 
 /// 1b. The same under load: a callback that panics on every 4th delivery, 4 threads.
@@ -500,12 +515,19 @@ fn issue_9_a_callback_panicking_on_every_fourth_delivery_under_load() {
         })
         .collect();
     let panics: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
-    assert!(panics > 10, "the workload made the callback panic ({panics})");
+    assert!(
+        panics > 10,
+        "the workload made the callback panic ({panics})"
+    );
     // Settle: one more call delivers anything still queued, then the counts must add up.
     clock.advance(Duration::from_secs(1));
     let _ = catch_unwind(AssertUnwindSafe(|| breaker.state()));
     let t = breaker.totals();
-    assert_eq!(t.admitted, t.successes + t.failures + t.exclusions + t.dropped, "{t:?}");
+    assert_eq!(
+        t.admitted,
+        t.successes + t.failures + t.exclusions + t.dropped,
+        "{t:?}"
+    );
     let log = log.lock().unwrap();
     for pair in log.windows(2) {
         assert_eq!(pair[0].1, pair[1].0, "out of order or lost: {pair:?}");
@@ -548,7 +570,10 @@ fn issue_9_a_policy_panicking_during_unwinding_does_not_abort() {
         panic!("the call blew up");
     }));
     // The call's panic reaches the caller; the policy's division by zero was dropped.
-    assert_eq!(*caught.unwrap_err().downcast_ref::<&str>().unwrap(), "the call blew up");
+    assert_eq!(
+        *caught.unwrap_err().downcast_ref::<&str>().unwrap(),
+        "the call blew up"
+    );
     let t = breaker.totals();
     assert_eq!((t.admitted, t.dropped), (1, 1));
     assert_eq!(breaker.state(), State::Closed);
@@ -581,8 +606,15 @@ fn issue_9_a_clock_panicking_while_a_probe_reports_keeps_the_verdict() {
     assert_eq!(breaker.state(), State::HalfOpen);
     arms.arm(Hook::Clock);
     let caught = catch_unwind(AssertUnwindSafe(|| probe.success()));
-    assert_eq!(*caught.unwrap_err().downcast_ref::<Hook>().unwrap(), Hook::Clock);
-    assert_eq!(breaker.state(), State::Closed, "the probe's success was recorded");
+    assert_eq!(
+        *caught.unwrap_err().downcast_ref::<Hook>().unwrap(),
+        Hook::Clock
+    );
+    assert_eq!(
+        breaker.state(),
+        State::Closed,
+        "the probe's success was recorded"
+    );
     let t = breaker.totals();
     assert_eq!((t.admitted, t.successes, t.failures), (2, 1, 1));
 }
@@ -640,7 +672,10 @@ fn issue_9_owned_permits_report_to_their_own_breaker() {
     let permit = a.allow_owned().unwrap();
     assert!(Arc::ptr_eq(permit.breaker(), &a));
     permit.failure();
-    assert_eq!((a.counts().total_failures, b.counts().total_failures), (1, 0));
+    assert_eq!(
+        (a.counts().total_failures, b.counts().total_failures),
+        (1, 0)
+    );
 }
 
 #[test]
@@ -649,6 +684,7 @@ fn a_rejection_is_not_an_error_of_the_call() {
         .ready_to_trip(|c| c.consecutive_failures >= 1)
         .build();
     breaker.allow().unwrap().failure();
-    let r = breaker.execute(|| -> Result<(), &str> { unreachable!("an open breaker runs nothing") });
+    let r =
+        breaker.execute(|| -> Result<(), &str> { unreachable!("an open breaker runs nothing") });
     assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
 }
