@@ -592,7 +592,7 @@ impl<P: TripPolicy> Builder<P> {
     /// assert_eq!(err.to_string(), "invalid `bucket_period` = 3s: must divide `interval` into whole buckets");
     /// ```
     pub fn try_build(self) -> Result<Breaker<P>, crate::ConfigError> {
-        Timing::check(self.interval, self.bucket_period)?;
+        crate::window_check::check(self.interval, self.bucket_period)?;
         Ok(self.build())
     }
 

@@ -95,7 +95,6 @@ use serde::{Deserialize, Serialize};
 use crate::policy::{
     AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy,
 };
-use crate::state::Timing;
 use crate::{Breaker, Builder, ConfigError};
 
 /// A breaker whose policy was chosen at run time, e.g. from a [`PolicyConfig`].
@@ -302,7 +301,7 @@ impl Settings {
     /// ```
     pub fn to_builder(&self) -> Result<Builder<Box<dyn TripPolicy>>, ConfigError> {
         let named = |err: ConfigError| err.for_breaker(&self.name);
-        Timing::check(self.interval, self.bucket_period).map_err(named)?;
+        crate::window_check::check(self.interval, self.bucket_period).map_err(named)?;
         let policy = self
             .policy
             .build()

@@ -98,6 +98,7 @@ mod permit;
 pub mod policy;
 mod state;
 mod sync;
+mod window_check;
 
 pub use breaker::{Breaker, Builder};
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
