@@ -140,10 +140,10 @@ impl<E> From<Rejected> for Error<E> {
 ///
 /// Returned where a parameter can be invalid: when a policy is constructed (a ratio outside
 /// `[0, 1]`, a zero threshold), by [`Builder::try_build`](crate::Builder::try_build) (a bucket
-/// period that does not fit the interval), and when a breaker is built from configuration
-/// (`config::Settings`, with the `serde` feature). The builder's plain
-/// [`build`](crate::Builder::build) follows gobreaker's zero-means-default rules and cannot
-/// fail.
+/// period that does not fit the interval), when a breaker is built from configuration
+/// ([`config::Settings`](crate::config::Settings)), and when configuration read from a file
+/// does not fit its shape. The builder's plain [`build`](crate::Builder::build) follows
+/// gobreaker's zero-means-default rules and cannot fail.
 ///
 /// A parameter checked by a constructor is named as the constructor spells it (`ratio`); one
 /// that came from configuration is named by its path in the settings (`policy.ratio`,
@@ -192,7 +192,6 @@ impl ConfigError {
 
     /// The same error, for a field found at `prefix` in a configuration: `ratio` within
     /// `policy` becomes `policy.ratio`, within `policies[1]` it becomes `policies[1].ratio`.
-    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn within(mut self, prefix: impl fmt::Display) -> Self {
         self.field = Cow::Owned(format!("{prefix}.{}", self.field));
         self
@@ -200,7 +199,6 @@ impl ConfigError {
 
     /// The same error, attributed to the breaker called `name`, unless it already is
     /// attributed to one or `name` is empty.
-    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn for_breaker(mut self, name: &str) -> Self {
         if self.breaker.is_none() && !name.is_empty() {
             self.breaker = Some(name.to_owned());

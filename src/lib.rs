@@ -75,27 +75,33 @@
 //! consecutive failures (the default), failure ratio, and any `ready_to_trip` closure.
 //! Policies run under the breaker's lock: they must be quick and must not call the breaker.
 //!
+//! # Configuration
+//!
+//! [`config`] describes breakers as plain values ([`config::Settings`], a
+//! [`config::PolicyConfig`] for every built-in policy) and builds them
+//! ([`Breaker::from_settings`], [`config::build_all`]), with errors that name the breaker and
+//! the field by its path.
+//!
 //! # Features
 //!
 //! - `serde`: `Serialize`/`Deserialize` for [`State`], [`Counts`], [`Totals`],
-//!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and the `config`
-//!   module: breakers built from configuration files (`config::Settings`,
-//!   `Breaker::from_settings`), durations written as `"250ms"` or `"1m30s"`, errors that name
-//!   the breaker and the field.
+//!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and for the
+//!   [`config`] values: breakers configured from files, durations written as `"250ms"` or
+//!   `"1m30s"`, errors that name the breaker and the field by its path.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
 mod breaker;
 mod clock;
-#[cfg(feature = "serde")]
-#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod config;
 mod counts;
 mod error;
 mod lane;
 mod permit;
 pub mod policy;
+#[cfg(feature = "serde")]
+mod serde_duration;
 mod state;
 mod sync;
 mod window_check;
@@ -106,6 +112,13 @@ pub use counts::{Counts, Totals};
 pub use error::{ConfigError, Error, Rejected};
 pub use permit::{OwnedPermit, Permit};
 pub use state::{State, MAX_BUCKETS};
+
+/// A breaker whose policy was chosen at run time, e.g. from a
+/// [`PolicyConfig`](config::PolicyConfig) or [`Breaker::from_settings`].
+pub type DynBreaker = Breaker<Box<dyn policy::TripPolicy>>;
+
+/// A builder for a [`DynBreaker`], e.g. from [`Settings::to_builder`](config::Settings::to_builder).
+pub type DynBuilder = Builder<Box<dyn policy::TripPolicy>>;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

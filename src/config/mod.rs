@@ -1,16 +1,20 @@
-//! Breakers configured from files: serde [`Settings`] for every knob, a [`PolicyConfig`] for
-//! every built-in policy, and errors that name the breaker, the field and the reason.
+//! Breakers described by plain values: [`Settings`] for every knob, a [`PolicyConfig`] for
+//! every built-in policy, an [`OpenDurationConfig`], and errors that name the breaker, the
+//! field by its path, and the reason.
 //!
-//! Services keep their breakers' settings in TOML, YAML or JSON next to the rest of their
-//! configuration, and change them without a rebuild. Any serde format works; the examples
-//! here use TOML.
+//! The values are plain Rust, available without any feature: build them in code, keep them
+//! in your own configuration structs, and turn them into breakers with
+//! [`Breaker::from_settings`], [`Settings::to_builder`] or [`build_all`]. With the `serde`
+//! feature they also serialise and deserialise, so services keep their breakers' settings in
+//! TOML, YAML or JSON next to the rest of their configuration, and change them without a
+//! rebuild. Any self-describing serde format works; the examples here use TOML.
 //!
 //! # Two kinds of error
 //!
-//! - **The file does not fit the shape**: an unknown field (every struct here denies unknown
-//!   fields, so a typo is never silently ignored), a wrong type, a duration that does not
-//!   parse, an unknown policy `kind`. The format crate (`toml`, `serde_json`, …) reports these
-//!   while parsing, with the field's name and its line.
+//! - **The file does not fit the shape** (with `serde`): an unknown field (a typo is never
+//!   silently ignored), a wrong type, a duration that does not parse, an unknown policy
+//!   `kind`. Deserializing reports these while parsing, through the format crate (`toml`,
+//!   `serde_json`, …).
 //! - **A value is out of range**: a ratio outside `[0, 1]`, a zero window, a bucket period
 //!   that does not fit the interval, an isolation minimum above its maximum. Building the
 //!   breaker ([`Breaker::from_settings`], [`Settings::to_builder`], [`build_all`]) reports these
@@ -24,16 +28,37 @@
 //!
 //! # Durations
 //!
-//! Durations are strings in [`humantime`]'s format, and are written back in it: `"250ms"`,
-//! `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m` (minutes),
-//! `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for `interval`,
-//! `bucket_period` and `timeout` means the builder's default.
+//! In files, durations are strings in [humantime]'s format, and are written back in it:
+//! `"250ms"`, `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m`
+//! (minutes), `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for
+//! `interval`, `bucket_period` and `timeout` means the builder's default.
+//!
+//! [humantime]: https://docs.rs/humantime
 //!
 //! # Examples
 //!
-//! One breaker per downstream, in one TOML file:
+//! Settings made in code:
 //!
 //! ```
+//! use lazybreaker::config::{self, PolicyConfig, Settings};
+//! use std::time::Duration;
+//!
+//! let payments = Settings {
+//!     interval: Duration::from_secs(10),
+//!     bucket_period: Duration::from_secs(1),
+//!     policy: PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 20 },
+//!     ..Settings::default()
+//! };
+//! let breakers = config::build_all([("payments", payments), ("search", Settings::default())])?;
+//! assert_eq!(breakers[0].1.name(), "payments"); // the key names a breaker without a `name`
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! One breaker per downstream, in one TOML file (with the `serde` feature):
+//!
+//! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use lazybreaker::config::{self, Settings};
 //! use lazybreaker::State;
 //! use std::collections::BTreeMap;
@@ -55,12 +80,17 @@
 //! assert_eq!(breakers[0].0, "payments"); // the map key names a breaker without a `name`
 //! assert_eq!(breakers[0].1.name(), "payments");
 //! assert_eq!(breakers[1].1.state(), State::Closed);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
 //! ```
 //!
 //! What a user sees for a value out of range:
 //!
 //! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use lazybreaker::config::Settings;
 //! use lazybreaker::Breaker;
 //!
@@ -75,39 +105,43 @@
 //!     err.to_string(),
 //!     "breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1]"
 //! );
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
 //! ```
 //!
-//! and for a typo, reported by the format crate while parsing:
+//! and for a typo, reported while parsing:
 //!
 //! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() {
 //! use lazybreaker::config::Settings;
 //!
 //! let err = toml::from_str::<Settings>(r#"intervall = "10s""#).unwrap_err();
 //! assert!(err.to_string().contains("unknown field `intervall`, expected one of"));
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
 //! ```
 
 use std::borrow::Borrow;
 use std::time::Duration;
-
-use serde::{Deserialize, Serialize};
 
 use crate::policy::{
     AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy,
 };
 use crate::{Breaker, Builder, ConfigError};
 
-/// A breaker whose policy was chosen at run time, e.g. from a [`PolicyConfig`].
-pub type DynBreaker = Breaker<Box<dyn TripPolicy>>;
+pub use crate::{DynBreaker, DynBuilder};
 
-/// A builder for a [`DynBreaker`], e.g. from [`Settings::to_builder`].
-pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
-
-/// Everything that configures a [`Breaker`], as it appears in a configuration file.
+/// Everything that configures a [`Breaker`], as a plain value or a table in a configuration
+/// file.
 ///
-/// Every field may be omitted; an omitted field takes the [builder](Breaker::builder)'s
-/// default, so an empty table is the default breaker. Unknown fields are rejected. Durations
-/// are strings such as `"250ms"` or `"1m30s"` (see the [module documentation](self)).
+/// Every field has the [builder](Breaker::builder)'s default (`..Settings::default()` in code);
+/// in a file every field may be omitted, so an empty table is the default breaker, and
+/// unknown fields are rejected. In files, durations are strings such as `"250ms"` or
+/// `"1m30s"` (see the [module documentation](self)).
 ///
 /// | field | default | meaning |
 /// |---|---|---|
@@ -136,16 +170,12 @@ pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
 /// use lazybreaker::{ManualClock, State};
 /// use std::time::Duration;
 ///
-/// let settings: Settings = toml::from_str(r#"
-///     name = "inventory"
-///     timeout = "1m30s"
-///     [policy]
-///     kind = "consecutive_failures"
-///     threshold = 3
-/// "#)?;
-/// assert_eq!(settings.timeout, Duration::from_secs(90));
-/// assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
-/// assert_eq!(settings.max_requests, 0); // omitted: the builder's default
+/// let settings = Settings {
+///     name: "inventory".into(),
+///     timeout: Duration::from_secs(90),
+///     policy: PolicyConfig::ConsecutiveFailures { threshold: 3 },
+///     ..Settings::default()
+/// };
 ///
 /// // The settings are a builder away from a breaker: add a clock or a callback.
 /// let clock = ManualClock::new();
@@ -158,52 +188,116 @@ pub type DynBuilder = Builder<Box<dyn TripPolicy>>;
 /// assert_eq!(breaker.state(), State::Open);
 /// clock.advance(Duration::from_nanos(1));
 /// assert_eq!(breaker.state(), State::HalfOpen);
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// The same settings in a file (with the `serde` feature), and written back:
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lazybreaker::config::{PolicyConfig, Settings};
+/// use std::time::Duration;
+///
+/// let settings: Settings = toml::from_str(r#"
+///     name = "inventory"
+///     timeout = "1m30s"
+///     [policy]
+///     kind = "consecutive_failures"
+///     threshold = 3
+/// "#)?;
+/// assert_eq!(settings.timeout, Duration::from_secs(90));
+/// assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
+/// assert_eq!(settings.max_requests, 0); // omitted: the builder's default
 ///
 /// // Settings serialise back, durations as humantime strings.
 /// let text = toml::to_string(&settings)?;
 /// assert!(text.contains(r#"timeout = "1m 30s""#));
 /// assert_eq!(toml::from_str::<Settings>(&text)?, settings);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
 /// ```
 ///
 /// `Settings::default()` is the builder's defaults: every field's own default (no name,
 /// `max_requests` 0, zero `interval`, `bucket_period` and `timeout`, the default
 /// [`PolicyConfig`] and [`OpenDurationConfig`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct Settings {
     /// The breaker's name ([`Builder::name`]), reported by [`ConfigError::breaker`]. Empty by
     /// default; written out only when not empty.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "String::is_empty"))]
     pub name: String,
     /// How many probes the half-open state admits ([`Builder::max_requests`]); 0 means 1.
     pub max_requests: u32,
     /// The closed-state count window ([`Builder::interval`]); zero never clears the counts.
-    #[serde(with = "duration")]
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
     pub interval: Duration,
     /// The rolling window's bucket length ([`Builder::bucket_period`]); zero means a fixed
     /// window. Checked strictly, as by [`Builder::try_build`]: it must divide `interval` into
     /// whole buckets, at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them.
-    #[serde(with = "duration")]
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
     pub bucket_period: Duration,
     /// How long the breaker stays open when a counting policy trips it
     /// ([`Builder::timeout`]); zero means 60 s. `ema` chooses its own duration: see
     /// [How long the breaker stays open](Settings#how-long-the-breaker-stays-open).
-    #[serde(with = "duration")]
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
     pub timeout: Duration,
     /// When to trip.
     pub policy: PolicyConfig,
     /// How long to stay open: the policy's own rule (the default), or an exponential backoff.
     /// Written out only when not the default.
-    #[serde(skip_serializing_if = "OpenDurationConfig::is_policy")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(skip_serializing_if = "OpenDurationConfig::is_policy")
+    )]
     pub open_duration: OpenDurationConfig,
 }
 
 /// How long a breaker built from [`Settings`] stays open each time it opens.
 ///
+/// In a file, a table whose `kind` says which rule: `{ kind = "policy" }` (the default) or
+/// `{ kind = "exponential", initial = "1s", max = "2m" }`.
+///
 /// # Examples
 ///
 /// ```
+/// use lazybreaker::config::{OpenDurationConfig, PolicyConfig, Settings};
+/// use lazybreaker::Breaker;
+/// use std::time::Duration;
+///
+/// let settings = Settings {
+///     policy: PolicyConfig::ConsecutiveFailures { threshold: 5 },
+///     open_duration: OpenDurationConfig::Exponential {
+///         initial: Duration::from_secs(1),
+///         max: Duration::from_secs(120),
+///     },
+///     ..Settings::default()
+/// };
+/// let _breaker = Breaker::from_settings(&settings)?;
+///
+/// let err = Settings {
+///     name: "payments".into(),
+///     open_duration: OpenDurationConfig::Exponential {
+///         initial: Duration::from_secs(300),
+///         max: Duration::from_secs(60),
+///     },
+///     ..Settings::default()
+/// }
+/// .validate()
+/// .unwrap_err();
+/// assert_eq!(err.field(), "open_duration.initial");
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// In a file (with the `serde` feature):
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use lazybreaker::config::{OpenDurationConfig, Settings};
 /// use std::time::Duration;
 ///
@@ -218,17 +312,17 @@ pub struct Settings {
 ///         max: Duration::from_secs(120),
 ///     }
 /// );
-/// let err = toml::from_str::<Settings>(r#"
-///     name = "payments"
-///     open_duration = { kind = "exponential", initial = "5m", max = "1m" }
-/// "#)?
-/// .validate()
-/// .unwrap_err();
-/// assert_eq!(err.field(), "open_duration.initial");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
+)]
 #[non_exhaustive]
 pub enum OpenDurationConfig {
     /// The policy decides: `timeout` for the counting policies, brpc's isolation for `ema`.
@@ -239,10 +333,10 @@ pub enum OpenDurationConfig {
     /// back to `initial` once the breaker closes.
     Exponential {
         /// The first open duration, above zero.
-        #[serde(with = "duration")]
+        #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
         initial: Duration,
         /// The longest open duration, at least `initial`.
-        #[serde(with = "duration")]
+        #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
         max: Duration,
     },
 }
@@ -254,6 +348,7 @@ impl Default for OpenDurationConfig {
 }
 
 impl OpenDurationConfig {
+    #[cfg(feature = "serde")]
     fn is_policy(&self) -> bool {
         matches!(self, OpenDurationConfig::Policy {})
     }
@@ -378,11 +473,31 @@ impl Breaker<Box<dyn TripPolicy>> {
 /// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
 ///
 /// The default is `consecutive_failures` with threshold 6: the builder's default policy,
-/// [`ConsecutiveFailures::default`]. Unknown parameters are rejected.
+/// [`ConsecutiveFailures::default`]. In a file, unknown parameters are rejected.
 ///
 /// # Examples
 ///
 /// ```
+/// use lazybreaker::config::PolicyConfig;
+/// use lazybreaker::policy::{EmaConfig, FailureRatio};
+/// use std::time::Duration;
+///
+/// let policy = PolicyConfig::AnyOf {
+///     policies: vec![
+///         PolicyConfig::ConsecutiveFailures { threshold: 20 },
+///         PolicyConfig::from(FailureRatio::new(0.5, 10)?),
+///         PolicyConfig::Ema(EmaConfig { max_isolation: Duration::from_secs(10), ..EmaConfig::default() }),
+///     ],
+/// };
+/// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// In a file (with the `serde` feature):
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use lazybreaker::config::PolicyConfig;
 /// use lazybreaker::policy::EmaConfig;
 /// use std::time::Duration;
@@ -408,18 +523,24 @@ impl Breaker<Box<dyn TripPolicy>> {
 ///     ],
 /// };
 /// assert_eq!(policy, expected);
-/// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
+)]
 #[non_exhaustive]
 pub enum PolicyConfig {
     /// [`ConsecutiveFailures`]: trips on the `threshold`-th consecutive failure.
     ConsecutiveFailures {
         /// The number of consecutive failures that trips the breaker, at least 1; 6 when
         /// omitted ([`ConsecutiveFailures::DEFAULT_THRESHOLD`]).
-        #[serde(default = "default_threshold")]
+        #[cfg_attr(feature = "serde", serde(default = "default_threshold"))]
         threshold: u64,
     },
     /// [`FailureRatio`]: trips when `failures / requests` reaches `ratio`, once `requests`
@@ -442,6 +563,7 @@ pub enum PolicyConfig {
     },
 }
 
+#[cfg(feature = "serde")]
 fn default_threshold() -> u64 {
     ConsecutiveFailures::default().threshold()
 }
@@ -550,11 +672,12 @@ impl From<EmaConfig> for PolicyConfig {
 /// use lazybreaker::config::{self, Settings};
 /// use lazybreaker::ManualClock;
 /// use std::collections::BTreeMap;
+/// use std::time::Duration;
 ///
-/// let settings: BTreeMap<String, Settings> = toml::from_str(r#"
-///     inventory = { timeout = "5s" }
-///     payments = { name = "payments-eu" }
-/// "#)?;
+/// let settings = BTreeMap::from([
+///     ("inventory", Settings { timeout: Duration::from_secs(5), ..Settings::default() }),
+///     ("payments", Settings { name: "payments-eu".into(), ..Settings::default() }),
+/// ]);
 /// let clock = ManualClock::new();
 /// let breakers: Vec<_> = config::builders(&settings)?
 ///     .into_iter()
@@ -562,7 +685,7 @@ impl From<EmaConfig> for PolicyConfig {
 ///     .collect();
 /// assert_eq!(breakers[0].1.name(), "inventory");
 /// assert_eq!((breakers[1].0.as_str(), breakers[1].1.name()), ("payments", "payments-eu"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
 pub fn builders<I, K, S>(settings: I) -> Result<Vec<(String, DynBuilder)>, ConfigError>
 where
@@ -600,26 +723,23 @@ fn breaker_name<'a>(key: &'a str, settings: &'a Settings) -> &'a str {
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::config::{self, Settings};
-/// use std::collections::BTreeMap;
+/// use lazybreaker::config::{self, PolicyConfig, Settings};
+/// use lazybreaker::policy::EmaConfig;
+/// use std::time::Duration;
 ///
-/// let settings: BTreeMap<String, Settings> = toml::from_str(r#"
-///     [inventory.policy]
-///     kind = "consecutive_failures"
-///     threshold = 3
-///     [payments.policy]
-///     kind = "failure_ratio"
-///     ratio = 0.5
-///     min_requests = 0
-///     [search.policy]
-///     kind = "ema"
-///     min_isolation = "1m"
-///     max_isolation = "30s"
-/// "#)?;
-/// let err = config::build_all(&settings).unwrap_err();
+/// let with_policy = |policy| Settings { policy, ..Settings::default() };
+/// let settings = [
+///     ("inventory", with_policy(PolicyConfig::ConsecutiveFailures { threshold: 3 })),
+///     ("payments", with_policy(PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 0 })),
+///     ("search", with_policy(PolicyConfig::Ema(EmaConfig {
+///         min_isolation: Duration::from_secs(60),
+///         max_isolation: Duration::from_secs(30),
+///         ..EmaConfig::default()
+///     }))),
+/// ];
+/// let err = config::build_all(settings).unwrap_err();
 /// assert_eq!(err.breaker(), Some("search"));
 /// assert_eq!(err.field(), "policy.min_isolation");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn build_all<I, K, S>(settings: I) -> Result<Vec<(String, DynBreaker)>, ConfigError>
 where
@@ -632,40 +752,4 @@ where
         .into_iter()
         .map(|(key, builder)| (key, builder.build()))
         .collect())
-}
-
-/// `Duration`s as humantime strings ("250ms", "1m 30s"), for `#[serde(with = "…")]`.
-pub(crate) mod duration {
-    use std::fmt;
-    use std::time::Duration;
-
-    use serde::{de, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(
-        value: &Duration,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&humantime::format_duration(*value))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Duration, D::Error> {
-        deserializer.deserialize_str(Visitor)
-    }
-
-    struct Visitor;
-
-    impl de::Visitor<'_> for Visitor {
-        type Value = Duration;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(r#"a duration string such as "250ms", "10s" or "1m30s""#)
-        }
-
-        fn visit_str<E: de::Error>(self, text: &str) -> Result<Duration, E> {
-            humantime::parse_duration(text)
-                .map_err(|err| E::custom(format_args!("invalid duration {text:?}: {err}")))
-        }
-    }
 }

@@ -54,7 +54,7 @@ pub struct EmaConfig {
     /// An accumulated error cost below this is forgiven at the next decay
     /// (`circuit_breaker_min_error_cost_us`, default 500 µs). Whole microseconds count: zero
     /// (nothing forgiven) or at least 1 µs.
-    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
     pub min_error_cost: Duration,
     /// A failure costs at most this many times the average success latency
     /// (`circuit_breaker_max_failed_latency_mutiple`, default 2).
@@ -65,13 +65,13 @@ pub struct EmaConfig {
     /// The first isolation duration, and the one used again after a long healthy spell
     /// (`circuit_breaker_min_isolation_duration_ms`, default 100 ms). Whole milliseconds
     /// count: at least 1 ms.
-    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
     pub min_isolation: Duration,
     /// The cap on the doubling isolation duration, and how long a revived recorder must stay
     /// healthy to start again from `min_isolation`
     /// (`circuit_breaker_max_isolation_duration_ms`, default 30 s). Whole milliseconds count:
     /// at least `min_isolation`.
-    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
+    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
     pub max_isolation: Duration,
     /// Weight left to a sample after a window's worth of newer samples, strictly between 0 and
     /// 1 (`circuit_breaker_epsilon_value`, default 0.02). It also widens the error budget by
