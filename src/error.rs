@@ -173,6 +173,9 @@ impl ConfigError {
     /// An error naming `field`, its `value` and what a valid value looks like (`reason`, in
     /// lowercase without a final period), for the constructors of your own policies.
     ///
+    /// `field` is a `&'static str` or, for a name made at run time (a path in your own
+    /// configuration, say), a `String`.
+    ///
     /// # Examples
     ///
     /// ```
@@ -181,10 +184,14 @@ impl ConfigError {
     /// let err = ConfigError::new("window", 0, "must be at least 1");
     /// assert_eq!(err.to_string(), "invalid `window` = 0: must be at least 1");
     /// ```
-    pub fn new(field: &'static str, value: impl fmt::Display, reason: &'static str) -> Self {
+    pub fn new(
+        field: impl Into<Cow<'static, str>>,
+        value: impl fmt::Display,
+        reason: &'static str,
+    ) -> Self {
         Self {
             breaker: None,
-            field: Cow::Borrowed(field),
+            field: field.into(),
             value: value.to_string(),
             reason,
         }

@@ -13,8 +13,14 @@
 //!
 //! - **The file does not fit the shape** (with `serde`): an unknown field (a typo is never
 //!   silently ignored), a wrong type, a duration that does not parse, an unknown policy
-//!   `kind`. Deserializing reports these while parsing, through the format crate (`toml`,
-//!   `serde_json`, …).
+//!   `kind`, a list where a table belongs. Deserializing reports these while parsing, as a
+//!   [`ConfigError`] that names the field by its full path, the value as written, and the
+//!   breaker: `` breaker `payments`: invalid `policy.policies[1].min_requests` = -1: expected
+//!   a non-negative integer ``. Through a format crate (`toml::from_str`,
+//!   `serde_json::from_str`, …) it arrives as the format's error with exactly that message;
+//!   `Settings::from_deserializer` returns it typed, apart from the format's own syntax
+//!   errors. A breaker is named by its table's `name`; in a [`Breakers`] file, by its key
+//!   when it has no `name`.
 //! - **A value is out of range**: a ratio outside `[0, 1]`, a zero window, a bucket period
 //!   that does not fit the interval, an isolation minimum above its maximum. Building the
 //!   breaker ([`Breaker::from_settings`], [`Settings::to_builder`], [`build_all`]) reports these
@@ -111,7 +117,7 @@
 //! # fn main() {}
 //! ```
 //!
-//! and for a typo, reported while parsing:
+//! and for a typo or a wrong type, reported while parsing:
 //!
 //! ```
 //! # #[cfg(feature = "serde")]
@@ -119,13 +125,29 @@
 //! use lazybreaker::config::Settings;
 //!
 //! let err = toml::from_str::<Settings>(r#"intervall = "10s""#).unwrap_err();
-//! assert!(err.to_string().contains("unknown field `intervall`, expected one of"));
+//! assert!(err
+//!     .message()
+//!     .starts_with(r#"invalid `intervall` = "10s": unknown field, expected one of `name`"#));
+//!
+//! let err = toml::from_str::<Settings>(r#"
+//!     name = "payments"
+//!     policy = { kind = "failure_ratio", ratio = "0.5", min_requests = 1 }
+//! "#)
+//! .unwrap_err();
+//! assert_eq!(
+//!     err.message(),
+//!     r#"breaker `payments`: invalid `policy.ratio` = "0.5": expected a number"#
+//! );
 //! # }
 //! # #[cfg(not(feature = "serde"))]
 //! # fn main() {}
 //! ```
 
+#[cfg(feature = "serde")]
+mod de;
+
 use std::borrow::Borrow;
+use std::collections::btree_map::{self, BTreeMap};
 use std::time::Duration;
 
 use crate::policy::{
@@ -134,6 +156,10 @@ use crate::policy::{
 use crate::{Breaker, Builder, ConfigError};
 
 pub use crate::{DynBreaker, DynBuilder};
+
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub use de::DeserializeError;
 
 /// Everything that configures a [`Breaker`], as a plain value or a table in a configuration
 /// file.
@@ -224,8 +250,7 @@ pub use crate::{DynBreaker, DynBuilder};
 /// `max_requests` 0, zero `interval`, `bucket_period` and `timeout`, the default
 /// [`PolicyConfig`] and [`OpenDurationConfig`]).
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Settings {
     /// The breaker's name ([`Builder::name`]), reported by [`ConfigError::breaker`]. Empty by
     /// default; written out only when not empty.
@@ -234,17 +259,26 @@ pub struct Settings {
     /// How many probes the half-open state admits ([`Builder::max_requests`]); 0 means 1.
     pub max_requests: u32,
     /// The closed-state count window ([`Builder::interval`]); zero never clears the counts.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub interval: Duration,
     /// The rolling window's bucket length ([`Builder::bucket_period`]); zero means a fixed
     /// window. Checked strictly, as by [`Builder::try_build`]: it must divide `interval` into
     /// whole buckets, at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub bucket_period: Duration,
     /// How long the breaker stays open when a counting policy trips it
     /// ([`Builder::timeout`]); zero means 60 s. `ema` chooses its own duration: see
     /// [How long the breaker stays open](Settings#how-long-the-breaker-stays-open).
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub timeout: Duration,
     /// When to trip.
     pub policy: PolicyConfig,
@@ -318,25 +352,28 @@ pub struct Settings {
 /// # fn main() {}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "serde",
-    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
-)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum OpenDurationConfig {
     /// The policy decides: `timeout` for the counting policies, brpc's isolation for `ema`.
-    /// (An empty struct variant rather than a unit one: serde rejects unknown fields only in
-    /// struct variants, and `{ kind = "policy", max = "1m" }` must be an error.)
+    /// In a file, `{ kind = "policy" }` and nothing else (`{ kind = "policy", max = "1m" }` is
+    /// an error).
     Policy {},
     /// A [`Backoff`]: `initial`, doubled on each trip after a failed recovery, up to `max`;
     /// back to `initial` once the breaker closes.
     Exponential {
         /// The first open duration, above zero.
-        #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+        #[cfg_attr(
+            feature = "serde",
+            serde(serialize_with = "crate::serde_duration::serialize")
+        )]
         initial: Duration,
         /// The longest open duration, at least `initial`.
-        #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+        #[cfg_attr(
+            feature = "serde",
+            serde(serialize_with = "crate::serde_duration::serialize")
+        )]
         max: Duration,
     },
 }
@@ -486,7 +523,10 @@ impl Breaker<Box<dyn TripPolicy>> {
 ///     policies: vec![
 ///         PolicyConfig::ConsecutiveFailures { threshold: 20 },
 ///         PolicyConfig::from(FailureRatio::new(0.5, 10)?),
-///         PolicyConfig::Ema(EmaConfig { max_isolation: Duration::from_secs(10), ..EmaConfig::default() }),
+///         PolicyConfig::Ema(EmaConfig {
+///             max_isolation: Duration::from_secs(10),
+///             ..EmaConfig::default()
+///         }),
 ///     ],
 /// };
 /// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
@@ -529,18 +569,14 @@ impl Breaker<Box<dyn TripPolicy>> {
 /// # fn main() {}
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "serde",
-    serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)
-)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum PolicyConfig {
     /// [`ConsecutiveFailures`]: trips on the `threshold`-th consecutive failure.
     ConsecutiveFailures {
         /// The number of consecutive failures that trips the breaker, at least 1; 6 when
         /// omitted ([`ConsecutiveFailures::DEFAULT_THRESHOLD`]).
-        #[cfg_attr(feature = "serde", serde(default = "default_threshold"))]
         threshold: u64,
     },
     /// [`FailureRatio`]: trips when `failures / requests` reaches `ratio`, once `requests`
@@ -561,11 +597,6 @@ pub enum PolicyConfig {
         /// The policies, at least one. A single policy behaves as itself.
         policies: Vec<PolicyConfig>,
     },
-}
-
-#[cfg(feature = "serde")]
-fn default_threshold() -> u64 {
-    ConsecutiveFailures::default().threshold()
 }
 
 impl Default for PolicyConfig {
@@ -752,4 +783,170 @@ where
         .into_iter()
         .map(|(key, builder)| (key, builder.build()))
         .collect())
+}
+
+/// A file of breakers: [`Settings`] keyed by breaker name, in key order.
+///
+/// A map, like `BTreeMap<String, Settings>`, that builds its breakers ([`builders`],
+/// [`build_all`]: a breaker is named by its `name`, or else by its key) and, with the `serde`
+/// feature, reads a file whose top-level tables are the breakers. Unlike a plain map, whose
+/// [`Settings`] cannot know the key they are read under, it attributes an error inside an
+/// entry to that entry's breaker: `` breaker `search`: invalid `intervall` = "10s": unknown
+/// field, … `` for a typo in `[search]`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::{Breakers, Settings};
+/// use std::time::Duration;
+///
+/// let breakers: Breakers = [
+///     ("payments", Settings { timeout: Duration::from_secs(30), ..Settings::default() }),
+///     ("search", Settings { name: "search-eu".into(), ..Settings::default() }),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let built = breakers.build_all()?;
+/// assert_eq!(built[0].1.name(), "payments");
+/// assert_eq!(built[1].1.name(), "search-eu");
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// From a file (with the `serde` feature):
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lazybreaker::config::Breakers;
+///
+/// let breakers: Breakers = toml::from_str(r#"
+///     [payments]
+///     timeout = "30s"
+///     [search.policy]
+///     kind = "consecutive_failures"
+///     threshold = 3
+/// "#)?;
+/// assert_eq!(breakers.len(), 2);
+/// assert!(breakers.get("search").is_some());
+///
+/// let err = toml::from_str::<Breakers>(r#"
+///     [payments]
+///     timeout = "30s"
+///     [search]
+///     policy = { kind = "consecutive_failures", threshold = -3 }
+/// "#)
+/// .unwrap_err();
+/// assert_eq!(
+///     err.message(),
+///     "breaker `search`: invalid `policy.threshold` = -3: expected a non-negative integer"
+/// );
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(transparent))]
+pub struct Breakers(BTreeMap<String, Settings>);
+
+impl Breakers {
+    /// No breakers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The settings of the breaker keyed `key`.
+    pub fn get(&self, key: &str) -> Option<&Settings> {
+        self.0.get(key)
+    }
+
+    /// Adds or replaces the breaker keyed `key`; returns the settings it replaced.
+    pub fn insert(&mut self, key: impl Into<String>, settings: Settings) -> Option<Settings> {
+        self.0.insert(key.into(), settings)
+    }
+
+    /// The breakers' keys and settings, in key order.
+    pub fn iter(&self) -> btree_map::Iter<'_, String, Settings> {
+        self.0.iter()
+    }
+
+    /// How many breakers.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no breakers.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The map of settings by key.
+    pub fn as_map(&self) -> &BTreeMap<String, Settings> {
+        &self.0
+    }
+
+    /// The map of settings by key, taken out.
+    pub fn into_map(self) -> BTreeMap<String, Settings> {
+        self.0
+    }
+
+    /// A builder for each breaker, as [`builders`] makes them.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid entry's [`ConfigError`], naming the breaker.
+    pub fn builders(&self) -> Result<Vec<(String, DynBuilder)>, ConfigError> {
+        builders(self)
+    }
+
+    /// Every breaker, as [`build_all`] builds them.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid entry's [`ConfigError`], naming the breaker.
+    pub fn build_all(&self) -> Result<Vec<(String, DynBreaker)>, ConfigError> {
+        build_all(self)
+    }
+}
+
+impl From<BTreeMap<String, Settings>> for Breakers {
+    fn from(map: BTreeMap<String, Settings>) -> Self {
+        Self(map)
+    }
+}
+
+impl From<Breakers> for BTreeMap<String, Settings> {
+    fn from(breakers: Breakers) -> Self {
+        breakers.0
+    }
+}
+
+impl<K: Into<String>> FromIterator<(K, Settings)> for Breakers {
+    fn from_iter<I: IntoIterator<Item = (K, Settings)>>(iter: I) -> Self {
+        Self(iter.into_iter().map(|(k, s)| (k.into(), s)).collect())
+    }
+}
+
+impl<K: Into<String>> Extend<(K, Settings)> for Breakers {
+    fn extend<I: IntoIterator<Item = (K, Settings)>>(&mut self, iter: I) {
+        self.0.extend(iter.into_iter().map(|(k, s)| (k.into(), s)));
+    }
+}
+
+impl IntoIterator for Breakers {
+    type Item = (String, Settings);
+    type IntoIter = btree_map::IntoIter<String, Settings>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Breakers {
+    type Item = (&'a String, &'a Settings);
+    type IntoIter = btree_map::Iter<'a, String, Settings>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
 }

@@ -35,9 +35,10 @@ use crate::ConfigError;
 /// assert_eq!(bad.validate().unwrap_err().field(), "epsilon");
 /// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
+// With `serde`, `Deserialize` is implemented beside the configuration's (`src/config/de.rs`),
+// which names every invalid field by its path.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct EmaConfig {
     /// Sample count of the short window (`circuit_breaker_short_window_size`, default 1500).
     /// Must be at least 1.
@@ -54,7 +55,10 @@ pub struct EmaConfig {
     /// An accumulated error cost below this is forgiven at the next decay
     /// (`circuit_breaker_min_error_cost_us`, default 500 µs). Whole microseconds count: zero
     /// (nothing forgiven) or at least 1 µs.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub min_error_cost: Duration,
     /// A failure costs at most this many times the average success latency
     /// (`circuit_breaker_max_failed_latency_mutiple`, default 2).
@@ -65,13 +69,19 @@ pub struct EmaConfig {
     /// The first isolation duration, and the one used again after a long healthy spell
     /// (`circuit_breaker_min_isolation_duration_ms`, default 100 ms). Whole milliseconds
     /// count: at least 1 ms.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub min_isolation: Duration,
     /// The cap on the doubling isolation duration, and how long a revived recorder must stay
     /// healthy to start again from `min_isolation`
     /// (`circuit_breaker_max_isolation_duration_ms`, default 30 s). Whole milliseconds count:
     /// at least `min_isolation`.
-    #[cfg_attr(feature = "serde", serde(with = "crate::serde_duration"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub max_isolation: Duration,
     /// Weight left to a sample after a window's worth of newer samples, strictly between 0 and
     /// 1 (`circuit_breaker_epsilon_value`, default 0.02). It also widens the error budget by
