@@ -288,6 +288,10 @@ enum Value {
 /// The key under which toml hands a datetime to `deserialize_any`, as a one-entry map.
 const TOML_DATETIME: &str = "$__toml_private_datetime";
 
+/// The key under which serde_json hands a number to `deserialize_any` when its
+/// `arbitrary_precision` feature is on (anywhere in the build), as a one-entry map.
+const JSON_NUMBER: &str = "$serde_json::private::Number";
+
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(ValueVisitor)
@@ -378,6 +382,16 @@ impl<'de> Visitor<'de> for ValueVisitor {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
         while let Some(key) = map.next_key::<Key>()? {
             entries.push((key.0, map.next_value()?));
+        }
+        if let [(key, Value::Str(number))] = entries.as_slice() {
+            if key == JSON_NUMBER {
+                if let Ok(n) = number.parse() {
+                    return Ok(Value::Int(n));
+                }
+                if let Ok(x) = number.parse() {
+                    return Ok(Value::Float(x));
+                }
+            }
         }
         Ok(Value::Map(entries))
     }
@@ -971,6 +985,21 @@ mod tests {
             Value::Str("1979-05-27".into()),
         )]);
         assert_eq!(datetime.to_string(), "1979-05-27");
+    }
+
+    #[test]
+    fn a_number_of_arbitrary_precision_is_a_number() {
+        use serde::de::value::{Error, MapDeserializer};
+        let read = |number: &str| {
+            Value::deserialize(MapDeserializer::<_, Error>::new(
+                [(JSON_NUMBER, number)].into_iter(),
+            ))
+            .unwrap()
+        };
+        assert_eq!(read("3"), Value::Int(3));
+        assert_eq!(read("-1"), Value::Int(-1));
+        assert_eq!(read("0.5"), Value::Float(0.5));
+        assert_eq!(read("1e400"), Value::Float(f64::INFINITY));
     }
 
     #[test]
