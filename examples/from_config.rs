@@ -6,14 +6,13 @@
 //! It loads `examples/breakers.toml` (a table per downstream), builds the breakers on a
 //! simulated clock, sends them 8 simulated seconds of traffic during which some downstreams
 //! fail, prints each state change as it happens and a JSON snapshot of every breaker at the
-//! end. Then it shows what a user sees for a broken file: a typo'd field, reported while
-//! parsing, and a value out of range, reported when the breakers are built.
+//! end. Then it shows what a user sees for a broken file: a typo'd field and a wrong type,
+//! reported while parsing, and a value out of range, reported when the breakers are built.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lazybreaker::config::{self, DynBreaker, Settings};
-use lazybreaker::{Counts, ManualClock, State, Totals};
+use lazybreaker::config::Breakers;
+use lazybreaker::{Counts, DynBreaker, ManualClock, State, Totals};
 
 const TICK: Duration = Duration::from_millis(10);
 const LATENCY: Duration = Duration::from_millis(5);
@@ -58,8 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/breakers.toml").to_owned()
     });
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    let settings: BTreeMap<String, Settings> =
-        toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let settings: Breakers = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
 
     println!("loaded {} breakers from {path}", settings.len());
     // The settings serialise back out, durations as humantime strings.
@@ -70,7 +68,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Every breaker on one simulated clock, printing its state changes.
     let clock = ManualClock::new();
-    let breakers: Vec<(String, DynBreaker)> = config::builders(&settings)?
+    let breakers: Vec<(String, DynBreaker)> = settings
+        .builders()?
         .into_iter()
         .map(|(key, builder)| {
             let at = clock.clone();
@@ -121,10 +120,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // What a user sees for a broken file.
-    println!("\na typo'd field is an error while parsing (the format crate names it):\n");
+    println!("\na typo'd field is an error while parsing:\n");
     let typo = "[payments]\ntimeout = \"5s\"\nintervall = \"10s\"\n";
-    match toml::from_str::<BTreeMap<String, Settings>>(typo) {
+    match toml::from_str::<Breakers>(typo) {
         Ok(_) => unreachable!("`intervall` is not a field"),
+        Err(err) => println!("{err}"),
+    }
+
+    println!("so is a wrong type, however deep:\n");
+    let wrong_type = r#"
+        [search.policy]
+        kind = "any_of"
+        policies = [
+            { kind = "consecutive_failures", threshold = 5 },
+            { kind = "failure_ratio", ratio = 0.5, min_requests = -1 },
+        ]
+    "#;
+    match toml::from_str::<Breakers>(wrong_type) {
+        Ok(_) => unreachable!("-1 is not a number of requests"),
         Err(err) => println!("{err}"),
     }
 
@@ -136,8 +149,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [payments]
         policy = { kind = "failure_ratio", ratio = 1.5, min_requests = 10 }
     "#;
-    let settings: BTreeMap<String, Settings> = toml::from_str(out_of_range)?;
-    match config::build_all(&settings) {
+    let settings: Breakers = toml::from_str(out_of_range)?;
+    match settings.build_all() {
         Ok(_) => unreachable!("a ratio of 1.5 is out of range"),
         Err(err) => {
             println!("{err}");

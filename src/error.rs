@@ -168,10 +168,10 @@ impl<E: fmt::Debug + fmt::Display> std::error::Error for Error<E> {}
 ///
 /// Returned where a parameter can be invalid: when a policy is constructed (a ratio outside
 /// `[0, 1]`, a zero threshold), by [`Builder::build_strict`](crate::Builder::build_strict) (a bucket
-/// period that does not fit the interval), and when a breaker is built from configuration
-/// (`config::Settings`, with the `serde` feature). The builder's plain
-/// [`build`](crate::Builder::build) follows gobreaker's zero-means-default rules and cannot
-/// fail.
+/// period that does not fit the interval), when a breaker is built from configuration
+/// ([`config::Settings`](crate::config::Settings)), and when configuration read from a file
+/// does not fit its shape. The builder's plain [`build`](crate::Builder::build) follows
+/// gobreaker's zero-means-default rules and cannot fail.
 ///
 /// A parameter checked by a constructor is named as the constructor spells it (`ratio`); one
 /// that came from configuration is named by its path in the settings (`policy.ratio`,
@@ -201,6 +201,9 @@ impl ConfigError {
     /// An error naming `field`, its `value` and what a valid value looks like (`reason`, in
     /// lowercase without a final period), for the constructors of your own policies.
     ///
+    /// `field` is a `&'static str` or, for a name made at run time (a path in your own
+    /// configuration, say), a `String`.
+    ///
     /// # Examples
     ///
     /// ```
@@ -209,10 +212,14 @@ impl ConfigError {
     /// let err = ConfigError::new("window", 0, "must be at least 1");
     /// assert_eq!(err.to_string(), "invalid `window` = 0: must be at least 1");
     /// ```
-    pub fn new(field: &'static str, value: impl fmt::Display, reason: &'static str) -> Self {
+    pub fn new(
+        field: impl Into<Cow<'static, str>>,
+        value: impl fmt::Display,
+        reason: &'static str,
+    ) -> Self {
         Self {
             breaker: None,
-            field: Cow::Borrowed(field),
+            field: field.into(),
             value: value.to_string(),
             reason,
         }
@@ -220,7 +227,6 @@ impl ConfigError {
 
     /// The same error, for a field found at `prefix` in a configuration: `ratio` within
     /// `policy` becomes `policy.ratio`, within `policies[1]` it becomes `policies[1].ratio`.
-    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn within(mut self, prefix: impl fmt::Display) -> Self {
         self.field = Cow::Owned(format!("{prefix}.{}", self.field));
         self
@@ -228,7 +234,6 @@ impl ConfigError {
 
     /// The same error, attributed to the breaker called `name`, unless it already is
     /// attributed to one or `name` is empty.
-    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
     pub(crate) fn for_breaker(mut self, name: &str) -> Self {
         if self.breaker.is_none() && !name.is_empty() {
             self.breaker = Some(name.to_owned());

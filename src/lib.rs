@@ -75,26 +75,30 @@
 //! consecutive failures (the default), failure ratio, and any `ready_to_trip` closure.
 //! Policies run under the breaker's lock: they must be quick and must not call the breaker.
 //!
+//! # Configuration
+//!
+//! [`config`] describes breakers as plain values ([`config::Settings`], a
+//! [`config::PolicyConfig`] for every built-in policy) and builds them
+//! ([`Breaker::from_settings`], [`config::build_all`]), with errors that name the breaker and
+//! the field by its path.
+//!
 //! # Features
 //!
 //! - `serde`: `Serialize`/`Deserialize` for [`State`], [`Counts`], [`Totals`],
-//!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and the `config`
-//!   module: breakers built from configuration files (`config::Settings`,
-//!   `Breaker::from_settings`), durations written as `"250ms"` or `"1m30s"`, errors that name
-//!   the breaker and the field.
+//!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and for the
+//!   [`config`] values: breakers configured from files, durations written as `"250ms"` or
+//!   `"1m30s"`, errors that name the breaker and the field by its path.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
 // The module graph has no cycles. Leaves: `state`, `generation`, `nanos`, `contain`,
-// `error`, `counts`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
+// `error`, `counts`, `window_check`, `serde_duration`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
 // machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
 // `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
 // the permits and the sync shim.
 mod breaker;
 mod clock;
-#[cfg(feature = "serde")]
-#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod config;
 mod contain;
 mod counts;
@@ -106,8 +110,11 @@ mod nanos;
 pub mod observe;
 mod permit;
 pub mod policy;
+#[cfg(feature = "serde")]
+mod serde_duration;
 mod state;
 mod sync;
+mod window_check;
 
 pub use breaker::{Breaker, Builder};
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
@@ -117,11 +124,13 @@ pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
 pub use state::State;
 
-/// A breaker whose policy is chosen at run time (e.g. from a configuration file): the policy
-/// is a `Box<dyn TripPolicy>`.
+/// A breaker whose policy was chosen at run time, e.g. from a
+/// [`PolicyConfig`](config::PolicyConfig) or [`Breaker::from_settings`]: the policy is a
+/// `Box<dyn TripPolicy>`.
 pub type DynBreaker<O = ()> = Breaker<Box<dyn policy::TripPolicy>, O>;
 
-/// A builder for a [`DynBreaker`].
+/// A builder for a [`DynBreaker`], e.g. from
+/// [`Settings::to_builder`](config::Settings::to_builder).
 pub type DynBuilder<O = ()> = Builder<Box<dyn policy::TripPolicy>, O>;
 
 /// The README's examples, compiled and run as doc tests.

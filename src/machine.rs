@@ -15,7 +15,7 @@ use crate::counts::{Tally, Totals, Window};
 use crate::generation::Generation;
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::policy::{CallResult, Outcome, TripPolicy};
-use crate::{ConfigError, Counts, Rejected, State};
+use crate::{Counts, Rejected, State};
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened
 /// to `ceil(interval / MAX_BUCKETS)`, which keeps the memory and the catch-up work of the
@@ -81,35 +81,6 @@ impl Timing {
     /// Whether the closed-state window rolls bucket by bucket.
     pub(crate) fn rolls(&self) -> bool {
         self.buckets > 0
-    }
-
-    /// The strict reading of the window knobs, for [`Builder::build_strict`] and
-    /// configuration files: where [`Timing::new`] adjusts a bucket period silently, this
-    /// names it.
-    ///
-    /// [`Builder::build_strict`]: crate::Builder::build_strict
-    pub(crate) fn check(interval: Duration, bucket_period: Duration) -> Result<(), ConfigError> {
-        if bucket_period.is_zero() {
-            return Ok(());
-        }
-        let (i, b) = (saturating_nanos(interval), saturating_nanos(bucket_period));
-        let show = |d: Duration| format!("{d:?}");
-        let reason = if i == 0 {
-            "is ignored without an `interval`; set both or neither"
-        } else if b > i {
-            "must not exceed `interval`"
-        } else if i % b != 0 {
-            "must divide `interval` into whole buckets"
-        } else if i / b > MAX_BUCKETS {
-            "makes more than MAX_BUCKETS (1024) buckets in `interval`"
-        } else {
-            return Ok(());
-        };
-        Err(ConfigError::new(
-            "bucket_period",
-            show(bucket_period),
-            reason,
-        ))
     }
 }
 
@@ -514,21 +485,6 @@ mod tests {
         assert_eq!(t.buckets, MAX_BUCKETS);
         // 3600 s / 1024 rounded up to whole nanoseconds.
         assert_eq!(t.bucket_period, 3_515_625_000);
-    }
-
-    #[test]
-    fn strict_check_names_a_bucket_period_that_does_not_fit() {
-        let check = |i: u64, b: u64| Timing::check(ms(i), ms(b)).map_err(|e| e.reason());
-        assert_eq!(check(0, 0), Ok(()));
-        assert_eq!(check(1000, 0), Ok(()));
-        assert_eq!(check(1000, 250), Ok(()));
-        assert_eq!(check(1000, 1000), Ok(()));
-        assert!(check(0, 100).unwrap_err().contains("without an `interval`"));
-        assert!(check(1000, 1001).unwrap_err().contains("exceed"));
-        assert!(check(1000, 300).unwrap_err().contains("whole buckets"));
-        assert!(check(2000, 1).unwrap_err().contains("MAX_BUCKETS"));
-        let err = Timing::check(ms(1000), ms(300)).unwrap_err();
-        assert_eq!((err.field(), err.value()), ("bucket_period", "300ms"));
     }
 
     #[test]

@@ -623,104 +623,166 @@ fn direct_constructors_keep_their_plain_field_names() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Bad shapes: the format crate's error names the field
+// Bad shapes: reported while parsing, naming the field by its path
+// (tests/config_errors.rs has the full table)
 
 #[test]
 fn typos_and_wrong_types_are_reported_while_parsing_with_the_field() {
-    // (TOML of one breaker, what the error must name)
-    let table: &[(&str, &[&str])] = &[
+    // (TOML of one breaker, the field's path, what the message must say)
+    let table: &[(&str, &str, &[&str])] = &[
         (
             r#"intervall = "10s""#,
-            &["unknown field `intervall`", "interval"],
+            "intervall",
+            &["unknown field, expected one of `name`", "`interval`"],
         ),
-        (r#"max_request = 3"#, &["unknown field `max_request`"]),
+        (r#"max_request = 3"#, "max_request", &["unknown field"]),
         (
             r#"policy = { kind = "failure_ratio", ratoi = 0.5, min_requests = 1 }"#,
-            &["unknown field `ratoi`", "`ratio`"],
+            "policy.ratoi",
+            &["unknown field, expected one of", "`ratio`"],
         ),
         (
             r#"policy = { kind = "ema", min_isolation_ms = 100 }"#,
-            &["unknown field `min_isolation_ms`", "`min_isolation`"],
+            "policy.min_isolation_ms",
+            &["unknown field, expected one of", "`min_isolation`"],
         ),
         (
             r#"policy = { kind = "any_of", policies = [{ kind = "consecutive_failures", treshold = 3 }] }"#,
-            &["unknown field `treshold`", "`threshold`"],
+            "policy.policies[0].treshold",
+            &["unknown field, expected `kind` or `threshold`"],
         ),
         (
             r#"policy = { kind = "ratio", ratio = 0.5 }"#,
-            &["unknown variant `ratio`", "`failure_ratio`", "kind"],
+            "policy.kind",
+            &[
+                r#"= "ratio": unknown kind, expected one of"#,
+                "`failure_ratio`",
+            ],
         ),
-        (r#"policy = { threshold = 3 }"#, &["missing field `kind`"]),
+        (
+            r#"policy = { threshold = 3 }"#,
+            "policy.kind",
+            &["= (missing): required, one of `consecutive_failures`"],
+        ),
         (
             r#"open_duration = { kind = "policy", max = "1m" }"#,
-            &["unknown field `max`"],
+            "open_duration.max",
+            &["unknown field, expected only `kind`"],
         ),
         (
             r#"open_duration = { kind = "exponential", initial = "1s", maximum = "1m" }"#,
-            &["unknown field `maximum`", "`max`"],
+            "open_duration.maximum",
+            &["unknown field, expected one of", "`max`"],
         ),
         (
             r#"policy = { kind = "failure_ratio", ratio = 0.5 }"#,
-            &["missing field `min_requests`"],
+            "policy.min_requests",
+            &["= (missing): required for kind `failure_ratio`"],
         ),
         (
             r#"timeout = "10x""#,
-            &[r#"invalid duration "10x""#, "unknown time unit", "timeout"],
+            "timeout",
+            &[r#"= "10x": unknown time unit"#],
         ),
         (
             r#"interval = 10"#,
-            &[r#"expected a duration string such as "250ms""#, "interval"],
+            "interval",
+            &[r#"= 10: expected a duration string such as "250ms""#],
         ),
         (
             r#"policy = { kind = "ema", max_isolation = "" }"#,
-            &[r#"invalid duration """#],
+            "policy.max_isolation",
+            &[
+                r#"= "": expected a duration such as"#,
+                "not an empty string",
+            ],
         ),
-        (r#"max_requests = -1"#, &["expected u32", "max_requests"]),
+        (
+            r#"max_requests = -1"#,
+            "max_requests",
+            &["= -1: expected a non-negative integer"],
+        ),
         (
             r#"max_requests = "3""#,
-            &["invalid type: string", "max_requests"],
+            "max_requests",
+            &[r#"= "3": expected a non-negative integer"#],
         ),
         (
             r#"policy = { kind = "consecutive_failures", threshold = 2.5 }"#,
-            &["invalid type: floating point", "expected u64"],
+            "policy.threshold",
+            &["= 2.5: expected a non-negative integer"],
         ),
     ];
-    for &(text, needles) in table {
-        let err = toml::from_str::<Settings>(text)
-            .expect_err(text)
-            .to_string();
+    for &(text, field, needles) in table {
+        let err = toml::from_str::<Settings>(text).expect_err(text);
+        let message = err.message();
+        assert!(
+            message.starts_with(&format!("invalid `{field}` = ")),
+            "{text}: {message}"
+        );
         for needle in needles {
-            assert!(err.contains(needle), "{text}: `{needle}` not in\n{err}");
+            assert!(
+                message.contains(needle),
+                "{text}: `{needle}` not in\n{message}"
+            );
         }
+        // Named, the breaker is named too, and the rest of the message is the same.
+        let named =
+            toml::from_str::<Settings>(&format!("name = \"orders\"\n{text}")).expect_err(text);
+        assert_eq!(named.message(), format!("breaker `orders`: {message}"));
     }
 }
 
 #[test]
 fn json_reports_the_same_shape_errors() {
-    for (json, needle) in [
-        (r#"{"intervall": "10s"}"#, "unknown field `intervall`"),
+    for (json, message) in [
         (
-            r#"{"policy": {"kind": "ema", "epsilonn": 0.1}}"#,
-            "unknown field `epsilonn`",
+            r#"{"intervall": "10s"}"#,
+            r#"invalid `intervall` = "10s": unknown field, expected one of `name`, `max_requests`, `interval`, `bucket_period`, `timeout`, `policy`, `open_duration`"#,
         ),
-        (r#"{"timeout": "ten seconds"}"#, "invalid duration"),
-        (r#"{"policy": {"kind": "none"}}"#, "unknown variant `none`"),
+        (
+            r#"{"name": "search", "policy": {"kind": "ema", "epsilonn": 0.1}}"#,
+            "breaker `search`: invalid `policy.epsilonn` = 0.1: unknown field, expected one of \
+             `kind`, `short_window_size`, `short_window_error_percent`, `long_window_size`, \
+             `long_window_error_percent`, `min_error_cost`, `max_failed_latency_multiple`, \
+             `min_isolation`, `max_isolation`, `epsilon`, `half_open_window_size`",
+        ),
+        (
+            r#"{"timeout": "ten seconds"}"#,
+            r#"invalid `timeout` = "ten seconds": expected a duration such as "250ms", "10s" or "1m30s""#,
+        ),
+        (
+            r#"{"policy": {"kind": "none"}}"#,
+            r#"invalid `policy.kind` = "none": unknown kind, expected one of `consecutive_failures`, `failure_ratio`, `ema`, `any_of`"#,
+        ),
     ] {
-        let err = serde_json::from_str::<Settings>(json)
-            .expect_err(json)
-            .to_string();
-        assert!(err.contains(needle), "{json}: {err}");
+        let err = serde_json::from_str::<Settings>(json).expect_err(json);
+        assert_eq!(err.to_string(), message, "{json}");
     }
 }
 
 #[test]
-fn a_typo_in_a_file_of_breakers_points_at_its_line() {
+fn a_typo_in_a_file_of_breakers_points_at_its_table() {
     let file = "[payments]\ntimeout = \"30s\"\n\n[search]\nintervall = \"10s\"\n";
+    // A plain map: toml points at the entry; its settings cannot know their key.
     let err = toml::from_str::<BTreeMap<String, Settings>>(file).unwrap_err();
-    assert_eq!(err.span().map(|s| &file[s]), Some("intervall"));
+    assert_eq!(err.span().map(|s| &file[s]), Some("[search]"));
     let text = err.to_string();
-    assert!(text.contains("line 5"), "{text}");
-    assert!(text.contains("unknown field `intervall`"), "{text}");
+    assert!(text.contains("line 4"), "{text}");
+    assert!(
+        err.message()
+            .starts_with("invalid `intervall` = \"10s\": unknown field, expected one of"),
+        "{text}"
+    );
+    // `Breakers`: the same place, and the entry's key names the breaker.
+    let err = toml::from_str::<config::Breakers>(file).unwrap_err();
+    assert_eq!(err.span().map(|s| &file[s]), Some("[search]"));
+    assert!(
+        err.message().starts_with(
+            "breaker `search`: invalid `intervall` = \"10s\": unknown field, expected one of"
+        ),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -754,6 +816,53 @@ fn a_map_names_its_breakers_by_key_unless_they_have_a_name() {
     assert_eq!(owned.len(), 2);
     let pairs = config::build_all(vec![("a", Settings::default())]).unwrap();
     assert_eq!(pairs[0].1.name(), "a");
+}
+
+#[test]
+fn a_file_of_breakers_round_trips_and_builds() {
+    let text = r#"
+        [payments]
+        timeout = "30s"
+        policy = { kind = "failure_ratio", ratio = 0.5, min_requests = 20 }
+
+        [search]
+        name = "search-eu"
+        open_duration = { kind = "exponential", initial = "1s", max = "1m" }
+
+        [search.policy]
+        kind = "ema"
+        min_isolation = "250ms"
+    "#;
+    let breakers: config::Breakers = toml::from_str(text).unwrap();
+    let map: BTreeMap<String, Settings> = toml::from_str(text).unwrap();
+    assert_eq!(breakers.as_map(), &map);
+    assert_eq!(breakers.len(), 2);
+    assert_eq!(breakers.get("payments").unwrap().timeout, secs(30));
+    // Written back as the plain map writes, and read back the same.
+    assert_eq!(
+        toml::to_string(&breakers).unwrap(),
+        toml::to_string(&map).unwrap()
+    );
+    let json = serde_json::to_string(&breakers).unwrap();
+    assert_eq!(json, serde_json::to_string(&map).unwrap());
+    assert_eq!(
+        serde_json::from_str::<config::Breakers>(&json).unwrap(),
+        breakers
+    );
+    let again: config::Breakers = toml::from_str(&toml::to_string(&breakers).unwrap()).unwrap();
+    assert_eq!(again, breakers);
+
+    let built = breakers.build_all().unwrap();
+    let names: Vec<_> = built.iter().map(|(k, b)| (k.as_str(), b.name())).collect();
+    assert_eq!(names, [("payments", "payments"), ("search", "search-eu")]);
+    assert_eq!(breakers.builders().unwrap().len(), 2);
+    assert_eq!(config::build_all(&breakers).unwrap().len(), 2);
+    let owned: BTreeMap<String, Settings> = breakers.clone().into();
+    assert_eq!(owned, map);
+    let mut collected: config::Breakers = breakers.clone().into_iter().collect();
+    collected.extend([("extra", Settings::default())]);
+    assert_eq!(collected.len(), 3);
+    assert!(config::Breakers::new().is_empty());
 }
 
 #[test]

@@ -235,7 +235,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// assert_eq!(err.to_string(), "invalid `bucket_period` = 3s: must divide `interval` into whole buckets");
     /// ```
     pub fn build_strict(self) -> Result<Breaker<P, O>, ConfigError> {
-        Timing::check(self.interval, self.bucket_period)?;
+        crate::window_check::check(self.interval, self.bucket_period)?;
         Ok(self.build())
     }
 

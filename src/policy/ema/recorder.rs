@@ -35,9 +35,10 @@ use crate::ConfigError;
 /// assert_eq!(bad.validate().unwrap_err().field(), "epsilon");
 /// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
+// With `serde`, `Deserialize` is implemented beside the configuration's (`src/config/de.rs`),
+// which names every invalid field by its path.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct EmaConfig {
     /// Sample count of the short window (`circuit_breaker_short_window_size`, default 1500).
     /// Must be at least 1.
@@ -52,8 +53,12 @@ pub struct EmaConfig {
     /// (`circuit_breaker_long_window_error_percent`, default 5).
     pub long_window_error_percent: u32,
     /// An accumulated error cost below this is forgiven at the next decay
-    /// (`circuit_breaker_min_error_cost_us`, default 500 µs). Whole microseconds count.
-    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
+    /// (`circuit_breaker_min_error_cost_us`, default 500 µs). Whole microseconds count: zero
+    /// (nothing forgiven) or at least 1 µs.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub min_error_cost: Duration,
     /// A failure costs at most this many times the average success latency
     /// (`circuit_breaker_max_failed_latency_mutiple`, default 2).
@@ -63,13 +68,20 @@ pub struct EmaConfig {
     pub max_failed_latency_multiple: u32,
     /// The first isolation duration, and the one used again after a long healthy spell
     /// (`circuit_breaker_min_isolation_duration_ms`, default 100 ms). Whole milliseconds
-    /// count.
-    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
+    /// count: at least 1 ms.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub min_isolation: Duration,
     /// The cap on the doubling isolation duration, and how long a revived recorder must stay
     /// healthy to start again from `min_isolation`
-    /// (`circuit_breaker_max_isolation_duration_ms`, default 30 s). Whole milliseconds count.
-    #[cfg_attr(feature = "serde", serde(with = "crate::config::duration"))]
+    /// (`circuit_breaker_max_isolation_duration_ms`, default 30 s). Whole milliseconds count:
+    /// at least `min_isolation`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub max_isolation: Duration,
     /// Weight left to a sample after a window's worth of newer samples, strictly between 0 and
     /// 1 (`circuit_breaker_epsilon_value`, default 0.02). It also widens the error budget by
@@ -106,8 +118,11 @@ impl EmaConfig {
     /// # Errors
     ///
     /// [`ConfigError`] naming the field: `short_window_size` or `long_window_size` when 0,
-    /// `short_window_error_percent` or `long_window_error_percent` above 99, `min_isolation`
-    /// when it exceeds `max_isolation`, `epsilon` when it is NaN or outside `(0, 1)`.
+    /// `short_window_error_percent` or `long_window_error_percent` above 99, `min_error_cost`
+    /// when it is above zero but below 1 µs (it would count as zero), `min_isolation` or
+    /// `max_isolation` when below 1 ms (brpc isolates for whole milliseconds: the breaker
+    /// would open for no time at all), `min_isolation` when it exceeds `max_isolation`,
+    /// `epsilon` when it is NaN or outside `(0, 1)`.
     ///
     /// # Examples
     ///
@@ -127,6 +142,18 @@ impl EmaConfig {
         )?;
         check_window("long_window_size", self.long_window_size)?;
         check_percent("long_window_error_percent", self.long_window_error_percent)?;
+        // Whole microseconds count: a cost below one would silently be zero (no forgiveness),
+        // which brpc expresses as 0.
+        if !self.min_error_cost.is_zero() && self.min_error_cost < Duration::from_micros(1) {
+            return Err(ConfigError::new(
+                "min_error_cost",
+                format_args!("{:?}", self.min_error_cost),
+                "must be zero or at least 1us (whole microseconds count)",
+            ));
+        }
+        // Whole milliseconds count: an isolation below one would open for no time at all.
+        check_isolation("min_isolation", self.min_isolation)?;
+        check_isolation("max_isolation", self.max_isolation)?;
         if self.min_isolation > self.max_isolation {
             return Err(ConfigError::new(
                 "min_isolation",
@@ -168,6 +195,17 @@ impl EmaConfig {
 fn check_window(field: &'static str, size: u32) -> Result<(), ConfigError> {
     if size == 0 {
         return Err(ConfigError::new(field, size, "must be at least 1"));
+    }
+    Ok(())
+}
+
+fn check_isolation(field: &'static str, isolation: Duration) -> Result<(), ConfigError> {
+    if isolation < Duration::from_millis(1) {
+        return Err(ConfigError::new(
+            field,
+            format_args!("{isolation:?}"),
+            "must be at least 1ms (whole milliseconds count)",
+        ));
     }
     Ok(())
 }
@@ -741,6 +779,42 @@ mod tests {
                 },
                 "min_isolation",
             ),
+            (
+                EmaConfig {
+                    min_error_cost: Duration::from_nanos(999),
+                    ..d
+                },
+                "min_error_cost",
+            ),
+            (
+                EmaConfig {
+                    min_isolation: Duration::ZERO,
+                    ..d
+                },
+                "min_isolation",
+            ),
+            (
+                EmaConfig {
+                    min_isolation: us(999),
+                    ..d
+                },
+                "min_isolation",
+            ),
+            (
+                EmaConfig {
+                    max_isolation: us(999),
+                    ..d
+                },
+                "max_isolation",
+            ),
+            (
+                EmaConfig {
+                    min_isolation: us(500),
+                    max_isolation: us(500),
+                    ..d
+                },
+                "min_isolation",
+            ),
             (EmaConfig { epsilon: 0.0, ..d }, "epsilon"),
             (EmaConfig { epsilon: 1.0, ..d }, "epsilon"),
             (EmaConfig { epsilon: -0.5, ..d }, "epsilon"),
@@ -777,6 +851,16 @@ mod tests {
             },
             EmaConfig {
                 min_isolation: 30_000 * MS,
+                ..d
+            },
+            EmaConfig {
+                min_error_cost: Duration::ZERO, // brpc's 0: nothing forgiven
+                ..d
+            },
+            EmaConfig {
+                min_error_cost: us(1),
+                min_isolation: MS,
+                max_isolation: MS,
                 ..d
             },
             EmaConfig {

@@ -1,16 +1,26 @@
-//! Breakers configured from files: serde [`Settings`] for every knob, a [`PolicyConfig`] for
-//! every built-in policy, and errors that name the breaker, the field and the reason.
+//! Breakers described by plain values: [`Settings`] for every knob, a [`PolicyConfig`] for
+//! every built-in policy, an [`OpenDurationConfig`], and errors that name the breaker, the
+//! field by its path, and the reason.
 //!
-//! Services keep their breakers' settings in TOML, YAML or JSON next to the rest of their
-//! configuration, and change them without a rebuild. Any serde format works; the examples
-//! here use TOML.
+//! The values are plain Rust, available without any feature: build them in code, keep them
+//! in your own configuration structs, and turn them into breakers with
+//! [`Breaker::from_settings`], [`Settings::to_builder`] or [`build_all`]. With the `serde`
+//! feature they also serialise and deserialise, so services keep their breakers' settings in
+//! TOML, YAML or JSON next to the rest of their configuration, and change them without a
+//! rebuild. Any self-describing serde format works; the examples here use TOML.
 //!
 //! # Two kinds of error
 //!
-//! - **The file does not fit the shape**: an unknown field (every struct here denies unknown
-//!   fields, so a typo is never silently ignored), a wrong type, a duration that does not
-//!   parse, an unknown policy `kind`. The format crate (`toml`, `serde_json`, …) reports these
-//!   while parsing, with the field's name and its line.
+//! - **The file does not fit the shape** (with `serde`): an unknown field (a typo is never
+//!   silently ignored), a wrong type, a duration that does not parse, an unknown policy
+//!   `kind`, a list where a table belongs. Deserializing reports these while parsing, as a
+//!   [`ConfigError`] that names the field by its full path, the value as written, and the
+//!   breaker: `` breaker `payments`: invalid `policy.policies[1].min_requests` = -1: expected
+//!   a non-negative integer ``. Through a format crate (`toml::from_str`,
+//!   `serde_json::from_str`, …) it arrives as the format's error with exactly that message;
+//!   `Settings::from_deserializer` returns it typed, apart from the format's own syntax
+//!   errors. A breaker is named by its table's `name`; in a [`Breakers`] file, by its key
+//!   when it has no `name`.
 //! - **A value is out of range**: a ratio outside `[0, 1]`, a zero window, a bucket period
 //!   that does not fit the interval, an isolation minimum above its maximum. Building the
 //!   breaker ([`Breaker::from_settings`], [`Settings::to_builder`], [`build_all`]) reports these
@@ -24,16 +34,37 @@
 //!
 //! # Durations
 //!
-//! Durations are strings in [`humantime`]'s format, and are written back in it: `"250ms"`,
-//! `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m` (minutes),
-//! `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for `interval`,
-//! `bucket_period` and `timeout` means the builder's default.
+//! In files, durations are strings in [humantime]'s format, and are written back in it:
+//! `"250ms"`, `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m`
+//! (minutes), `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for
+//! `interval`, `bucket_period` and `timeout` means the builder's default.
+//!
+//! [humantime]: https://docs.rs/humantime
 //!
 //! # Examples
 //!
-//! One breaker per downstream, in one TOML file:
+//! Settings made in code:
 //!
 //! ```
+//! use lazybreaker::config::{self, PolicyConfig, Settings};
+//! use std::time::Duration;
+//!
+//! let payments = Settings {
+//!     interval: Duration::from_secs(10),
+//!     bucket_period: Duration::from_secs(1),
+//!     policy: PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 20 },
+//!     ..Settings::default()
+//! };
+//! let breakers = config::build_all([("payments", payments), ("search", Settings::default())])?;
+//! assert_eq!(breakers[0].1.name(), "payments"); // the key names a breaker without a `name`
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! One breaker per downstream, in one TOML file (with the `serde` feature):
+//!
+//! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use lazybreaker::config::{self, Settings};
 //! use lazybreaker::State;
 //! use std::collections::BTreeMap;
@@ -55,12 +86,17 @@
 //! assert_eq!(breakers[0].0, "payments"); // the map key names a breaker without a `name`
 //! assert_eq!(breakers[0].1.name(), "payments");
 //! assert_eq!(breakers[1].1.state(), State::Closed);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
 //! ```
 //!
 //! What a user sees for a value out of range:
 //!
 //! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use lazybreaker::config::Settings;
 //! use lazybreaker::Breaker;
 //!
@@ -75,24 +111,45 @@
 //!     err.to_string(),
 //!     "breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1]"
 //! );
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
 //! ```
 //!
-//! and for a typo, reported by the format crate while parsing:
+//! and for a typo or a wrong type, reported while parsing:
 //!
 //! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() {
 //! use lazybreaker::config::Settings;
 //!
 //! let err = toml::from_str::<Settings>(r#"intervall = "10s""#).unwrap_err();
-//! assert!(err.to_string().contains("unknown field `intervall`, expected one of"));
+//! assert!(err
+//!     .message()
+//!     .starts_with(r#"invalid `intervall` = "10s": unknown field, expected one of `name`"#));
+//!
+//! let err = toml::from_str::<Settings>(r#"
+//!     name = "payments"
+//!     policy = { kind = "failure_ratio", ratio = "0.5", min_requests = 1 }
+//! "#)
+//! .unwrap_err();
+//! assert_eq!(
+//!     err.message(),
+//!     r#"breaker `payments`: invalid `policy.ratio` = "0.5": expected a number"#
+//! );
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
 //! ```
 
+#[cfg(feature = "serde")]
+mod de;
+
 use std::borrow::Borrow;
+use std::collections::btree_map::{self, BTreeMap};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use crate::machine::Timing;
 use crate::policy::{
     AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy,
 };
@@ -100,11 +157,17 @@ use crate::{Breaker, Builder, ConfigError};
 
 pub use crate::{DynBreaker, DynBuilder};
 
-/// Everything that configures a [`Breaker`], as it appears in a configuration file.
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub use de::DeserializeError;
+
+/// Everything that configures a [`Breaker`], as a plain value or a table in a configuration
+/// file.
 ///
-/// Every field may be omitted; an omitted field takes the [builder](Breaker::builder)'s
-/// default, so an empty table is the default breaker. Unknown fields are rejected. Durations
-/// are strings such as `"250ms"` or `"1m30s"` (see the [module documentation](self)).
+/// Every field has the [builder](Breaker::builder)'s default (`..Settings::default()` in code);
+/// in a file every field may be omitted, so an empty table is the default breaker, and
+/// unknown fields are rejected. In files, durations are strings such as `"250ms"` or
+/// `"1m30s"` (see the [module documentation](self)).
 ///
 /// | field | default | meaning |
 /// |---|---|---|
@@ -133,16 +196,12 @@ pub use crate::{DynBreaker, DynBuilder};
 /// use lazybreaker::{ManualClock, State};
 /// use std::time::Duration;
 ///
-/// let settings: Settings = toml::from_str(r#"
-///     name = "inventory"
-///     timeout = "1m30s"
-///     [policy]
-///     kind = "consecutive_failures"
-///     threshold = 3
-/// "#)?;
-/// assert_eq!(settings.timeout, Duration::from_secs(90));
-/// assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
-/// assert_eq!(settings.max_requests, 0); // omitted: the builder's default
+/// let settings = Settings {
+///     name: "inventory".into(),
+///     timeout: Duration::from_secs(90),
+///     policy: PolicyConfig::ConsecutiveFailures { threshold: 3 },
+///     ..Settings::default()
+/// };
 ///
 /// // The settings are a builder away from a breaker: add a clock or a callback.
 /// let clock = ManualClock::new();
@@ -155,52 +214,124 @@ pub use crate::{DynBreaker, DynBuilder};
 /// assert_eq!(breaker.state(), State::Open);
 /// clock.advance(Duration::from_nanos(1));
 /// assert_eq!(breaker.state(), State::HalfOpen);
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// The same settings in a file (with the `serde` feature), and written back:
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lazybreaker::config::{PolicyConfig, Settings};
+/// use std::time::Duration;
+///
+/// let settings: Settings = toml::from_str(r#"
+///     name = "inventory"
+///     timeout = "1m30s"
+///     [policy]
+///     kind = "consecutive_failures"
+///     threshold = 3
+/// "#)?;
+/// assert_eq!(settings.timeout, Duration::from_secs(90));
+/// assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
+/// assert_eq!(settings.max_requests, 0); // omitted: the builder's default
 ///
 /// // Settings serialise back, durations as humantime strings.
 /// let text = toml::to_string(&settings)?;
 /// assert!(text.contains(r#"timeout = "1m 30s""#));
 /// assert_eq!(toml::from_str::<Settings>(&text)?, settings);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
 /// ```
 ///
 /// `Settings::default()` is the builder's defaults: every field's own default (no name,
 /// `max_requests` 0, zero `interval`, `bucket_period` and `timeout`, the default
 /// [`PolicyConfig`] and [`OpenDurationConfig`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Settings {
     /// The breaker's name ([`Builder::name`]), reported by [`ConfigError::breaker`]. Empty by
     /// default; written out only when not empty.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "String::is_empty"))]
     pub name: String,
     /// How many probes the half-open state admits ([`Builder::max_requests`]); 0 means 1.
     pub max_requests: u32,
     /// The closed-state count window ([`Builder::interval`]); zero never clears the counts.
-    #[serde(with = "duration")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub interval: Duration,
     /// The rolling window's bucket length ([`Builder::bucket_period`]); zero means a fixed
     /// window. Checked strictly, as by [`Builder::build_strict`]: it must divide `interval` into
     /// whole buckets, at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them.
-    #[serde(with = "duration")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub bucket_period: Duration,
     /// How long the breaker stays open when a counting policy trips it
     /// ([`Builder::timeout`]); zero means 60 s. `ema` chooses its own duration: see
     /// [How long the breaker stays open](Settings#how-long-the-breaker-stays-open).
-    #[serde(with = "duration")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
     pub timeout: Duration,
     /// When to trip.
     pub policy: PolicyConfig,
     /// How long to stay open: the policy's own rule (the default), or an exponential backoff.
     /// Written out only when not the default.
-    #[serde(skip_serializing_if = "OpenDurationConfig::is_policy")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(skip_serializing_if = "OpenDurationConfig::is_policy")
+    )]
     pub open_duration: OpenDurationConfig,
 }
 
 /// How long a breaker built from [`Settings`] stays open each time it opens.
 ///
+/// In a file, a table whose `kind` says which rule: `{ kind = "policy" }` (the default) or
+/// `{ kind = "exponential", initial = "1s", max = "2m" }`.
+///
 /// # Examples
 ///
 /// ```
+/// use lazybreaker::config::{OpenDurationConfig, PolicyConfig, Settings};
+/// use lazybreaker::Breaker;
+/// use std::time::Duration;
+///
+/// let settings = Settings {
+///     policy: PolicyConfig::ConsecutiveFailures { threshold: 5 },
+///     open_duration: OpenDurationConfig::Exponential {
+///         initial: Duration::from_secs(1),
+///         max: Duration::from_secs(120),
+///     },
+///     ..Settings::default()
+/// };
+/// let _breaker = Breaker::from_settings(&settings)?;
+///
+/// let err = Settings {
+///     name: "payments".into(),
+///     open_duration: OpenDurationConfig::Exponential {
+///         initial: Duration::from_secs(300),
+///         max: Duration::from_secs(60),
+///     },
+///     ..Settings::default()
+/// }
+/// .validate()
+/// .unwrap_err();
+/// assert_eq!(err.field(), "open_duration.initial");
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// In a file (with the `serde` feature):
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use lazybreaker::config::{OpenDurationConfig, Settings};
 /// use std::time::Duration;
 ///
@@ -215,31 +346,34 @@ pub struct Settings {
 ///         max: Duration::from_secs(120),
 ///     }
 /// );
-/// let err = toml::from_str::<Settings>(r#"
-///     name = "payments"
-///     open_duration = { kind = "exponential", initial = "5m", max = "1m" }
-/// "#)?
-/// .validate()
-/// .unwrap_err();
-/// assert_eq!(err.field(), "open_duration.initial");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum OpenDurationConfig {
     /// The policy decides: `timeout` for the counting policies, brpc's isolation for `ema`.
-    /// (An empty struct variant rather than a unit one: serde rejects unknown fields only in
-    /// struct variants, and `{ kind = "policy", max = "1m" }` must be an error.)
+    /// In a file, `{ kind = "policy" }` and nothing else (`{ kind = "policy", max = "1m" }` is
+    /// an error).
     Policy {},
     /// A [`Backoff`]: `initial`, doubled on each trip after a failed recovery, up to `max`;
     /// back to `initial` once the breaker closes.
     Exponential {
         /// The first open duration, above zero.
-        #[serde(with = "duration")]
+        #[cfg_attr(
+            feature = "serde",
+            serde(serialize_with = "crate::serde_duration::serialize")
+        )]
         initial: Duration,
         /// The longest open duration, at least `initial`.
-        #[serde(with = "duration")]
+        #[cfg_attr(
+            feature = "serde",
+            serde(serialize_with = "crate::serde_duration::serialize")
+        )]
         max: Duration,
     },
 }
@@ -251,6 +385,7 @@ impl Default for OpenDurationConfig {
 }
 
 impl OpenDurationConfig {
+    #[cfg(feature = "serde")]
     fn is_policy(&self) -> bool {
         matches!(self, OpenDurationConfig::Policy {})
     }
@@ -298,7 +433,7 @@ impl Settings {
     /// ```
     pub fn to_builder(&self) -> Result<Builder<Box<dyn TripPolicy>>, ConfigError> {
         let named = |err: ConfigError| err.for_breaker(&self.name);
-        Timing::check(self.interval, self.bucket_period).map_err(named)?;
+        crate::window_check::check(self.interval, self.bucket_period).map_err(named)?;
         let policy = self
             .policy
             .build()
@@ -375,11 +510,34 @@ impl Breaker<Box<dyn TripPolicy>> {
 /// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
 ///
 /// The default is `consecutive_failures` with threshold 6: the builder's default policy,
-/// [`ConsecutiveFailures::default`]. Unknown parameters are rejected.
+/// [`ConsecutiveFailures::default`]. In a file, unknown parameters are rejected.
 ///
 /// # Examples
 ///
 /// ```
+/// use lazybreaker::config::PolicyConfig;
+/// use lazybreaker::policy::{EmaConfig, FailureRatio};
+/// use std::time::Duration;
+///
+/// let policy = PolicyConfig::AnyOf {
+///     policies: vec![
+///         PolicyConfig::ConsecutiveFailures { threshold: 20 },
+///         PolicyConfig::from(FailureRatio::new(0.5, 10)?),
+///         PolicyConfig::Ema(EmaConfig {
+///             max_isolation: Duration::from_secs(10),
+///             ..EmaConfig::default()
+///         }),
+///     ],
+/// };
+/// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// In a file (with the `serde` feature):
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use lazybreaker::config::PolicyConfig;
 /// use lazybreaker::policy::EmaConfig;
 /// use std::time::Duration;
@@ -405,18 +563,20 @@ impl Breaker<Box<dyn TripPolicy>> {
 ///     ],
 /// };
 /// assert_eq!(policy, expected);
-/// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum PolicyConfig {
     /// [`ConsecutiveFailures`]: trips on the `threshold`-th consecutive failure.
     ConsecutiveFailures {
         /// The number of consecutive failures that trips the breaker, at least 1; 6 when
         /// omitted ([`ConsecutiveFailures::DEFAULT_THRESHOLD`]).
-        #[serde(default = "default_threshold")]
         threshold: u64,
     },
     /// [`FailureRatio`]: trips when `failures / requests` reaches `ratio`, once `requests`
@@ -437,10 +597,6 @@ pub enum PolicyConfig {
         /// The policies, at least one. A single policy behaves as itself.
         policies: Vec<PolicyConfig>,
     },
-}
-
-fn default_threshold() -> u64 {
-    ConsecutiveFailures::default().threshold()
 }
 
 impl Default for PolicyConfig {
@@ -547,11 +703,12 @@ impl From<EmaConfig> for PolicyConfig {
 /// use lazybreaker::config::{self, Settings};
 /// use lazybreaker::ManualClock;
 /// use std::collections::BTreeMap;
+/// use std::time::Duration;
 ///
-/// let settings: BTreeMap<String, Settings> = toml::from_str(r#"
-///     inventory = { timeout = "5s" }
-///     payments = { name = "payments-eu" }
-/// "#)?;
+/// let settings = BTreeMap::from([
+///     ("inventory", Settings { timeout: Duration::from_secs(5), ..Settings::default() }),
+///     ("payments", Settings { name: "payments-eu".into(), ..Settings::default() }),
+/// ]);
 /// let clock = ManualClock::new();
 /// let breakers: Vec<_> = config::builders(&settings)?
 ///     .into_iter()
@@ -559,7 +716,7 @@ impl From<EmaConfig> for PolicyConfig {
 ///     .collect();
 /// assert_eq!(breakers[0].1.name(), "inventory");
 /// assert_eq!((breakers[1].0.as_str(), breakers[1].1.name()), ("payments", "payments-eu"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
 pub fn builders<I, K, S>(settings: I) -> Result<Vec<(String, DynBuilder)>, ConfigError>
 where
@@ -597,26 +754,23 @@ fn breaker_name<'a>(key: &'a str, settings: &'a Settings) -> &'a str {
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::config::{self, Settings};
-/// use std::collections::BTreeMap;
+/// use lazybreaker::config::{self, PolicyConfig, Settings};
+/// use lazybreaker::policy::EmaConfig;
+/// use std::time::Duration;
 ///
-/// let settings: BTreeMap<String, Settings> = toml::from_str(r#"
-///     [inventory.policy]
-///     kind = "consecutive_failures"
-///     threshold = 3
-///     [payments.policy]
-///     kind = "failure_ratio"
-///     ratio = 0.5
-///     min_requests = 0
-///     [search.policy]
-///     kind = "ema"
-///     min_isolation = "1m"
-///     max_isolation = "30s"
-/// "#)?;
-/// let err = config::build_all(&settings).unwrap_err();
+/// let with_policy = |policy| Settings { policy, ..Settings::default() };
+/// let settings = [
+///     ("inventory", with_policy(PolicyConfig::ConsecutiveFailures { threshold: 3 })),
+///     ("payments", with_policy(PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 0 })),
+///     ("search", with_policy(PolicyConfig::Ema(EmaConfig {
+///         min_isolation: Duration::from_secs(60),
+///         max_isolation: Duration::from_secs(30),
+///         ..EmaConfig::default()
+///     }))),
+/// ];
+/// let err = config::build_all(settings).unwrap_err();
 /// assert_eq!(err.breaker(), Some("search"));
 /// assert_eq!(err.field(), "policy.min_isolation");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn build_all<I, K, S>(settings: I) -> Result<Vec<(String, DynBreaker)>, ConfigError>
 where
@@ -631,38 +785,168 @@ where
         .collect())
 }
 
-/// `Duration`s as humantime strings ("250ms", "1m 30s"), for `#[serde(with = "…")]`.
-pub(crate) mod duration {
-    use std::fmt;
-    use std::time::Duration;
+/// A file of breakers: [`Settings`] keyed by breaker name, in key order.
+///
+/// A map, like `BTreeMap<String, Settings>`, that builds its breakers ([`builders`],
+/// [`build_all`]: a breaker is named by its `name`, or else by its key) and, with the `serde`
+/// feature, reads a file whose top-level tables are the breakers. Unlike a plain map, whose
+/// [`Settings`] cannot know the key they are read under, it attributes an error inside an
+/// entry to that entry's breaker: `` breaker `search`: invalid `intervall` = "10s": unknown
+/// field, … `` for a typo in `[search]`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::{Breakers, Settings};
+/// use std::time::Duration;
+///
+/// let breakers: Breakers = [
+///     ("payments", Settings { timeout: Duration::from_secs(30), ..Settings::default() }),
+///     ("search", Settings { name: "search-eu".into(), ..Settings::default() }),
+/// ]
+/// .into_iter()
+/// .collect();
+/// let built = breakers.build_all()?;
+/// assert_eq!(built[0].1.name(), "payments");
+/// assert_eq!(built[1].1.name(), "search-eu");
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+///
+/// From a file (with the `serde` feature):
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lazybreaker::config::Breakers;
+///
+/// let breakers: Breakers = toml::from_str(r#"
+///     [payments]
+///     timeout = "30s"
+///     [search.policy]
+///     kind = "consecutive_failures"
+///     threshold = 3
+/// "#)?;
+/// assert_eq!(breakers.len(), 2);
+/// assert!(breakers.get("search").is_some());
+///
+/// let err = toml::from_str::<Breakers>(r#"
+///     [payments]
+///     timeout = "30s"
+///     [search]
+///     policy = { kind = "consecutive_failures", threshold = -3 }
+/// "#)
+/// .unwrap_err();
+/// assert_eq!(
+///     err.message(),
+///     "breaker `search`: invalid `policy.threshold` = -3: expected a non-negative integer"
+/// );
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(transparent))]
+pub struct Breakers(BTreeMap<String, Settings>);
 
-    use serde::{de, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(
-        value: &Duration,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&humantime::format_duration(*value))
+impl Breakers {
+    /// No breakers.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Duration, D::Error> {
-        deserializer.deserialize_str(Visitor)
+    /// The settings of the breaker keyed `key`.
+    pub fn get(&self, key: &str) -> Option<&Settings> {
+        self.0.get(key)
     }
 
-    struct Visitor;
+    /// Adds or replaces the breaker keyed `key`; returns the settings it replaced.
+    pub fn insert(&mut self, key: impl Into<String>, settings: Settings) -> Option<Settings> {
+        self.0.insert(key.into(), settings)
+    }
 
-    impl de::Visitor<'_> for Visitor {
-        type Value = Duration;
+    /// The breakers' keys and settings, in key order.
+    pub fn iter(&self) -> btree_map::Iter<'_, String, Settings> {
+        self.0.iter()
+    }
 
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(r#"a duration string such as "250ms", "10s" or "1m30s""#)
-        }
+    /// How many breakers.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
 
-        fn visit_str<E: de::Error>(self, text: &str) -> Result<Duration, E> {
-            humantime::parse_duration(text)
-                .map_err(|err| E::custom(format_args!("invalid duration {text:?}: {err}")))
-        }
+    /// Whether there are no breakers.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The map of settings by key.
+    pub fn as_map(&self) -> &BTreeMap<String, Settings> {
+        &self.0
+    }
+
+    /// The map of settings by key, taken out.
+    pub fn into_map(self) -> BTreeMap<String, Settings> {
+        self.0
+    }
+
+    /// A builder for each breaker, as [`builders`] makes them.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid entry's [`ConfigError`], naming the breaker.
+    pub fn builders(&self) -> Result<Vec<(String, DynBuilder)>, ConfigError> {
+        builders(self)
+    }
+
+    /// Every breaker, as [`build_all`] builds them.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid entry's [`ConfigError`], naming the breaker.
+    pub fn build_all(&self) -> Result<Vec<(String, DynBreaker)>, ConfigError> {
+        build_all(self)
+    }
+}
+
+impl From<BTreeMap<String, Settings>> for Breakers {
+    fn from(map: BTreeMap<String, Settings>) -> Self {
+        Self(map)
+    }
+}
+
+impl From<Breakers> for BTreeMap<String, Settings> {
+    fn from(breakers: Breakers) -> Self {
+        breakers.0
+    }
+}
+
+impl<K: Into<String>> FromIterator<(K, Settings)> for Breakers {
+    fn from_iter<I: IntoIterator<Item = (K, Settings)>>(iter: I) -> Self {
+        Self(iter.into_iter().map(|(k, s)| (k.into(), s)).collect())
+    }
+}
+
+impl<K: Into<String>> Extend<(K, Settings)> for Breakers {
+    fn extend<I: IntoIterator<Item = (K, Settings)>>(&mut self, iter: I) {
+        self.0.extend(iter.into_iter().map(|(k, s)| (k.into(), s)));
+    }
+}
+
+impl IntoIterator for Breakers {
+    type Item = (String, Settings);
+    type IntoIter = btree_map::IntoIter<String, Settings>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Breakers {
+    type Item = (&'a String, &'a Settings);
+    type IntoIter = btree_map::Iter<'a, String, Settings>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
     }
 }
