@@ -15,6 +15,10 @@
 //!   from user code is dropped instead of resumed: a second panic during unwinding would abort
 //!   the process, and the first panic is already on its way to the caller.
 //!
+//! Catching a panic inside a destructor that runs while the thread unwinds is sound since
+//! Rust 1.71 (the crate's MSRV is 1.75): that is what lets a permit dropped by a panicking
+//! call run the policy and the observers safely.
+//!
 //! A leaf module: it knows nothing of the breaker.
 
 use std::any::Any;
@@ -40,7 +44,10 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Payload> {
 #[inline]
 pub(crate) fn resume(panic: FirstPanic) {
     if let Some(payload) = panic.0 {
-        if !thread::panicking() {
+        if thread::panicking() {
+            // Leaked, not dropped: a destructor that panicked here would abort the process.
+            std::mem::forget(payload);
+        } else {
             panic::resume_unwind(payload);
         }
     }
@@ -52,9 +59,15 @@ pub(crate) fn resume(panic: FirstPanic) {
 pub(crate) struct FirstPanic(Option<Payload>);
 
 impl FirstPanic {
-    /// Keeps `payload` unless a panic is already kept.
+    /// Keeps `payload` unless a panic is already kept. A losing payload is leaked, not
+    /// dropped: its destructor is user code, which could run here under the breaker's lock
+    /// (and call the breaker, or panic again). A second panic is rare; a few leaked bytes are
+    /// the safe price.
     pub(crate) fn keep(&mut self, payload: Payload) {
-        self.0.get_or_insert(payload);
+        match self.0 {
+            None => self.0 = Some(payload),
+            Some(_) => std::mem::forget(payload),
+        }
     }
 
     /// Adds the panics of `other`, keeping the first.

@@ -13,8 +13,10 @@
 //! - **Open**: reject while the clock is not past `until`. One clock read, no write.
 //! - **Locked**: everything else takes the lock.
 //!
-//! Every lock holder first *closes* the lane (swapping in a locked word, which hands it the
-//! pending counters), and publishes a new word when done. So a lock-free operation either
+//! Every lock holder that may change the machine first *closes* the lane (swapping in a
+//! locked word, which hands it the pending counters), and publishes a new word when done; a
+//! lock holder that only reads *drains* the counters without closing (the machine's
+//! generation cannot change under its lock, so what it drains belongs to the current one). So a lock-free operation either
 //! lands before a locked one (and is folded into its counts first) or finds the lane closed
 //! and queues for the lock: each operation has one place in a single order, as if all had
 //! taken the lock.
@@ -264,29 +266,23 @@ impl Lane {
         }
     }
 
-    /// Records a success lock-free if the lane is closed and still in `generation` (and,
-    /// windowed, the window has not ended). `Err` sends the caller to the lock, with the
-    /// clock reading if one was taken; the lock also finds out whether the result is stale.
-    #[inline]
-    pub(crate) fn succeed(
-        &self,
-        generation: Generation,
-        clock: impl FnOnce() -> Nanos,
-    ) -> Result<(), Option<Nanos>> {
+    /// Records a success lock-free in the common case only: the lane is fast (no clock
+    /// needed), still in `generation`, with room, and uncontended. `false`: try
+    /// [`succeed`](Lane::succeed).
+    #[inline(always)]
+    pub(crate) fn succeed_fast(&self, generation: Generation) -> bool {
         let word = self.load();
-        if word.mode() == FAST
+        word.mode() == FAST
             && word.generation() == generation
             && word.has_success_room()
             && self.swap_if(word, word.with_success()).is_ok()
-        {
-            return Ok(());
-        }
-        self.succeed_any(generation, clock)
     }
 
-    /// [`succeed`](Lane::succeed) in every mode, retrying under contention.
-    #[inline(never)]
-    fn succeed_any(
+    /// Records a success lock-free if the lane is closed and still in `generation` (and,
+    /// windowed, the window has not ended), retrying under contention. `Err` sends the caller
+    /// to the lock, with the clock reading if one was taken; the lock also finds out whether
+    /// the result is stale. `clock` is called only for a windowed lane, and once.
+    pub(crate) fn succeed(
         &self,
         generation: Generation,
         clock: impl FnOnce() -> Nanos,

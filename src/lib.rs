@@ -93,7 +93,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 // The module graph has no cycles. Leaves: `state`, `generation`, `nanos`, `contain`,
-// `error`, `counts`, `window_check`, `serde_duration`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
+// `error`, `counts`, `serde_duration`; `window_check` uses `error` and `MAX_BUCKETS`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
 // machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
 // `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
 // the permits and the sync shim.

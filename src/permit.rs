@@ -14,7 +14,7 @@ use crate::generation::Generation;
 use crate::machine::Ticket;
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::policy::{Outcome, TripPolicy};
+use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 
 /// What a permit owes its breaker: the admission it was granted.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +57,8 @@ fn abandoned() -> Outcome {
 ///
 /// A permit dropped without a verdict (a cancelled future, an early return with `?`) counts
 /// as an exclusion, so a half-open breaker gets its probe slot back instead of staying stuck;
-/// dropped while its thread is panicking, it counts as a failure.
+/// dropped while its thread is panicking, it counts as a failure (whatever the panic: a
+/// permit dropped during an unrelated unwind counts as a failure too).
 ///
 /// # Examples
 ///
@@ -75,7 +76,7 @@ fn abandoned() -> Outcome {
 /// assert_eq!(breaker.counts().total_successes, 1);
 /// ```
 #[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
-pub struct Permit<'a, P: TripPolicy, O: Observer = ()> {
+pub struct Permit<'a, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     breaker: &'a Breaker<P, O>,
     grant: Grant,
 }
@@ -95,7 +96,7 @@ pub struct Permit<'a, P: TripPolicy, O: Observer = ()> {
 /// assert_eq!(breaker.counts().total_successes, 1);
 /// ```
 #[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
-pub struct OwnedPermit<P: TripPolicy, O: Observer = ()> {
+pub struct OwnedPermit<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     breaker: Arc<Breaker<P, O>>,
     grant: Grant,
     /// Whether a verdict is still owed: cleared by a report, read on drop.
@@ -116,9 +117,15 @@ impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
     /// Reports `outcome`, whichever it is.
     #[inline]
     pub fn record(self, outcome: Outcome) {
-        // The verdict is given: no drop-time report. Every field is `Copy`, so nothing leaks.
-        let this = std::mem::ManuallyDrop::new(self);
-        this.breaker.complete(this.grant, outcome);
+        let breaker = self.breaker;
+        breaker.complete(self.into_grant(), outcome);
+    }
+
+    /// The admission, for the breaker to report itself: the permit no longer reports on drop.
+    #[inline(always)]
+    pub(crate) fn into_grant(self) -> Grant {
+        // Every field is `Copy`, so forgetting the permit leaks nothing.
+        std::mem::ManuallyDrop::new(self).grant
     }
 }
 

@@ -538,7 +538,7 @@ fn issue_9_a_callback_panicking_on_every_fourth_delivery_under_load() {
             t.opened
         );
     } // the callback takes the log: release it before calling the breaker again
-    // Not stuck: it closes again.
+      // Not stuck: it closes again.
     for _ in 0..4 {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             if let Ok(p) = breaker.allow() {
@@ -689,4 +689,25 @@ fn a_rejection_is_not_an_error_of_the_call() {
     let r =
         breaker.execute(|| -> Result<(), &str> { unreachable!("an open breaker runs nothing") });
     assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
+}
+
+#[test]
+fn when_the_classifier_and_the_policy_both_panic_the_classifier_wins() {
+    let rig = Rig::new(false);
+    rig.arms.arm(Hook::OnResult); // fires while the exclusion is recorded
+    let caught = run(&rig, Pre::Closed, Hook::Classifier, Moment::Classified);
+    assert_eq!(caught, Some(Hook::Classifier), "the first panic wins");
+    assert!(
+        !rig.arms.0.lock().unwrap().contains(&Hook::OnResult),
+        "the policy ran too"
+    );
+    rig.check_and_recover("classifier then policy");
+}
+
+#[test]
+fn a_breaker_can_be_used_across_catch_unwind_as_it_is() {
+    let breaker = Breaker::builder().build();
+    let r = catch_unwind(|| breaker.execute(|| -> Result<(), ()> { panic!("boom") }));
+    assert!(r.is_err());
+    assert_eq!(breaker.totals().failures, 1);
 }

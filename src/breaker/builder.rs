@@ -185,8 +185,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// the changes waiting behind it are queued, in a queue that grows (allocates) past four.
     ///
     /// A callback that panics does not disturb the breaker: the changes after it are still
-    /// delivered, and the panic then continues to the caller whose call made the change (a
-    /// call admitted on the way is given back as an exclusion first).
+    /// delivered, and the panic then continues to the caller whose call delivered the change
+    /// (normally the one that made it; see above), after giving back as an exclusion a call
+    /// that this caller was being admitted for.
     pub fn on_state_change<F>(mut self, callback: F) -> Self
     where
         F: Fn(&str, State, State) + Send + Sync + 'static,
@@ -258,15 +259,16 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observer: self.observer,
             on_state_change: self.on_state_change,
         };
+        let observes = observers.observes_transitions();
         Breaker {
             lane: Lane::new(plan, machine.phase()),
             inner: Mutex::new(Inner {
                 machine,
-                outbox: Outbox::new(),
+                outbox: Outbox::new(observes),
             }),
             clock,
             name: self.name,
-            observes: observers.observes_transitions(),
+            observes,
             observers,
             needs_latency: plan.needs_latency(),
         }

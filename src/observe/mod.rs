@@ -10,8 +10,10 @@
 //! State changes reach observers exactly once each, in the order they happened, one at a
 //! time (see [`Observer::on_transition`]). A hook that panics does not disturb the breaker:
 //! the panic is caught, every remaining change is still delivered, and then the first panic
-//! continues to the caller of the breaker method that made the change (or is dropped if that
-//! thread is already unwinding from a panic of its own).
+//! continues to the caller of the breaker method that delivered the change: normally the one
+//! that made it, or the thread that was already delivering when it was made (see
+//! [`Observer::on_transition`]). It is dropped if that thread is already unwinding from a
+//! panic of its own.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -99,13 +101,21 @@ impl<O: Observer + ?Sized> Observer for Box<O> {
 }
 
 /// Two observers, both told everything (the first first). The second is told even if the
-/// first panics; then the first's panic continues.
+/// first panics; then the first panic continues (a second one is dropped).
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn on_transition(&self, transition: &Transition<'_>) {
         let first = panic::catch_unwind(AssertUnwindSafe(|| self.0.on_transition(transition)));
-        self.1.on_transition(transition);
-        if let Err(payload) = first {
-            panic::resume_unwind(payload);
+        let second = panic::catch_unwind(AssertUnwindSafe(|| self.1.on_transition(transition)));
+        match (first, second) {
+            (Err(payload), second) => {
+                // A payload's destructor is user code: leak the losing one rather than run it.
+                if let Err(loser) = second {
+                    std::mem::forget(loser);
+                }
+                panic::resume_unwind(payload)
+            }
+            (Ok(()), Err(payload)) => panic::resume_unwind(payload),
+            (Ok(()), Ok(())) => {}
         }
     }
 
@@ -134,6 +144,55 @@ pub struct Transition<'a> {
     /// when it opened the breaker).
     pub totals: Totals,
     /// Whether an operator's control made the change rather than the traffic. Always `false`
-    /// for now.
+    /// until the breaker has manual controls.
     pub manual: bool,
+}
+
+impl<'a> Transition<'a> {
+    /// A transition of `breaker` from `from` to `to` at `at`, with empty counts and totals and
+    /// not manual: for an observer's own tests. Fill the rest in with the `with_*` methods.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::observe::Transition;
+    /// use lazybreaker::{Counts, State};
+    /// use std::time::Duration;
+    ///
+    /// let t = Transition::new("payments", State::Closed, State::Open, Duration::from_secs(3))
+    ///     .with_counts(Counts::default().with_consecutive_failures(6));
+    /// assert_eq!((t.breaker, t.to, t.counts.consecutive_failures), ("payments", State::Open, 6));
+    /// ```
+    pub fn new(breaker: &'a str, from: State, to: State, at: Duration) -> Self {
+        Self {
+            breaker,
+            from,
+            to,
+            at,
+            counts: Counts::default(),
+            totals: Totals::default(),
+            manual: false,
+        }
+    }
+
+    /// This transition with `counts`.
+    #[must_use]
+    pub fn with_counts(mut self, counts: Counts) -> Self {
+        self.counts = counts;
+        self
+    }
+
+    /// This transition with `totals`.
+    #[must_use]
+    pub fn with_totals(mut self, totals: Totals) -> Self {
+        self.totals = totals;
+        self
+    }
+
+    /// This transition, marked as manual or not.
+    #[must_use]
+    pub fn with_manual(mut self, manual: bool) -> Self {
+        self.manual = manual;
+        self
+    }
 }

@@ -22,9 +22,11 @@
 //! back into the same breaker would deadlock.
 //!
 //! A policy that panics does not leave the breaker half-way through a step: the breaker
-//! finishes it with a neutral answer (no trip; the configured `timeout` for an open period)
-//! and then lets the panic continue to the caller. The panic is never swallowed. Everything else the user gives the breaker (the
-//! wrapped call, `on_state_change`) runs outside the lock.
+//! finishes it with a neutral answer (no trip; the configured `timeout` for an open period;
+//! `max_requests` probes) and then lets the panic continue to the caller. The panic is never
+//! swallowed. Everything else the user gives the breaker (the wrapped call, the clock,
+//! `on_state_change` and the observers, a classifier) runs outside the lock, except the
+//! closure given to [`Breaker::inspect_policy`](crate::Breaker::inspect_policy).
 
 mod any_of;
 mod backoff;
