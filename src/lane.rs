@@ -1,44 +1,80 @@
 //! The lock-free lane: what a call can do without taking the state lock.
 //!
-//! The state lock stays the one place where the state machine changes. The lane is a single
-//! atomic [`Word`] that the lock holder *publishes* after every change, from the machine's
-//! [`Phase`] and the lane's [`Plan`], telling callers what they may do without the lock:
+//! The state lock stays the one place where the state machine changes. The lane is what the
+//! lock holder *publishes* after every change, from the machine's [`Phase`] and the lane's
+//! [`Plan`], telling callers what they may do without the lock:
 //!
-//! - **Fast** (closed, no closed-state window, a policy that ignores successes): admit a
-//!   request, or record a success, by adding one to a pending counter in the word. No clock,
-//!   no lock. The counters are folded into the machine's counts by the next lock holder.
-//! - **Windowed** (the same with a fixed closed-state window): the same, after one clock
-//!   read shows the window has not expired. An expired window takes the lock, which starts
-//!   the next one.
+//! - **Counting** (closed, no rolling window, a policy that ignores successes): admit a
+//!   request, or record a success, by adding one to a counter in a *cell*. Without a
+//!   closed-state window (**fast**) no clock is read; with a fixed window (**windowed**) one
+//!   clock read shows the window has not expired (an expired window takes the lock, which
+//!   starts the next one). The counters are folded into the machine's counts by the next
+//!   lock holder.
 //! - **Open**: reject while the clock is not past `until`. One clock read, no write.
 //! - **Locked**: everything else takes the lock.
 //!
-//! Every lock holder that may change the machine first *closes* the lane (swapping in a
-//! locked word, which hands it the pending counters), and publishes a new word when done; a
-//! lock holder that only reads *drains* the counters without closing (the machine's
-//! generation cannot change under its lock, so what it drains belongs to the current one). So a lock-free operation either
-//! lands before a locked one (and is folded into its counts first) or finds the lane closed
-//! and queues for the lock: each operation has one place in a single order, as if all had
-//! taken the lock.
+//! # Cells and stripes: no shared write on the closed-state path
 //!
-//! The word: `[mode: 2 bits][generation: 30 bits][successes: 16 bits][requests: 16 bits]`.
-//! A full counter sends callers to the lock, whose holder empties it. A window's end is
-//! written before the word that refers to it and is constant for a generation, so a caller
-//! whose compare-and-swap succeeds on the word it loaded has read the end of that word's
-//! window. An open period's end is kept apart: a rejection reads it after the word with no
-//! compare-and-swap to confirm, so it may see a later open period's end (the breaker is
-//! open then too), but never a window's.
+//! A cell is one atomic word, `[tag: 32 bits][successes: 16 bits][requests: 16 bits]`; its
+//! tag says whether it is *open* for counting, in which generation, and whether windowed (tag
+//! zero: closed). A breaker starts with one cell, the *base*. The first time a
+//! compare-and-swap on the base fails (two threads collided), the lane makes its *stripes*:
+//! one cache-padded cell per core (a power of two, at most 64), made closed. From then on a
+//! thread counts in the stripe its probe picks (a per-thread number, moved to another stripe
+//! when its own is contended), so in the steady state each thread writes only its own cache
+//! line and only reads the lane's shared words, whatever the number of threads. An
+//! uncontended breaker never makes stripes: a registry of idle breakers pays for none.
+//!
+//! # The protocol
+//!
+//! - **Publish** (lock held, after a change): store the window's end or the open period's
+//!   end, then *open* every cell (store its tag, counters zero), then store the mode word.
+//!   Cells made since the last publish are closed until the next one; a call that finds its
+//!   cell closed takes the lock, which republishes.
+//! - **Close** (lock held, before a change): swap in a locked mode word, then swap every cell
+//!   to closed, folding the counters found in it into the machine.
+//! - **Drain** (lock held, a pure read): take every cell's counters, leaving its tag.
+//! - **Count** (no lock): load the cell; if its tag is open (for a windowed cell: and the
+//!   clock is not past the window's end), compare-and-swap it to itself plus one. For a
+//!   success the tag must also be the permit's generation.
+//!
+//! A lock-free operation counts only through a compare-and-swap on a cell whose tag is open.
+//! Every cell that was opened is closed (swapped) by the next lock holder that changes the
+//! machine, before it changes it, so the operation either lands before that swap in the
+//! cell's order (and is folded into the machine first: it comes before the locked operation)
+//! or fails against the closed tag and takes the lock itself (it comes after): each
+//! operation has one place in a single order, as if all had taken the lock. An operation of
+//! an old generation never counts in a new one: after the close, its cell holds another tag
+//! (closed, or the new generation's), so its compare-and-swap fails.
+//!
+//! A windowed cell's window end is written before the cell is opened and is constant for a
+//! generation; a caller reads it after loading the cell, so a caller whose compare-and-swap
+//! succeeds on the value it loaded has read the end of that generation's window. An open
+//! period's end is kept apart: a rejection reads it after the mode word with no
+//! compare-and-swap to confirm, so it may see a later open period's end (the breaker is open
+//! then too), but never a window's.
 //!
 //! Whether closed-state calls may count here at all is decided once, when the breaker is
 //! built, by [`Plan::of`]: never with a rolling window (a result needs its bucket), a policy
 //! that must see every success, or a policy that measures latency (a lane admission records
 //! no start time). That is the one place this is decided.
+//!
+//! # Cost
+//!
+//! | | a closed-state call (admission + success) | an open rejection |
+//! |---|---|---|
+//! | shared writes | none once striped (two CAS on the thread's own line) | none |
+//! | shared reads | the cell pointer; with a window, its end | the cell, the mode word, the open period's end |
+//! | memory | one word (the base) until contention; then 128 bytes per stripe | — |
+//!
+//! A lock holder closes and opens every stripe (at most 64 cache lines) per locked
+//! operation: failures and state changes pay that, successes do not.
 
 use crate::generation::Generation;
 use crate::machine::Phase;
 use crate::nanos::Nanos;
 use crate::policy::TripPolicy;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{self, AtomicU64, Lazy, Ordering};
 
 /// What the lane may do for this breaker, whatever its state: decided from the policy's
 /// capabilities and the window when the breaker is built.
@@ -66,50 +102,74 @@ impl Plan {
     }
 }
 
-/// The lane's modes, in the word's top two bits.
+/// The mode word's modes, in its top two bits.
 const LOCKED: u64 = 0;
-const FAST: u64 = 1;
+const COUNTING: u64 = 1;
 const OPEN: u64 = 2;
-const WINDOWED: u64 = 3;
+const MODE_SHIFT: u32 = 62;
 
-/// The lane's atomic word, decoded.
+/// A cell: `[tag: 32 bits][successes: 16 bits][requests: 16 bits]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Word(u64);
+struct Cell(u64);
 
-impl Word {
+impl Cell {
     const REQUEST: u64 = 1;
     const SUCCESS: u64 = 1 << 16;
     const COUNTER: u64 = 0xffff;
-    const PENDING: u64 = (1 << 32) - 1;
-    const GENERATION_SHIFT: u32 = 32;
-    const MODE_SHIFT: u32 = 62;
+    const COUNTERS: u64 = (1 << 32) - 1;
+    const TAG_SHIFT: u32 = 32;
+    const OPEN: u64 = 1;
+    const WINDOWED: u64 = 2;
+    const GENERATION_SHIFT: u32 = 2;
 
-    const LOCKED: Word = Word(LOCKED << Self::MODE_SHIFT);
-    const OPEN: Word = Word(OPEN << Self::MODE_SHIFT);
+    const CLOSED: Cell = Cell(0);
 
-    /// A counting word (fast or windowed) for `generation`, with empty counters.
-    fn counting(mode: u64, generation: Generation) -> Self {
-        const _: () = assert!(Generation::BITS <= Word::MODE_SHIFT - Word::GENERATION_SHIFT);
-        Word((mode << Self::MODE_SHIFT) | (generation.get() << Self::GENERATION_SHIFT))
+    /// An open cell for `generation`, windowed or not, with empty counters.
+    fn open(generation: Generation, windowed: bool) -> Self {
+        const _: () = assert!(Generation::BITS + Cell::GENERATION_SHIFT <= 32);
+        let tag = (generation.get() << Self::GENERATION_SHIFT)
+            | if windowed { Self::WINDOWED } else { 0 }
+            | Self::OPEN;
+        Cell(tag << Self::TAG_SHIFT)
     }
 
     #[inline(always)]
-    fn mode(self) -> u64 {
-        self.0 >> Self::MODE_SHIFT
+    fn tag(self) -> u64 {
+        self.0 >> Self::TAG_SHIFT
+    }
+
+    #[inline(always)]
+    fn is_open(self) -> bool {
+        self.tag() & Self::OPEN != 0
+    }
+
+    /// Open and not windowed: counts without a clock.
+    #[inline(always)]
+    fn is_fast(self) -> bool {
+        self.tag() & (Self::OPEN | Self::WINDOWED) == Self::OPEN
+    }
+
+    #[inline(always)]
+    fn is_windowed(self) -> bool {
+        self.tag() & Self::WINDOWED != 0
     }
 
     #[inline(always)]
     fn generation(self) -> Generation {
-        Generation::from_bits(self.0 >> Self::GENERATION_SHIFT)
+        Generation::from_bits(self.tag() >> Self::GENERATION_SHIFT)
     }
 
-    /// Whether the request counter has room for one more.
+    /// Open in `generation` and not windowed.
+    #[inline(always)]
+    fn is_fast_in(self, generation: Generation) -> bool {
+        self.tag() == (generation.get() << Self::GENERATION_SHIFT) | Self::OPEN
+    }
+
     #[inline(always)]
     fn has_request_room(self) -> bool {
         self.0 & Self::COUNTER < Self::COUNTER
     }
 
-    /// Whether the success counter has room for one more.
     #[inline(always)]
     fn has_success_room(self) -> bool {
         (self.0 >> 16) & Self::COUNTER < Self::COUNTER
@@ -117,12 +177,12 @@ impl Word {
 
     #[inline(always)]
     fn with_request(self) -> Self {
-        Word(self.0 + Self::REQUEST)
+        Cell(self.0 + Self::REQUEST)
     }
 
     #[inline(always)]
     fn with_success(self) -> Self {
-        Word(self.0 + Self::SUCCESS)
+        Cell(self.0 + Self::SUCCESS)
     }
 
     fn pending(self) -> Pending {
@@ -133,11 +193,38 @@ impl Word {
     }
 }
 
+/// One cell alone on its cache line (128 bytes: the line and the one the hardware
+/// prefetches with it), so that threads counting in neighbouring stripes never share one.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Stripe(AtomicU64);
+
+/// The most stripes a lane makes: 64 cache lines, 8 KiB.
+const MAX_STRIPES: usize = 64;
+
+/// A lane's stripes, closed: one per core the process may run on (a power of two, at most
+/// [`MAX_STRIPES`]).
+fn make_stripes() -> Box<[Stripe]> {
+    let n = sync::parallelism()
+        .next_power_of_two()
+        .clamp(2, MAX_STRIPES);
+    (0..n)
+        .map(|_| Stripe(AtomicU64::new(Cell::CLOSED.0)))
+        .collect()
+}
+
 /// Requests admitted and successes recorded on the lane since the lock last emptied it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Pending {
     pub(crate) requests: u64,
     pub(crate) successes: u64,
+}
+
+impl Pending {
+    fn add(&mut self, other: Pending) {
+        self.requests += other.requests;
+        self.successes += other.successes;
+    }
 }
 
 /// What a call may do at admission. Any clock reading taken is handed on, so that a call
@@ -155,14 +242,19 @@ pub(crate) enum Entry {
 #[derive(Debug)]
 pub(crate) struct Lane {
     plan: Plan,
+    /// `[mode: 2 bits][0: 62 bits]`: what a call whose cell is closed should do.
     word: AtomicU64,
-    /// The end of the current closed-state window; meaningful only while the word says
-    /// windowed. Written before the word is published.
+    /// The end of the current closed-state window; meaningful only while the cells are open
+    /// and windowed. Written before they are opened.
     window_until: AtomicU64,
     /// The end of the current open period; meaningful only while the word says open. Written
     /// before the word is published. Apart from `window_until`: an open-state rejection reads
     /// it without a compare-and-swap to confirm, so it must never hold a window's end.
     open_until: AtomicU64,
+    /// The cell every thread counts in until two collide.
+    base: AtomicU64,
+    /// The cells threads count in once two collided on `base`.
+    stripes: Lazy<Box<[Stripe]>>,
 }
 
 /// A clock read at most once, on first use.
@@ -193,40 +285,59 @@ impl Lane {
     pub(crate) fn new(plan: Plan, phase: Phase) -> Self {
         let lane = Self {
             plan,
-            word: AtomicU64::new(Word::LOCKED.0),
+            word: AtomicU64::new(LOCKED << MODE_SHIFT),
             window_until: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
+            base: AtomicU64::new(Cell::CLOSED.0),
+            stripes: Lazy::new(make_stripes),
         };
         lane.publish(phase);
         lane
     }
 
+    /// The cell this thread counts in, and whether it is the base.
     #[inline(always)]
-    fn load(&self) -> Word {
-        Word(self.word.load(Ordering::Acquire))
+    fn cell(&self) -> (&AtomicU64, bool) {
+        match self.stripes.get() {
+            Some(stripes) => {
+                // `stripes.len()` is a power of two.
+                let i = sync::probe() as usize & (stripes.len() - 1);
+                (&stripes[i].0, false)
+            }
+            None => (&self.base, true),
+        }
     }
 
-    /// Replaces `current` with `new` if the word still is `current`; the actual word if not.
+    /// A compare-and-swap on this thread's cell failed against another thread's: make the
+    /// stripes if the cell was the base, or move this thread to another stripe.
+    #[cold]
+    fn contended(&self, base: bool) {
+        if base {
+            self.stripes.force();
+        } else {
+            sync::rehash();
+        }
+    }
+
+    /// Replaces `current` with `new` in `cell` if it still holds `current`.
     #[inline(always)]
-    fn swap_if(&self, current: Word, new: Word) -> Result<(), Word> {
-        self.word
-            .compare_exchange_weak(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
-            .map_err(Word)
+    fn count(cell: &AtomicU64, current: Cell, new: Cell) -> bool {
+        // A strong compare-and-swap: a failure means another thread, not a spurious miss,
+        // and makes the stripes.
+        cell.compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// Admits a request lock-free if the lane allows it, or says what to do instead.
     /// `clock` is called only if the lane needs the time (windowed or open), and once.
     #[inline]
     pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Entry {
-        // The common case first, in a few instructions: fast, room to count, no contention.
-        let word = self.load();
-        if word.mode() == FAST
-            && word.has_request_room()
-            && self.swap_if(word, word.with_request()).is_ok()
-        {
+        // The common case first, in a few instructions: a fast cell with room, uncontended.
+        let (cell, _) = self.cell();
+        let c = Cell(cell.load(Ordering::Acquire));
+        if c.is_fast() && c.has_request_room() && Self::count(cell, c, c.with_request()) {
             return Entry::Admitted {
-                generation: word.generation(),
+                generation: c.generation(),
             };
         }
         self.admit_any(clock)
@@ -236,73 +347,77 @@ impl Lane {
     #[inline(never)]
     fn admit_any(&self, clock: impl FnOnce() -> Nanos) -> Entry {
         let mut now = Now::new(clock);
-        let mut word = self.load();
         loop {
-            match word.mode() {
-                _ if !word.has_request_room() => return Entry::Locked { now: now.read },
-                FAST => {}
-                WINDOWED => {
-                    if now.get() > self.window_until.load(Ordering::Acquire) {
-                        return Entry::Locked { now: now.read };
-                    }
-                }
-                OPEN => {
+            let (cell, base) = self.cell();
+            let c = Cell(cell.load(Ordering::Acquire));
+            if !c.is_open() {
+                // Closed: the mode word says why (open, or the lock: a change is under way,
+                // or this cell was made after the last publish).
+                let word = self.word.load(Ordering::Acquire);
+                if word >> MODE_SHIFT == OPEN {
                     let until = self.open_until.load(Ordering::Acquire);
                     return Entry::Open {
                         until,
                         now: now.get(),
                     };
                 }
-                _ => return Entry::Locked { now: now.read },
+                return Entry::Locked { now: now.read };
             }
-            match self.swap_if(word, word.with_request()) {
-                Ok(()) => {
-                    return Entry::Admitted {
-                        generation: word.generation(),
-                    }
-                }
-                Err(actual) => word = actual,
+            if !c.has_request_room()
+                || (c.is_windowed() && now.get() > self.window_until.load(Ordering::Acquire))
+            {
+                return Entry::Locked { now: now.read };
             }
+            if Self::count(cell, c, c.with_request()) {
+                return Entry::Admitted {
+                    generation: c.generation(),
+                };
+            }
+            self.contended(base);
         }
     }
 
-    /// Records a success lock-free in the common case only: the lane is fast (no clock
-    /// needed), still in `generation`, with room, and uncontended. `false`: try
+    /// Records a success lock-free in the common case only: this thread's cell is fast (no
+    /// clock needed), in `generation`, with room, and uncontended. `false`: try
     /// [`succeed`](Lane::succeed).
     #[inline(always)]
     pub(crate) fn succeed_fast(&self, generation: Generation) -> bool {
-        let word = self.load();
-        word.mode() == FAST
-            && word.generation() == generation
-            && word.has_success_room()
-            && self.swap_if(word, word.with_success()).is_ok()
+        let (cell, _) = self.cell();
+        let c = Cell(cell.load(Ordering::Acquire));
+        c.is_fast_in(generation) && c.has_success_room() && Self::count(cell, c, c.with_success())
     }
 
-    /// Records a success lock-free if the lane is closed and still in `generation` (and,
+    /// Records a success lock-free if this thread's cell is open in `generation` (and,
     /// windowed, the window has not ended), retrying under contention. `Err` sends the caller
     /// to the lock, with the clock reading if one was taken; the lock also finds out whether
-    /// the result is stale. `clock` is called only for a windowed lane, and once.
+    /// the result is stale. `clock` is called only for a windowed cell, and once.
     pub(crate) fn succeed(
         &self,
         generation: Generation,
         clock: impl FnOnce() -> Nanos,
     ) -> Result<(), Option<Nanos>> {
         let mut now = Now::new(clock);
-        let mut word = self.load();
         loop {
-            let counting = matches!(word.mode(), FAST | WINDOWED)
-                && word.generation() == generation
-                && word.has_success_room();
+            let (cell, base) = self.cell();
+            let c = Cell(cell.load(Ordering::Acquire));
+            let counting = c.is_open() && c.generation() == generation && c.has_success_room();
             if !counting
-                || (word.mode() == WINDOWED
-                    && now.get() > self.window_until.load(Ordering::Acquire))
+                || (c.is_windowed() && now.get() > self.window_until.load(Ordering::Acquire))
             {
                 return Err(now.read);
             }
-            match self.swap_if(word, word.with_success()) {
-                Ok(()) => return Ok(()),
-                Err(actual) => word = actual,
+            if Self::count(cell, c, c.with_success()) {
+                return Ok(());
             }
+            self.contended(base);
+        }
+    }
+
+    /// Every cell: the base, then the stripes if they were made.
+    fn for_each_cell(&self, mut f: impl FnMut(&AtomicU64)) {
+        f(&self.base);
+        if let Some(stripes) = self.stripes.get() {
+            stripes.iter().for_each(|s| f(&s.0));
         }
     }
 
@@ -310,37 +425,53 @@ impl Lane {
     /// recorded lock-free. Call with the state lock held, and [`publish`](Lane::publish)
     /// before releasing it.
     pub(crate) fn close(&self) -> Pending {
-        Word(self.word.swap(Word::LOCKED.0, Ordering::AcqRel)).pending()
+        self.word.store(LOCKED << MODE_SHIFT, Ordering::Release);
+        let mut pending = Pending::default();
+        self.for_each_cell(|cell| {
+            pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending());
+        });
+        pending
     }
 
-    /// Empties the pending counters without closing the lane, for a lock holder that only
+    /// Takes the pending counters without closing the lane, for a lock holder that only
     /// reads.
     pub(crate) fn drain(&self) -> Pending {
-        Word(self.word.fetch_and(!Word::PENDING, Ordering::AcqRel)).pending()
+        let mut pending = Pending::default();
+        self.for_each_cell(|cell| {
+            pending.add(Cell(cell.fetch_and(!Cell::COUNTERS, Ordering::AcqRel)).pending());
+        });
+        pending
     }
 
     /// Publishes what callers may do without the lock in `phase`. Call with the state lock
-    /// held.
+    /// held, after [`close`](Lane::close) (or at construction): the cells are empty.
     pub(crate) fn publish(&self, phase: Phase) {
-        let word = match phase {
+        let (mode, cell) = match phase {
             Phase::Closed {
                 generation,
-                window_end: None,
-            } if self.plan.counts_closed => Word::counting(FAST, generation),
-            Phase::Closed {
-                generation,
-                window_end: Some(until),
+                window_end,
             } if self.plan.counts_closed => {
-                self.window_until.store(until, Ordering::Release);
-                Word::counting(WINDOWED, generation)
+                if let Some(until) = window_end {
+                    self.window_until.store(until, Ordering::Release);
+                }
+                (COUNTING, Cell::open(generation, window_end.is_some()))
             }
             Phase::Open { until } => {
                 self.open_until.store(until, Ordering::Release);
-                Word::OPEN
+                (OPEN, Cell::CLOSED)
             }
-            Phase::Closed { .. } | Phase::HalfOpen => Word::LOCKED,
+            Phase::Closed { .. } | Phase::HalfOpen => (LOCKED, Cell::CLOSED),
         };
-        self.word.store(word.0, Ordering::Release);
+        self.for_each_cell(|c| c.store(cell.0, Ordering::Release));
+        self.word.store(mode << MODE_SHIFT, Ordering::Release);
+    }
+
+    /// The bytes this lane's stripes take (zero until contention made them).
+    #[cfg(test)]
+    fn stripe_bytes(&self) -> usize {
+        self.stripes
+            .get()
+            .map_or(0, |s| s.len() * std::mem::size_of::<Stripe>())
     }
 }
 
@@ -438,7 +569,7 @@ mod tests {
     fn a_full_counter_sends_callers_to_the_lock() {
         let last = (1 << Generation::BITS) - 1;
         let lane = fast(last);
-        for _ in 0..Word::COUNTER {
+        for _ in 0..Cell::COUNTER {
             assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
             assert_eq!(lane.succeed(gen(last), never), Ok(()));
         }
@@ -447,7 +578,7 @@ mod tests {
         let pending = lane.close();
         assert_eq!(
             (pending.requests, pending.successes),
-            (Word::COUNTER, Word::COUNTER)
+            (Cell::COUNTER, Cell::COUNTER)
         );
     }
 
@@ -472,6 +603,47 @@ mod tests {
         );
         assert_eq!(
             lane.close(),
+            Pending {
+                requests: 1,
+                successes: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_collision_on_the_base_makes_closed_stripes_that_the_next_publish_opens() {
+        let lane = fast(4);
+        assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+        assert_eq!(lane.stripe_bytes(), 0, "uncontended: no stripes");
+        // Another thread's count lands between this thread's load and its CAS.
+        let c = Cell(lane.base.load(Ordering::Acquire));
+        lane.base.fetch_add(Cell::REQUEST, Ordering::AcqRel);
+        assert!(!Lane::count(&lane.base, c, c.with_request()));
+        lane.contended(true);
+        assert!(lane.stripe_bytes() >= 2 * 128);
+        assert_eq!(lane.stripe_bytes() % 128, 0);
+        // The new stripes are closed: the lock is taken until it republishes.
+        assert_eq!(lane.admit(never), Entry::Locked { now: None });
+        assert_eq!(
+            lane.close(),
+            Pending {
+                requests: 2,
+                successes: 0
+            },
+            "the base's counts are folded in"
+        );
+        lane.publish(Phase::Closed {
+            generation: gen(5),
+            window_end: None,
+        });
+        assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(5) });
+        assert!(lane.succeed_fast(gen(5)));
+        assert!(
+            !lane.succeed_fast(gen(4)),
+            "an old generation's success takes the lock"
+        );
+        assert_eq!(
+            lane.drain(),
             Pending {
                 requests: 1,
                 successes: 1

@@ -3,19 +3,86 @@
 //! Normal builds use `parking_lot` and `std`; under `RUSTFLAGS="--cfg loom"` the same names
 //! resolve to loom's checked versions, so the loom models in `tests/loom.rs` explore every
 //! interleaving of the real code. Only the primitives that take part in the protocol go
-//! through here: the state mutex, the lock-free lane's atomics and the manual clock's shared
-//! time.
+//! through here: the state mutex, the lock-free lane's atomics and its lazily made stripes,
+//! the stripe a thread counts in, and the manual clock's shared time.
 
 #[cfg(not(loom))]
 mod imp {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicU32;
+    use std::sync::OnceLock;
+
     pub(crate) use parking_lot::{Mutex, MutexGuard};
     pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
     pub(crate) use std::sync::Arc;
+
+    /// A value made at most once, on demand, and read without a lock afterwards.
+    #[derive(Debug)]
+    pub(crate) struct Lazy<T> {
+        cell: OnceLock<T>,
+        make: fn() -> T,
+    }
+
+    impl<T> Lazy<T> {
+        pub(crate) fn new(make: fn() -> T) -> Self {
+            Self {
+                cell: OnceLock::new(),
+                make,
+            }
+        }
+
+        /// The value, if it was made.
+        #[inline(always)]
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.cell.get()
+        }
+
+        /// The value, made now if it was not.
+        pub(crate) fn force(&self) -> &T {
+            self.cell.get_or_init(self.make)
+        }
+    }
+
+    /// How many threads the process can run at once (the stripes a contended lane makes).
+    pub(crate) fn parallelism() -> usize {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
+
+    thread_local! {
+        /// This thread's stripe probe; 0 until first asked.
+        static PROBE: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Spreads the probes of new threads (Weyl sequence: consecutive threads land far apart).
+    static NEXT_PROBE: AtomicU32 = AtomicU32::new(0);
+
+    /// This thread's stripe probe: a number that picks the stripe it counts in.
+    #[inline(always)]
+    pub(crate) fn probe() -> u32 {
+        PROBE.with(|p| match p.get() {
+            0 => {
+                let probe = NEXT_PROBE
+                    .fetch_add(0x9e37_79b9, std::sync::atomic::Ordering::Relaxed)
+                    .wrapping_add(0x9e37_79b9)
+                    | 1;
+                p.set(probe);
+                probe
+            }
+            probe => probe,
+        })
+    }
+
+    /// Moves this thread to another stripe (after contention on its own).
+    pub(crate) fn rehash() {
+        PROBE.with(|p| p.set(super::xorshift(probe())));
+    }
 }
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+    use std::hash::{Hash, Hasher};
+
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     pub(crate) use loom::sync::{Arc, MutexGuard};
 
     /// loom's mutex with `parking_lot`'s signature: `lock()` returns the guard directly.
@@ -33,6 +100,62 @@ mod imp {
             self.0.lock().expect("state mutex poisoned")
         }
     }
+
+    /// The model of `std::sync::OnceLock`-based laziness: the value is made up front (memory
+    /// does not matter in a model), and published by a flag, so that loom explores every
+    /// interleaving of making it with its readers.
+    #[derive(Debug)]
+    pub(crate) struct Lazy<T> {
+        made: AtomicBool,
+        value: T,
+    }
+
+    impl<T> Lazy<T> {
+        pub(crate) fn new(make: fn() -> T) -> Self {
+            Self {
+                made: AtomicBool::new(false),
+                value: make(),
+            }
+        }
+
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.made.load(Ordering::Acquire).then_some(&self.value)
+        }
+
+        pub(crate) fn force(&self) -> &T {
+            self.made.store(true, Ordering::Release);
+            &self.value
+        }
+    }
+
+    /// Two stripes in a model: enough for two threads to count apart.
+    pub(crate) fn parallelism() -> usize {
+        2
+    }
+
+    loom::thread_local! {
+        static REHASHED: std::cell::Cell<u32> = std::cell::Cell::new(0);
+    }
+
+    /// A loom thread's probe: from its id, so that each execution of a model is the same.
+    pub(crate) fn probe() -> u32 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        loom::thread::current().id().hash(&mut hasher);
+        (hasher.finish() as u32 | 1) ^ REHASHED.with(|r| r.get())
+    }
+
+    pub(crate) fn rehash() {
+        REHASHED.with(|r| r.set(r.get().wrapping_add(1)));
+    }
+}
+
+/// The next value of a xorshift32 sequence: a cheap way to move a probe elsewhere.
+#[cfg_attr(loom, allow(dead_code))]
+fn xorshift(mut x: u32) -> u32 {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    x | 1
 }
 
 pub(crate) use imp::*;

@@ -7,7 +7,7 @@ use criterion::Criterion;
 use lazybreaker::Breaker;
 
 use crate::support::peers::{BreakerCrate, Failsafe, Lazy, LazyInstantClock, Recloser, Subject};
-use crate::support::{contended, group, one_thread, operation, two_threads};
+use crate::support::{contended, group, group_2t, one_thread, operation, two_threads};
 
 /// `closed_success_1t`: one thread calls a closed breaker, the call succeeds.
 pub(crate) fn success_1t(c: &mut Criterion) {
@@ -22,7 +22,7 @@ pub(crate) fn success_1t(c: &mut Criterion) {
 
 /// `closed_success_2t`: two threads call one closed breaker; wall time / total calls.
 pub(crate) fn success_2t(c: &mut Criterion) {
-    let mut g = group(c, "closed_success_2t");
+    let mut g = group_2t(c, "closed_success_2t");
     two_threads(&mut g, &Lazy::closed());
     two_threads(&mut g, &LazyInstantClock::closed());
     two_threads(&mut g, &Failsafe::closed());
@@ -58,7 +58,7 @@ pub(crate) fn windows_1t(c: &mut Criterion) {
 
 /// `closed_windows_2t`: the same windows with two threads on one breaker.
 pub(crate) fn windows_2t(c: &mut Criterion) {
-    let mut g = group(c, "closed_windows_2t");
+    let mut g = group_2t(c, "closed_windows_2t");
     let variants = [
         (
             "interval_10s",

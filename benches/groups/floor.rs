@@ -8,7 +8,7 @@ use criterion::Criterion;
 use lazybreaker::{Clock, CoarseMonotonicClock};
 use parking_lot::Mutex;
 
-use crate::support::{contended, group, operation};
+use crate::support::{contended, group, group_2t, operation};
 
 /// Two lock-and-unlock pairs of a `parking_lot::Mutex`, each touching the data.
 #[inline(always)]
@@ -36,7 +36,7 @@ pub(crate) fn floor_1t(c: &mut Criterion) {
 /// `floor_2t`: the same clock reads and lock pairs from two threads at once (one shared
 /// mutex); wall time / total calls.
 pub(crate) fn floor_2t(c: &mut Criterion) {
-    let mut g = group(c, "floor_2t");
+    let mut g = group_2t(c, "floor_2t");
     g.bench_function("instant_now", |b| {
         b.iter_custom(|iters| contended(iters, Instant::now))
     });

@@ -4,7 +4,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 
 use crate::support::peers::{BreakerCrate, Failsafe, Lazy, LazyInstantClock, Recloser, Subject};
-use crate::support::{group, one_thread, still_open, two_threads};
+use crate::support::{group, group_2t, one_thread, still_open, two_threads};
 
 /// `open_rejected_1t`: one thread calls an open breaker, which rejects the call.
 pub(crate) fn rejected_1t(c: &mut Criterion) {
@@ -19,7 +19,7 @@ pub(crate) fn rejected_1t(c: &mut Criterion) {
 
 /// `open_rejected_2t`: two threads call one open breaker; wall time / total calls.
 pub(crate) fn rejected_2t(c: &mut Criterion) {
-    let mut g = group(c, "open_rejected_2t");
+    let mut g = group_2t(c, "open_rejected_2t");
     open(&mut g, two_threads::<Lazy>);
     open(&mut g, two_threads::<LazyInstantClock>);
     open(&mut g, two_threads::<Failsafe>);

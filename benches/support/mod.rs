@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, Criterion, Throughput};
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 
 /// How long an open breaker stays open in the benches: long enough that no measurement can
 /// see it expire. The rejection path does not depend on the value.
@@ -44,20 +44,36 @@ pub(crate) fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, 
     group
 }
 
+/// A group for contended scenarios ([`contended`]): every sample runs long enough for the
+/// threads to overlap, so fewer samples of equal size (flat sampling) fit the budget.
+pub(crate) fn group_2t<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = group(c, name);
+    group.sampling_mode(SamplingMode::Flat).sample_size(10);
+    group
+}
+
 /// How many threads the contended scenarios run.
 pub(crate) const THREADS: u64 = 2;
 
-/// Runs `iters` calls of `call` split over [`THREADS`] threads that start together, and
-/// returns the time from the earliest start to the latest end, as measured inside the
-/// workers: criterion divides it by `iters`, so the figure is wall time per call of the
-/// whole contended run. The coordinating thread takes no reading, so being descheduled
-/// while it spawns or joins skews nothing.
+/// The fewest calls each thread makes in one contended sample: at 10 to 25 ns a call, 40 to
+/// 100 ms per thread, long enough that the scheduler really runs the threads at the same
+/// time (a run of microseconds lets one thread finish before the other starts, and measures
+/// no contention at all).
+pub(crate) const MIN_CALLS_PER_THREAD: u64 = 4_000_000;
+
+/// Runs `call` from [`THREADS`] threads that start together, at least
+/// [`MIN_CALLS_PER_THREAD`] times each (more if criterion asks for more than `THREADS` times
+/// that), and returns the time from the earliest start to the latest end, as measured inside
+/// the workers, scaled to `iters` calls: criterion divides it by `iters`, so the figure is
+/// wall time per call of the whole contended run. The coordinating thread takes no reading,
+/// so being descheduled while it spawns or joins skews nothing.
 pub(crate) fn contended<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration {
+    let total = iters.max(MIN_CALLS_PER_THREAD * THREADS);
     let barrier = Barrier::new(THREADS as usize);
     let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
         let workers: Vec<_> = (0..THREADS)
             .map(|i| {
-                let calls = iters / THREADS + u64::from(i < iters % THREADS);
+                let calls = total / THREADS + u64::from(i < total % THREADS);
                 let (barrier, call) = (&barrier, &call);
                 s.spawn(move || {
                     barrier.wait();
@@ -76,7 +92,9 @@ pub(crate) fn contended<R>(iters: u64, call: impl Fn() -> R + Sync) -> Duration 
     });
     let first_start = spans.iter().map(|s| s.0).min().expect("no worker");
     let last_end = spans.iter().map(|s| s.1).max().expect("no worker");
-    last_end - first_start
+    let wall = last_end - first_start;
+    // Per call of the whole run, times the calls criterion asked for.
+    Duration::from_secs_f64(wall.as_secs_f64() * iters as f64 / total as f64)
 }
 
 /// `subject`'s call, one thread, as the bench named after the implementation.
