@@ -413,6 +413,13 @@ impl Lane {
         }
     }
 
+    /// Makes the stripes now (closed), as a collision would: for loom models that start
+    /// striped.
+    #[cfg(loom)]
+    pub(crate) fn make_stripes(&self) {
+        self.stripes.force();
+    }
+
     /// Every cell: the base, then the stripes if they were made.
     fn for_each_cell(&self, mut f: impl FnMut(&AtomicU64)) {
         f(&self.base);

@@ -4,8 +4,10 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --target-dir target/loom --test loom`
 //!
 //! The models live here, against the public API, rather than inside the crate: the crate's
-//! `sync` shim swaps its state mutex and the manual clock's atomic for loom's, so these
-//! models exercise exactly the code users run, and need no test-only hooks in the library.
+//! `sync` shim swaps its state mutex, the lane's atomics and stripes, and the manual clock's
+//! atomic for loom's, so these models exercise exactly the code users run. The one
+//! test-only hook, `Breaker::loom_make_stripes` (under `cfg(loom)` only), starts a model
+//! with the lane's stripes already made, as a first collision would.
 #![cfg(loom)]
 
 use std::sync::{Arc as StdArc, OnceLock, Weak};
@@ -415,5 +417,77 @@ fn an_open_rejection_never_reports_a_windows_end() {
                 "rejected as open for {retry_after:?}, longer than any open period"
             );
         }
+    });
+}
+
+/// 10. Counting in the lane's cells never loses or invents a count, while a reader drains
+///     them: with the stripes made up front, and with the base alone (where a collision
+///     makes them in the middle of the model).
+#[test]
+fn counts_in_stripes_are_never_lost() {
+    for striped in [true, false] {
+        loom::model(move || {
+            let clock = ManualClock::new();
+            let (breaker, _, _) = logged(1, &clock);
+            if striped {
+                breaker.loom_make_stripes();
+                assert_eq!(breaker.state(), State::Closed); // a lock holder opens them
+            }
+            let callers: Vec<_> = (0..2)
+                .map(|_| {
+                    let breaker = breaker.clone();
+                    thread::spawn(move || breaker.allow().unwrap().success())
+                })
+                .collect();
+            let c = breaker.counts();
+            assert!(c.requests >= c.total_successes, "{c:?}");
+            for caller in callers {
+                caller.join().unwrap();
+            }
+            let c = breaker.counts();
+            assert_eq!((c.requests, c.total_successes), (2, 2), "striped {striped}");
+            let t = breaker.totals();
+            assert_eq!(
+                (t.admitted, t.successes),
+                (2, 2),
+                "striped {striped}: {t:?}"
+            );
+        });
+    }
+}
+
+/// 11. A success counted in a stripe while another thread trips the breaker lands in the
+///     closed generation (before the trip) or is dropped as stale (after it), never in the
+///     open one, and is never lost: the lock holder closes every stripe before it changes
+///     the machine.
+#[test]
+fn a_success_in_a_stripe_never_leaks_across_a_trip() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, happened, delivered) = logged(1, &clock);
+        breaker.loom_make_stripes();
+        assert_eq!(breaker.state(), State::Closed);
+        let permit = breaker.allow_owned().unwrap();
+        let late = thread::spawn(move || permit.success());
+        let tripper = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().map(|p| p.failure()).is_ok())
+        };
+        late.join().unwrap();
+        assert!(tripper.join().unwrap(), "admitted before its own failure");
+        assert_eq!(
+            breaker.counts(),
+            Default::default(),
+            "counted in the open generation"
+        );
+        let t = breaker.totals();
+        assert_eq!((t.admitted, t.failures), (2, 1), "{t:?}");
+        assert_eq!(
+            t.successes + t.dropped,
+            1,
+            "the success was lost or doubled: {t:?}"
+        );
+        assert_eq!(changes(&happened), vec![(State::Closed, State::Open)]);
+        assert_eq!(changes(&delivered), changes(&happened));
     });
 }

@@ -322,6 +322,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         f(self.inner.lock().machine.policy())
     }
 
+    /// Makes the lock-free lane's stripes now, as the first collision of two threads would:
+    /// the one test-only hook, for loom models that start striped.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_make_stripes(&self) {
+        self.lane.make_stripes();
+    }
+
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, outcome: Outcome) {
