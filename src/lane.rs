@@ -300,9 +300,10 @@ impl Lane {
     fn cell(&self) -> (&AtomicU64, bool) {
         match self.stripes.get() {
             Some(stripes) => {
-                // `stripes.len()` is a power of two.
-                let i = sync::probe() as usize & (stripes.len() - 1);
-                (&stripes[i].0, false)
+                // `stripes.len()` is a power of two, 2 to 64: the probe's top bits pick one
+                // (its low bits are poor: every probe is odd).
+                let i = sync::probe() >> (u32::BITS - stripes.len().trailing_zeros());
+                (&stripes[i as usize].0, false)
             }
             None => (&self.base, true),
         }
