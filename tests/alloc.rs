@@ -390,6 +390,28 @@ fn checks() -> Vec<Check> {
             assert_eq!(changes.load(Ordering::Relaxed), 5 * 1_001);
             stats
         }),
+        ("memory/ten_thousand_idle_breakers_allocate_nothing", || {
+            // A registry of mostly idle breakers: an uncontended breaker lives in its own
+            // `size_of` (no stripes, no callback queue, no bucket ring), so building and
+            // calling ten thousand of them touches the heap not at all.
+            let mut breakers: Vec<Breaker> = Vec::with_capacity(10_000);
+            let region = Region::new(GLOBAL);
+            for _ in 0..10_000 {
+                breakers.push(Breaker::builder().build());
+            }
+            for b in &breakers {
+                black_box(b.execute(ok)).unwrap();
+                b.allow().unwrap().failure();
+            }
+            let stats = region.change();
+            println!(
+                "  (a breaker takes {} bytes inline; contention adds 128 bytes per stripe, \
+                 one stripe per core, 2 to 64)",
+                std::mem::size_of::<Breaker>()
+            );
+            drop(breakers);
+            stats
+        }),
         ("cycle/ema_isolation", || {
             // brpc's EMA trips, isolates (doubling), revives through half-open.
             let clock = ManualClock::new();
