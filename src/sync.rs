@@ -137,15 +137,18 @@ mod imp {
         static REHASHED: std::cell::Cell<u32> = std::cell::Cell::new(0);
     }
 
-    /// A loom thread's probe: from its id, so that each execution of a model is the same.
+    /// A loom thread's probe: from its number within the execution (a `ThreadId` hashes
+    /// its execution too, which would make every execution of a model pick other stripes,
+    /// and loom needs each to be the same).
     pub(crate) fn probe() -> u32 {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        loom::thread::current().id().hash(&mut hasher);
+        format!("{:?}", loom::thread::current().id()).hash(&mut hasher);
         (hasher.finish() as u32 | 1) ^ REHASHED.with(|r| r.get())
     }
 
+    /// Flips the probe's top bit: with a model's two stripes, moves to the other one.
     pub(crate) fn rehash() {
-        REHASHED.with(|r| r.set(r.get().wrapping_add(1)));
+        REHASHED.with(|r| r.set(r.get() ^ 0x8000_0000));
     }
 }
 
