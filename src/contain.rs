@@ -53,6 +53,16 @@ pub(crate) fn resume(panic: FirstPanic) {
     }
 }
 
+/// Lets a caught panic continue even if the thread is already unwinding (then it aborts, as
+/// any panic in a destructor during unwinding would): for a panic that user code raised in
+/// the caller's own frame, which `catch` caught only to finish the breaker's bookkeeping.
+pub(crate) fn resume_now(panic: FirstPanic) -> ! {
+    match panic.0 {
+        Some(payload) => panic::resume_unwind(payload),
+        None => unreachable!("resume_now is called with a caught panic"),
+    }
+}
+
 /// The first panic caught during one operation; later ones are dropped.
 #[derive(Default)]
 #[must_use = "a caught panic must be resumed"]

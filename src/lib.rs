@@ -98,11 +98,13 @@
 // `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
 // the permits and the sync shim.
 mod breaker;
+pub mod classify;
 mod clock;
 pub mod config;
 mod contain;
 mod counts;
 mod error;
+mod future;
 mod generation;
 mod lane;
 mod machine;
@@ -117,9 +119,11 @@ mod sync;
 mod window_check;
 
 pub use breaker::{Breaker, Builder};
+pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
 pub use counts::{Counts, Totals};
 pub use error::{ConfigError, Error, Rejected};
+pub use future::ExecuteAsync;
 pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
 pub use state::State;

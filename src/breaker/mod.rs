@@ -18,8 +18,12 @@ pub use builder::Builder;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::future::Future;
+
+use crate::classify::{self, Classify, OkIsSuccess};
 use crate::clock::ClockSource;
 use crate::contain::{self, FirstPanic};
+use crate::future::ExecuteAsync;
 use crate::lane::{Entry, Lane};
 use crate::machine::Ticket;
 use crate::nanos::Nanos;
@@ -286,21 +290,98 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub fn execute_classified<T, E, F, C>(&self, call: F, classify: C) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
-        C: FnOnce(&Result<T, E>) -> Outcome,
+        C: Classify<T, E>,
     {
         let permit = self.allow()?;
         let result = call();
-        match contain::catch(|| classify(&result)) {
+        match contain::catch(|| classify.classify(&result)) {
             Ok(outcome) => permit.record(outcome),
-            Err(payload) => {
-                // The classifier's panic comes first; recording the exclusion may add others.
-                let mut panics = FirstPanic::default();
-                panics.keep(payload);
-                self.complete_with(permit.into_grant(), Outcome::Excluded, &mut panics);
-                contain::resume(panics);
-            }
+            Err(payload) => self.record_then_resume(permit, Outcome::Excluded, payload),
         }
         result.map_err(Error::Inner)
+    }
+
+    /// Runs the call that `make` builds, if the breaker admits it, and records its result:
+    /// `Ok` is a success, `Err` a failure. The async twin of [`execute`](Breaker::execute):
+    /// see [`ExecuteAsync`] for when admission happens and what cancellation means.
+    ///
+    /// **Where the deadline goes.** A timeout *around* the returned future cancels the call,
+    /// which the breaker records as abandoned (not as a failure): a dependency that hangs
+    /// would then never trip it. Put the deadline *inside* the call, so that its expiry is
+    /// the call's own error.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Error};
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     use std::sync::Arc;
+    /// #     use std::task::{Context, Poll, Wake, Waker};
+    /// #     struct Noop;
+    /// #     impl Wake for Noop { fn wake(self: Arc<Self>) {} }
+    /// #     let waker = Waker::from(Arc::new(Noop));
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     let mut cx = Context::from_waker(&waker);
+    /// #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+    /// # }
+    ///
+    /// async fn fetch(id: u32) -> Result<String, std::io::Error> {
+    ///     Ok(format!("item {id}"))
+    /// }
+    ///
+    /// let breaker = Breaker::builder().build();
+    /// let item: Result<String, Error<std::io::Error>> =
+    ///     block_on(breaker.execute_async(|| fetch(7)));
+    /// assert_eq!(item.unwrap(), "item 7");
+    /// assert_eq!(breaker.counts().total_successes, 1);
+    /// ```
+    pub fn execute_async<F, Fut, T, E>(
+        &self,
+        make: F,
+    ) -> ExecuteAsync<'_, P, O, F, Fut, OkIsSuccess<T, E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        ExecuteAsync::new(self, make, classify::ok_is_success as OkIsSuccess<T, E>)
+    }
+
+    /// Like [`execute_async`](Breaker::execute_async), with `classify` deciding how the
+    /// result counts (as [`execute_classified`](Breaker::execute_classified) does).
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute): the call's `Err` is returned as [`Error::Inner`]
+    /// whatever `classify` said of it.
+    pub fn execute_async_classified<F, Fut, T, E, C>(
+        &self,
+        make: F,
+        classify: C,
+    ) -> ExecuteAsync<'_, P, O, F, Fut, C>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
+    {
+        ExecuteAsync::new(self, make, classify)
+    }
+
+    /// Records `outcome` for `permit` after user code panicked with `payload`, then lets that
+    /// panic continue (it comes first: a panic recording the outcome is dropped).
+    pub(crate) fn record_then_resume(
+        &self,
+        permit: Permit<'_, P, O>,
+        outcome: Outcome,
+        payload: contain::Payload,
+    ) -> ! {
+        let mut panics = FirstPanic::default();
+        panics.keep(payload);
+        self.complete_with(permit.into_grant(), outcome, &mut panics);
+        contain::resume_now(panics)
     }
 
     /// Runs `f` on the breaker's trip policy, for inspection.

@@ -1,0 +1,146 @@
+//! Async calls over permits: the named future of
+//! [`Breaker::execute_async`](crate::Breaker::execute_async) and
+//! [`Breaker::execute_async_classified`](crate::Breaker::execute_async_classified). Standard
+//! futures only: no async runtime, no allocation, no timer.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+
+use crate::breaker::Breaker;
+use crate::classify::Classify;
+use crate::contain;
+use crate::observe::Observer;
+use crate::permit::Permit;
+use crate::policy::{Outcome, TripPolicy};
+use crate::Error;
+
+pin_project! {
+    /// The future of [`Breaker::execute_async`] and [`Breaker::execute_async_classified`]:
+    /// resolves to the call's value, [`Error::Rejected`] when the breaker did not make it, or
+    /// the call's own error in [`Error::Inner`].
+    ///
+    /// - Admission happens on the first poll, and the closure that builds the call runs only
+    ///   when the call is admitted: an open breaker builds no request.
+    /// - The call's result is classified and recorded when it completes.
+    /// - A panic while the call is polled counts as a failure and keeps unwinding.
+    /// - Dropped before the call completes (a cancelled task, a `select!` that chose
+    ///   another branch, a timeout *around* this future), the call is abandoned: its permit
+    ///   is dropped without a verdict (see [`Permit`]), so a half-open breaker gets its probe
+    ///   slot back. To have a hung dependency trip the breaker, put the deadline *inside*
+    ///   the call (`|| tokio::time::timeout(d, request())` with the timeout's error counted as
+    ///   a failure), not around this future.
+    ///
+    /// `Send` when the closure, the call and the classifier are; no allocation.
+    #[must_use = "futures do nothing unless polled: the call is admitted on the first poll"]
+    pub struct ExecuteAsync<'a, P: TripPolicy, O: Observer, F, Fut, C> {
+        breaker: &'a Breaker<P, O>,
+        classify: C,
+        #[pin]
+        stage: Stage<'a, P, O, F, Fut>,
+    }
+}
+
+pin_project! {
+    #[project = StageProj]
+    enum Stage<'a, P: TripPolicy, O: Observer, F, Fut> {
+        /// Not polled yet: the closure that builds the call.
+        Start { make: Option<F> },
+        /// Admitted: the call in flight and the permit it reports through.
+        Running {
+            #[pin]
+            call: Fut,
+            permit: Option<Permit<'a, P, O>>,
+        },
+        /// Resolved.
+        Done,
+    }
+}
+
+impl<'a, P: TripPolicy, O: Observer, F, Fut, C> ExecuteAsync<'a, P, O, F, Fut, C> {
+    pub(crate) fn new(breaker: &'a Breaker<P, O>, make: F, classify: C) -> Self {
+        Self {
+            breaker,
+            classify,
+            stage: Stage::Start { make: Some(make) },
+        }
+    }
+}
+
+impl<P, O, F, Fut, C, T, E> Future for ExecuteAsync<'_, P, O, F, Fut, C>
+where
+    P: TripPolicy,
+    O: Observer,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    C: Classify<T, E>,
+{
+    type Output = Result<T, Error<E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.stage.as_mut().project() {
+                StageProj::Start { make } => {
+                    let make = make
+                        .take()
+                        .expect("`ExecuteAsync` polled after it panicked");
+                    match this.breaker.allow() {
+                        Err(rejected) => {
+                            this.stage.set(Stage::Done);
+                            return Poll::Ready(Err(Error::Rejected(rejected)));
+                        }
+                        Ok(permit) => {
+                            // Built only once admitted. A panic building it drops the permit
+                            // while unwinding: a failure.
+                            let call = make();
+                            this.stage.set(Stage::Running {
+                                call,
+                                permit: Some(permit),
+                            });
+                        }
+                    }
+                }
+                StageProj::Running { call, permit } => {
+                    let result = match contain::catch(|| call.poll(cx)) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(result)) => result,
+                        Err(payload) => {
+                            let permit = permit.take().expect("a running call holds its permit");
+                            this.breaker
+                                .record_then_resume(permit, Outcome::Failure, payload)
+                        }
+                    };
+                    let permit = permit.take().expect("a running call holds its permit");
+                    let classify = &*this.classify;
+                    match contain::catch(|| classify.classify(&result)) {
+                        Ok(outcome) => permit.record(outcome),
+                        Err(payload) => {
+                            this.breaker
+                                .record_then_resume(permit, Outcome::Excluded, payload)
+                        }
+                    }
+                    this.stage.set(Stage::Done);
+                    return Poll::Ready(result.map_err(Error::Inner));
+                }
+                StageProj::Done => panic!("`ExecuteAsync` polled after completion"),
+            }
+        }
+    }
+}
+
+impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stage = match self.stage {
+            Stage::Start { .. } => "start",
+            Stage::Running { .. } => "running",
+            Stage::Done => "done",
+        };
+        f.debug_struct("ExecuteAsync")
+            .field("breaker", &self.breaker.name())
+            .field("stage", &stage)
+            .finish_non_exhaustive()
+    }
+}
