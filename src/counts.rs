@@ -90,8 +90,9 @@ impl Counts {
 ///
 /// Unlike [`Counts`], which belong to the current generation, these add up everything since
 /// the breaker was built. Every admitted request ends up in exactly one of `successes`,
-/// `failures`, `exclusions` and `dropped`, once its permit reported (or was dropped):
-/// `admitted == successes + failures + exclusions + dropped + (requests still in flight)`.
+/// `failures`, `exclusions`, `abandoned` and `dropped`, once its permit reported (or was
+/// dropped): `admitted == successes + failures + exclusions + abandoned + dropped + (requests
+/// still in flight)`.
 ///
 /// # Examples
 ///
@@ -103,8 +104,9 @@ impl Counts {
 /// let in_flight = breaker.allow().unwrap();
 /// let t = breaker.totals();
 /// assert_eq!((t.admitted, t.successes), (2, 1));
-/// drop(in_flight); // an abandoned call counts as an exclusion
-/// assert_eq!(breaker.totals().exclusions, 1);
+/// drop(in_flight); // an abandoned call: an exclusion in the counts, abandoned in the totals
+/// assert_eq!(breaker.counts().total_exclusions, 1);
+/// assert_eq!((breaker.totals().abandoned, breaker.totals().exclusions), (1, 0));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -116,13 +118,17 @@ pub struct Totals {
     pub successes: u64,
     /// Results counted as failures (a half-open probe's failure included).
     pub failures: u64,
-    /// Results counted as exclusions (abandoned permits included).
+    /// Results counted as exclusions (abandoned calls are counted apart, in `abandoned`).
     pub exclusions: u64,
     /// Results ignored because they arrived after their generation ended (stale) or after
     /// their bucket left a rolling window.
     pub dropped: u64,
     /// Times the breaker entered the open state.
     pub opened: u64,
+    /// Calls abandoned without a verdict (a permit dropped, a future of `execute_async`
+    /// dropped before the call completed), counted here whatever they counted as in the
+    /// window ([`AbandonedAs`](crate::AbandonedAs)) and whatever their generation.
+    pub abandoned: u64,
 }
 
 impl Totals {

@@ -97,6 +97,7 @@
 // machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
 // `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
 // the permits and the sync shim.
+mod abandoned;
 mod breaker;
 pub mod classify;
 mod clock;
@@ -118,6 +119,7 @@ mod state;
 mod sync;
 mod window_check;
 
+pub use abandoned::AbandonedAs;
 pub use breaker::{Breaker, Builder};
 pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};

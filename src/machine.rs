@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use crate::abandoned::AbandonedAs;
 use crate::contain::FirstPanic;
 use crate::counts::{Tally, Totals, Window};
 use crate::generation::Generation;
@@ -35,6 +36,8 @@ pub(crate) struct Timing {
     buckets: u64,
     /// The configured open duration (before the policy's say).
     timeout: Nanos,
+    /// How an abandoned call counts in closed and in half-open.
+    abandoned: (AbandonedAs, AbandonedAs),
 }
 
 impl Timing {
@@ -75,7 +78,15 @@ impl Timing {
             bucket_period,
             buckets,
             timeout,
+            abandoned: (AbandonedAs::default(), AbandonedAs::default()),
         }
+    }
+
+    /// These knobs, with abandoned calls counting as `closed` in the closed state and
+    /// `half_open` in the half-open state.
+    pub(crate) fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
+        self.abandoned = (closed, half_open);
+        self
     }
 
     /// Whether the closed-state window rolls bucket by bucket.
@@ -102,6 +113,14 @@ impl Ticket {
     pub(crate) fn generation(&self) -> Generation {
         self.generation
     }
+}
+
+/// How a call ended: with a verdict, or abandoned without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Reported(Outcome),
+    /// Counted in the totals as abandoned, and in the counts as the state's setting says.
+    Abandoned,
 }
 
 /// A state change, with what caused it: the counts and totals at the moment of the change
@@ -330,35 +349,55 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn complete(
         &mut self,
         ticket: Ticket,
-        outcome: Outcome,
+        verdict: Verdict,
         latency: Option<Duration>,
         now: Nanos,
     ) -> Option<Change> {
         let change = self.refresh(now);
+        // An abandoned call is counted as abandoned in the totals, whatever else happens to
+        // it; a reported one as its outcome, or as dropped.
+        let reported = match verdict {
+            Verdict::Reported(outcome) => Some(outcome),
+            Verdict::Abandoned => {
+                self.totals.abandoned += 1;
+                None
+            }
+        };
         if change.is_some() || ticket.generation != self.generation {
             // Stale: every state change starts a new generation, this very one included.
-            self.totals.dropped += 1;
+            if reported.is_some() {
+                self.totals.dropped += 1;
+            }
             return change;
         }
+        let outcome = reported.unwrap_or(match (self.state, self.timing.abandoned) {
+            (State::HalfOpen, (_, AbandonedAs::Failure))
+            | (State::Closed, (AbandonedAs::Failure, _)) => Outcome::Failure,
+            _ => Outcome::Excluded,
+        });
         let tally = match outcome {
             Outcome::Success => Tally::Success,
             Outcome::Failure => Tally::Failure,
             Outcome::Excluded => Tally::Exclusion,
         };
+        // Abandoned calls are in the totals already.
+        let totals = reported.is_some();
         match self.state {
             State::Closed => {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
-                self.record(ticket.age, tally);
+                self.record(ticket.age, tally, totals);
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
                 let trips = self.policy.on_result(&result);
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => {
                 if outcome == Outcome::Failure {
-                    self.totals.on_result(tally);
+                    if totals {
+                        self.totals.on_result(tally);
+                    }
                 } else {
-                    self.record(ticket.age, tally);
+                    self.record(ticket.age, tally, totals);
                 }
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
                 self.policy.on_probe_result(&result);
@@ -375,18 +414,22 @@ impl<P: TripPolicy> Machine<P> {
             // Unreachable in practice: an open breaker admits nothing, and entering open
             // starts a new generation. Dropping the result is the safe answer.
             State::Open => {
-                self.totals.dropped += 1;
+                if totals {
+                    self.totals.dropped += 1;
+                }
                 None
             }
         }
     }
 
-    /// Records a result in the window, and in the totals as counted or dropped.
-    fn record(&mut self, age: u64, tally: Tally) {
-        if self.window.record(age, tally) {
-            self.totals.on_result(tally);
-        } else {
-            self.totals.dropped += 1;
+    /// Records a result in the window, and (if `totals`) in the totals as counted or
+    /// dropped.
+    fn record(&mut self, age: u64, tally: Tally, totals: bool) {
+        let counted = self.window.record(age, tally);
+        match (totals, counted) {
+            (false, _) => {}
+            (true, true) => self.totals.on_result(tally),
+            (true, false) => self.totals.dropped += 1,
         }
     }
 
@@ -491,7 +534,12 @@ mod tests {
     fn open_expires_strictly_after_the_timeout() {
         let mut m = machine(Timing::new(1, Duration::ZERO, Duration::ZERO, ms(10)), 1);
         let (ticket, _) = m.admit(0);
-        let t = moved(m.complete(ticket.unwrap(), Outcome::Failure, None, 0));
+        let t = moved(m.complete(
+            ticket.unwrap(),
+            Verdict::Reported(Outcome::Failure),
+            None,
+            0,
+        ));
         assert_eq!(t, Some((State::Closed, State::Open)));
         let (r, t) = m.admit(10 * MS);
         assert_eq!(
@@ -510,19 +558,37 @@ mod tests {
     fn half_open_admits_max_requests_and_exclusions_give_slots_back() {
         let mut m = machine(Timing::new(2, Duration::ZERO, Duration::ZERO, ms(1)), 1);
         let (t, _) = m.admit(0);
-        m.complete(t.unwrap(), Outcome::Failure, None, 0);
+        m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0);
         let (a, _) = m.admit(2 * MS);
         let (b, _) = m.admit(2 * MS);
         assert_eq!(m.admit(2 * MS).0, Err(Rejected::TooManyRequests));
         assert_eq!(
-            m.complete(a.unwrap(), Outcome::Excluded, None, 2 * MS),
+            m.complete(
+                a.unwrap(),
+                Verdict::Reported(Outcome::Excluded),
+                None,
+                2 * MS
+            ),
             None
         );
         let (c, _) = m.admit(2 * MS);
         assert!(c.is_ok());
-        assert_eq!(m.complete(b.unwrap(), Outcome::Success, None, 2 * MS), None);
         assert_eq!(
-            moved(m.complete(c.unwrap(), Outcome::Success, None, 2 * MS)),
+            m.complete(
+                b.unwrap(),
+                Verdict::Reported(Outcome::Success),
+                None,
+                2 * MS
+            ),
+            None
+        );
+        assert_eq!(
+            moved(m.complete(
+                c.unwrap(),
+                Verdict::Reported(Outcome::Success),
+                None,
+                2 * MS
+            )),
             Some((State::HalfOpen, State::Closed))
         );
     }
@@ -533,7 +599,12 @@ mod tests {
         let (t, _) = m.admit(0);
         // The fixed window expires strictly after 10 ms; the result arrives after that.
         assert_eq!(
-            m.complete(t.unwrap(), Outcome::Failure, None, 11 * MS),
+            m.complete(
+                t.unwrap(),
+                Verdict::Reported(Outcome::Failure),
+                None,
+                11 * MS
+            ),
             None
         );
         assert_eq!(m.state(), State::Closed);
@@ -551,8 +622,13 @@ mod tests {
         );
         let (a, _) = m.admit(0);
         let (b, _) = m.admit(0);
-        assert_eq!(m.complete(a.unwrap(), Outcome::Success, None, 5), None);
-        let change = m.complete(b.unwrap(), Outcome::Failure, None, 7).unwrap();
+        assert_eq!(
+            m.complete(a.unwrap(), Verdict::Reported(Outcome::Success), None, 5),
+            None
+        );
+        let change = m
+            .complete(b.unwrap(), Verdict::Reported(Outcome::Failure), None, 7)
+            .unwrap();
         assert_eq!(
             (change.from, change.to, change.at),
             (State::Closed, State::Open, 7)
@@ -592,7 +668,7 @@ mod tests {
         );
         let (t, _) = m.admit(0);
         assert_eq!(
-            m.complete(t.unwrap(), Outcome::Failure, None, 0),
+            m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0),
             None,
             "no trip"
         );

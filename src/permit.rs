@@ -11,7 +11,7 @@ use std::thread;
 
 use crate::breaker::Breaker;
 use crate::generation::Generation;
-use crate::machine::Ticket;
+use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
@@ -41,13 +41,14 @@ impl Grant {
     }
 }
 
-/// How a permit dropped without a verdict counts: an exclusion (the call was abandoned), or
-/// a failure if the thread is unwinding from a panic (the call blew up).
-fn abandoned() -> Outcome {
+/// What a permit dropped without a verdict reports: an abandoned call (counted as the
+/// breaker's [`AbandonedAs`](crate::AbandonedAs) setting says), or a failure if the thread is
+/// unwinding from a panic (the call blew up).
+fn abandoned() -> Verdict {
     if thread::panicking() {
-        Outcome::Failure
+        Verdict::Reported(Outcome::Failure)
     } else {
-        Outcome::Excluded
+        Verdict::Abandoned
     }
 }
 
@@ -55,10 +56,12 @@ fn abandoned() -> Outcome {
 /// [`success`](Permit::success), [`failure`](Permit::failure) or
 /// [`exclude`](Permit::exclude); each consumes the permit.
 ///
-/// A permit dropped without a verdict (a cancelled future, an early return with `?`) counts
-/// as an exclusion, so a half-open breaker gets its probe slot back instead of staying stuck;
-/// dropped while its thread is panicking, it counts as a failure (whatever the panic: a
-/// permit dropped during an unrelated unwind counts as a failure too).
+/// A permit dropped without a verdict (a cancelled future, an early return with `?`) is an
+/// abandoned call: counted in [`Totals::abandoned`](crate::Totals::abandoned), and in the
+/// counts as an exclusion by default, so a half-open breaker gets its probe slot back instead
+/// of staying stuck ([`Builder::abandoned_as`](crate::Builder::abandoned_as) can make it a
+/// failure). Dropped while its thread is panicking, it counts as a failure (whatever the
+/// panic: a permit dropped during an unrelated unwind counts as a failure too).
 ///
 /// # Examples
 ///
@@ -118,7 +121,7 @@ impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
     #[inline]
     pub fn record(self, outcome: Outcome) {
         let breaker = self.breaker;
-        breaker.complete(self.into_grant(), outcome);
+        breaker.complete(self.into_grant(), Verdict::Reported(outcome));
     }
 
     /// The admission, for the breaker to report itself: the permit no longer reports on drop.
@@ -148,7 +151,8 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
     #[inline]
     pub fn record(mut self, outcome: Outcome) {
         self.pending = false;
-        self.breaker.complete(self.grant, outcome);
+        self.breaker
+            .complete(self.grant, Verdict::Reported(outcome));
     }
 }
 

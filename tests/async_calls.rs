@@ -197,3 +197,75 @@ fn the_future_is_send_and_works_from_an_arc_and_a_static() {
     assert_eq!(handle.join().unwrap().unwrap(), 2);
     assert_eq!(shared.counts().total_successes, 1);
 }
+
+// ---------------------------------------------------------------------------------------
+// Abandoned calls: counted on their own, and as the builder says.
+
+#[test]
+fn an_abandoned_call_is_counted_apart_and_as_an_exclusion_by_default() {
+    let clock = ManualClock::new();
+    let breaker = tripping(&clock);
+    let mut call = breaker.execute_async(|| later(3, Err::<(), _>("would fail")));
+    assert!(poll_once(&mut Box::pin(&mut call)).is_pending());
+    drop(call); // cancelled before it completed
+    drop(breaker.allow().unwrap()); // a permit dropped without a verdict
+    assert_eq!(breaker.state(), State::Closed, "no failure was counted");
+    assert_eq!(breaker.counts().total_exclusions, 2);
+    let t = breaker.totals();
+    assert_eq!(
+        (t.admitted, t.abandoned, t.exclusions, t.failures),
+        (2, 2, 0, 0)
+    );
+}
+
+#[test]
+fn abandoned_calls_can_count_as_failures_per_state() {
+    use lazybreaker::AbandonedAs::{Exclusion, Failure};
+    let clock = ManualClock::new();
+    // Closed: abandoned calls are exclusions; half-open: failures (a probe that never
+    // completed is no evidence of health).
+    let breaker = Breaker::builder()
+        .timeout(Duration::from_secs(10))
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .abandoned_as(Exclusion, Failure)
+        .clock(clock.clone())
+        .build();
+    drop(breaker.allow().unwrap());
+    assert_eq!(breaker.state(), State::Closed);
+    breaker.allow().unwrap().failure();
+    clock.advance(Duration::from_secs(11));
+    let mut probe = breaker.execute_async(|| later(5, Ok::<(), ()>(())));
+    assert!(poll_once(&mut Box::pin(&mut probe)).is_pending());
+    drop(probe); // a timeout around the call fired
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "the cancelled probe reopened it"
+    );
+    let t = breaker.totals();
+    assert_eq!((t.abandoned, t.failures, t.opened), (2, 1, 2), "{t:?}");
+    // And it is not stuck: the next probe after the open period closes it.
+    clock.advance(Duration::from_secs(11));
+    breaker.allow().unwrap().success();
+    assert_eq!(breaker.state(), State::Closed);
+
+    // Failure in closed too: an abandoned call trips a breaker that trips on one failure.
+    let strict = Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .abandoned_as(Failure, Failure)
+        .clock(clock.clone())
+        .build();
+    drop(strict.allow().unwrap());
+    assert_eq!(strict.state(), State::Open);
+}
+
+#[test]
+fn a_stale_abandoned_call_is_abandoned_not_dropped() {
+    let clock = ManualClock::new();
+    let breaker = tripping(&clock);
+    let old = breaker.allow().unwrap();
+    breaker.allow().unwrap().failure(); // trips: `old` belongs to an ended generation
+    drop(old);
+    let t = breaker.totals();
+    assert_eq!((t.admitted, t.abandoned, t.dropped), (2, 1, 0), "{t:?}");
+}

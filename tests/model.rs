@@ -19,7 +19,8 @@
 //!   fixed window; with two or more the window rolls bucket by bucket, at each boundary
 //!   (inclusive), in the closed state only, trimming the consecutive counters as gobreaker's
 //!   `rollingCounts.subtract` does;
-//! - a permit dropped without a verdict reports an exclusion.
+//! - a permit dropped without a verdict is abandoned: an exclusion in the counts (the
+//!   breaker's default), `abandoned` in the totals.
 //!
 //! After every step the breaker's `counts()` and `totals()` (pure reads) must equal the
 //! model's, and every `allow()` must return what the model says, `retry_after` to the
@@ -194,6 +195,7 @@ struct Lifetime {
     exclusions: u64,
     dropped: u64,
     opened: u64,
+    abandoned: u64,
 }
 
 impl Lifetime {
@@ -205,6 +207,7 @@ impl Lifetime {
             exclusions: t.exclusions,
             dropped: t.dropped,
             opened: t.opened,
+            abandoned: t.abandoned,
         }
     }
 }
@@ -429,10 +432,18 @@ impl Model {
         })
     }
 
-    fn complete(&mut self, ticket: Ticket, outcome: Outcome, now: u64) {
+    /// Records `outcome`; an `abandoned` call (a permit dropped without a verdict) counts
+    /// as abandoned in the totals, whatever its generation or bucket, and as `outcome` (an
+    /// exclusion, the breaker's default) in the counts.
+    fn complete(&mut self, ticket: Ticket, outcome: Outcome, abandoned: bool, now: u64) {
         self.refresh(now);
+        if abandoned {
+            self.totals.abandoned += 1;
+        }
         if ticket.generation != self.generation {
-            self.totals.dropped += 1; // stale
+            if !abandoned {
+                self.totals.dropped += 1; // stale
+            }
             return;
         }
         // The request's bucket is still in the window (always, unless rolling).
@@ -445,12 +456,13 @@ impl Model {
                 self.buckets[i].record(outcome);
             }
             match outcome {
+                _ if abandoned => {}
                 Outcome::Success => self.totals.successes += 1,
                 Outcome::Failure => self.totals.failures += 1,
                 Outcome::Excluded => self.totals.exclusions += 1,
                 other => unreachable!("the model gives no {other:?} verdict"),
             }
-        } else {
+        } else if !abandoned {
             self.totals.dropped += 1; // out of window
         }
         match (self.state, outcome) {
@@ -585,7 +597,8 @@ impl<'b, P: TripPolicy> Harness<'b, P> {
                         Verdict::Failure => Outcome::Failure,
                         Verdict::Exclude | Verdict::Drop => Outcome::Excluded,
                     };
-                    self.model.complete(ticket, outcome, self.now);
+                    let abandoned = verdict == Verdict::Drop;
+                    self.model.complete(ticket, outcome, abandoned, self.now);
                     match verdict {
                         Verdict::Success => permit.success(),
                         Verdict::Failure => permit.failure(),
@@ -631,6 +644,7 @@ impl<'b, P: TripPolicy> Harness<'b, P> {
             actual.successes
                 + actual.failures
                 + actual.exclusions
+                + actual.abandoned
                 + actual.dropped
                 + self.held.len() as u64,
             "step {} {:?}: every admitted request accounted for in {:?}",
@@ -974,6 +988,7 @@ fn lifetime(
     exclusions: u64,
     dropped: u64,
     opened: u64,
+    abandoned: u64,
 ) -> Lifetime {
     Lifetime {
         admitted,
@@ -982,6 +997,7 @@ fn lifetime(
         exclusions,
         dropped,
         opened,
+        abandoned,
     }
 }
 
@@ -1031,7 +1047,8 @@ fn scripted_fixed_window_through_every_state() {
             state(State::Closed, ZERO),
         ],
     );
-    assert_eq!(totals, lifetime(7, 3, 2, 1, 1, 1));
+    // p1, dropped without a verdict after its generation ended, is abandoned (not dropped).
+    assert_eq!(totals, lifetime(7, 3, 2, 1, 0, 1, 1));
 }
 
 /// Rolling 2 ms buckets over 6 ms, three consecutive failures to trip, through the lock: the
@@ -1080,7 +1097,7 @@ fn scripted_rolling_window_trims_a_run_that_started_in_the_leaving_bucket() {
             state(State::Closed, ZERO),
         ],
     );
-    assert_eq!(totals, lifetime(5, 1, 4, 0, 0, 1));
+    assert_eq!(totals, lifetime(5, 1, 4, 0, 0, 1, 0));
 }
 
 /// Rolling 2 ms buckets, a 5 ms interval rounded up to 6 ms (3 buckets), on the lane policy:
@@ -1123,7 +1140,7 @@ fn scripted_rolling_window_keeps_a_later_run_and_drops_out_of_window_results() {
             state(State::Closed, ZERO), // every bucket gone at once
         ],
     );
-    assert_eq!(totals, lifetime(4, 1, 2, 0, 1, 0));
+    assert_eq!(totals, lifetime(4, 1, 2, 0, 1, 0, 0));
 }
 
 /// gobreaker consults `ReadyToTrip` after a closed-state failure even when the failure's
@@ -1163,5 +1180,5 @@ fn scripted_out_of_window_failure_still_consults_the_trip_rule() {
             allow(open_for(5 * MS + 1), ZERO),
         ],
     );
-    assert_eq!(totals, lifetime(3, 1, 1, 0, 1, 1));
+    assert_eq!(totals, lifetime(3, 1, 1, 0, 1, 1, 0));
 }

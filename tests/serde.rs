@@ -1017,7 +1017,7 @@ fn a_snapshot_exports_as_json() {
             r#"{"state":"closed","#,
             r#""counts":{"requests":4,"total_successes":2,"total_failures":1,"total_exclusions":1,"#,
             r#""consecutive_successes":0,"consecutive_failures":1},"#,
-            r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0}}"#
+            r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0,"abandoned":0}}"#
         )
     );
     let back: Snapshot = serde_json::from_str(&serde_json::to_string(&closed).unwrap()).unwrap();
@@ -1032,7 +1032,7 @@ fn a_snapshot_exports_as_json() {
             r#"{"state":"open","#,
             r#""counts":{"requests":0,"total_successes":0,"total_failures":0,"total_exclusions":0,"#,
             r#""consecutive_successes":0,"consecutive_failures":0},"#,
-            r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1}}"#
+            r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"abandoned":0}}"#
         )
     );
     clock.advance(secs(11));

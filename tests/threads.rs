@@ -179,7 +179,7 @@ fn stress<P: TripPolicy + 'static>(
     let totals = breaker.totals();
     assert_eq!(totals.admitted, admitted);
     assert_eq!(
-        totals.successes + totals.failures + totals.exclusions + totals.dropped,
+        totals.successes + totals.failures + totals.exclusions + totals.abandoned + totals.dropped,
         admitted,
         "{totals:?}"
     );

@@ -10,7 +10,7 @@ use crate::machine::{Machine, Timing};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, ReadyToTrip, TripPolicy};
 use crate::sync::Mutex;
-use crate::{Clock, ConfigError, Counts, State};
+use crate::{AbandonedAs, Clock, ConfigError, Counts, State};
 
 use super::outbox::{Observers, Outbox, StateChangeFn};
 use super::txn::Inner;
@@ -61,6 +61,7 @@ pub struct Builder<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     interval: Duration,
     bucket_period: Duration,
     timeout: Duration,
+    abandoned: (AbandonedAs, AbandonedAs),
     policy: P,
     observer: O,
     on_state_change: Option<Arc<StateChangeFn>>,
@@ -76,6 +77,7 @@ impl Builder<ConsecutiveFailures> {
             interval: Duration::ZERO,
             bucket_period: Duration::ZERO,
             timeout: Duration::ZERO,
+            abandoned: Default::default(),
             policy: ConsecutiveFailures::default(),
             observer: (),
             on_state_change: None,
@@ -126,6 +128,15 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// How a call abandoned without a verdict counts, in the closed and in the half-open
+    /// state: see [`AbandonedAs`] (the default, an exclusion in both, and why). An abandoned
+    /// call is counted in [`Totals::abandoned`](crate::Totals::abandoned) either way, and
+    /// never leaves a half-open breaker stuck.
+    pub fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
+        self.abandoned = (closed, half_open);
+        self
+    }
+
     /// Trips when `ready` returns `true` after a failure in the closed state (gobreaker's
     /// `ReadyToTrip`); replaces the policy.
     ///
@@ -147,6 +158,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             interval: self.interval,
             bucket_period: self.bucket_period,
             timeout: self.timeout,
+            abandoned: self.abandoned,
             policy,
             observer: self.observer,
             on_state_change: self.on_state_change,
@@ -164,6 +176,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             interval: self.interval,
             bucket_period: self.bucket_period,
             timeout: self.timeout,
+            abandoned: self.abandoned,
             policy: self.policy,
             observer,
             on_state_change: self.on_state_change,
@@ -247,7 +260,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             self.interval,
             self.bucket_period,
             self.timeout,
-        );
+        )
+        .abandoned_as(self.abandoned.0, self.abandoned.1);
         // What the lane may do, decided once from the policy's capabilities.
         let plan = Plan::of(&self.policy, timing.rolls());
         let clock = self
@@ -283,6 +297,7 @@ impl<P: TripPolicy + fmt::Debug, O: Observer + fmt::Debug> fmt::Debug for Builde
             .field("interval", &self.interval)
             .field("bucket_period", &self.bucket_period)
             .field("timeout", &self.timeout)
+            .field("abandoned", &self.abandoned)
             .field("policy", &self.policy)
             .field("observer", &self.observer)
             .field("on_state_change", &self.on_state_change.is_some())

@@ -25,7 +25,7 @@ use crate::clock::ClockSource;
 use crate::contain::{self, FirstPanic};
 use crate::future::ExecuteAsync;
 use crate::lane::{Entry, Lane};
-use crate::machine::Ticket;
+use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::permit::{Grant, OwnedPermit, Permit};
@@ -212,7 +212,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             // The policy or an observer panicked on the way: the call will not be made, so
             // its admission is given back, as an exclusion, before the panic continues.
             if let Ok(grant) = admitted {
-                self.complete_with(grant, Outcome::Excluded, &mut panics);
+                self.complete_with(grant, Verdict::Reported(Outcome::Excluded), &mut panics);
             }
             contain::resume(panics);
         }
@@ -380,7 +380,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     ) -> ! {
         let mut panics = FirstPanic::default();
         panics.keep(payload);
-        self.complete_with(permit.into_grant(), outcome, &mut panics);
+        self.complete_with(permit.into_grant(), Verdict::Reported(outcome), &mut panics);
         contain::resume_now(panics)
     }
 
@@ -413,30 +413,32 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
 
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
-    pub(crate) fn complete(&self, grant: Grant, outcome: Outcome) {
-        if outcome == Outcome::Success && self.lane.succeed_fast(grant.ticket.generation()) {
+    pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
+        if verdict == Verdict::Reported(Outcome::Success)
+            && self.lane.succeed_fast(grant.ticket.generation())
+        {
             return;
         }
         // The grant goes as two scalars, not as one 24-byte value: a copy of the whole would
         // be read back with wide loads that the narrower stores which built it cannot
         // forward to (a store-forwarding stall of about 10 ns on the hot path).
-        self.complete_slow(grant.ticket, grant.started, outcome);
+        self.complete_slow(grant.ticket, grant.started, verdict);
     }
 
     /// [`complete`](Self::complete) off the fast path; then lets any panic of user code
     /// continue.
     #[inline(never)]
-    fn complete_slow(&self, ticket: Ticket, started: Nanos, outcome: Outcome) {
+    fn complete_slow(&self, ticket: Ticket, started: Nanos, verdict: Verdict) {
         let mut panics = FirstPanic::default();
-        self.complete_with(Grant::new(ticket, started), outcome, &mut panics);
+        self.complete_with(Grant::new(ticket, started), verdict, &mut panics);
         contain::resume(panics);
     }
 
     /// Records a permit's result, keeping any panic of user code (the clock, the policy, an
     /// observer) in `panics`. The verdict is recorded whatever panics: if the clock does, at
     /// the latest time the machine saw.
-    fn complete_with(&self, grant: Grant, outcome: Outcome, panics: &mut FirstPanic) {
-        let now = if outcome == Outcome::Success {
+    fn complete_with(&self, grant: Grant, verdict: Verdict, panics: &mut FirstPanic) {
+        let now = if verdict == Verdict::Reported(Outcome::Success) {
             let lane = self.lane.succeed(grant.ticket.generation(), || {
                 // A clock that panics reads as "later than any window": the lock then takes
                 // the result, at the latest time the machine saw.
@@ -449,7 +451,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         } else {
             None
         };
-        self.complete_locked(grant, outcome, now, panics);
+        self.complete_locked(grant, verdict, now, panics);
     }
 
     /// Records a result under the lock: anything the lock-free lane cannot take. `now` is the
@@ -457,7 +459,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     fn complete_locked(
         &self,
         grant: Grant,
-        outcome: Outcome,
+        verdict: Verdict,
         now: Option<Nanos>,
         panics: &mut FirstPanic,
     ) {
@@ -470,7 +472,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.transact(now, panics, |m, now| {
             let latency =
                 needs_latency.then(|| Duration::from_nanos(now.saturating_sub(grant.started)));
-            ((), m.complete(grant.ticket, outcome, latency, now))
+            ((), m.complete(grant.ticket, verdict, latency, now))
         });
     }
 }
