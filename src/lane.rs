@@ -33,7 +33,6 @@
 //!   cell closed takes the lock, which republishes.
 //! - **Close** (lock held, before a change): swap in a locked mode word, then swap every cell
 //!   to closed, folding the counters found in it into the machine.
-//! - **Drain** (lock held, a pure read): take every cell's counters, leaving its tag.
 //! - **Count** (no lock): load the cell; if its tag is open (for a windowed cell: and the
 //!   clock is not past the window's end), compare-and-swap it to itself plus one. For a
 //!   success the tag must also be the permit's generation.
@@ -116,7 +115,6 @@ impl Cell {
     const REQUEST: u64 = 1;
     const SUCCESS: u64 = 1 << 16;
     const COUNTER: u64 = 0xffff;
-    const COUNTERS: u64 = (1 << 32) - 1;
     const TAG_SHIFT: u32 = 32;
     const OPEN: u64 = 1;
     const WINDOWED: u64 = 2;
@@ -309,15 +307,28 @@ impl Lane {
         }
     }
 
-    /// A compare-and-swap on this thread's cell failed against another thread's: make the
-    /// stripes if the cell was the base, or move this thread to another stripe.
+    /// A compare-and-swap on this thread's cell, which held `expected`, found `found`: if
+    /// another counting thread's count got in first, make the stripes (the cell was the base)
+    /// or move this thread to another stripe. A lock holder's close (the tag changed, or the
+    /// counters went down: closed and reopened) is no collision: it makes nothing.
     #[cold]
-    fn contended(&self, base: bool) {
+    fn contended(&self, base: bool, expected: Cell, found: Cell) {
+        if found.tag() != expected.tag() || found.0 < expected.0 {
+            return;
+        }
         if base {
             self.stripes.force();
         } else {
             sync::rehash();
         }
+    }
+
+    /// Replaces `current` with `new` in `cell` if it still holds `current`; else what it holds.
+    #[inline(always)]
+    fn try_count(cell: &AtomicU64, current: Cell, new: Cell) -> Result<(), Cell> {
+        cell.compare_exchange(current.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(Cell)
     }
 
     /// Replaces `current` with `new` in `cell` if it still holds `current`.
@@ -369,13 +380,27 @@ impl Lane {
             {
                 return Entry::Locked { now: now.read };
             }
-            if Self::count(cell, c, c.with_request()) {
-                return Entry::Admitted {
-                    generation: c.generation(),
-                };
+            match Self::try_count(cell, c, c.with_request()) {
+                Ok(()) => {
+                    return Entry::Admitted {
+                        generation: c.generation(),
+                    }
+                }
+                Err(found) => self.contended(base, c, found),
             }
-            self.contended(base);
         }
+    }
+
+    /// The open period's rejection at the clock's reading, if the lane says open; one clock
+    /// read, no write, nothing admitted. (`None` when open no longer, or not open.)
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn peek_open(&self, clock: impl FnOnce() -> Nanos) -> Option<crate::Rejected> {
+        if self.word.load(Ordering::Acquire) >> MODE_SHIFT != OPEN {
+            return None;
+        }
+        let until = self.open_until.load(Ordering::Acquire);
+        let now = clock();
+        (now <= until).then(|| crate::Rejected::open_until(until, now))
     }
 
     /// Records a success lock-free in the common case only: this thread's cell is fast (no
@@ -407,10 +432,10 @@ impl Lane {
             {
                 return Err(now.read);
             }
-            if Self::count(cell, c, c.with_success()) {
-                return Ok(());
+            match Self::try_count(cell, c, c.with_success()) {
+                Ok(()) => return Ok(()),
+                Err(found) => self.contended(base, c, found),
             }
-            self.contended(base);
         }
     }
 
@@ -437,16 +462,6 @@ impl Lane {
         let mut pending = Pending::default();
         self.for_each_cell(|cell| {
             pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending());
-        });
-        pending
-    }
-
-    /// Takes the pending counters without closing the lane, for a lock holder that only
-    /// reads.
-    pub(crate) fn drain(&self) -> Pending {
-        let mut pending = Pending::default();
-        self.for_each_cell(|cell| {
-            pending.add(Cell(cell.fetch_and(!Cell::COUNTERS, Ordering::AcqRel)).pending());
         });
         pending
     }
@@ -551,16 +566,20 @@ mod tests {
             "another generation takes the lock"
         );
         assert_eq!(
-            lane.drain(),
+            lane.close(),
             Pending {
                 requests: 2,
                 successes: 1
             }
         );
+        lane.publish(Phase::Closed {
+            generation: gen(7),
+            window_end: None,
+        });
         assert_eq!(
             lane.admit(never),
             Entry::Admitted { generation: gen(7) },
-            "still fast"
+            "fast again"
         );
         assert_eq!(
             lane.close(),
@@ -626,8 +645,8 @@ mod tests {
         // Another thread's count lands between this thread's load and its CAS.
         let c = Cell(lane.base.load(Ordering::Acquire));
         lane.base.fetch_add(Cell::REQUEST, Ordering::AcqRel);
-        assert!(!Lane::count(&lane.base, c, c.with_request()));
-        lane.contended(true);
+        let found = Lane::try_count(&lane.base, c, c.with_request()).unwrap_err();
+        lane.contended(true, c, found);
         assert!(lane.stripe_bytes() >= 2 * 128);
         assert_eq!(lane.stripe_bytes() % 128, 0);
         // The new stripes are closed: the lock is taken until it republishes.
@@ -651,7 +670,7 @@ mod tests {
             "an old generation's success takes the lock"
         );
         assert_eq!(
-            lane.drain(),
+            lane.close(),
             Pending {
                 requests: 1,
                 successes: 1

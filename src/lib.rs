@@ -117,6 +117,9 @@ pub mod policy;
 mod serde_duration;
 mod state;
 mod sync;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 mod window_check;
 
 pub use abandoned::AbandonedAs;

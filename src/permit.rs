@@ -147,6 +147,19 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
         &self.breaker
     }
 
+    /// Reports `outcome` after user code panicked with `payload`, then lets that panic
+    /// continue.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn record_then_resume(
+        mut self,
+        outcome: Outcome,
+        payload: crate::contain::Payload,
+    ) -> ! {
+        self.pending = false;
+        self.breaker
+            .record_grant_then_resume(self.grant, outcome, payload)
+    }
+
     /// Reports `outcome`, whichever it is.
     #[inline]
     pub fn record(mut self, outcome: Outcome) {

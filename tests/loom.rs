@@ -491,3 +491,55 @@ fn a_success_in_a_stripe_never_leaks_across_a_trip() {
         assert_eq!(changes(&delivered), changes(&happened));
     });
 }
+
+/// 12. A `counts()` snapshot taken while a permit admitted on one thread reports on another
+///     (each counting in its own stripe) never shows a success without its admission: a read
+///     closes the lane while it folds the cells. (Found by a probe: a read that drained the
+///     cells one at a time, leaving them open, could pass the admission's cell before the
+///     admission and reach the success's cell after the success.)
+fn handed_over(admit_here: bool) {
+    loom::model(move || {
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .timeout(TIMEOUT)
+                .policy(ConsecutiveFailures::new(5).unwrap())
+                .clock(ManualClock::new())
+                .build(),
+        );
+        breaker.loom_make_stripes();
+        assert_eq!(breaker.state(), State::Closed); // opens the stripes
+        let reader = {
+            let breaker = breaker.clone();
+            thread::spawn(move || {
+                let c = breaker.counts();
+                assert!(
+                    c.requests >= c.total_successes,
+                    "a success without its admission: {c:?}"
+                );
+            })
+        };
+        if admit_here {
+            let permit = breaker.allow_owned().unwrap();
+            thread::spawn(move || permit.success()).join().unwrap();
+        } else {
+            let b = breaker.clone();
+            let permit = thread::spawn(move || b.allow_owned().unwrap())
+                .join()
+                .unwrap();
+            permit.success();
+        }
+        reader.join().unwrap();
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes), (1, 1));
+    });
+}
+
+#[test]
+fn a_permit_admitted_here_and_reported_there() {
+    handed_over(true);
+}
+
+#[test]
+fn a_permit_admitted_there_and_reported_here() {
+    handed_over(false);
+}

@@ -378,9 +378,19 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         outcome: Outcome,
         payload: contain::Payload,
     ) -> ! {
+        self.record_grant_then_resume(permit.into_grant(), outcome, payload)
+    }
+
+    /// [`record_then_resume`](Self::record_then_resume) for a permit's admission.
+    pub(crate) fn record_grant_then_resume(
+        &self,
+        grant: Grant,
+        outcome: Outcome,
+        payload: contain::Payload,
+    ) -> ! {
         let mut panics = FirstPanic::default();
         panics.keep(payload);
-        self.complete_with(permit.into_grant(), Verdict::Reported(outcome), &mut panics);
+        self.complete_with(grant, Verdict::Reported(outcome), &mut panics);
         contain::resume_now(panics)
     }
 
@@ -409,6 +419,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[doc(hidden)]
     pub fn loom_make_stripes(&self) {
         self.lane.make_stripes();
+    }
+
+    /// The rejection the next call would get because the breaker is open, read lock-free
+    /// without admitting anything, or `None` (the breaker may still reject the call for
+    /// another reason: half-open and full).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn peek_open(&self) -> Option<Rejected> {
+        self.lane.peek_open(|| self.clock.now())
     }
 
     /// Records a permit's result (called by the permits): lock-free in the common case.

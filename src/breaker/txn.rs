@@ -3,8 +3,10 @@
 //! [`Breaker::transact`] takes the state lock, closes the lock-free lane (folding in what it
 //! counted), runs one step of the machine, queues the state change it made for the
 //! observers, republishes the lane from the machine's new phase, releases the lock, and
-//! delivers queued changes. Reads ([`Breaker::read`]) take the lock and fold the lane's
-//! counts in without closing it.
+//! delivers queued changes. Reads ([`Breaker::read`]) close and republish the lane too: a
+//! drain that left the cells open would visit them one at a time while calls keep counting,
+//! and could take a success from a cell it reaches late without its admission, counted in
+//! a cell it had passed (a permit reported on another thread, or a thread that moved stripe).
 
 use crate::contain::FirstPanic;
 use crate::lane::Lane;
@@ -58,7 +60,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let pending = txn.lane.close();
             let inner = &mut *txn.inner;
             inner.machine.absorb(pending.requests, pending.successes);
-            let now = now.unwrap_or_else(|| inner.machine.latest());
+            let latest = inner.machine.latest();
+            let now = now.map_or(latest, |now| now.max(latest));
             let (value, change) = op(&mut inner.machine, now);
             panics.merge(inner.machine.take_panic());
             if let Some(change) = change.filter(|_| self.observes) {
@@ -93,11 +96,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
     }
 
-    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a pure read.
+    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a pure read
+    /// of the machine, but the lane is closed while it runs (and republished unchanged), so
+    /// that what it folds is a snapshot: a call that meets a closed cell waits for the lock.
     pub(super) fn read<R>(&self, f: impl FnOnce(&Machine<P>) -> R) -> R {
-        let mut inner = self.inner.lock();
-        let pending = self.lane.drain();
-        inner.machine.absorb(pending.requests, pending.successes);
-        f(&inner.machine)
+        let mut txn = Txn {
+            inner: self.inner.lock(),
+            lane: &self.lane,
+        };
+        let pending = txn.lane.close();
+        let machine = &mut txn.inner.machine;
+        machine.absorb(pending.requests, pending.successes);
+        f(machine)
     }
 }

@@ -1,0 +1,196 @@
+//! The tower layer (feature `tower`) in a real stack: admission in `call`, rejections as
+//! failed futures, an open breaker ready at once even when the inner service is not, timeouts
+//! inside and outside the breaker, and `Error<BoxError>` composing with outer layers.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use lazybreaker::policy::{ConsecutiveFailures, Outcome};
+use lazybreaker::tower::BreakerLayer;
+use lazybreaker::{Breaker, Error, Rejected, State};
+use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt};
+
+fn trips_on_first_failure() -> Arc<Breaker> {
+    Arc::new(
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(Duration::from_secs(60))
+            .build(),
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn calls_go_through_and_failures_trip_it() {
+    let breaker = trips_on_first_failure();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let inner = {
+        let calls = Arc::clone(&calls);
+        tower::service_fn(move |fail: bool| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if fail {
+                    Err("refused")
+                } else {
+                    Ok("pong")
+                }
+            }
+        })
+    };
+    let mut service = BreakerLayer::new(Arc::clone(&breaker)).layer(inner);
+    runtime().block_on(async {
+        let r = service.ready().await.unwrap().call(false).await;
+        assert_eq!(r.unwrap(), "pong");
+        let r = service.ready().await.unwrap().call(true).await;
+        assert!(matches!(r, Err(Error::Inner("refused"))));
+        assert_eq!(breaker.state(), State::Open);
+        let r = service.ready().await.unwrap().call(false).await;
+        assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
+    });
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the rejected call never reached it"
+    );
+}
+
+/// An inner service that is never ready.
+#[derive(Clone)]
+struct NeverReady;
+
+impl Service<()> for NeverReady {
+    type Response = ();
+    type Error = BoxError;
+    type Future = std::future::Ready<Result<(), BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Pending
+    }
+
+    fn call(&mut self, _: ()) -> Self::Future {
+        unreachable!("never ready, so never called")
+    }
+}
+
+#[test]
+fn an_open_breaker_is_ready_at_once_even_when_the_inner_service_is_not() {
+    let breaker = trips_on_first_failure();
+    breaker.allow().unwrap().failure();
+    let mut service = BreakerLayer::new(Arc::clone(&breaker)).layer(NeverReady);
+    let waker = std::task::Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    assert!(matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))));
+    let mut fut = service.call(());
+    let r = Pin::new(&mut fut).poll(&mut cx);
+    assert!(matches!(
+        r,
+        Poll::Ready(Err(Error::Rejected(Rejected::Open { .. })))
+    ));
+    // Closed again, the inner service's readiness is what counts.
+    let closed = trips_on_first_failure();
+    let mut service = BreakerLayer::new(closed).layer(NeverReady);
+    assert!(service.poll_ready(&mut cx).is_pending());
+}
+
+#[test]
+fn a_classifier_decides_how_responses_count() {
+    let breaker = trips_on_first_failure();
+    let inner = tower::service_fn(|status: u16| async move { Ok::<_, BoxError>(status) });
+    let mut service = BreakerLayer::new(Arc::clone(&breaker))
+        .classify(|r: &Result<u16, BoxError>| match r {
+            Ok(s) if *s >= 500 => Outcome::Failure,
+            Ok(s) if *s >= 400 => Outcome::Excluded,
+            Ok(_) => Outcome::Success,
+            Err(_) => Outcome::Failure,
+        })
+        .layer(inner);
+    runtime().block_on(async {
+        assert_eq!(service.ready().await.unwrap().call(404).await.unwrap(), 404);
+        assert_eq!(breaker.state(), State::Closed, "a 404 is excluded");
+        assert_eq!(service.ready().await.unwrap().call(503).await.unwrap(), 503);
+        assert_eq!(breaker.state(), State::Open, "a 503 is a failure");
+    });
+}
+
+/// A dependency that never answers.
+#[derive(Clone)]
+struct Hung;
+
+impl Service<()> for Hung {
+    type Response = ();
+    type Error = BoxError;
+    type Future = std::future::Pending<Result<(), BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: ()) -> Self::Future {
+        std::future::pending()
+    }
+}
+
+fn hung() -> Hung {
+    Hung
+}
+
+#[test]
+fn a_timeout_inside_the_breaker_trips_it_on_a_hung_dependency() {
+    let breaker = trips_on_first_failure();
+    let mut service = ServiceBuilder::new()
+        .layer(BreakerLayer::new(Arc::clone(&breaker)))
+        .timeout(Duration::from_millis(20))
+        .service(hung());
+    runtime().block_on(async {
+        let r = service.ready().await.unwrap().call(()).await;
+        assert!(matches!(r, Err(Error::Inner(_))), "the timeout's error");
+    });
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(breaker.totals().failures, 1);
+}
+
+#[test]
+fn a_timeout_outside_the_breaker_abandons_the_call() {
+    let breaker = trips_on_first_failure();
+    let mut service = ServiceBuilder::new()
+        .timeout(Duration::from_millis(20))
+        .layer(BreakerLayer::new(Arc::clone(&breaker)))
+        .service(hung());
+    runtime().block_on(async {
+        let r: Result<(), BoxError> = service.ready().await.unwrap().call(()).await;
+        assert!(r.is_err());
+    });
+    // Cancelled, not failed: by default an abandoned call is an exclusion.
+    assert_eq!(breaker.state(), State::Closed);
+    let t = breaker.totals();
+    assert_eq!((t.abandoned, t.failures), (1, 0));
+}
+
+/// `Error<BoxError>` composes: timeouts around and inside the breaker, and the whole stack's
+/// error is a `BoxError`.
+#[test]
+fn the_layer_composes_in_a_stack_of_timeouts() {
+    fn assert_stack<S>(_: &S)
+    where
+        S: Service<(), Error = BoxError> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+    {
+    }
+    let breaker = trips_on_first_failure();
+    let stack = ServiceBuilder::new()
+        .timeout(Duration::from_secs(2))
+        .layer(BreakerLayer::new(breaker))
+        .timeout(Duration::from_secs(1))
+        .service(hung());
+    assert_stack(&stack);
+}
