@@ -359,12 +359,20 @@ impl Lane {
     #[inline(never)]
     fn admit_any(&self, clock: impl FnOnce() -> Nanos) -> Entry {
         let mut now = Now::new(clock);
+        // Open first: a rejection then reads the mode word and the open period's end only.
+        if self.word.load(Ordering::Acquire) >> MODE_SHIFT == OPEN {
+            let until = self.open_until.load(Ordering::Acquire);
+            return Entry::Open {
+                until,
+                now: now.get(),
+            };
+        }
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
             if !c.is_open() {
-                // Closed: the mode word says why (open, or the lock: a change is under way,
-                // or this cell was made after the last publish).
+                // Closed: the mode word says why (open since the check above, or the lock:
+                // a change is under way, or this cell was made after the last publish).
                 let word = self.word.load(Ordering::Acquire);
                 if word >> MODE_SHIFT == OPEN {
                     let until = self.open_until.load(Ordering::Acquire);
