@@ -56,14 +56,20 @@ use super::Breaker;
 #[must_use = "a builder does nothing until `build` is called"]
 #[derive(Clone)]
 pub struct Builder<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    knobs: Knobs,
+    policy: P,
+    observer: O,
+}
+
+/// Every knob but the policy and the observer (the builder's type parameters).
+#[derive(Clone, Default)]
+struct Knobs {
     name: String,
     max_requests: u32,
     interval: Duration,
     bucket_period: Duration,
     timeout: Duration,
     abandoned: (AbandonedAs, AbandonedAs),
-    policy: P,
-    observer: O,
     on_state_change: Option<Arc<StateChangeFn>>,
     /// `None`: the default for the policy, chosen at `build`.
     clock: Option<ClockSource>,
@@ -72,16 +78,9 @@ pub struct Builder<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 impl Builder<ConsecutiveFailures> {
     pub(super) fn new() -> Self {
         Self {
-            name: String::new(),
-            max_requests: 0,
-            interval: Duration::ZERO,
-            bucket_period: Duration::ZERO,
-            timeout: Duration::ZERO,
-            abandoned: Default::default(),
+            knobs: Knobs::default(),
             policy: ConsecutiveFailures::default(),
             observer: (),
-            on_state_change: None,
-            clock: None,
         }
     }
 }
@@ -89,21 +88,21 @@ impl Builder<ConsecutiveFailures> {
 impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// The name passed to `on_state_change` and returned by [`Breaker::name`]. Default: empty.
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.knobs.name = name.into();
         self
     }
 
     /// How many probes the half-open state admits at once, and how many consecutive
     /// successes close it. `0` means 1 (the default).
     pub fn max_requests(mut self, max_requests: u32) -> Self {
-        self.max_requests = max_requests;
+        self.knobs.max_requests = max_requests;
         self
     }
 
     /// The closed-state count window: the counts are cleared when it expires (strictly after
     /// `interval` since the window started). `Duration::ZERO` (the default) never clears them.
     pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
+        self.knobs.interval = interval;
         self
     }
 
@@ -116,7 +115,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// widened to `interval / MAX_BUCKETS` (rounded up to a whole nanosecond), so memory and
     /// the work of rolling stay bounded.
     pub fn bucket_period(mut self, bucket_period: Duration) -> Self {
-        self.bucket_period = bucket_period;
+        self.knobs.bucket_period = bucket_period;
         self
     }
 
@@ -124,7 +123,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// after this much time). `Duration::ZERO` (the default) means 60 s. A policy may choose
     /// another duration for each open period ([`TripPolicy::open_duration`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.knobs.timeout = timeout;
         self
     }
 
@@ -133,7 +132,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// call is counted in [`Totals::abandoned`](crate::Totals::abandoned) either way, and
     /// never leaves a half-open breaker stuck.
     pub fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
-        self.abandoned = (closed, half_open);
+        self.knobs.abandoned = (closed, half_open);
         self
     }
 
@@ -153,16 +152,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// [`ConsecutiveFailures::default`].
     pub fn policy<Q: TripPolicy>(self, policy: Q) -> Builder<Q, O> {
         Builder {
-            name: self.name,
-            max_requests: self.max_requests,
-            interval: self.interval,
-            bucket_period: self.bucket_period,
-            timeout: self.timeout,
-            abandoned: self.abandoned,
+            knobs: self.knobs,
             policy,
             observer: self.observer,
-            on_state_change: self.on_state_change,
-            clock: self.clock,
         }
     }
 
@@ -171,16 +163,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// is independent of it: both are told of every state change (the callback first).
     pub fn observer<Q: Observer>(self, observer: Q) -> Builder<P, Q> {
         Builder {
-            name: self.name,
-            max_requests: self.max_requests,
-            interval: self.interval,
-            bucket_period: self.bucket_period,
-            timeout: self.timeout,
-            abandoned: self.abandoned,
+            knobs: self.knobs,
             policy: self.policy,
             observer,
-            on_state_change: self.on_state_change,
-            clock: self.clock,
         }
     }
 
@@ -205,7 +190,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     where
         F: Fn(&str, State, State) + Send + Sync + 'static,
     {
-        self.on_state_change = Some(Arc::new(callback));
+        self.knobs.on_state_change = Some(Arc::new(callback));
         self
     }
 
@@ -218,7 +203,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self.knobs.clock = Some(ClockSource::Custom(Arc::new(clock)));
         self
     }
 
@@ -249,29 +234,32 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// assert_eq!(err.to_string(), "invalid `bucket_period` = 3s: must divide `interval` into whole buckets");
     /// ```
     pub fn build_strict(self) -> Result<Breaker<P, O>, ConfigError> {
-        crate::window_check::check(self.interval, self.bucket_period)?;
+        crate::window_check::check(self.knobs.interval, self.knobs.bucket_period)?;
         Ok(self.build())
     }
 
     /// The breaker, closed, with its first generation starting now.
     pub fn build(self) -> Breaker<P, O> {
-        let timing = Timing::new(
-            self.max_requests,
-            self.interval,
-            self.bucket_period,
-            self.timeout,
-        )
-        .abandoned_as(self.abandoned.0, self.abandoned.1);
+        let Knobs {
+            name,
+            max_requests,
+            interval,
+            bucket_period,
+            timeout,
+            abandoned,
+            on_state_change,
+            clock,
+        } = self.knobs;
+        let timing = Timing::new(max_requests, interval, bucket_period, timeout)
+            .abandoned_as(abandoned.0, abandoned.1);
         // What the lane may do, decided once from the policy's capabilities.
         let plan = Plan::of(&self.policy, timing.rolls());
-        let clock = self
-            .clock
-            .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
+        let clock = clock.unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
         let machine = Machine::new(timing, self.policy, now);
         let observers = Observers {
             observer: self.observer,
-            on_state_change: self.on_state_change,
+            on_state_change,
         };
         let observes = observers.observes_transitions();
         Breaker {
@@ -281,7 +269,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
                 outbox: Outbox::new(observes),
             }),
             clock,
-            name: self.name,
+            name,
             observes,
             observers,
             needs_latency: plan.needs_latency(),
@@ -292,16 +280,16 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
 impl<P: TripPolicy + fmt::Debug, O: Observer + fmt::Debug> fmt::Debug for Builder<P, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
-            .field("name", &self.name)
-            .field("max_requests", &self.max_requests)
-            .field("interval", &self.interval)
-            .field("bucket_period", &self.bucket_period)
-            .field("timeout", &self.timeout)
-            .field("abandoned", &self.abandoned)
+            .field("name", &self.knobs.name)
+            .field("max_requests", &self.knobs.max_requests)
+            .field("interval", &self.knobs.interval)
+            .field("bucket_period", &self.knobs.bucket_period)
+            .field("timeout", &self.knobs.timeout)
+            .field("abandoned", &self.knobs.abandoned)
             .field("policy", &self.policy)
             .field("observer", &self.observer)
-            .field("on_state_change", &self.on_state_change.is_some())
-            .field("clock", &self.clock)
+            .field("on_state_change", &self.knobs.on_state_change.is_some())
+            .field("clock", &self.knobs.clock)
             .finish_non_exhaustive()
     }
 }
