@@ -64,6 +64,29 @@ impl Rejected {
             Rejected::TooManyRequests => None,
         }
     }
+
+    /// [`retry_after`](Rejected::retry_after) in whole seconds, rounded up (so a client that
+    /// waits that long finds the breaker past its open period), as an HTTP `Retry-After`
+    /// header wants it; at least 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Rejected;
+    /// use std::time::Duration;
+    ///
+    /// let open = Rejected::Open { retry_after: Duration::from_millis(2_001) };
+    /// assert_eq!(open.retry_after_secs(), Some(3));
+    /// let open = Rejected::Open { retry_after: Duration::from_nanos(1) };
+    /// assert_eq!(open.retry_after_secs(), Some(1));
+    /// assert_eq!(Rejected::TooManyRequests.retry_after_secs(), None);
+    /// ```
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after().map(|d| {
+            let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+            secs.max(1)
+        })
+    }
 }
 
 /// The result of a call made through [`Breaker::execute`](crate::Breaker::execute): the call

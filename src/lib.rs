@@ -107,6 +107,9 @@ mod counts;
 mod error;
 mod future;
 mod generation;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 mod lane;
 mod machine;
 mod nanos;
