@@ -48,6 +48,41 @@ pub fn ok_is_success<T, E>(result: &Result<T, E>) -> Outcome {
     }
 }
 
-/// The type of [`ok_is_success`] as a function pointer: the classifier of
-/// [`Breaker::execute_async`](crate::Breaker::execute_async)'s future.
-pub type OkIsSuccess<T, E> = fn(&Result<T, E>) -> Outcome;
+/// What the breaker's calls and middleware accept as a classifier: any [`Classify`], or
+/// [`OkIsSuccess`], the default, which works for every `T` and `E`.
+///
+/// (A second trait because the default is a type of its own: [`Classify`] is exactly the
+/// closure trait, which a named type cannot implement.)
+pub trait Classifier<T, E> {
+    /// How `result` counts.
+    fn outcome(&self, result: &Result<T, E>) -> Outcome;
+}
+
+impl<T, E, C: Classify<T, E>> Classifier<T, E> for C {
+    #[inline]
+    fn outcome(&self, result: &Result<T, E>) -> Outcome {
+        self.classify(result)
+    }
+}
+
+/// The default classifier, as a type: `Ok` is a success, `Err` a failure, for every `T` and
+/// `E` ([`ok_is_success`]).
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::classify::{Classifier, OkIsSuccess};
+/// use lazybreaker::policy::Outcome;
+///
+/// assert_eq!(OkIsSuccess.outcome(&Ok::<_, ()>(1)), Outcome::Success);
+/// assert_eq!(OkIsSuccess.outcome(&Err::<(), _>("boom")), Outcome::Failure);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct OkIsSuccess;
+
+impl<T, E> Classifier<T, E> for OkIsSuccess {
+    #[inline]
+    fn outcome(&self, result: &Result<T, E>) -> Outcome {
+        ok_is_success(result)
+    }
+}

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 
 use crate::breaker::Breaker;
-use crate::classify::Classify;
+use crate::classify::Classifier;
 use crate::contain;
 use crate::observe::Observer;
 use crate::permit::Permit;
@@ -75,7 +75,7 @@ where
     O: Observer,
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    C: Classify<T, E>,
+    C: Classifier<T, E>,
 {
     type Output = Result<T, Error<E>>;
 
@@ -115,7 +115,7 @@ where
                     };
                     let permit = permit.take().expect("a running call holds its permit");
                     let classify = &*this.classify;
-                    match contain::catch(|| classify.classify(&result)) {
+                    match contain::catch(|| classify.outcome(&result)) {
                         Ok(outcome) => permit.record(outcome),
                         Err(payload) => {
                             this.breaker

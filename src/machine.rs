@@ -255,12 +255,6 @@ impl<P: TripPolicy> Machine<P> {
         &self.policy.policy
     }
 
-    /// Whether the closed-state window rolls (then every closed result needs the machine, to
-    /// find its bucket).
-    pub(crate) fn rolls(&self) -> bool {
-        self.timing.rolls()
-    }
-
     /// The latest time an operation was given.
     pub(crate) fn latest(&self) -> Nanos {
         self.latest
@@ -292,7 +286,7 @@ impl<P: TripPolicy> Machine<P> {
         if requests == 0 && successes == 0 {
             return;
         }
-        debug_assert!(self.state == State::Closed && !self.rolls());
+        debug_assert!(self.state == State::Closed && !self.timing.rolls());
         self.window.absorb(requests, successes);
         self.totals.admitted += requests;
         self.totals.successes += successes;

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use std::future::Future;
 
-use crate::classify::{self, Classify, OkIsSuccess};
+use crate::classify::{Classify, OkIsSuccess};
 use crate::clock::ClockSource;
 use crate::contain::{self, FirstPanic};
 use crate::future::ExecuteAsync;
@@ -342,12 +342,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub fn execute_async<F, Fut, T, E>(
         &self,
         make: F,
-    ) -> ExecuteAsync<'_, P, O, F, Fut, OkIsSuccess<T, E>>
+    ) -> ExecuteAsync<'_, P, O, F, Fut, OkIsSuccess>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        ExecuteAsync::new(self, make, classify::ok_is_success as OkIsSuccess<T, E>)
+        ExecuteAsync::new(self, make, OkIsSuccess)
     }
 
     /// Like [`execute_async`](Breaker::execute_async), with `classify` deciding how the

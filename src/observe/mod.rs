@@ -15,10 +15,10 @@
 //! [`Observer::on_transition`]). It is dropped if that thread is already unwinding from a
 //! panic of its own.
 
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::contain::{self, FirstPanic};
 use crate::{Counts, State, Totals};
 
 /// Observes a breaker: a set of hooks, each with an empty default.
@@ -104,19 +104,10 @@ impl<O: Observer + ?Sized> Observer for Box<O> {
 /// first panics; then the first panic continues (a second one is dropped).
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn on_transition(&self, transition: &Transition<'_>) {
-        let first = panic::catch_unwind(AssertUnwindSafe(|| self.0.on_transition(transition)));
-        let second = panic::catch_unwind(AssertUnwindSafe(|| self.1.on_transition(transition)));
-        match (first, second) {
-            (Err(payload), second) => {
-                // A payload's destructor is user code: leak the losing one rather than run it.
-                if let Err(loser) = second {
-                    std::mem::forget(loser);
-                }
-                panic::resume_unwind(payload)
-            }
-            (Ok(()), Err(payload)) => panic::resume_unwind(payload),
-            (Ok(()), Ok(())) => {}
-        }
+        let mut panics = FirstPanic::default();
+        panics.catch((), || self.0.on_transition(transition));
+        panics.catch((), || self.1.on_transition(transition));
+        contain::resume(panics);
     }
 
     fn observes_transitions(&self) -> bool {

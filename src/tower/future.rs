@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::ClassifyResponse;
+use crate::classify::Classifier;
 use crate::contain;
 use crate::observe::Observer;
 use crate::permit::OwnedPermit;
@@ -62,7 +62,7 @@ where
     F: Future<Output = Result<T, E>>,
     P: TripPolicy,
     O: Observer,
-    C: ClassifyResponse<T, E>,
+    C: Classifier<T, E>,
 {
     type Output = Result<T, Error<E>>;
 
@@ -89,7 +89,7 @@ where
                 let permit = permit
                     .take()
                     .expect("`ResponseFuture` polled after completion");
-                match contain::catch(|| classify.classify_response(&result)) {
+                match contain::catch(|| classify.outcome(&result)) {
                     Ok(outcome) => permit.record(outcome),
                     Err(payload) => permit.record_then_resume(Outcome::Excluded, payload),
                 }

@@ -54,30 +54,5 @@ pub use future::ResponseFuture;
 pub use layer::BreakerLayer;
 pub use service::BreakerService;
 
-use crate::classify::Classify;
-use crate::policy::Outcome;
-
-/// How a tower service's result counts: any [`Classify`], or [`DefaultClassify`] (`Ok`
-/// succeeds, `Err` fails), which works for every response and error type.
-pub trait ClassifyResponse<T, E> {
-    /// How `result` counts.
-    fn classify_response(&self, result: &Result<T, E>) -> Outcome;
-}
-
-impl<T, E, C: Classify<T, E>> ClassifyResponse<T, E> for C {
-    #[inline]
-    fn classify_response(&self, result: &Result<T, E>) -> Outcome {
-        self.classify(result)
-    }
-}
-
 /// The layer's default classifier: `Ok` is a success, `Err` a failure, whatever the types.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct DefaultClassify;
-
-impl<T, E> ClassifyResponse<T, E> for DefaultClassify {
-    #[inline]
-    fn classify_response(&self, result: &Result<T, E>) -> Outcome {
-        crate::classify::ok_is_success(result)
-    }
-}
+pub use crate::classify::OkIsSuccess as DefaultClassify;

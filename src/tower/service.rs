@@ -4,7 +4,8 @@ use std::task::{Context, Poll};
 
 use tower_service::Service;
 
-use super::{ClassifyResponse, ResponseFuture};
+use super::ResponseFuture;
+use crate::classify::Classifier;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::{Breaker, Error, Rejected};
@@ -46,7 +47,7 @@ where
     S: Service<Req>,
     P: TripPolicy,
     O: Observer,
-    C: ClassifyResponse<S::Response, S::Error> + Clone,
+    C: Classifier<S::Response, S::Error> + Clone,
 {
     type Response = S::Response;
     type Error = Error<S::Error>;
