@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
@@ -13,7 +13,7 @@ use crate::breaker::Breaker;
 use crate::classify::Classifier;
 use crate::contain;
 use crate::observe::Observer;
-use crate::permit::Permit;
+use crate::permit::{Permit, Report};
 use crate::policy::{Outcome, TripPolicy};
 use crate::Error;
 
@@ -104,24 +104,7 @@ where
                     }
                 }
                 StageProj::Running { call, permit } => {
-                    let result = match contain::catch(|| call.poll(cx)) {
-                        Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(result)) => result,
-                        Err(payload) => {
-                            let permit = permit.take().expect("a running call holds its permit");
-                            this.breaker
-                                .record_then_resume(permit, Outcome::Failure, payload)
-                        }
-                    };
-                    let permit = permit.take().expect("a running call holds its permit");
-                    let classify = &*this.classify;
-                    match contain::catch(|| classify.outcome(&result)) {
-                        Ok(outcome) => permit.record(outcome),
-                        Err(payload) => {
-                            this.breaker
-                                .record_then_resume(permit, Outcome::Excluded, payload)
-                        }
-                    }
+                    let result = ready!(poll_admitted(call, cx, permit, &*this.classify));
                     this.stage.set(Stage::Done);
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
@@ -129,6 +112,40 @@ where
             }
         }
     }
+}
+
+/// Polls an admitted call and, once it completes, reports its result through `permit`: the
+/// one place where an async call (this module's future, the tower layer's) is settled.
+///
+/// A panic while polling is reported as a failure and continues; a panic in the classifier
+/// is reported as an exclusion and continues. `permit` is taken when the call completes:
+/// polled again after that, this panics (a future polled after completion).
+pub(crate) fn poll_admitted<Fut, T, E, R, C>(
+    call: Pin<&mut Fut>,
+    cx: &mut Context<'_>,
+    permit: &mut Option<R>,
+    classify: &C,
+) -> Poll<Result<T, E>>
+where
+    Fut: Future<Output = Result<T, E>>,
+    R: Report,
+    C: Classifier<T, E>,
+{
+    let polled = match contain::catch(|| call.poll(cx)) {
+        Ok(Poll::Pending) => return Poll::Pending,
+        Ok(Poll::Ready(result)) => Ok(result),
+        Err(payload) => Err(payload),
+    };
+    let permit = permit.take().expect("a call polled after completion");
+    let result = match polled {
+        Ok(result) => result,
+        Err(payload) => permit.report_then_resume(Outcome::Failure, payload),
+    };
+    match contain::catch(|| classify.outcome(&result)) {
+        Ok(outcome) => permit.report(outcome),
+        Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
+    }
+    Poll::Ready(result)
 }
 
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {

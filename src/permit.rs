@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::thread;
 
 use crate::breaker::Breaker;
+use crate::contain::Payload;
 use crate::generation::Generation;
 use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
@@ -147,25 +148,47 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
         &self.breaker
     }
 
-    /// Reports `outcome` after user code panicked with `payload`, then lets that panic
-    /// continue.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn record_then_resume(
-        mut self,
-        outcome: Outcome,
-        payload: crate::contain::Payload,
-    ) -> ! {
-        self.pending = false;
-        self.breaker
-            .record_grant_then_resume(self.grant, outcome, payload)
-    }
-
     /// Reports `outcome`, whichever it is.
     #[inline]
     pub fn record(mut self, outcome: Outcome) {
         self.pending = false;
         self.breaker
             .complete(self.grant, Verdict::Reported(outcome));
+    }
+}
+
+/// What the async calls need of a permit, borrowed or owned: a verdict, or a verdict after
+/// user code panicked.
+pub(crate) trait Report {
+    /// Reports `outcome`.
+    fn report(self, outcome: Outcome);
+    /// Reports `outcome` after user code panicked with `payload`, then lets that panic
+    /// continue (it comes first: a panic while reporting is dropped).
+    fn report_then_resume(self, outcome: Outcome, payload: Payload) -> !;
+}
+
+impl<P: TripPolicy, O: Observer> Report for Permit<'_, P, O> {
+    #[inline]
+    fn report(self, outcome: Outcome) {
+        self.record(outcome);
+    }
+
+    fn report_then_resume(self, outcome: Outcome, payload: Payload) -> ! {
+        let breaker = self.breaker;
+        breaker.record_grant_then_resume(self.into_grant(), outcome, payload)
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Report for OwnedPermit<P, O> {
+    #[inline]
+    fn report(self, outcome: Outcome) {
+        self.record(outcome);
+    }
+
+    fn report_then_resume(mut self, outcome: Outcome, payload: Payload) -> ! {
+        self.pending = false;
+        self.breaker
+            .record_grant_then_resume(self.grant, outcome, payload)
     }
 }
 

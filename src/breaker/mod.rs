@@ -28,7 +28,7 @@ use crate::lane::{Entry, Lane};
 use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::permit::{Grant, OwnedPermit, Permit};
+use crate::permit::{Grant, OwnedPermit, Permit, Report};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 use crate::sync::Mutex;
 use crate::{Counts, Error, Rejected, State, Totals};
@@ -296,7 +296,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let result = call();
         match contain::catch(|| classify.classify(&result)) {
             Ok(outcome) => permit.record(outcome),
-            Err(payload) => self.record_then_resume(permit, Outcome::Excluded, payload),
+            Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
         }
         result.map_err(Error::Inner)
     }
@@ -370,18 +370,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         ExecuteAsync::new(self, make, classify)
     }
 
-    /// Records `outcome` for `permit` after user code panicked with `payload`, then lets that
-    /// panic continue (it comes first: a panic recording the outcome is dropped).
-    pub(crate) fn record_then_resume(
-        &self,
-        permit: Permit<'_, P, O>,
-        outcome: Outcome,
-        payload: contain::Payload,
-    ) -> ! {
-        self.record_grant_then_resume(permit.into_grant(), outcome, payload)
-    }
-
-    /// [`record_then_resume`](Self::record_then_resume) for a permit's admission.
+    /// Records `outcome` for the admission `grant` after user code panicked with `payload`,
+    /// then lets that panic continue (it comes first: a panic recording the outcome is dropped).
     pub(crate) fn record_grant_then_resume(
         &self,
         grant: Grant,

@@ -1,15 +1,15 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
 use crate::classify::Classifier;
-use crate::contain;
+use crate::future::poll_admitted;
 use crate::observe::Observer;
 use crate::permit::OwnedPermit;
-use crate::policy::{Outcome, TripPolicy};
+use crate::policy::TripPolicy;
 use crate::{Error, Rejected};
 
 pin_project! {
@@ -78,21 +78,7 @@ where
                 permit,
                 classify,
             } => {
-                let result = match contain::catch(|| inner.poll(cx)) {
-                    Ok(Poll::Pending) => return Poll::Pending,
-                    Ok(Poll::Ready(result)) => result,
-                    Err(payload) => permit
-                        .take()
-                        .expect("a running call holds its permit")
-                        .record_then_resume(Outcome::Failure, payload),
-                };
-                let permit = permit
-                    .take()
-                    .expect("`ResponseFuture` polled after completion");
-                match contain::catch(|| classify.outcome(&result)) {
-                    Ok(outcome) => permit.record(outcome),
-                    Err(payload) => permit.record_then_resume(Outcome::Excluded, payload),
-                }
+                let result = ready!(poll_admitted(inner, cx, permit, &*classify));
                 Poll::Ready(result.map_err(Error::Inner))
             }
         }
