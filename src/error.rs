@@ -33,6 +33,10 @@ pub enum Rejected {
     /// The breaker is half-open and already has as many probes in flight as it admits.
     #[error("too many requests")]
     TooManyRequests,
+    /// The breaker was forced open ([`Breaker::force_open`](crate::Breaker::force_open)) and
+    /// rejects every call until it is released: there is no time to retry after.
+    #[error("circuit breaker is forced open")]
+    ForcedOpen,
 }
 
 impl Rejected {
@@ -46,7 +50,8 @@ impl Rejected {
     }
 
     /// How long until the breaker lets a probe through, when it is open; `None` when it is
-    /// half-open and full (a slot frees up when a probe ends, not at a known time).
+    /// half-open and full (a slot frees up when a probe ends, not at a known time) or forced
+    /// open (it opens when an operator releases it).
     ///
     /// # Examples
     ///
@@ -61,7 +66,7 @@ impl Rejected {
     pub fn retry_after(&self) -> Option<Duration> {
         match *self {
             Rejected::Open { retry_after } => Some(retry_after),
-            Rejected::TooManyRequests => None,
+            Rejected::TooManyRequests | Rejected::ForcedOpen => None,
         }
     }
 

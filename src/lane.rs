@@ -411,6 +411,13 @@ impl Lane {
         (now <= until).then(|| crate::Rejected::open_until(until, now))
     }
 
+    /// Whether every call goes to the lock (half-open, forced, or a policy the lane cannot
+    /// count for): what [`peek_open`](Lane::peek_open) cannot answer.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn is_locked(&self) -> bool {
+        self.word.load(Ordering::Acquire) >> MODE_SHIFT == LOCKED
+    }
+
     /// Records a success lock-free in the common case only: this thread's cell is fast (no
     /// clock needed), in `generation`, with room, and uncontended. `false`: try
     /// [`succeed`](Lane::succeed).
@@ -491,7 +498,7 @@ impl Lane {
                 self.open_until.store(until, Ordering::Release);
                 (OPEN, Cell::CLOSED)
             }
-            Phase::Closed { .. } | Phase::HalfOpen => (LOCKED, Cell::CLOSED),
+            Phase::Closed { .. } | Phase::HalfOpen | Phase::Forced => (LOCKED, Cell::CLOSED),
         };
         self.for_each_cell(|c| c.store(cell.0, Ordering::Release));
         self.word.store(mode << MODE_SHIFT, Ordering::Release);

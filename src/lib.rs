@@ -105,6 +105,7 @@ pub mod config;
 mod contain;
 mod counts;
 mod error;
+mod forced;
 mod future;
 mod generation;
 #[cfg(feature = "http")]
@@ -131,6 +132,7 @@ pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
 pub use counts::{Counts, Totals};
 pub use error::{ConfigError, Error, Rejected};
+pub use forced::Forced;
 pub use future::ExecuteAsync;
 pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};

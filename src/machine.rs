@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::abandoned::AbandonedAs;
 use crate::contain::FirstPanic;
 use crate::counts::{Tally, Totals, Window};
+use crate::forced::Forced;
 use crate::generation::Generation;
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::policy::{CallResult, Outcome, TripPolicy};
@@ -132,6 +133,9 @@ pub(crate) struct Change {
     pub(crate) at: Nanos,
     pub(crate) counts: Counts,
     pub(crate) totals: Totals,
+    /// Made by a manual control (forcing, releasing, tripping for a duration), not by the
+    /// policy or the clock.
+    pub(crate) manual: bool,
 }
 
 /// A neutral view of what the current state allows, for whoever wants to act without the
@@ -149,6 +153,8 @@ pub(crate) enum Phase {
     Open { until: Nanos },
     /// Half-open: every admission and result needs the machine.
     HalfOpen,
+    /// Forced open or closed: every admission and result needs the machine.
+    Forced,
 }
 
 /// The policy, reachable only through hooks that contain its panics: a hook that panics
@@ -218,6 +224,8 @@ pub(crate) struct Machine<P> {
     totals: Totals,
     /// The latest time an operation was given: the time of a step whose clock reading failed.
     latest: Nanos,
+    /// A manual override, until released.
+    forced: Option<Forced>,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -234,6 +242,7 @@ impl<P: TripPolicy> Machine<P> {
             window: Window::rolling(timing.buckets as usize),
             totals: Totals::default(),
             latest: now,
+            forced: None,
         };
         machine.new_generation(now);
         machine
@@ -267,8 +276,16 @@ impl<P: TripPolicy> Machine<P> {
         self.policy.panic.take()
     }
 
+    /// The manual override in force, if any.
+    pub(crate) fn forced(&self) -> Option<Forced> {
+        self.forced
+    }
+
     /// What the current state allows.
     pub(crate) fn phase(&self) -> Phase {
+        if self.forced.is_some() {
+            return Phase::Forced;
+        }
         match self.state {
             State::Closed => Phase::Closed {
                 generation: self.generation,
@@ -316,6 +333,7 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Change>) {
         let change = self.refresh(now);
         let admitted = match self.state {
+            State::Open if self.forced == Some(Forced::Open) => Err(Rejected::ForcedOpen),
             State::Open => Err(Rejected::open_until(self.expiry, now)),
             State::HalfOpen if self.half_open_in_flight() >= self.probes => {
                 Err(Rejected::TooManyRequests)
@@ -330,6 +348,16 @@ impl<P: TripPolicy> Machine<P> {
             }
         };
         (admitted, change)
+    }
+
+    /// The rejection a call would get at `now` because the breaker is open or forced open,
+    /// without evaluating anything or admitting anything.
+    pub(crate) fn peek_open(&self, now: Nanos) -> Option<Rejected> {
+        match (self.state, self.forced) {
+            (State::Open, Some(Forced::Open)) => Some(Rejected::ForcedOpen),
+            (State::Open, _) if now <= self.expiry => Some(Rejected::open_until(self.expiry, now)),
+            _ => None,
+        }
     }
 
     /// Probes that hold a half-open slot: excluded results give theirs back.
@@ -382,7 +410,8 @@ impl<P: TripPolicy> Machine<P> {
                 // policy is still consulted on the current counts, as gobreaker does.
                 self.record(ticket.age, tally, totals);
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
-                let trips = self.policy.on_result(&result);
+                // Forced closed: the policy still sees every result, but never trips it.
+                let trips = self.policy.on_result(&result) && self.forced.is_none();
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => {
@@ -427,13 +456,68 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
-    /// Moves to `to`. The policy is asked for the open duration (or the half-open probe
-    /// count) before anything changes and told of the change after everything has.
+    /// Forces the machine open or closed until [`release`](Machine::release): a change to
+    /// `Open` (never to expire) or to `Closed` (a new generation) unless it is in that state
+    /// already. Time-based changes due are not evaluated first: the override acts on the
+    /// state as it stands.
+    pub(crate) fn force(&mut self, forced: Forced, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        self.forced = Some(forced);
+        match (forced, self.state) {
+            (Forced::Open, State::Open) => {
+                self.expiry = Nanos::MAX;
+                None
+            }
+            (Forced::Open, _) => Some(self.enter(State::Open, now, Some(Nanos::MAX), true)),
+            (Forced::Closed, State::Closed) => None,
+            (Forced::Closed, _) => Some(self.enter(State::Closed, now, None, true)),
+        }
+    }
+
+    /// Ends any override and closes the machine in a new generation, whatever its state: a
+    /// change unless it was closed already.
+    pub(crate) fn release(&mut self, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        self.forced = None;
+        if self.state == State::Closed {
+            self.new_generation(now);
+            None
+        } else {
+            Some(self.enter(State::Closed, now, None, true))
+        }
+    }
+
+    /// Opens the machine now until at least `now + open_for` (an open period ending later is
+    /// kept), then the usual half-open. No effect while forced: the override wins.
+    pub(crate) fn trip_for(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() {
+            return None;
+        }
+        let until = now.saturating_add(saturating_nanos(open_for));
+        if self.state == State::Open {
+            self.expiry = self.expiry.max(until);
+            return None;
+        }
+        Some(self.enter(State::Open, now, Some(until), true))
+    }
+
+    /// Moves to `to` because of the policy or the clock: see [`enter`](Machine::enter).
     fn set_state(&mut self, to: State, now: Nanos) -> Change {
+        self.enter(to, now, None, false)
+    }
+
+    /// Moves to `to`, until `expiry` when given (else as the state's timing says). The policy
+    /// is asked for the open duration (when needed) or the half-open probe count before
+    /// anything changes and told of the change after everything has.
+    fn enter(&mut self, to: State, now: Nanos, expiry: Option<Nanos>, manual: bool) -> Change {
         let from = self.state;
         debug_assert_ne!(from, to);
         let counts = *self.window.counts();
-        let expiry = self.expiry_of(to, now);
+        let expiry = match expiry {
+            Some(expiry) => expiry,
+            None => self.expiry_of(to, now),
+        };
         if to == State::HalfOpen {
             self.probes = self.policy.half_open_probes(self.timing.max_requests);
         }
@@ -449,6 +533,7 @@ impl<P: TripPolicy> Machine<P> {
             at: now,
             counts,
             totals: self.totals,
+            manual,
         }
     }
 

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use crate::breaker::Breaker;
 use crate::contain::Payload;
@@ -125,6 +126,11 @@ impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
         breaker.complete(self.into_grant(), Verdict::Reported(outcome));
     }
 
+    fn fail_open_for(self, open_for: Duration) {
+        let breaker = self.breaker;
+        breaker.complete_open_for(self.into_grant(), open_for);
+    }
+
     /// The admission, for the breaker to report itself: the permit no longer reports on drop.
     #[inline(always)]
     pub(crate) fn into_grant(self) -> Grant {
@@ -146,6 +152,11 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
     /// The breaker this permit belongs to.
     pub fn breaker(&self) -> &Arc<Breaker<P, O>> {
         &self.breaker
+    }
+
+    fn fail_open_for(mut self, open_for: Duration) {
+        self.pending = false;
+        self.breaker.complete_open_for(self.grant, open_for);
     }
 
     /// Reports `outcome`, whichever it is.
@@ -220,6 +231,16 @@ macro_rules! verdicts {
             #[inline]
             pub fn failure(self) {
                 self.record(Outcome::Failure);
+            }
+
+            /// The call failed, and the dependency asked for time: counts the failure and
+            /// opens the breaker for at least `open_for`, in one step (see
+            /// [`Breaker::trip_for`](crate::Breaker::trip_for)), e.g. for a 429 or 503 with
+            /// `Retry-After`. The breaker opens even if this result is too late to count (it
+            /// was admitted before a state change): the dependency's answer is news either
+            /// way. No effect on the state while the breaker is forced.
+            pub fn failure_open_for(self, open_for: std::time::Duration) {
+                self.fail_open_for(open_for);
             }
 
             /// The call's result says nothing about the dependency's health: count it as

@@ -102,6 +102,29 @@ fn an_open_breaker_is_ready_at_once_even_when_the_inner_service_is_not() {
     assert!(service.poll_ready(&mut cx).is_pending());
 }
 
+/// Forced open (the lane sends every call to the lock), too: an operator who takes a hung
+/// dependency out must not wait for its saturated inner service.
+#[test]
+fn a_forced_open_breaker_is_ready_at_once_even_when_the_inner_service_is_not() {
+    let breaker = trips_on_first_failure();
+    breaker.force_open();
+    let mut service = BreakerLayer::new(Arc::clone(&breaker)).layer(NeverReady);
+    let waker = std::task::Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    assert!(matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))));
+    let mut fut = service.call(());
+    let r = Pin::new(&mut fut).poll(&mut cx);
+    assert!(matches!(
+        r,
+        Poll::Ready(Err(Error::Rejected(Rejected::ForcedOpen)))
+    ));
+    breaker.release();
+    assert!(
+        service.poll_ready(&mut cx).is_pending(),
+        "released: the inner service's turn"
+    );
+}
+
 #[test]
 fn a_classifier_decides_how_responses_count() {
     let breaker = trips_on_first_failure();

@@ -10,6 +10,7 @@
 //! an admitted call is always accounted for, a state change is always delivered.
 
 mod builder;
+mod control;
 mod outbox;
 mod txn;
 
@@ -411,12 +412,20 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.lane.make_stripes();
     }
 
-    /// The rejection the next call would get because the breaker is open, read lock-free
-    /// without admitting anything, or `None` (the breaker may still reject the call for
-    /// another reason: half-open and full).
+    /// The rejection the next call would get because the breaker is open or forced open,
+    /// without admitting anything or evaluating any expiry, or `None` (the breaker may still
+    /// reject the call for another reason: half-open and full). Lock-free unless the lane
+    /// sends every call to the lock anyway (half-open, forced, a policy it cannot count for).
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn peek_open(&self) -> Option<Rejected> {
-        self.lane.peek_open(|| self.clock.now())
+        if let Some(rejected) = self.lane.peek_open(|| self.clock.now()) {
+            return Some(rejected);
+        }
+        if !self.lane.is_locked() {
+            return None;
+        }
+        let now = self.clock.now();
+        self.inner.lock().machine.peek_open(now)
     }
 
     /// Records a permit's result (called by the permits): lock-free in the common case.

@@ -103,6 +103,7 @@ mod tests {
             at: 0,
             counts: Counts::default(),
             totals: Default::default(),
+            manual: false,
         }
     }
 

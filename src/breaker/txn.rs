@@ -43,14 +43,14 @@ impl<P: TripPolicy> Drop for Txn<'_, P> {
 
 impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Runs `op` on the machine at `now` (the latest time the machine saw, when `None`: the
-    /// clock could not be read), queues the change it made, and delivers queued changes once
+    /// clock could not be read), queues the changes it made (in order), and delivers queued changes once
     /// the lock is released, unless another thread is delivering (which then delivers them
     /// next, in order). A panic of the policy or of an observer is kept in `panics`.
-    pub(super) fn transact<R>(
+    pub(super) fn transact<R, C: IntoIterator<Item = Change>>(
         &self,
         now: Option<Nanos>,
         panics: &mut FirstPanic,
-        op: impl FnOnce(&mut Machine<P>, Nanos) -> (R, Option<Change>),
+        op: impl FnOnce(&mut Machine<P>, Nanos) -> (R, C),
     ) -> R {
         let (value, deliver) = {
             let mut txn = Txn {
@@ -62,10 +62,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             inner.machine.absorb(pending.requests, pending.successes);
             let latest = inner.machine.latest();
             let now = now.map_or(latest, |now| now.max(latest));
-            let (value, change) = op(&mut inner.machine, now);
+            let (value, changes) = op(&mut inner.machine, now);
             panics.merge(inner.machine.take_panic());
-            if let Some(change) = change.filter(|_| self.observes) {
-                inner.outbox.push(change);
+            if self.observes {
+                for change in changes {
+                    inner.outbox.push(change);
+                }
             }
             (value, inner.outbox.claim())
         };
@@ -90,7 +92,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 at: instant(change.at),
                 counts: change.counts,
                 totals: change.totals,
-                manual: false,
+                manual: change.manual,
             };
             self.observers.deliver(&transition, panics);
         }

@@ -134,8 +134,10 @@ pub struct Transition<'a> {
     /// The breaker's lifetime totals right after the change (`opened` includes this change,
     /// when it opened the breaker).
     pub totals: Totals,
-    /// Whether an operator's control made the change rather than the traffic. Always `false`
-    /// until the breaker has manual controls.
+    /// Whether a manual control made the change ([`force_open`](crate::Breaker::force_open),
+    /// [`force_closed`](crate::Breaker::force_closed), [`release`](crate::Breaker::release),
+    /// [`trip_for`](crate::Breaker::trip_for), a permit's `failure_open_for`) rather than the
+    /// policy or the clock.
     pub manual: bool,
 }
 
