@@ -117,6 +117,7 @@ mod nanos;
 pub mod observe;
 mod permit;
 pub mod policy;
+mod registry;
 #[cfg(feature = "serde")]
 mod serde_duration;
 mod state;
@@ -136,6 +137,7 @@ pub use forced::Forced;
 pub use future::ExecuteAsync;
 pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
+pub use registry::{Registry, RegistryFull};
 pub use state::State;
 
 /// A breaker whose policy was chosen at run time, e.g. from a

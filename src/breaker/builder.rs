@@ -207,6 +207,17 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// Whether no name was given (the registry then names the breaker after its key).
+    pub(crate) fn unnamed(&self) -> bool {
+        self.knobs.name.is_empty()
+    }
+
+    /// The clock, as the registry shares it.
+    pub(crate) fn clock_source(mut self, clock: ClockSource) -> Self {
+        self.knobs.clock = Some(clock);
+        self
+    }
+
     /// The breaker, after checking the window knobs strictly: where [`build`](Self::build)
     /// follows gobreaker and silently rounds `interval` up to whole buckets (or widens a
     /// bucket period past [`MAX_BUCKETS`](crate::MAX_BUCKETS)), this refuses. Use it when the

@@ -428,6 +428,13 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.inner.lock().machine.peek_open(now)
     }
 
+    /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,
+    /// nothing delivered): what a registry may evict.
+    pub(crate) fn is_closed_and_unforced(&self) -> bool {
+        let inner = self.inner.lock();
+        inner.machine.state() == State::Closed && inner.machine.forced().is_none()
+    }
+
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {

@@ -1,0 +1,89 @@
+//! Eviction, evaluated lazily: when a bounded registry is full, the insertion that needs
+//! room evicts idle breakers, least recently used first, in batches so that a flood of new
+//! keys costs a bounded amount per key; and the sweeps callers run themselves
+//! ([`remove_idle`](super::Registry::remove_idle)).
+//!
+//! A breaker can be evicted when it is *idle*: closed and not forced (an open or half-open
+//! breaker is protecting its dependency, a forced one carries an operator's decision), and
+//! held by nobody but the registry (no permit outstanding, no `Arc` kept by a caller). The
+//! last check is made under the shard's write lock, where no lookup can clone it meanwhile.
+
+use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
+
+use crate::nanos::Nanos;
+use crate::observe::Observer;
+use crate::policy::TripPolicy;
+
+use super::{Registry, Shard, Slot};
+
+/// At most this share of the bound is evicted per full insertion (at least one breaker):
+/// one scan then makes room for many insertions.
+const BATCH_DIVISOR: usize = 16;
+
+impl<P: TripPolicy, O: Observer> Slot<P, O> {
+    /// Whether the breaker can be evicted: see the module documentation.
+    fn evictable(&self) -> bool {
+        Arc::strong_count(&self.breaker) == 1 && self.breaker.is_closed_and_unforced()
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer, S> Registry<K, P, O, S>
+where
+    K: Hash + Eq,
+    S: BuildHasher + Clone,
+{
+    /// Evicts up to a batch of idle breakers, least recently used first; returns how many.
+    pub(super) fn evict_lru(&self, max_keys: usize) -> usize {
+        let batch = (max_keys / BATCH_DIVISOR).max(1);
+        // The `batch` oldest idle last-use times: the threshold to evict at or below.
+        let mut oldest: Vec<Nanos> = Vec::new();
+        for shard in self.shards.iter() {
+            let map = shard.map.read();
+            oldest.extend(
+                map.values()
+                    .filter(|slot| slot.evictable())
+                    .map(Slot::last_used),
+            );
+        }
+        if oldest.is_empty() {
+            return 0;
+        }
+        let nth = batch.min(oldest.len()) - 1;
+        let (_, &mut threshold, _) = oldest.select_nth_unstable(nth);
+        let mut evicted = 0;
+        for shard in self.shards.iter() {
+            if evicted == batch {
+                break;
+            }
+            evicted +=
+                self.evict_from(shard, |slot| slot.last_used() <= threshold, batch - evicted);
+        }
+        evicted
+    }
+
+    /// Evicts from `shard` up to `limit` idle breakers that `pick` chooses; returns how
+    /// many. The evicted breakers are dropped after the lock is released (dropping one runs
+    /// user code: its policy's and observer's destructors).
+    pub(super) fn evict_from(
+        &self,
+        shard: &Shard<K, P, O, S>,
+        pick: impl Fn(&Slot<P, O>) -> bool,
+        limit: usize,
+    ) -> usize {
+        let mut evicted = Vec::new();
+        {
+            let mut map = shard.map.write();
+            map.retain(|_, slot| {
+                let evict = evicted.len() < limit && pick(slot) && slot.evictable();
+                if evict {
+                    evicted.push(Arc::clone(&slot.breaker));
+                }
+                !evict
+            });
+        }
+        self.len
+            .fetch_sub(evicted.len(), std::sync::atomic::Ordering::Relaxed);
+        evicted.len()
+    }
+}

@@ -1,0 +1,484 @@
+//! [`Registry`]: breakers per key (endpoint, host, method), made on first use from a
+//! factory, looked up without a global lock, optionally bounded, with no timer.
+//!
+//! The map is split into shards, each behind its own read-write lock and picked by a
+//! cheap hash of the key, so lookups of different keys on different threads rarely meet;
+//! inside a shard the map hashes with `S` (std's DoS-resistant `RandomState` by default:
+//! keys often come from traffic). A lookup of an existing key takes one shard's read lock
+//! and clones an `Arc`; a new key builds its breaker outside every lock (the factory is user
+//! code), then takes its shard's write lock to insert it.
+//!
+//! Eviction (when bounded) is in [`evict`]; the answer when the bound is reached and
+//! nothing can be evicted is [`RegistryFull`].
+
+mod evict;
+mod shard_hash;
+
+use std::borrow::Borrow;
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+use crate::breaker::{Breaker, Builder};
+use crate::clock::ClockSource;
+use crate::nanos::{saturating_nanos, Nanos};
+use crate::observe::Observer;
+use crate::policy::{ConsecutiveFailures, TripPolicy};
+use crate::Clock;
+
+/// The factory a registry builds its breakers with.
+type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
+
+/// Breakers per key, made on first use: one breaker per endpoint, host or method (brpc keeps
+/// one per server node, Kitex one per method, Polly selects a pipeline per authority).
+///
+/// - [`breaker`](Registry::breaker) returns the key's breaker, building it on first use
+///   with the factory's [`Builder`]; [`get`](Registry::get) only looks. Lookups borrow
+///   (`&str` for `String` keys), and an existing key's lookup takes no global lock.
+/// - Each breaker is named after its key (its `Display`), unless the factory named it, so
+///   callbacks and metrics can tell them apart.
+/// - With [`clock`](Registry::clock), every breaker and the registry itself share one
+///   clock (a [`ManualClock`](crate::ManualClock) in tests).
+/// - With [`max_keys`](Registry::max_keys), the registry holds at most that many
+///   breakers: inserting into a full registry first evicts idle closed breakers, least
+///   recently used first, evaluated then and there (no background task). See
+///   [`try_breaker`](Registry::try_breaker) for what a key gets when nothing can be evicted.
+/// - [`remove_idle`](Registry::remove_idle), [`retain`](Registry::retain) and
+///   [`remove`](Registry::remove) sweep on demand; [`breakers`](Registry::breakers) lists
+///   them (for snapshots and metrics); [`force_open_all`](Registry::force_open_all) and its
+///   siblings apply a manual control to every breaker at once.
+///
+/// A breaker removed or evicted while someone still holds it (a permit, an `Arc`) stays
+/// valid for them: it is only no longer the key's breaker, and the next lookup of the key
+/// builds a new one.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, Registry, State};
+/// use std::time::Duration;
+///
+/// let registry: Registry<String> = Registry::new(|_host: &String| {
+///     Breaker::builder().timeout(Duration::from_secs(30))
+/// });
+/// let a = registry.breaker("api.example.com");
+/// assert_eq!(a.name(), "api.example.com");
+/// assert!(std::sync::Arc::ptr_eq(&a, &registry.breaker("api.example.com")));
+/// assert!(registry.get("other.example.com").is_none());
+/// assert_eq!(registry.len(), 1);
+///
+/// // An operator takes every dependency out at once:
+/// registry.force_open_all();
+/// assert_eq!(a.state(), State::Open);
+/// ```
+pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S = RandomState> {
+    shards: Box<[Shard<K, P, O, S>]>,
+    factory: Box<Factory<K, P, O>>,
+    /// The clock given with [`clock`](Registry::clock), for the breakers; `None`: each
+    /// breaker's builder picks its own.
+    shared_clock: Option<ClockSource>,
+    /// What the registry measures idleness with: the shared clock, or a coarse one.
+    clock: ClockSource,
+    max_keys: Option<usize>,
+    /// Breakers held, across shards; at most `max_keys`.
+    len: AtomicUsize,
+    /// Keys answered with a breaker the registry could not keep (see `try_breaker`).
+    overflowed: AtomicU64,
+}
+
+/// One shard: its part of the map, on its own cache line so that threads reading different
+/// shards do not share one.
+#[repr(align(128))]
+struct Shard<K, P: TripPolicy, O: Observer, S> {
+    map: RwLock<HashMap<K, Slot<P, O>, S>>,
+}
+
+/// A key's breaker and when a lookup last returned it.
+struct Slot<P: TripPolicy, O: Observer> {
+    breaker: Arc<Breaker<P, O>>,
+    /// On the registry's clock; written only when it moved on, so that lookups of one key on
+    /// many threads keep reading a shared cache line rather than fighting over it.
+    last_used: AtomicU64,
+}
+
+impl<P: TripPolicy, O: Observer> Slot<P, O> {
+    fn new(breaker: Arc<Breaker<P, O>>, now: Nanos) -> Self {
+        Self {
+            breaker,
+            last_used: AtomicU64::new(now),
+        }
+    }
+
+    #[inline]
+    fn touch(&self, now: Nanos) -> Arc<Breaker<P, O>> {
+        if self.last_used.load(Ordering::Relaxed) < now {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
+        Arc::clone(&self.breaker)
+    }
+
+    fn last_used(&self) -> Nanos {
+        self.last_used.load(Ordering::Relaxed)
+    }
+}
+
+/// The answer of [`Registry::try_breaker`] for a new key when the registry holds
+/// [`max_keys`](Registry::max_keys) breakers and none of them can be evicted: every one is
+/// open, half-open, forced, or in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("breaker registry is full: {max_keys} keys, none idle and closed")]
+#[non_exhaustive]
+pub struct RegistryFull {
+    /// The registry's bound.
+    pub max_keys: usize,
+}
+
+impl<K, P: TripPolicy, O: Observer> Registry<K, P, O, RandomState>
+where
+    K: Hash + Eq,
+{
+    /// A registry that builds each key's breaker from the builder `factory` returns for it.
+    ///
+    /// The factory runs once per key (more than once only if two threads ask for a new key
+    /// at the same moment: one breaker is kept), outside every lock of the registry.
+    pub fn new<F>(factory: F) -> Self
+    where
+        F: Fn(&K) -> Builder<P, O> + Send + Sync + 'static,
+    {
+        Self::with_hasher(factory, RandomState::new())
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer, S> Registry<K, P, O, S>
+where
+    K: Hash + Eq,
+    S: BuildHasher + Clone,
+{
+    /// [`new`](Registry::new) with the hasher of the maps inside the shards (a faster one for
+    /// keys that do not come from untrusted traffic).
+    pub fn with_hasher<F>(factory: F, hasher: S) -> Self
+    where
+        F: Fn(&K) -> Builder<P, O> + Send + Sync + 'static,
+    {
+        let shards = (crate::sync::parallelism() * 4)
+            .next_power_of_two()
+            .clamp(4, 256);
+        Self {
+            shards: (0..shards)
+                .map(|_| Shard {
+                    map: RwLock::new(HashMap::with_hasher(hasher.clone())),
+                })
+                .collect(),
+            factory: Box::new(factory),
+            shared_clock: None,
+            clock: ClockSource::default_for(false),
+            max_keys: None,
+            len: AtomicUsize::new(0),
+            overflowed: AtomicU64::new(0),
+        }
+    }
+
+    /// Every breaker this registry builds from now on reads `clock`, and so does the
+    /// registry when it measures idleness: one time for all (pass a
+    /// [`ManualClock`](crate::ManualClock) in tests).
+    #[must_use]
+    pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
+        let clock = ClockSource::Custom(Arc::new(clock));
+        self.clock = clock.clone();
+        self.shared_clock = Some(clock);
+        self
+    }
+
+    /// Holds at most `max_keys` breakers (at least 1): see
+    /// [`try_breaker`](Registry::try_breaker) for what happens at the bound.
+    #[must_use]
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = Some(max_keys.max(1));
+        self
+    }
+
+    /// The bound set with [`max_keys`](Registry::max_keys), if any.
+    pub fn key_limit(&self) -> Option<usize> {
+        self.max_keys
+    }
+
+    /// The key's breaker, if it has one; builds nothing.
+    pub fn get<Q>(&self, key: &Q) -> Option<Arc<Breaker<P, O>>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let now = self.clock.now();
+        self.shard(key)
+            .map
+            .read()
+            .get(key)
+            .map(|slot| slot.touch(now))
+    }
+
+    /// How many breakers the registry holds.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether the registry holds no breaker.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many times a key got a breaker the registry could not keep, because it was full
+    /// (see [`breaker`](Registry::breaker)).
+    pub fn overflowed(&self) -> u64 {
+        self.overflowed.load(Ordering::Relaxed)
+    }
+
+    /// Removes the key's breaker and returns it. Whoever still holds it keeps a valid
+    /// breaker; the next lookup of the key builds a new one.
+    pub fn remove<Q>(&self, key: &Q) -> Option<Arc<Breaker<P, O>>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let removed = self.shard(key).map.write().remove(key);
+        removed.map(|slot| {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            slot.breaker
+        })
+    }
+
+    /// Keeps only the breakers for which `keep` answers `true`. `keep` runs under a shard's
+    /// write lock: it must not call this registry (the breaker it is given it may call).
+    /// Removed breakers are dropped after the lock is released.
+    pub fn retain(&self, mut keep: impl FnMut(&K, &Arc<Breaker<P, O>>) -> bool) {
+        for shard in self.shards.iter() {
+            let mut removed = Vec::new();
+            {
+                let mut map = shard.map.write();
+                map.retain(|key, slot| {
+                    let kept = keep(key, &slot.breaker);
+                    if !kept {
+                        removed.push(Arc::clone(&slot.breaker));
+                    }
+                    kept
+                });
+            }
+            self.len.fetch_sub(removed.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Removes the breakers that are idle: closed and not forced, not returned by a lookup
+    /// for at least `idle_for` (on the registry's clock), and held by nobody else (no
+    /// permit outstanding, no `Arc` kept by a caller). Returns how many it removed.
+    pub fn remove_idle(&self, idle_for: Duration) -> usize {
+        let now = self.clock.now();
+        let idle_since = now.saturating_sub(saturating_nanos(idle_for));
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            removed += self.evict_from(shard, |slot| slot.last_used() <= idle_since, usize::MAX);
+        }
+        removed
+    }
+
+    /// Every key and its breaker, at this moment (clones of the keys and of the `Arc`s), in
+    /// no particular order: for snapshots and metrics.
+    pub fn breakers(&self) -> Vec<(K, Arc<Breaker<P, O>>)>
+    where
+        K: Clone,
+    {
+        let mut all = Vec::with_capacity(self.len());
+        for shard in self.shards.iter() {
+            let map = shard.map.read();
+            all.extend(
+                map.iter()
+                    .map(|(k, slot)| (k.clone(), Arc::clone(&slot.breaker))),
+            );
+        }
+        all
+    }
+
+    /// Runs `f` on every breaker, outside the registry's locks.
+    pub fn for_each(&self, mut f: impl FnMut(&Breaker<P, O>)) {
+        for shard in self.shards.iter() {
+            let breakers: Vec<_> = shard
+                .map
+                .read()
+                .values()
+                .map(|slot| Arc::clone(&slot.breaker))
+                .collect();
+            for breaker in breakers {
+                f(&breaker);
+            }
+        }
+    }
+
+    /// [`Breaker::force_open`] on every breaker the registry holds now (breakers built
+    /// later start normal).
+    pub fn force_open_all(&self) {
+        self.for_each(Breaker::force_open);
+    }
+
+    /// [`Breaker::force_closed`] on every breaker the registry holds now.
+    pub fn force_closed_all(&self) {
+        self.for_each(Breaker::force_closed);
+    }
+
+    /// [`Breaker::release`] on every breaker the registry holds now.
+    pub fn release_all(&self) {
+        self.for_each(Breaker::release);
+    }
+
+    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &Shard<K, P, O, S> {
+        let index = shard_hash::of(key) as usize & (self.shards.len() - 1);
+        &self.shards[index]
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer, S> Registry<K, P, O, S>
+where
+    K: Hash + Eq + fmt::Display,
+    S: BuildHasher + Clone,
+{
+    /// The key's breaker, built on first use.
+    ///
+    /// When the registry is full (see [`max_keys`](Registry::max_keys)) and no breaker can
+    /// be evicted, the key gets a breaker of its own that the registry does not keep: the
+    /// call goes through, judged by a fresh breaker that remembers nothing past it, and
+    /// [`overflowed`](Registry::overflowed) counts it. The registry never grows past its
+    /// bound and never panics; use [`try_breaker`](Registry::try_breaker) to handle the full
+    /// registry yourself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Registry};
+    ///
+    /// let registry = Registry::new(|_: &String| Breaker::builder());
+    /// let permit = registry.breaker("search").allow().unwrap();
+    /// permit.success();
+    /// assert_eq!(registry.breaker("search").counts().total_successes, 1);
+    /// ```
+    pub fn breaker<Q>(&self, key: &Q) -> Arc<Breaker<P, O>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        match self.lookup_or_insert(key) {
+            Ok(breaker) => breaker,
+            Err((_, breaker)) => {
+                self.overflowed.fetch_add(1, Ordering::Relaxed);
+                breaker
+            }
+        }
+    }
+
+    /// The key's breaker, built on first use; [`RegistryFull`] when the registry holds
+    /// [`max_keys`](Registry::max_keys) breakers and none is idle and closed (all open,
+    /// half-open, forced, or in use), so the new key cannot be kept.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Registry};
+    ///
+    /// let registry = Registry::new(|_: &String| Breaker::builder()).max_keys(1);
+    /// let a = registry.try_breaker("a").unwrap();
+    /// a.force_open(); // forced: never evicted
+    /// let full = registry.try_breaker("b").unwrap_err();
+    /// assert_eq!(full.max_keys, 1);
+    /// ```
+    pub fn try_breaker<Q>(&self, key: &Q) -> Result<Arc<Breaker<P, O>>, RegistryFull>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.lookup_or_insert(key).map_err(|(full, _)| full)
+    }
+
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn lookup_or_insert<Q>(
+        &self,
+        key: &Q,
+    ) -> Result<Arc<Breaker<P, O>>, (RegistryFull, Arc<Breaker<P, O>>)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = self.clock.now();
+        let shard = self.shard(key);
+        if let Some(breaker) = shard.map.read().get(key).map(|slot| slot.touch(now)) {
+            return Ok(breaker);
+        }
+        self.insert(shard, key.to_owned(), now)
+    }
+
+    /// Builds the key's breaker (outside every lock: the factory is user code), then keeps
+    /// it unless another thread kept one first, evicting to make room when bounded.
+    #[cold]
+    #[allow(clippy::type_complexity)]
+    fn insert(
+        &self,
+        shard: &Shard<K, P, O, S>,
+        key: K,
+        now: Nanos,
+    ) -> Result<Arc<Breaker<P, O>>, (RegistryFull, Arc<Breaker<P, O>>)> {
+        let mut builder = (self.factory)(&key);
+        if builder.unnamed() {
+            builder = builder.name(key.to_string());
+        }
+        if let Some(clock) = &self.shared_clock {
+            builder = builder.clock_source(clock.clone());
+        }
+        let breaker = Arc::new(builder.build());
+        let mut evicted_once = false;
+        loop {
+            {
+                let mut map = shard.map.write();
+                if let Some(slot) = map.get(&key) {
+                    return Ok(slot.touch(now)); // another thread kept one first
+                }
+                if self.reserve() {
+                    map.insert(key, Slot::new(Arc::clone(&breaker), now));
+                    return Ok(breaker);
+                }
+            }
+            let max_keys = self.max_keys.unwrap_or(usize::MAX);
+            if evicted_once || self.evict_lru(max_keys) == 0 {
+                return Err((RegistryFull { max_keys }, breaker));
+            }
+            evicted_once = true;
+        }
+    }
+
+    /// Takes one place in the bound, if there is one.
+    fn reserve(&self) -> bool {
+        match self.max_keys {
+            None => {
+                self.len.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Some(max) => self
+                .len
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |len| {
+                    (len < max).then_some(len + 1)
+                })
+                .is_ok(),
+        }
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer, S> fmt::Debug for Registry<K, P, O, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .field("max_keys", &self.max_keys)
+            .field("shards", &self.shards.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,244 @@
+//! `Registry` (issue #12): breakers per key, made on first use, bounded without timers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use lazybreaker::policy::ConsecutiveFailures;
+use lazybreaker::{Breaker, ManualClock, Registry, RegistryFull, State};
+
+fn trips_on_first_failure(_: &String) -> lazybreaker::Builder {
+    Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(Duration::from_secs(10))
+}
+
+#[test]
+fn a_breaker_per_key_made_on_first_use_and_named_after_it() {
+    let built = Arc::new(AtomicUsize::new(0));
+    let registry: Registry<String> = Registry::new({
+        let built = Arc::clone(&built);
+        move |_| {
+            built.fetch_add(1, Ordering::SeqCst);
+            Breaker::builder()
+        }
+    });
+    assert!(registry.get("a").is_none(), "`get` builds nothing");
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    let a = registry.breaker("a");
+    assert_eq!(a.name(), "a");
+    assert!(Arc::ptr_eq(&a, &registry.breaker("a")));
+    assert!(Arc::ptr_eq(&a, &registry.get("a").unwrap()));
+    let b = registry.breaker(&String::from("b"));
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(built.load(Ordering::SeqCst), 2, "once per key");
+    assert_eq!(registry.len(), 2);
+    let mut names: Vec<_> = registry
+        .breakers()
+        .into_iter()
+        .map(|(k, b)| (k, b.name().to_owned()))
+        .collect();
+    names.sort();
+    assert_eq!(names, [("a".into(), "a".into()), ("b".into(), "b".into())]);
+}
+
+#[test]
+fn a_name_the_factory_gives_is_kept() {
+    let registry = Registry::new(|key: &String| Breaker::builder().name(format!("upstream/{key}")));
+    assert_eq!(registry.breaker("users").name(), "upstream/users");
+}
+
+#[test]
+fn the_registry_clock_is_every_breakers_clock() {
+    let clock = ManualClock::new();
+    let registry = Registry::new(trips_on_first_failure).clock(clock.clone());
+    let a = registry.breaker("a");
+    a.allow().unwrap().failure();
+    assert_eq!(a.state(), State::Open);
+    clock.advance(Duration::from_millis(10_001));
+    assert_eq!(
+        a.state(),
+        State::HalfOpen,
+        "the breaker reads the registry's clock"
+    );
+}
+
+#[test]
+fn a_bounded_registry_stays_bounded_under_a_key_flood() {
+    let registry = Registry::new(|_: &String| Breaker::builder()).max_keys(64);
+    for i in 0..10_000 {
+        let b = registry.breaker(&format!("host-{i}"));
+        b.execute(|| Ok::<_, ()>(())).unwrap();
+        assert!(registry.len() <= 64, "at key {i}: {}", registry.len());
+    }
+    assert_eq!(registry.overflowed(), 0, "idle closed breakers make room");
+    assert_eq!(registry.key_limit(), Some(64));
+}
+
+#[test]
+fn the_least_recently_used_idle_breaker_goes_first() {
+    let clock = ManualClock::new();
+    let registry = Registry::new(|_: &String| Breaker::builder())
+        .max_keys(4)
+        .clock(clock.clone());
+    for key in ["a", "b", "c", "d"] {
+        clock.advance(Duration::from_secs(1));
+        registry.breaker(key);
+    }
+    clock.advance(Duration::from_secs(1));
+    registry.breaker("a"); // now "b" is the least recently used
+    clock.advance(Duration::from_secs(1));
+    registry.breaker("e");
+    assert!(registry.get("b").is_none(), "b was evicted");
+    for key in ["a", "c", "d", "e"] {
+        assert!(registry.get(key).is_some(), "{key} kept");
+    }
+}
+
+#[test]
+fn open_forced_and_busy_breakers_are_never_evicted() {
+    let registry = Registry::new(trips_on_first_failure).max_keys(3);
+    registry.breaker("open").allow().unwrap().failure();
+    registry.breaker("forced").force_closed();
+    let busy = registry.breaker("busy").allow_owned().unwrap();
+    let full: RegistryFull = registry.try_breaker("new").unwrap_err();
+    assert_eq!(full.max_keys, 3);
+    // `breaker` still answers: with a breaker of the key's own that is not kept.
+    let overflow = registry.breaker("new");
+    assert_eq!(overflow.name(), "new");
+    assert!(overflow.execute(|| Ok::<_, ()>(())).is_ok());
+    assert!(registry.get("new").is_none());
+    assert_eq!((registry.len(), registry.overflowed()), (3, 1));
+    // Once the busy call ends, its closed breaker is idle and makes room.
+    busy.success();
+    assert!(registry.try_breaker("new").is_ok());
+    assert!(registry.get("busy").is_none());
+    assert_eq!(registry.breaker("open").state(), State::Open);
+}
+
+#[test]
+fn a_removed_breaker_stays_valid_for_its_outstanding_permit() {
+    let registry = Registry::new(trips_on_first_failure).max_keys(2);
+    let permit = registry.breaker("a").allow_owned().unwrap();
+    let old = Arc::clone(permit.breaker());
+    assert!(registry.remove("a").is_some());
+    let new = registry.breaker("a");
+    assert!(!Arc::ptr_eq(&old, &new), "the key got a new breaker");
+    permit.failure();
+    assert_eq!(
+        old.state(),
+        State::Open,
+        "the evicted breaker took the failure"
+    );
+    assert_eq!(old.totals().failures, 1);
+    assert_eq!(
+        new.totals().admitted,
+        0,
+        "and the new one saw nothing of it"
+    );
+
+    // The same through `retain`.
+    let b = registry.breaker("b");
+    let permit = b.allow().unwrap();
+    registry.retain(|key, _| key != "b");
+    assert!(registry.get("b").is_none());
+    permit.success();
+    assert_eq!(b.totals().successes, 1);
+}
+
+#[test]
+fn remove_idle_sweeps_what_was_not_used_for_that_long() {
+    let clock = ManualClock::new();
+    let registry = Registry::new(trips_on_first_failure).clock(clock.clone());
+    registry.breaker("old");
+    registry.breaker("open").allow().unwrap().failure();
+    clock.advance(Duration::from_secs(60));
+    registry.breaker("recent");
+    let held = registry.breaker("held");
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(registry.remove_idle(Duration::from_secs(90)), 1);
+    // Listing is no use: it leaves the last-use times alone (`get` would count as a use).
+    let mut keys: Vec<_> = registry.breakers().into_iter().map(|(k, _)| k).collect();
+    keys.sort();
+    assert_eq!(keys, ["held", "open", "recent"]);
+    drop(held);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(
+        registry.remove_idle(Duration::from_secs(90)),
+        2,
+        "recent and held"
+    );
+    assert_eq!(registry.len(), 1, "the open one stays");
+}
+
+#[test]
+fn a_control_applies_to_every_breaker() {
+    let registry = Registry::new(trips_on_first_failure);
+    let (a, b) = (registry.breaker("a"), registry.breaker("b"));
+    registry.force_open_all();
+    assert_eq!((a.state(), b.state()), (State::Open, State::Open));
+    registry.release_all();
+    assert_eq!((a.state(), b.state()), (State::Closed, State::Closed));
+    registry.force_closed_all();
+    a.allow().unwrap().failure();
+    assert_eq!(a.state(), State::Closed);
+}
+
+/// 8 threads on 100 shared keys: every call lands in the one breaker the registry keeps for
+/// its key, so no count is lost to a duplicate.
+#[test]
+fn eight_threads_share_one_breaker_per_key() {
+    const THREADS: usize = 8;
+    const CALLS: usize = 5_000;
+    let registry: Arc<Registry<String>> = Arc::new(Registry::new(|_| Breaker::builder()));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || {
+                for i in 0..CALLS {
+                    let key = format!("key-{}", (i * 7 + t) % 100);
+                    registry.breaker(&key).execute(|| Ok::<_, ()>(())).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(registry.len(), 100);
+    let total: u64 = registry
+        .breakers()
+        .iter()
+        .map(|(_, b)| b.counts().total_successes)
+        .sum();
+    assert_eq!(total, (THREADS * CALLS) as u64);
+}
+
+/// 8 threads flooding a bounded registry with new keys while calling through them.
+#[test]
+fn eight_threads_flood_a_bounded_registry() {
+    const THREADS: usize = 8;
+    let registry: Arc<Registry<String>> =
+        Arc::new(Registry::new(trips_on_first_failure).max_keys(32));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || {
+                for i in 0..2_000 {
+                    let key = format!("t{t}-{}", i % 200);
+                    let _ =
+                        registry
+                            .breaker(&key)
+                            .execute(|| if i % 97 == 0 { Err(()) } else { Ok(()) });
+                    assert!(registry.len() <= 32);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(registry.len() <= 32);
+    assert!(registry.len() >= 1);
+}
