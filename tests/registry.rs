@@ -242,3 +242,87 @@ fn eight_threads_flood_a_bounded_registry() {
     assert!(registry.len() <= 32);
     assert!(!registry.is_empty());
 }
+
+#[cfg(feature = "serde")]
+mod from_configuration {
+    use lazybreaker::config::RegistrySettings;
+    use lazybreaker::State;
+
+    const FILE: &str = r#"
+        max_keys = 2
+        exempt = ["Health"]
+        [default]
+        timeout = "30s"
+        policy = { kind = "consecutive_failures", threshold = 2 }
+        [breakers.Sub]
+        policy = { kind = "consecutive_failures", threshold = 4 }
+    "#;
+
+    fn fail(
+        registry: &lazybreaker::Registry<String, Box<dyn lazybreaker::policy::TripPolicy>>,
+        key: &str,
+        n: usize,
+    ) {
+        for _ in 0..n {
+            let _ = registry.breaker(key).execute(|| Err::<(), _>("down"));
+        }
+    }
+
+    #[test]
+    fn named_keys_a_default_and_exempt_keys() {
+        let settings: RegistrySettings = toml::from_str(FILE).unwrap();
+        assert_eq!(settings.max_keys, Some(2));
+        let registry = settings.build().unwrap();
+        assert_eq!(registry.key_limit(), Some(2));
+        fail(&registry, "Sub", 3);
+        assert_eq!(
+            registry.breaker("Sub").state(),
+            State::Closed,
+            "Sub trips on the 4th"
+        );
+        fail(&registry, "Sub", 1);
+        assert_eq!(registry.breaker("Sub").state(), State::Open);
+        fail(&registry, "Get", 2);
+        assert_eq!(
+            registry.breaker("Get").state(),
+            State::Open,
+            "the default: 2 failures"
+        );
+        assert_eq!(registry.breaker("Get").name(), "Get");
+        registry.release_all();
+        fail(&registry, "Health", 100);
+        let health = registry.breaker("Health");
+        assert_eq!(health.state(), State::Closed, "never broken");
+        assert_eq!(health.counts().consecutive_failures, 100, "but counted");
+    }
+
+    #[test]
+    fn an_invalid_entry_is_named() {
+        let mut settings: RegistrySettings = toml::from_str(FILE).unwrap();
+        settings.default.policy = lazybreaker::config::PolicyConfig::FailureRatio {
+            ratio: 1.5,
+            min_requests: 1,
+        };
+        let err = settings.build().err().unwrap();
+        assert_eq!(err.field(), "default.policy.ratio");
+        let err = toml::from_str::<RegistrySettings>(
+            r#"
+            [breakers.Sub]
+            policy = { kind = "consecutive_failures", threshold = -4 }
+            "#,
+        )
+        .unwrap_err();
+        assert!(err.message().contains("breaker `Sub`"), "{}", err.message());
+        assert!(
+            err.message().contains("`policy.threshold` = -4"),
+            "{}",
+            err.message()
+        );
+        let err = toml::from_str::<RegistrySettings>("exempted = []").unwrap_err();
+        assert!(
+            err.message().contains("unknown field `exempted`"),
+            "{}",
+            err.message()
+        );
+    }
+}

@@ -145,6 +145,7 @@
 
 #[cfg(feature = "serde")]
 mod de;
+mod registry;
 
 use std::borrow::Borrow;
 use std::collections::btree_map::{self, BTreeMap};
@@ -160,6 +161,7 @@ pub use crate::{DynBreaker, DynBuilder};
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub use de::DeserializeError;
+pub use registry::RegistrySettings;
 
 /// Everything that configures a [`Breaker`], as a plain value or a table in a configuration
 /// file.

@@ -1,0 +1,117 @@
+//! [`RegistrySettings`]: a [`Registry`] described by plain values: settings for named keys, a
+//! default for every other key, and keys that are never broken.
+
+use std::collections::BTreeSet;
+
+use crate::policy::{ConsecutiveFailures, ReadyToTrip, TripPolicy};
+use crate::{Breaker, ConfigError, Counts, Registry};
+
+use super::{Breakers, DynBuilder, Settings};
+
+/// A [`Registry`] of breakers keyed by name (a method, a host, an endpoint): the settings of
+/// the keys listed in `breakers`, `default` for every other key, and `exempt` keys that are
+/// never broken (Kitex's "Health must not break"): their breakers count every call but the
+/// traffic never trips them (a manual control still applies to them, as to any breaker).
+///
+/// In a file (with the `serde` feature):
+///
+/// ```toml
+/// max_keys = 1000
+/// exempt = ["Health"]
+///
+/// [default]
+/// timeout = "30s"
+/// policy = { kind = "consecutive_failures", threshold = 5 }
+///
+/// [breakers.Sub]
+/// policy = { kind = "failure_ratio", ratio = 0.5, min_requests = 20 }
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lazybreaker::config::RegistrySettings;
+/// use lazybreaker::State;
+///
+/// let settings: RegistrySettings = toml::from_str(r#"
+///     exempt = ["Health"]
+///     [default]
+///     policy = { kind = "consecutive_failures", threshold = 1 }
+///     [breakers.Sub]
+///     policy = { kind = "consecutive_failures", threshold = 3 }
+/// "#)?;
+/// let registry = settings.build()?;
+/// for method in ["Get", "Sub", "Health"] {
+///     let _ = registry.breaker(method).execute(|| Err::<(), _>("down"));
+/// }
+/// assert_eq!(registry.breaker("Get").state(), State::Open);     // the default: 1 failure
+/// assert_eq!(registry.breaker("Sub").state(), State::Closed);   // its own: 3 failures
+/// assert_eq!(registry.breaker("Health").state(), State::Closed); // never broken
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct RegistrySettings {
+    /// The bound on the registry's keys ([`Registry::max_keys`]); none by default.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub max_keys: Option<usize>,
+    /// Keys whose breakers never trip: they count every call (for metrics) with a policy
+    /// that never trips, built from `default`'s other settings.
+    pub exempt: BTreeSet<String>,
+    /// The settings of every key not listed in `breakers`. Its `name` is ignored: each
+    /// breaker is named after its key.
+    pub default: Settings,
+    /// Settings per key.
+    pub breakers: Breakers,
+}
+
+fn never(_: &Counts) -> bool {
+    false
+}
+
+impl RegistrySettings {
+    /// The registry these settings describe, after checking every entry as
+    /// [`Settings::to_builder`] does.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid entry's [`ConfigError`]: a listed key's names its breaker; the
+    /// default's names the field under `default` (`default.policy.ratio`).
+    pub fn build(&self) -> Result<Registry<String, Box<dyn TripPolicy>>, ConfigError> {
+        self.default
+            .validate()
+            .map_err(|err| err.within("default"))?;
+        for (key, settings) in self.breakers.iter() {
+            settings.validate().map_err(|err| err.for_breaker(key))?;
+        }
+        let settings = self.clone();
+        let registry = Registry::new(move |key: &String| settings.builder_for(key));
+        Ok(match self.max_keys {
+            Some(max) => registry.max_keys(max),
+            None => registry,
+        })
+    }
+
+    /// The builder for `key`, named after it. Every entry was checked by `build`, so the
+    /// fallback (the builder's defaults) is never used.
+    fn builder_for(&self, key: &str) -> DynBuilder {
+        let settings = self.breakers.get(key).unwrap_or(&self.default);
+        let builder = settings.to_builder().unwrap_or_else(|_| {
+            Breaker::builder()
+                .policy(Box::new(ConsecutiveFailures::default()) as Box<dyn TripPolicy>)
+        });
+        let builder = builder.name(key);
+        if self.exempt.contains(key) {
+            let never: fn(&Counts) -> bool = never;
+            builder.policy(Box::new(ReadyToTrip::new(never)) as Box<dyn TripPolicy>)
+        } else {
+            builder
+        }
+    }
+}
