@@ -217,3 +217,66 @@ fn the_layer_composes_in_a_stack_of_timeouts() {
         .service(hung());
     assert_stack(&stack);
 }
+
+/// The keyed layer: one breaker per key from the request, made on first use; one key
+/// tripping leaves the others alone, and its rejections never reach the inner service.
+#[test]
+fn the_keyed_layer_keeps_a_breaker_per_key() {
+    use lazybreaker::tower::KeyedBreakerLayer;
+    use lazybreaker::Registry;
+
+    let registry = Arc::new(Registry::new(|_: &String| {
+        Breaker::builder().policy(ConsecutiveFailures::new(2).unwrap())
+    }));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let inner = {
+        let calls = Arc::clone(&calls);
+        tower::service_fn(move |(_, fail): (String, bool)| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if fail {
+                    Err("refused")
+                } else {
+                    Ok("pong")
+                }
+            }
+        })
+    };
+    let mut service =
+        KeyedBreakerLayer::new(Arc::clone(&registry), |r: &(String, bool)| r.0.clone())
+            .layer(inner);
+    runtime().block_on(async {
+        for _ in 0..2 {
+            let r = service
+                .ready()
+                .await
+                .unwrap()
+                .call(("Sub".into(), true))
+                .await;
+            assert!(matches!(r, Err(Error::Inner("refused"))));
+        }
+        let r = service
+            .ready()
+            .await
+            .unwrap()
+            .call(("Sub".into(), false))
+            .await;
+        assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
+        let r = service
+            .ready()
+            .await
+            .unwrap()
+            .call(("Get".into(), false))
+            .await;
+        assert_eq!(r.unwrap(), "pong");
+    });
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "the rejected call never reached it"
+    );
+    assert_eq!(registry.len(), 2);
+    assert_eq!(registry.get("Sub").unwrap().state(), State::Open);
+    assert_eq!(registry.get("Get").unwrap().state(), State::Closed);
+    assert_eq!(registry.get("Sub").unwrap().name(), "Sub");
+}

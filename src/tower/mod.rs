@@ -1,7 +1,17 @@
 //! A tower middleware around a breaker (feature `tower`): [`BreakerLayer`] and
 //! [`BreakerService`], with a named [`ResponseFuture`]. No async runtime and no timer.
 //!
-//! Following tower's conventions:
+//! # Where the deadline goes
+//!
+//! **Inside** the breaker: `ServiceBuilder::new().layer(BreakerLayer::new(b)).timeout(d)`
+//! puts the timeout between the breaker and the dependency, so a hung dependency's calls end
+//! as timeout errors, which are failures: the breaker trips. A timeout *outside* the breaker
+//! (`.timeout(d).layer(BreakerLayer::new(b))`) cancels the call, which the breaker records
+//! as abandoned (an exclusion by default: see [`AbandonedAs`](crate::AbandonedAs)).
+//!
+//! # Conventions
+//!
+//! Following tower's conventions (for [`KeyedBreakerLayer`], see its service for `poll_ready`):
 //!
 //! - **Admission in `call`.** A rejection is a failed response future
 //!   ([`Error::Rejected`](crate::Error::Rejected)), never an error from `poll_ready`, which
@@ -13,13 +23,8 @@
 //!   so `Error<BoxError>` converts into `BoxError` and outer layers (`timeout`, `Buffer`,
 //!   axum's `HandleErrorLayer`) compose.
 //!
-//! # Where the deadline goes
-//!
-//! **Inside** the breaker: `ServiceBuilder::new().layer(BreakerLayer::new(b)).timeout(d)`
-//! puts the timeout between the breaker and the dependency, so a hung dependency's calls end
-//! as timeout errors, which are failures: the breaker trips. A timeout *outside* the breaker
-//! (`.timeout(d).layer(BreakerLayer::new(b))`) cancels the call, which the breaker records
-//! as abandoned (an exclusion by default: see [`AbandonedAs`](crate::AbandonedAs)).
+//! [`KeyedBreakerLayer`] keeps a breaker per request key (authority, path, gRPC method) in a
+//! [`Registry`](crate::Registry), the key extracted from each request by a closure.
 //!
 //! # Examples
 //!
@@ -47,10 +52,12 @@
 //! ```
 
 mod future;
+mod keyed;
 mod layer;
 mod service;
 
 pub use future::ResponseFuture;
+pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
 pub use service::BreakerService;
 
