@@ -84,6 +84,40 @@ impl RegistrySettings {
     /// The first invalid entry's [`ConfigError`]: a listed key's names its breaker; the
     /// default's names the field under `default` (`default.policy.ratio`).
     pub fn build(&self) -> Result<Registry<String, Box<dyn TripPolicy>>, ConfigError> {
+        let registry = Registry::new(self.factory()?);
+        Ok(match self.max_keys {
+            Some(max) => registry.max_keys(max),
+            None => registry,
+        })
+    }
+
+    /// The factory [`build`](RegistrySettings::build) gives its registry, after the same
+    /// checks: a builder per key, named after it, from its entry or the default. For a
+    /// registry that adds to every builder (an observer, a callback) or sets its own clock;
+    /// `max_keys` is then the caller's to apply.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](RegistrySettings::build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::config::RegistrySettings;
+    /// use lazybreaker::{ManualClock, Registry};
+    ///
+    /// let settings = RegistrySettings::default();
+    /// let factory = settings.factory()?;
+    /// let registry = Registry::new(move |key: &String| {
+    ///     factory(key).on_state_change(|name, from, to| println!("{name}: {from} -> {to}"))
+    /// })
+    /// .clock(ManualClock::new());
+    /// assert_eq!(registry.breaker("Get").name(), "Get");
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn factory(
+        &self,
+    ) -> Result<impl Fn(&String) -> DynBuilder + Send + Sync + 'static, ConfigError> {
         self.default
             .validate()
             .map_err(|err| err.within("default"))?;
@@ -91,11 +125,7 @@ impl RegistrySettings {
             settings.validate().map_err(|err| err.for_breaker(key))?;
         }
         let settings = self.clone();
-        let registry = Registry::new(move |key: &String| settings.builder_for(key));
-        Ok(match self.max_keys {
-            Some(max) => registry.max_keys(max),
-            None => registry,
-        })
+        Ok(move |key: &String| settings.builder_for(key))
     }
 
     /// The builder for `key`, named after it. Every entry was checked by `build`, so the
