@@ -77,21 +77,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut n = 0;
     for second in 0..SECONDS {
         let mut row: BTreeMap<&str, (u32, u32, u32)> = BTreeMap::new();
+        let operator = |what: &str| changes.0.lock().unwrap().push(format!("operator: {what}"));
         if second == 12 {
+            operator("force_open(Get)");
             registry.breaker("Get").force_open();
-            changes
-                .0
-                .lock()
-                .unwrap()
-                .push("operator: force_open(Get)".into());
         }
         if second == 16 {
+            operator("release(Get)");
             registry.breaker("Get").release();
-            changes
-                .0
-                .lock()
-                .unwrap()
-                .push("operator: release(Get)".into());
         }
         for _ in 0..(1_000 / CALL_EVERY.as_millis() as u64) {
             let t = clock.now().as_millis() as u64;
@@ -128,16 +121,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         println!(
             "{:>5}s  {:<24}{:<24}{:<24}",
-            second,
-            cells[0],
-            cells[1],
-            cells[2]
+            second, cells[0], cells[1], cells[2]
         );
         for change in changes.0.lock().unwrap().drain(..) {
             println!("        {change}");
         }
     }
-    println!("\n(a row per simulated second, from its start; each cell: the state at the end of the
-second, then its ok/failed/rejected calls; the changes of the second below it)");
+    println!(
+        "\n(a row per simulated second, from its start; each cell: the state at the end of the
+second, then its ok/failed/rejected calls; the changes of the second below it)"
+    );
     Ok(())
 }
