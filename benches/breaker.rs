@@ -26,5 +26,7 @@ criterion_group! {
         groups::closed::two_step_1t,
         groups::floor::floor_1t,
         groups::floor::floor_2t,
+        groups::registry::lookup_1t,
+        groups::registry::lookup_2t,
 }
 criterion_main!(benches);

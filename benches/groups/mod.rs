@@ -6,3 +6,4 @@ pub(crate) mod floor;
 pub(crate) mod half_open;
 pub(crate) mod open;
 pub(crate) mod policies;
+pub(crate) mod registry;
