@@ -1,6 +1,8 @@
 //! [`Counts`] and the closed-state count window: a fixed window, or gobreaker's rolling window
 //! of buckets.
 
+use crate::State;
+
 /// The numbers of requests and their results in the current generation.
 ///
 /// The breaker clears its counts at every state change and, in the closed state, when its
@@ -129,6 +131,80 @@ pub struct Totals {
     /// dropped before the call completed), counted here whatever they counted as in the
     /// window ([`AbandonedAs`](crate::AbandonedAs)) and whatever their generation.
     pub abandoned: u64,
+    /// Calls rejected because the breaker was open
+    /// ([`Rejected::Open`](crate::Rejected::Open)).
+    pub rejected_open: u64,
+    /// Calls rejected because the breaker was half-open with every probe slot taken
+    /// ([`Rejected::TooManyRequests`](crate::Rejected::TooManyRequests)).
+    pub rejected_half_open: u64,
+    /// Calls rejected because the breaker was forced open
+    /// ([`Rejected::ForcedOpen`](crate::Rejected::ForcedOpen)).
+    pub rejected_forced: u64,
+}
+
+/// How many times a breaker went from each state to each other, manual changes included: for
+/// [`Snapshot::transitions`](crate::Snapshot::transitions) and the metrics built on it.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, State};
+///
+/// let breaker = Breaker::builder().build();
+/// breaker.force_open();
+/// breaker.release();
+/// let t = breaker.snapshot().transitions;
+/// assert_eq!(t.get(State::Closed, State::Open), 1);
+/// assert_eq!(t.get(State::Open, State::Closed), 1);
+/// assert_eq!(t.iter().map(|(_, _, n)| n).sum::<u64>(), 2);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Transitions {
+    /// `[from][to]`, by `Transitions::index`.
+    counts: [[u64; 3]; 3],
+}
+
+impl Transitions {
+    const STATES: [State; 3] = [State::Closed, State::HalfOpen, State::Open];
+
+    fn index(state: State) -> usize {
+        match state {
+            State::Closed => 0,
+            State::HalfOpen => 1,
+            State::Open => 2,
+        }
+    }
+
+    /// Times the breaker went from `from` to `to` (0 when `from == to`).
+    pub fn get(&self, from: State, to: State) -> u64 {
+        self.counts[Self::index(from)][Self::index(to)]
+    }
+
+    /// Every change of state `(from, to, times)`, the six of them, zeros included, in a fixed
+    /// order (by `from`, then `to`: closed, half-open, open).
+    pub fn iter(&self) -> impl Iterator<Item = (State, State, u64)> + '_ {
+        Self::STATES.into_iter().flat_map(move |from| {
+            Self::STATES
+                .into_iter()
+                .filter(move |to| *to != from)
+                .map(move |to| (from, to, self.get(from, to)))
+        })
+    }
+
+    pub(crate) fn count(&mut self, from: State, to: State) {
+        self.counts[Self::index(from)][Self::index(to)] += 1;
+    }
+}
+
+/// As a map from `"from->to"` (gobreaker's state names) to the count, the six of them.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Transitions {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            self.iter()
+                .map(|(from, to, n)| (format!("{}->{}", from.as_str(), to.as_str()), n)),
+        )
+    }
 }
 
 impl Totals {
@@ -241,6 +317,27 @@ impl Window {
         true
     }
 
+    /// The counts as they would be once advanced to `age`, without advancing: what a
+    /// snapshot reports of a rolling window that no call has rolled yet.
+    pub(crate) fn counts_at(&self, age: u64) -> Counts {
+        if !self.is_rolling() || age <= self.age {
+            return self.counts;
+        }
+        let steps = age - self.age;
+        if steps >= self.buckets.len() as u64 {
+            return Counts::default();
+        }
+        // Each step drops a different bucket (fewer steps than buckets), as `roll` would.
+        let mut counts = self.counts;
+        for step in 1..=steps {
+            roll_out(
+                &mut counts,
+                &self.buckets[self.bucket_index(self.age + step)],
+            );
+        }
+        counts
+    }
+
     /// Advances a rolling window to `age`: each bucket that leaves the window is subtracted
     /// from the totals. A jump of a whole window or more clears everything at once, so the
     /// work under the lock is bounded by the number of buckets whatever the idle time.
@@ -264,28 +361,32 @@ impl Window {
         self.age += 1;
         let i = self.bucket_index(self.age);
         let oldest = std::mem::take(&mut self.buckets[i]);
-        let c = &mut self.counts;
-        // The consecutive counters can only be trimmed when the current run started inside the
-        // oldest bucket and covers every later result: then the run is the oldest bucket's own
-        // run plus all the later buckets' totals. The totals are always the sums of the
-        // buckets, so "all later buckets" is the total minus the oldest bucket's share.
-        let later_successes = c.total_successes - oldest.total_successes;
-        if c.consecutive_successes == oldest.consecutive_successes + later_successes {
-            c.consecutive_successes = c
-                .consecutive_successes
-                .saturating_sub(oldest.consecutive_successes);
-        }
-        let later_failures = c.total_failures - oldest.total_failures;
-        if c.consecutive_failures == oldest.consecutive_failures + later_failures {
-            c.consecutive_failures = c
-                .consecutive_failures
-                .saturating_sub(oldest.consecutive_failures);
-        }
-        c.requests -= oldest.requests;
-        c.total_successes -= oldest.total_successes;
-        c.total_failures -= oldest.total_failures;
-        c.total_exclusions -= oldest.total_exclusions;
+        roll_out(&mut self.counts, &oldest);
     }
+}
+
+/// Subtracts the bucket leaving a rolling window from its counts.
+fn roll_out(c: &mut Counts, oldest: &Counts) {
+    // The consecutive counters can only be trimmed when the current run started inside the
+    // oldest bucket and covers every later result: then the run is the oldest bucket's own
+    // run plus all the later buckets' totals. The totals are always the sums of the
+    // buckets, so "all later buckets" is the total minus the oldest bucket's share.
+    let later_successes = c.total_successes - oldest.total_successes;
+    if c.consecutive_successes == oldest.consecutive_successes + later_successes {
+        c.consecutive_successes = c
+            .consecutive_successes
+            .saturating_sub(oldest.consecutive_successes);
+    }
+    let later_failures = c.total_failures - oldest.total_failures;
+    if c.consecutive_failures == oldest.consecutive_failures + later_failures {
+        c.consecutive_failures = c
+            .consecutive_failures
+            .saturating_sub(oldest.consecutive_failures);
+    }
+    c.requests -= oldest.requests;
+    c.total_successes -= oldest.total_successes;
+    c.total_failures -= oldest.total_failures;
+    c.total_exclusions -= oldest.total_exclusions;
 }
 
 #[cfg(test)]

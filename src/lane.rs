@@ -187,15 +187,21 @@ impl Cell {
         Pending {
             requests: self.0 & Self::COUNTER,
             successes: (self.0 >> 16) & Self::COUNTER,
+            rejected: 0,
         }
     }
 }
 
-/// One cell alone on its cache line (128 bytes: the line and the one the hardware
-/// prefetches with it), so that threads counting in neighbouring stripes never share one.
+/// One cell and one rejection counter alone on their cache line (128 bytes: the line and
+/// the one the hardware prefetches with it), so that threads counting in neighbouring
+/// stripes never share one. The cell counts in the closed state, the counter in the open
+/// state: a thread writes one line whatever the state.
 #[derive(Debug)]
 #[repr(align(128))]
-struct Stripe(AtomicU64);
+struct Stripe {
+    cell: AtomicU64,
+    rejected: AtomicU64,
+}
 
 /// The most stripes a lane makes: 64 cache lines, 8 KiB.
 const MAX_STRIPES: usize = 64;
@@ -207,21 +213,27 @@ fn make_stripes() -> Box<[Stripe]> {
         .next_power_of_two()
         .clamp(2, MAX_STRIPES);
     (0..n)
-        .map(|_| Stripe(AtomicU64::new(Cell::CLOSED.0)))
+        .map(|_| Stripe {
+            cell: AtomicU64::new(Cell::CLOSED.0),
+            rejected: AtomicU64::new(0),
+        })
         .collect()
 }
 
-/// Requests admitted and successes recorded on the lane since the lock last emptied it.
+/// Requests admitted, successes recorded and open-state rejections made on the lane since
+/// the lock last emptied it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Pending {
     pub(crate) requests: u64,
     pub(crate) successes: u64,
+    pub(crate) rejected: u64,
 }
 
 impl Pending {
     fn add(&mut self, other: Pending) {
         self.requests += other.requests;
         self.successes += other.successes;
+        self.rejected += other.rejected;
     }
 }
 
@@ -251,6 +263,8 @@ pub(crate) struct Lane {
     open_until: AtomicU64,
     /// The cell every thread counts in until two collide.
     base: AtomicU64,
+    /// The rejection counter every thread counts in until two collide (on it or on `base`).
+    base_rejected: AtomicU64,
     /// The cells threads count in once two collided on `base`.
     stripes: Lazy<Box<[Stripe]>>,
 }
@@ -287,6 +301,7 @@ impl Lane {
             window_until: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
             base: AtomicU64::new(Cell::CLOSED.0),
+            base_rejected: AtomicU64::new(0),
             stripes: Lazy::new(make_stripes),
         };
         lane.publish(phase);
@@ -297,13 +312,49 @@ impl Lane {
     #[inline(always)]
     fn cell(&self) -> (&AtomicU64, bool) {
         match self.stripes.get() {
-            Some(stripes) => {
-                // `stripes.len()` is a power of two, 2 to 64: the probe's top bits pick one
-                // (its low bits are poor: every probe is odd).
-                let i = sync::probe() >> (u32::BITS - stripes.len().trailing_zeros());
-                (&stripes[i as usize].0, false)
-            }
+            Some(stripes) => (&Self::stripe(stripes).cell, false),
             None => (&self.base, true),
+        }
+    }
+
+    /// This thread's stripe.
+    #[inline(always)]
+    fn stripe(stripes: &[Stripe]) -> &Stripe {
+        // `stripes.len()` is a power of two, 2 to 64: the probe's top bits pick one (its
+        // low bits are poor: every probe is odd).
+        let i = sync::probe() >> (u32::BITS - stripes.len().trailing_zeros());
+        &stripes[i as usize]
+    }
+
+    /// Counts an open-state rejection made lock-free, in this thread's rejection counter: a
+    /// compare-and-swap, so that two threads colliding on the base make the stripes (as
+    /// they do counting in the closed state) rather than share a counter. The counters are
+    /// folded into the totals by the next lock holder, like the cells.
+    #[inline]
+    pub(crate) fn count_rejection(&self) {
+        let (counter, base) = match self.stripes.get() {
+            Some(stripes) => (&Self::stripe(stripes).rejected, false),
+            None => (&self.base_rejected, true),
+        };
+        let n = counter.load(Ordering::Relaxed);
+        if counter
+            .compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            self.count_rejection_contended(counter, base);
+        }
+    }
+
+    /// Another thread counted in the same counter: make the stripes (it was the base) or
+    /// move to another stripe, and count this rejection where it was meant to go.
+    #[cold]
+    #[inline(never)]
+    fn count_rejection_contended(&self, counter: &AtomicU64, base: bool) {
+        counter.fetch_add(1, Ordering::Relaxed);
+        if base {
+            self.stripes.force();
+        } else {
+            sync::rehash();
         }
     }
 
@@ -465,7 +516,7 @@ impl Lane {
     fn for_each_cell(&self, mut f: impl FnMut(&AtomicU64)) {
         f(&self.base);
         if let Some(stripes) = self.stripes.get() {
-            stripes.iter().for_each(|s| f(&s.0));
+            stripes.iter().for_each(|s| f(&s.cell));
         }
     }
 
@@ -478,6 +529,15 @@ impl Lane {
         self.for_each_cell(|cell| {
             pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending());
         });
+        // Rejection counters are not part of the cell protocol: a rejection counts whenever
+        // it lands, before this swap (folded now) or after (folded by the next lock holder).
+        pending.rejected += self.base_rejected.swap(0, Ordering::Relaxed);
+        if let Some(stripes) = self.stripes.get() {
+            pending.rejected += stripes
+                .iter()
+                .map(|s| s.rejected.swap(0, Ordering::Relaxed))
+                .sum::<u64>();
+        }
         pending
     }
 
@@ -584,7 +644,8 @@ mod tests {
             lane.close(),
             Pending {
                 requests: 2,
-                successes: 1
+                successes: 1,
+                rejected: 0,
             }
         );
         lane.publish(Phase::Closed {
@@ -600,7 +661,8 @@ mod tests {
             lane.close(),
             Pending {
                 requests: 1,
-                successes: 0
+                successes: 0,
+                rejected: 0,
             }
         );
         assert_eq!(lane.admit(never), Entry::Locked { now: None }, "closed");
@@ -647,7 +709,8 @@ mod tests {
             lane.close(),
             Pending {
                 requests: 1,
-                successes: 1
+                successes: 1,
+                rejected: 0,
             }
         );
     }
@@ -670,7 +733,8 @@ mod tests {
             lane.close(),
             Pending {
                 requests: 2,
-                successes: 0
+                successes: 0,
+                rejected: 0,
             },
             "the base's counts are folded in"
         );
@@ -688,7 +752,8 @@ mod tests {
             lane.close(),
             Pending {
                 requests: 1,
-                successes: 1
+                successes: 1,
+                rejected: 0,
             }
         );
     }
@@ -700,5 +765,20 @@ mod tests {
         assert_eq!(lane.succeed(gen(0), never), Err(None));
         lane.publish(Phase::HalfOpen);
         assert_eq!(lane.admit(never), Entry::Locked { now: None });
+    }
+
+    #[test]
+    fn open_rejections_are_counted_and_folded_by_the_next_close() {
+        let lane = Lane::new(counting(), Phase::Open { until: 42 });
+        for _ in 0..5 {
+            lane.count_rejection();
+        }
+        assert_eq!(lane.close().rejected, 5);
+        assert_eq!(lane.close().rejected, 0, "folded once");
+        lane.publish(Phase::Open { until: 42 });
+        lane.stripes.force();
+        lane.count_rejection();
+        lane.count_rejection();
+        assert_eq!(lane.close().rejected, 2, "striped counters are folded too");
     }
 }

@@ -120,6 +120,7 @@ pub mod policy;
 mod registry;
 #[cfg(feature = "serde")]
 mod serde_duration;
+mod snapshot;
 mod state;
 mod sync;
 #[cfg(feature = "tower")]
@@ -131,13 +132,14 @@ pub use abandoned::AbandonedAs;
 pub use breaker::{Breaker, Builder};
 pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
-pub use counts::{Counts, Totals};
+pub use counts::{Counts, Totals, Transitions};
 pub use error::{ConfigError, Error, Rejected};
 pub use forced::Forced;
 pub use future::ExecuteAsync;
 pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
 pub use registry::{Registry, RegistryFull};
+pub use snapshot::Snapshot;
 pub use state::State;
 
 /// A breaker whose policy was chosen at run time, e.g. from a

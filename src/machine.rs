@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::abandoned::AbandonedAs;
 use crate::contain::FirstPanic;
-use crate::counts::{Tally, Totals, Window};
+use crate::counts::{Tally, Totals, Transitions, Window};
 use crate::forced::Forced;
 use crate::generation::Generation;
 use crate::nanos::{instant, saturating_nanos, Nanos};
@@ -203,6 +203,12 @@ impl<P: TripPolicy> Guarded<P> {
     fn on_state_change(&mut self, from: State, to: State, now: Nanos) {
         self.hook((), |p| p.on_state_change(from, to, instant(now)));
     }
+
+    /// The policy's figures; those reported before a panic, if it panics.
+    fn gauges(&mut self, report: &mut dyn FnMut(&'static str, f64)) {
+        let policy = &self.policy;
+        self.panic.catch((), || policy.gauges(report));
+    }
 }
 
 /// gobreaker's state machine over a trip policy.
@@ -226,6 +232,19 @@ pub(crate) struct Machine<P> {
     latest: Nanos,
     /// A manual override, until released.
     forced: Option<Forced>,
+    /// `totals.failures` when the breaker last closed after being open (brpc's `RecentErr`
+    /// counts from there).
+    failures_at_recovery: u64,
+    transitions: Transitions,
+}
+
+/// The machine as the next call would find it at some instant, computed without changing
+/// anything: what a snapshot reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Peek {
+    pub(crate) state: State,
+    pub(crate) counts: Counts,
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -243,6 +262,8 @@ impl<P: TripPolicy> Machine<P> {
             totals: Totals::default(),
             latest: now,
             forced: None,
+            failures_at_recovery: 0,
+            transitions: Transitions::default(),
         };
         machine.new_generation(now);
         machine
@@ -309,6 +330,64 @@ impl<P: TripPolicy> Machine<P> {
         self.totals.successes += successes;
     }
 
+    /// The policy's figures (see [`TripPolicy::gauges`]); a panic is kept for the caller,
+    /// as for every policy hook.
+    pub(crate) fn policy_gauges(&mut self, report: &mut dyn FnMut(&'static str, f64)) {
+        self.policy.gauges(report);
+    }
+
+    /// Counts a rejection answered elsewhere (by the tower layer, from a peek).
+    pub(crate) fn count_rejection(&mut self, rejected: Rejected) {
+        match rejected {
+            Rejected::Open { .. } => self.totals.rejected_open += 1,
+            Rejected::TooManyRequests => self.totals.rejected_half_open += 1,
+            Rejected::ForcedOpen => self.totals.rejected_forced += 1,
+        }
+    }
+
+    /// Counts `rejected` open-state rejections made elsewhere (the lock-free lane).
+    pub(crate) fn absorb_rejections(&mut self, rejected: u64) {
+        self.totals.rejected_open += rejected;
+    }
+
+    /// How many times the machine went from each state to each other.
+    pub(crate) fn transitions(&self) -> &Transitions {
+        &self.transitions
+    }
+
+    /// Failures counted since the breaker last recovered (closed after being open), or since
+    /// it was built: brpc's `RecentErr`.
+    pub(crate) fn recent_failures(&self) -> u64 {
+        self.totals.failures - self.failures_at_recovery
+    }
+
+    /// What the next call would find at `now`, as [`refresh`](Machine::refresh) would make
+    /// it, without making it: the state, the counts it would count in, and how long until a
+    /// probe while open.
+    pub(crate) fn peek(&self, now: Nanos) -> Peek {
+        let now = now.max(self.latest);
+        let (state, counts) = match self.state {
+            State::Open if self.forced.is_none() && now > self.expiry => {
+                (State::HalfOpen, Counts::default())
+            }
+            State::Closed if now > self.expiry => (State::Closed, Counts::default()),
+            State::Closed if self.window.is_rolling() => {
+                let age = now.saturating_sub(self.start) / self.timing.bucket_period;
+                (State::Closed, self.window.counts_at(age))
+            }
+            state => (state, *self.window.counts()),
+        };
+        let retry_after = match (state, self.forced) {
+            (State::Open, None) => Rejected::open_until(self.expiry, now).retry_after(),
+            _ => None,
+        };
+        Peek {
+            state,
+            counts,
+            retry_after,
+        }
+    }
+
     /// Lazy evaluation of everything time-based (gobreaker's `currentState`): a closed fixed
     /// window that expired starts a new generation, a rolling window rolls, and an open period
     /// that expired goes half-open.
@@ -333,9 +412,16 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Change>) {
         let change = self.refresh(now);
         let admitted = match self.state {
-            State::Open if self.forced == Some(Forced::Open) => Err(Rejected::ForcedOpen),
-            State::Open => Err(Rejected::open_until(self.expiry, now)),
+            State::Open if self.forced == Some(Forced::Open) => {
+                self.totals.rejected_forced += 1;
+                Err(Rejected::ForcedOpen)
+            }
+            State::Open => {
+                self.totals.rejected_open += 1;
+                Err(Rejected::open_until(self.expiry, now))
+            }
             State::HalfOpen if self.half_open_in_flight() >= self.probes => {
+                self.totals.rejected_half_open += 1;
                 Err(Rejected::TooManyRequests)
             }
             State::Closed | State::HalfOpen => {
@@ -522,8 +608,12 @@ impl<P: TripPolicy> Machine<P> {
             self.probes = self.policy.half_open_probes(self.timing.max_requests);
         }
         self.state = to;
+        self.transitions.count(from, to);
         if to == State::Open {
             self.totals.opened += 1;
+        }
+        if to == State::Closed {
+            self.failures_at_recovery = self.totals.failures;
         }
         self.start_generation(now, expiry);
         self.policy.on_state_change(from, to, now);

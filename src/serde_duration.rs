@@ -17,6 +17,17 @@ pub(crate) fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Resul
     serializer.collect_str(&humantime::format_duration(*value))
 }
 
+/// Writes an optional duration as [`serialize`] does, or none.
+pub(crate) fn serialize_option<S: Serializer>(
+    value: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(d) => serializer.serialize_some(&humantime::format_duration(*d).to_string()),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// Reads a humantime string; on error, why it is not a duration (lowercase, no period).
 pub(crate) fn parse(text: &str) -> Result<Duration, &'static str> {
     humantime::parse_duration(text).map_err(|err| match err {

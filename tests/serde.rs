@@ -1017,7 +1017,8 @@ fn a_snapshot_exports_as_json() {
             r#"{"state":"closed","#,
             r#""counts":{"requests":4,"total_successes":2,"total_failures":1,"total_exclusions":1,"#,
             r#""consecutive_successes":0,"consecutive_failures":1},"#,
-            r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0,"abandoned":0}}"#
+            r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0,"abandoned":0,"#,
+            r#""rejected_open":0,"rejected_half_open":0,"rejected_forced":0}}"#
         )
     );
     let back: Snapshot = serde_json::from_str(&serde_json::to_string(&closed).unwrap()).unwrap();
@@ -1032,7 +1033,8 @@ fn a_snapshot_exports_as_json() {
             r#"{"state":"open","#,
             r#""counts":{"requests":0,"total_successes":0,"total_failures":0,"total_exclusions":0,"#,
             r#""consecutive_successes":0,"consecutive_failures":0},"#,
-            r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"abandoned":0}}"#
+            r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"abandoned":0,"#,
+            r#""rejected_open":1,"rejected_half_open":0,"rejected_forced":0}}"#
         )
     );
     clock.advance(secs(11));
@@ -1040,4 +1042,28 @@ fn a_snapshot_exports_as_json() {
         serde_json::to_string(&breaker.state()).unwrap(),
         r#""half-open""#
     );
+}
+
+/// `Breaker::snapshot` serializes whole: durations as in configuration files.
+#[test]
+fn the_breakers_own_snapshot_serializes() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .name("payments")
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(secs(10))
+        .clock(clock.clone())
+        .build();
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    clock.advance(secs(4));
+    let json: serde_json::Value = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(json["name"], "payments");
+    assert_eq!(json["state"], "open");
+    assert_eq!(json["at"], "4s");
+    assert_eq!(json["retry_after"], "6s 1ns");
+    assert_eq!(json["forced"], serde_json::Value::Null);
+    assert_eq!(json["times_opened"], 1);
+    assert_eq!(json["recent_failures"], 1);
+    assert_eq!(json["totals"]["failures"], 1);
+    assert_eq!(json["policy"], serde_json::json!({}));
 }

@@ -145,6 +145,41 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.read(|m| *m.counts())
     }
 
+    /// Everything a scrape reports of this breaker, read without side effects: the state
+    /// the next call would find (computed, not made: no transition, no callback), its counts,
+    /// the totals with rejections, the open period left, the forced mode, brpc's `nBreak` and
+    /// `RecentErr`, and the policy's own figures. See [`Snapshot`](crate::Snapshot).
+    ///
+    /// Reads the clock once; takes the state lock once (folding in what the lock-free lane
+    /// counted, so every call that returned before is in it).
+    pub fn snapshot(&self) -> crate::Snapshot {
+        let now = self.clock.now();
+        let mut panics = FirstPanic::default();
+        let snapshot = self.read_mut_folded(|m| {
+            let peek = m.peek(now);
+            let mut policy = std::collections::BTreeMap::new();
+            m.policy_gauges(&mut |name, value| {
+                policy.insert(name, value);
+            });
+            panics.merge(m.take_panic());
+            crate::Snapshot {
+                name: self.name.clone(),
+                at: crate::nanos::instant(now.max(m.latest())),
+                state: peek.state,
+                forced: m.forced(),
+                counts: peek.counts,
+                totals: *m.totals(),
+                retry_after: peek.retry_after,
+                transitions: *m.transitions(),
+                times_opened: m.totals().opened,
+                recent_failures: m.recent_failures(),
+                policy,
+            }
+        });
+        contain::resume(panics);
+        snapshot
+    }
+
     /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure
     /// read, like [`counts`](Breaker::counts).
     pub fn totals(&self) -> Totals {
@@ -200,6 +235,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     fn allow_slow(&self, entry: Entry) -> Result<Grant, Rejected> {
         let now = match entry {
             Entry::Open { until, now } if now <= until => {
+                self.lane.count_rejection();
                 return Err(Rejected::open_until(until, now));
             }
             Entry::Open { now, .. } | Entry::Locked { now: Some(now) } => now,
@@ -426,6 +462,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
         let now = self.clock.now();
         self.inner.lock().machine.peek_open(now)
+    }
+
+    /// Counts `rejected`, a rejection read with [`peek_open`](Self::peek_open) and answered
+    /// to a call without asking the breaker again (the tower layer's `call` after its
+    /// `poll_ready`), as the breaker counts its own.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn count_rejection(&self, rejected: Rejected) {
+        match rejected {
+            Rejected::Open { .. } => self.lane.count_rejection(),
+            _ => self.read_mut(|m| m.count_rejection(rejected)),
+        }
     }
 
     /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,

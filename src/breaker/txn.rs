@@ -60,6 +60,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let pending = txn.lane.close();
             let inner = &mut *txn.inner;
             inner.machine.absorb(pending.requests, pending.successes);
+            inner.machine.absorb_rejections(pending.rejected);
             let latest = inner.machine.latest();
             let now = now.map_or(latest, |now| now.max(latest));
             let (value, changes) = op(&mut inner.machine, now);
@@ -98,10 +99,15 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
     }
 
-    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a pure read
-    /// of the machine, but the lane is closed while it runs (and republished unchanged), so
-    /// that what it folds is a snapshot: a call that meets a closed cell waits for the lock.
-    pub(super) fn read<R>(&self, f: impl FnOnce(&Machine<P>) -> R) -> R {
+    /// Runs `f` on the machine under the lock without closing the lane: for a bookkeeping
+    /// change that the lane's mode does not depend on (a counter).
+    pub(super) fn read_mut<R>(&self, f: impl FnOnce(&mut Machine<P>) -> R) -> R {
+        f(&mut self.inner.lock().machine)
+    }
+
+    /// [`read`](Self::read) with the machine mutable, for a read that asks the policy (whose
+    /// panics the machine keeps).
+    pub(super) fn read_mut_folded<R>(&self, f: impl FnOnce(&mut Machine<P>) -> R) -> R {
         let mut txn = Txn {
             inner: self.inner.lock(),
             lane: &self.lane,
@@ -109,6 +115,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let pending = txn.lane.close();
         let machine = &mut txn.inner.machine;
         machine.absorb(pending.requests, pending.successes);
+        machine.absorb_rejections(pending.rejected);
         f(machine)
+    }
+
+    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a pure read
+    /// of the machine, but the lane is closed while it runs (and republished unchanged), so
+    /// that what it folds is a snapshot: a call that meets a closed cell waits for the lock.
+    pub(super) fn read<R>(&self, f: impl FnOnce(&Machine<P>) -> R) -> R {
+        self.read_mut_folded(|machine| f(machine))
     }
 }

@@ -100,4 +100,10 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
     fn needs_successes(&self) -> bool {
         self.first.needs_successes() || self.second.needs_successes()
     }
+
+    /// Both policies' figures (a name both report is reported twice: the second wins).
+    fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+        self.first.gauges(report);
+        self.second.gauges(report);
+    }
 }

@@ -125,6 +125,10 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
     fn needs_successes(&self) -> bool {
         self.inner.needs_successes()
     }
+
+    fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+        self.inner.gauges(report);
+    }
 }
 
 #[cfg(test)]

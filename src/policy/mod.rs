@@ -181,6 +181,14 @@ pub trait TripPolicy: Send {
         true
     }
 
+    /// Reports the policy's own figures, each by a name, for
+    /// [`Breaker::snapshot`](crate::Breaker::snapshot) (and the metrics built on it). The
+    /// default reports none; [`Ema`] reports its windows. Called under the breaker's lock:
+    /// keep it quick.
+    fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+        let _ = report;
+    }
+
     /// This policy, opening for `initial`, doubled on each trip after a failed recovery up to
     /// `max`: see [`Backoff`].
     ///
@@ -243,5 +251,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn needs_successes(&self) -> bool {
         (**self).needs_successes()
+    }
+
+    fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+        (**self).gauges(report)
     }
 }

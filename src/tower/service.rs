@@ -66,6 +66,7 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         if let Some(rejected) = self.rejection.take() {
+            self.breaker.count_rejection(rejected);
             return ResponseFuture::rejected(rejected);
         }
         match self.breaker.allow_owned() {

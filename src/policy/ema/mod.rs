@@ -138,4 +138,20 @@ impl TripPolicy for Ema {
     fn needs_latency(&self) -> bool {
         true
     }
+
+    /// The two windows (`ema_short_*`, `ema_long_*`: the latency average and the error cost,
+    /// in microseconds), the isolation the next trip would last (`ema_isolation_seconds`)
+    /// and the times isolated (`ema_isolated_times`).
+    fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+        let (short, long) = (self.recorder.short_window(), self.recorder.long_window());
+        report("ema_short_latency_us", short.ema_latency_us as f64);
+        report("ema_short_error_cost_us", short.ema_error_cost_us as f64);
+        report("ema_long_latency_us", long.ema_latency_us as f64);
+        report("ema_long_error_cost_us", long.ema_error_cost_us as f64);
+        report(
+            "ema_isolation_seconds",
+            self.recorder.isolation_duration().as_secs_f64(),
+        );
+        report("ema_isolated_times", self.recorder.isolated_times() as f64);
+    }
 }
