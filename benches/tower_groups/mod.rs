@@ -1,0 +1,6 @@
+//! The groups of `benches/tower.rs`: the tower layers (`layer`), the services they call
+//! (`stacks`), and how they are driven without a runtime (`exec`).
+
+pub(crate) mod exec;
+pub(crate) mod layer;
+pub(crate) mod stacks;
