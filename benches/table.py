@@ -51,6 +51,7 @@ TOWER = [
     "async_closed_1t",
     "async_open_1t",
     "owned_1t",
+    "owned_2t",
 ]
 BINARIES = {"breaker": BREAKER, "tower": TOWER}
 ORDER = BREAKER + TOWER

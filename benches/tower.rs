@@ -39,5 +39,6 @@ criterion_group! {
         tower_groups::calls::closed_1t,
         tower_groups::calls::open_1t,
         tower_groups::calls::owned_1t,
+        tower_groups::calls::owned_2t,
 }
 criterion_main!(benches);

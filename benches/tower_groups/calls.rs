@@ -8,7 +8,7 @@ use criterion::Criterion;
 use lazybreaker::Breaker;
 
 use super::exec::{block_on, thread_waker};
-use crate::support::{group, operation, LONG_OPEN};
+use crate::support::{contended, group, group_2t, operation, LONG_OPEN};
 
 type FailsafeBreaker = failsafe::StateMachine<
     failsafe::failure_policy::ConsecutiveFailures<failsafe::backoff::EqualJittered>,
@@ -139,6 +139,43 @@ pub(crate) fn owned_1t(c: &mut Criterion) {
     // What an owned permit adds at least: the `Arc` it clones and drops.
     g.bench_function("arc_clone_drop", |b| {
         b.iter(|| drop(black_box(Arc::clone(black_box(&shared)))))
+    });
+    g.finish();
+}
+
+/// `owned_2t`: the calls of `owned_1t` from two threads on the one breaker; wall time / total
+/// calls (`support::contended`). `allow_owned` and `arc_clone_drop` write the `Arc`'s
+/// reference count, one cache line both threads share, where `allow` writes only the calling
+/// thread's stripe of the breaker.
+pub(crate) fn owned_2t(c: &mut Criterion) {
+    let mut g = group_2t(c, "owned_2t");
+    let shared = Arc::new(Breaker::builder().build());
+    let borrowed: &Breaker = &shared;
+    g.bench_function("allow", |b| {
+        b.iter_custom(|iters| {
+            contended(iters, || {
+                let permit = borrowed.allow()?;
+                let result = operation(true);
+                permit.success();
+                Ok::<_, lazybreaker::Rejected>(result)
+            })
+        })
+    });
+    g.bench_function("allow_owned", |b| {
+        b.iter_custom(|iters| {
+            contended(iters, || {
+                let permit = shared.allow_owned()?;
+                let result = operation(true);
+                permit.success();
+                Ok::<_, lazybreaker::Rejected>(result)
+            })
+        })
+    });
+    g.bench_function("execute", |b| {
+        b.iter_custom(|iters| contended(iters, || borrowed.execute(|| operation(true))))
+    });
+    g.bench_function("arc_clone_drop", |b| {
+        b.iter_custom(|iters| contended(iters, || drop(black_box(Arc::clone(black_box(&shared))))))
     });
     g.finish();
 }
