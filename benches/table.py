@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Markdown tables of the last `cargo bench --bench breaker` run, from criterion's files.
+"""Markdown tables of the last `cargo bench --bench breaker` (and `--bench tower`) runs, from criterion's files.
 
 Reads <criterion dir>/<group>/<bench>/new/{benchmark.json,estimates.json} and prints:
 
-1. the peer scenarios (groups that hold `lazybreaker` and at least one peer): one row per
-   scenario, the median ns per call of each implementation (lazybreaker's variants, such as
-   `lazybreaker_instant_clock`, beside it), the best peer, and the ratio of `lazybreaker`'s
-   median to the best peer's (<= 1.00 meets issue #5's target);
+1. the peer scenarios (groups that hold `lazybreaker` and at least one peer), one table per
+   bench binary: one row per scenario, the median ns per call of each implementation
+   (lazybreaker's variants and references, such as `lazybreaker_instant_clock` or `bare`,
+   beside it), the best peer, and the ratio of `lazybreaker`'s median to the best peer's
+   (<= 1.00 meets issue #5's target);
 2. every other group (lazybreaker-only variants, floor references): one row per bench.
 
-Groups that benches/breaker.rs no longer defines (left in the criterion dir by older runs)
-are shown only with --all.
+Groups that benches/breaker.rs and benches/tower.rs no longer define (left in the criterion
+dir by older runs) are shown only with --all.
 
 The criterion dir is, in order: the first argument, $CRITERION_HOME, $CARGO_TARGET_DIR/criterion,
 then target/criterion beside this script's crate. Python 3 standard library only.
@@ -27,9 +28,9 @@ import sys
 from pathlib import Path
 
 SUBJECT = "lazybreaker"
-PEERS = ["failsafe", "recloser", "breaker"]
-# The order of the groups in benches/breaker.rs; unknown groups follow, sorted.
-ORDER = [
+PEERS = ["failsafe", "recloser", "breaker", "tower_resilience"]
+# The groups of each bench binary, in the order it runs them; unknown groups follow, sorted.
+BREAKER = [
     "closed_success_1t",
     "closed_success_2t",
     "open_rejected_1t",
@@ -42,6 +43,18 @@ ORDER = [
     "floor_1t",
     "floor_2t",
 ]
+TOWER = [
+    "tower_closed_1t",
+    "tower_closed_2t",
+    "tower_open_1t",
+    "tower_open_2t",
+    "async_closed_1t",
+    "async_open_1t",
+    "owned_1t",
+    "owned_2t",
+]
+BINARIES = {"breaker": BREAKER, "tower": TOWER}
+ORDER = BREAKER + TOWER
 
 
 def criterion_dir(arg):
@@ -114,7 +127,7 @@ def main():
     order = group_order(results)
     unknown = [g for g in order if g not in ORDER]
     if unknown and not args.all:
-        print(f"not shown (not in this bench file; --all shows them): {', '.join(unknown)}",
+        print(f"not shown (in neither bench file; --all shows them): {', '.join(unknown)}",
               file=sys.stderr)
         order = [g for g in order if g in ORDER]
     peer_groups = [
@@ -123,21 +136,26 @@ def main():
     other_groups = [g for g in order if g not in peer_groups]
 
     print(f"criterion medians, ns per call ({root})\n")
-    if peer_groups:
+    # One peer table per bench binary, each with the columns its groups have; groups of
+    # neither binary (shown with --all) come last.
+    tables = [[g for g in peer_groups if g in groups] for groups in BINARIES.values()]
+    tables.append([g for g in peer_groups if g not in ORDER])
+    for table in (t for t in tables if t):
         variants = sorted(
-            {b for g in peer_groups for b in results[g] if b != SUBJECT and b not in PEERS}
+            {b for g in table for b in results[g] if b != SUBJECT and b not in PEERS}
         )
         ours = [SUBJECT, *variants]
-        head = ["scenario", *ours, *PEERS, "best peer", f"{SUBJECT} / best peer"]
+        peer_names = [p for p in PEERS if any(p in results[g] for g in table)]
+        head = ["scenario", *ours, *peer_names, "best peer", f"{SUBJECT} / best peer"]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
-        for g in peer_groups:
+        for g in table:
             row = results[g]
-            peers = [(row[p][0], p) for p in PEERS if p in row]
+            peers = [(row[p][0], p) for p in peer_names if p in row]
             best, best_name = min(peers)
             ratio = row[SUBJECT][0] / best
             cells = [g, *(cell(g, row.get(b)) for b in ours)]
-            cells += [cell(g, row.get(p)) for p in PEERS]
+            cells += [cell(g, row.get(p)) for p in peer_names]
             cells += [f"{best_name} {best:.1f}", f"{ratio:.2f}" + (" ✓" if ratio <= 1 else "")]
             print("| " + " | ".join(cells) + " |")
         print()
