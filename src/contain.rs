@@ -63,6 +63,11 @@ pub(crate) fn resume_now(panic: FirstPanic) -> ! {
     }
 }
 
+/// Lets a caught panic continue at once.
+pub(crate) fn resume_payload(payload: Payload) -> ! {
+    panic::resume_unwind(payload)
+}
+
 /// The first panic caught during one operation; later ones are dropped.
 #[derive(Default)]
 #[must_use = "a caught panic must be resumed"]

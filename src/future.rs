@@ -79,6 +79,7 @@ where
 {
     type Output = Result<T, Error<E>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         loop {
@@ -118,12 +119,12 @@ where
 /// one place where an async call (this module's future, the tower layer's) is settled.
 ///
 /// A panic while polling is reported as a failure and continues; a panic in the classifier
-/// is reported as an exclusion and continues. `permit` is taken when the call completes:
+/// is reported as an exclusion and continues. `permit` reports when the call completes:
 /// polled again after that, this panics (a future polled after completion).
 pub(crate) fn poll_admitted<Fut, T, E, R, C>(
     call: Pin<&mut Fut>,
     cx: &mut Context<'_>,
-    permit: &mut Option<R>,
+    permit: &mut R,
     classify: &C,
 ) -> Poll<Result<T, E>>
 where
@@ -131,14 +132,10 @@ where
     R: Report,
     C: Classifier<T, E>,
 {
-    let polled = match contain::catch(|| call.poll(cx)) {
+    assert!(!permit.reported(), "a call polled after completion");
+    let result = match contain::catch(|| call.poll(cx)) {
         Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(result)) => Ok(result),
-        Err(payload) => Err(payload),
-    };
-    let permit = permit.take().expect("a call polled after completion");
-    let result = match polled {
-        Ok(result) => result,
+        Ok(Poll::Ready(result)) => result,
         Err(payload) => permit.report_then_resume(Outcome::Failure, payload),
     };
     match contain::catch(|| classify.outcome(&result)) {

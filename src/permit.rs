@@ -102,10 +102,10 @@ pub struct Permit<'a, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 /// ```
 #[must_use = "a permit reports its call's result; dropped unused, it counts as an exclusion"]
 pub struct OwnedPermit<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
-    breaker: Arc<Breaker<P, O>>,
+    /// `None` once the verdict is reported (only ever seen so inside this module and by
+    /// the tower layer's future, which keeps a reported permit until it is dropped).
+    breaker: Option<Arc<Breaker<P, O>>>,
     grant: Grant,
-    /// Whether a verdict is still owed: cleared by a report, read on drop.
-    pending: bool,
 }
 
 impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
@@ -131,6 +131,10 @@ impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
         breaker.complete_open_for(self.into_grant(), open_for);
     }
 
+    fn breaker_name(&self) -> &str {
+        self.breaker.name()
+    }
+
     /// The admission, for the breaker to report itself: the permit no longer reports on drop.
     #[inline(always)]
     pub(crate) fn into_grant(self) -> Grant {
@@ -140,66 +144,94 @@ impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
 }
 
 impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(breaker: Arc<Breaker<P, O>>, grant: Grant) -> Self {
         Self {
-            breaker,
+            breaker: Some(breaker),
             grant,
-            pending: true,
         }
     }
 
     /// The breaker this permit belongs to.
     pub fn breaker(&self) -> &Arc<Breaker<P, O>> {
-        &self.breaker
+        // A permit that users hold has not reported: reporting consumes it.
+        self.breaker
+            .as_ref()
+            .expect("an unreported permit holds its breaker")
+    }
+
+    fn breaker_name(&self) -> &str {
+        self.breaker.as_deref().map_or("(reported)", Breaker::name)
     }
 
     fn fail_open_for(mut self, open_for: Duration) {
-        self.pending = false;
-        self.breaker.complete_open_for(self.grant, open_for);
+        if let Some(breaker) = self.breaker.take() {
+            breaker.complete_open_for(self.grant, open_for);
+        }
     }
 
     /// Reports `outcome`, whichever it is.
-    #[inline]
+    #[inline(always)]
     pub fn record(mut self, outcome: Outcome) {
-        self.pending = false;
-        self.breaker
-            .complete(self.grant, Verdict::Reported(outcome));
+        self.report(outcome);
     }
 }
 
-/// What the async calls need of a permit, borrowed or owned: a verdict, or a verdict after
-/// user code panicked.
+/// What the async calls need of a permit, borrowed or owned: one verdict, or one verdict
+/// after user code panicked, through `&mut` so that a future can keep its permit in place.
 pub(crate) trait Report {
-    /// Reports `outcome`.
-    fn report(self, outcome: Outcome);
-    /// Reports `outcome` after user code panicked with `payload`, then lets that panic
-    /// continue (it comes first: a panic while reporting is dropped).
-    fn report_then_resume(self, outcome: Outcome, payload: Payload) -> !;
+    /// Whether the verdict was reported already.
+    fn reported(&self) -> bool;
+    /// Reports `outcome`, unless reported already.
+    fn report(&mut self, outcome: Outcome);
+    /// Reports `outcome` (unless reported already) after user code panicked with
+    /// `payload`, then lets that panic continue (it comes first: a panic while reporting is
+    /// dropped).
+    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> !;
 }
 
-impl<P: TripPolicy, O: Observer> Report for Permit<'_, P, O> {
-    #[inline]
-    fn report(self, outcome: Outcome) {
-        self.record(outcome);
+impl<P: TripPolicy, O: Observer> Report for Option<Permit<'_, P, O>> {
+    #[inline(always)]
+    fn reported(&self) -> bool {
+        self.is_none()
     }
 
-    fn report_then_resume(self, outcome: Outcome, payload: Payload) -> ! {
-        let breaker = self.breaker;
-        breaker.record_grant_then_resume(self.into_grant(), outcome, payload)
+    #[inline(always)]
+    fn report(&mut self, outcome: Outcome) {
+        if let Some(permit) = self.take() {
+            permit.record(outcome);
+        }
+    }
+
+    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> ! {
+        match self.take() {
+            Some(permit) => {
+                let breaker = permit.breaker;
+                breaker.record_grant_then_resume(permit.into_grant(), outcome, payload)
+            }
+            None => crate::contain::resume_payload(payload),
+        }
     }
 }
 
 impl<P: TripPolicy, O: Observer> Report for OwnedPermit<P, O> {
-    #[inline]
-    fn report(self, outcome: Outcome) {
-        self.record(outcome);
+    #[inline(always)]
+    fn reported(&self) -> bool {
+        self.breaker.is_none()
     }
 
-    fn report_then_resume(mut self, outcome: Outcome, payload: Payload) -> ! {
-        self.pending = false;
-        self.breaker
-            .record_grant_then_resume(self.grant, outcome, payload)
+    #[inline(always)]
+    fn report(&mut self, outcome: Outcome) {
+        if let Some(breaker) = self.breaker.take() {
+            breaker.complete(self.grant, Verdict::Reported(outcome));
+        }
+    }
+
+    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> ! {
+        match self.breaker.take() {
+            Some(breaker) => breaker.record_grant_then_resume(self.grant, outcome, payload),
+            None => crate::contain::resume_payload(payload),
+        }
     }
 }
 
@@ -210,9 +242,10 @@ impl<P: TripPolicy, O: Observer> Drop for Permit<'_, P, O> {
 }
 
 impl<P: TripPolicy, O: Observer> Drop for OwnedPermit<P, O> {
+    #[inline]
     fn drop(&mut self) {
-        if self.pending {
-            self.breaker.complete(self.grant, abandoned());
+        if let Some(breaker) = self.breaker.take() {
+            breaker.complete(self.grant, abandoned());
         }
     }
 }
@@ -254,7 +287,7 @@ macro_rules! verdicts {
         impl<P: TripPolicy, O: Observer> fmt::Debug for $permit {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_struct($name)
-                    .field("breaker", &self.breaker.name())
+                    .field("breaker", &self.breaker_name())
                     .field("generation", &self.grant.ticket.generation().get())
                     .finish_non_exhaustive()
             }

@@ -29,7 +29,7 @@ use crate::lane::{Entry, Lane};
 use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::permit::{Grant, OwnedPermit, Permit, Report};
+use crate::permit::{Grant, OwnedPermit, Permit};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 use crate::sync::Mutex;
 use crate::{Counts, Error, Rejected, State, Totals};
@@ -220,7 +220,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// # Errors
     ///
     /// As [`allow`](Breaker::allow).
-    #[inline]
+    #[inline(always)]
     pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
         let grant = match self.lane.admit(|| self.clock.now()) {
             Entry::Admitted { generation } => Grant::unaged(generation),
@@ -333,7 +333,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let result = call();
         match contain::catch(|| classify.classify(&result)) {
             Ok(outcome) => permit.record(outcome),
-            Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
+            Err(payload) => {
+                self.record_grant_then_resume(permit.into_grant(), Outcome::Excluded, payload)
+            }
         }
         result.map_err(Error::Inner)
     }

@@ -359,9 +359,12 @@ where
     /// use lazybreaker::{Breaker, Registry};
     ///
     /// let registry = Registry::new(|_: &String| Breaker::builder());
-    /// let permit = registry.breaker("search").allow().unwrap();
+    /// registry.breaker("search").execute(|| Ok::<_, ()>(()))?;
+    /// // A permit that outlives the lookup holds the breaker: `allow_owned`.
+    /// let permit = registry.breaker("search").allow_owned()?;
     /// permit.success();
-    /// assert_eq!(registry.breaker("search").counts().total_successes, 1);
+    /// assert_eq!(registry.breaker("search").counts().total_successes, 2);
+    /// # Ok::<(), lazybreaker::Error<()>>(())
     /// ```
     pub fn breaker<Q>(&self, key: &Q) -> Arc<Breaker<P, O>>
     where

@@ -31,7 +31,7 @@ pin_project! {
         Running {
             #[pin]
             inner: F,
-            permit: Option<OwnedPermit<P, O>>,
+            permit: OwnedPermit<P, O>,
             classify: C,
         },
     }
@@ -50,7 +50,7 @@ impl<F, P: TripPolicy, O: Observer, C> ResponseFuture<F, P, O, C> {
         Self {
             kind: Kind::Running {
                 inner,
-                permit: Some(permit),
+                permit,
                 classify,
             },
         }
@@ -66,6 +66,7 @@ where
 {
     type Output = Result<T, Error<E>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().kind.project() {
             KindProj::Rejected { rejected } => Poll::Ready(Err(Error::Rejected(
