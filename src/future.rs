@@ -121,6 +121,7 @@ where
 /// A panic while polling is reported as a failure and continues; a panic in the classifier
 /// is reported as an exclusion and continues. `permit` reports when the call completes:
 /// polled again after that, this panics (a future polled after completion).
+#[inline]
 pub(crate) fn poll_admitted<Fut, T, E, R, C>(
     call: Pin<&mut Fut>,
     cx: &mut Context<'_>,

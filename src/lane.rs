@@ -450,23 +450,26 @@ impl Lane {
         }
     }
 
-    /// The open period's rejection at the clock's reading, if the lane says open; one clock
-    /// read, no write, nothing admitted. (`None` when open no longer, or not open.)
+    /// What the lane says of the next call, without admitting it: `Ok(Some(rejection))` if
+    /// open at the clock's reading (one clock read, no write), `Ok(None)` if it would not be
+    /// rejected here, `Err(())` if every call goes to the lock (half-open, forced, a policy
+    /// the lane cannot count for), which the lane cannot answer for. One load of the mode
+    /// word.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn peek_open(&self, clock: impl FnOnce() -> Nanos) -> Option<crate::Rejected> {
-        if self.word.load(Ordering::Acquire) >> MODE_SHIFT != OPEN {
-            return None;
+    #[inline]
+    pub(crate) fn peek_open(
+        &self,
+        clock: impl FnOnce() -> Nanos,
+    ) -> Result<Option<crate::Rejected>, ()> {
+        match self.word.load(Ordering::Acquire) >> MODE_SHIFT {
+            OPEN => {
+                let until = self.open_until.load(Ordering::Acquire);
+                let now = clock();
+                Ok((now <= until).then(|| crate::Rejected::open_until(until, now)))
+            }
+            LOCKED => Err(()),
+            _ => Ok(None),
         }
-        let until = self.open_until.load(Ordering::Acquire);
-        let now = clock();
-        (now <= until).then(|| crate::Rejected::open_until(until, now))
-    }
-
-    /// Whether every call goes to the lock (half-open, forced, or a policy the lane cannot
-    /// count for): what [`peek_open`](Lane::peek_open) cannot answer.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn is_locked(&self) -> bool {
-        self.word.load(Ordering::Acquire) >> MODE_SHIFT == LOCKED
     }
 
     /// Records a success lock-free in the common case only: this thread's cell is fast (no

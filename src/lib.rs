@@ -138,7 +138,7 @@ pub use forced::Forced;
 pub use future::ExecuteAsync;
 pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
-pub use registry::{Registry, RegistryFull};
+pub use registry::{Registry, RegistryFull, RegistryHasher};
 pub use snapshot::Snapshot;
 pub use state::State;
 

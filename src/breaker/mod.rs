@@ -455,13 +455,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// reject the call for another reason: half-open and full). Lock-free unless the lane
     /// sends every call to the lock anyway (half-open, forced, a policy it cannot count for).
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    #[inline]
     pub(crate) fn peek_open(&self) -> Option<Rejected> {
-        if let Some(rejected) = self.lane.peek_open(|| self.clock.now()) {
-            return Some(rejected);
+        match self.lane.peek_open(|| self.clock.now()) {
+            Ok(rejected) => rejected,
+            Err(()) => self.peek_open_locked(),
         }
-        if !self.lane.is_locked() {
-            return None;
-        }
+    }
+
+    /// [`peek_open`](Self::peek_open) when the lane cannot answer: under the lock.
+    #[inline(never)]
+    fn peek_open_locked(&self) -> Option<Rejected> {
         let now = self.clock.now();
         self.inner.lock().machine.peek_open(now)
     }

@@ -22,6 +22,11 @@ use super::{Registry, Shard, Slot};
 const BATCH_DIVISOR: usize = 16;
 
 impl<P: TripPolicy, O: Observer> Slot<P, O> {
+    /// The last use as the latest scan recorded it.
+    fn seen(&self) -> Nanos {
+        self.seen.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether the breaker can be evicted: see the module documentation.
     fn evictable(&self) -> bool {
         Arc::strong_count(&self.breaker) == 1 && self.breaker.is_closed_and_unforced()
@@ -36,14 +41,16 @@ where
     /// Evicts up to a batch of idle breakers, least recently used first; returns how many.
     pub(super) fn evict_lru(&self, max_keys: usize) -> usize {
         let batch = (max_keys / BATCH_DIVISOR).max(1);
+        let now = self.clock.now();
         // The `batch` oldest idle last-use times: the threshold to evict at or below.
         let mut oldest: Vec<Nanos> = Vec::new();
         for shard in self.shards.iter() {
             let map = shard.map.read();
             oldest.extend(
-                map.values()
+                map.iter()
+                    .map(|(_, slot)| slot)
                     .filter(|slot| slot.evictable())
-                    .map(Slot::last_used),
+                    .map(|slot| slot.last_used(now)),
             );
         }
         if oldest.is_empty() {
@@ -56,8 +63,7 @@ where
             if evicted == batch {
                 break;
             }
-            evicted +=
-                self.evict_from(shard, |slot| slot.last_used() <= threshold, batch - evicted);
+            evicted += self.evict_from(shard, |slot| slot.seen() <= threshold, batch - evicted);
         }
         evicted
     }
@@ -67,20 +73,22 @@ where
     /// user code: its policy's and observer's destructors).
     pub(super) fn evict_from(
         &self,
-        shard: &Shard<K, P, O, S>,
+        shard: &Shard<K, P, O>,
         pick: impl Fn(&Slot<P, O>) -> bool,
         limit: usize,
     ) -> usize {
         let mut evicted = Vec::new();
         {
+            let chosen = std::cell::Cell::new(0);
             let mut map = shard.map.write();
-            map.retain(|_, slot| {
-                let evict = evicted.len() < limit && pick(slot) && slot.evictable();
-                if evict {
-                    evicted.push(Arc::clone(&slot.breaker));
-                }
-                !evict
-            });
+            map.retain(
+                |_, slot| {
+                    let evict = chosen.get() < limit && pick(slot) && slot.evictable();
+                    chosen.set(chosen.get() + usize::from(evict));
+                    !evict
+                },
+                |slot| evicted.push(slot),
+            );
         }
         self.len
             .fetch_sub(evicted.len(), std::sync::atomic::Ordering::Relaxed);

@@ -1,25 +1,24 @@
 //! [`Registry`]: breakers per key (endpoint, host, method), made on first use from a
 //! factory, looked up without a global lock, optionally bounded, with no timer.
 //!
-//! The map is split into shards, each behind its own read-write lock and picked by a
-//! cheap hash of the key, so lookups of different keys on different threads rarely meet;
-//! inside a shard the map hashes with `S` (std's DoS-resistant `RandomState` by default:
-//! keys often come from traffic). A lookup of an existing key takes one shard's read lock
-//! and clones an `Arc`; a new key builds its breaker outside every lock (the factory is user
-//! code), then takes its shard's write lock to insert it.
+//! The map is split into shards, each behind its own read-write lock, so lookups of
+//! different keys on different threads rarely meet. A key is hashed once, with `S`
+//! ([`RegistryHasher`] by default: keyed per process, since keys often come from traffic):
+//! the hash's high bits pick the shard, and the shard's [`Table`] finds the entry by the
+//! whole hash. A lookup of an existing key takes one shard's read lock and clones an `Arc`;
+//! a new key builds its breaker outside every lock (the factory is user code), then takes
+//! its shard's write lock to insert it.
 //!
 //! Eviction (when bounded) is in [`evict`]; the answer when the bound is reached and
 //! nothing can be evicted is [`RegistryFull`].
 
 mod evict;
-mod shard_hash;
+mod table;
 
 use std::borrow::Borrow;
-use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +30,12 @@ use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 use crate::Clock;
+
+use table::Table;
+
+/// A registry's default key hasher: foldhash's `RandomState`, fast and keyed per process
+/// (minimally DoS-resistant). See [`Registry::with_hasher`] for another.
+pub type RegistryHasher = foldhash::fast::RandomState;
 
 /// The factory a registry builds its breakers with.
 type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
@@ -77,8 +82,10 @@ type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
 /// registry.force_open_all();
 /// assert_eq!(a.state(), State::Open);
 /// ```
-pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S = RandomState> {
-    shards: Box<[Shard<K, P, O, S>]>,
+pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S = RegistryHasher> {
+    shards: Box<[Shard<K, P, O>]>,
+    /// Hashes each key once: the high bits pick the shard, the whole hash finds the entry.
+    hasher: S,
     factory: Box<Factory<K, P, O>>,
     /// The clock given with [`clock`](Registry::clock), for the breakers; `None`: each
     /// breaker's builder picks its own.
@@ -95,36 +102,47 @@ pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S 
 /// One shard: its part of the map, on its own cache line so that threads reading different
 /// shards do not share one.
 #[repr(align(128))]
-struct Shard<K, P: TripPolicy, O: Observer, S> {
-    map: RwLock<HashMap<K, Slot<P, O>, S>>,
+struct Shard<K, P: TripPolicy, O: Observer> {
+    map: RwLock<Table<K, Slot<P, O>>>,
 }
 
-/// A key's breaker and when a lookup last returned it.
+/// A key's breaker, and when it was last seen in use.
+///
+/// Use is tracked the CLOCK way, so that a lookup reads no clock and, in the steady state,
+/// writes nothing: a lookup sets `referenced` (only if it is not set already); a sweep or an
+/// eviction scan at time `now` moves a set flag into `seen = now` and clears it. A breaker's
+/// last use is therefore known to the granularity of those scans, and never later than it
+/// was: `seen` is the insertion or the latest scan that found it referenced.
 struct Slot<P: TripPolicy, O: Observer> {
     breaker: Arc<Breaker<P, O>>,
-    /// On the registry's clock; written only when it moved on, so that lookups of one key on
-    /// many threads keep reading a shared cache line rather than fighting over it.
-    last_used: AtomicU64,
+    referenced: AtomicBool,
+    /// On the registry's clock.
+    seen: AtomicU64,
 }
 
 impl<P: TripPolicy, O: Observer> Slot<P, O> {
     fn new(breaker: Arc<Breaker<P, O>>, now: Nanos) -> Self {
         Self {
             breaker,
-            last_used: AtomicU64::new(now),
+            referenced: AtomicBool::new(false),
+            seen: AtomicU64::new(now),
         }
     }
 
     #[inline]
-    fn touch(&self, now: Nanos) -> Arc<Breaker<P, O>> {
-        if self.last_used.load(Ordering::Relaxed) < now {
-            self.last_used.store(now, Ordering::Relaxed);
+    fn touch(&self) -> Arc<Breaker<P, O>> {
+        if !self.referenced.load(Ordering::Relaxed) {
+            self.referenced.store(true, Ordering::Relaxed);
         }
         Arc::clone(&self.breaker)
     }
 
-    fn last_used(&self) -> Nanos {
-        self.last_used.load(Ordering::Relaxed)
+    /// The last use known at `now`, moving a reference since the last scan into it.
+    fn last_used(&self, now: Nanos) -> Nanos {
+        if self.referenced.swap(false, Ordering::Relaxed) {
+            self.seen.fetch_max(now, Ordering::Relaxed);
+        }
+        self.seen.load(Ordering::Relaxed)
     }
 }
 
@@ -139,7 +157,7 @@ pub struct RegistryFull {
     pub max_keys: usize,
 }
 
-impl<K, P: TripPolicy, O: Observer> Registry<K, P, O, RandomState>
+impl<K, P: TripPolicy, O: Observer> Registry<K, P, O, RegistryHasher>
 where
     K: Hash + Eq,
 {
@@ -151,7 +169,7 @@ where
     where
         F: Fn(&K) -> Builder<P, O> + Send + Sync + 'static,
     {
-        Self::with_hasher(factory, RandomState::new())
+        Self::with_hasher(factory, RegistryHasher::default())
     }
 }
 
@@ -160,8 +178,9 @@ where
     K: Hash + Eq,
     S: BuildHasher + Clone,
 {
-    /// [`new`](Registry::new) with the hasher of the maps inside the shards (a faster one for
-    /// keys that do not come from untrusted traffic).
+    /// [`new`](Registry::new) with another key hasher: the default is foldhash's
+    /// `RandomState`, keyed per process and minimally DoS-resistant; pass std's
+    /// `RandomState` (SipHash) for stronger resistance at about 5x the hashing cost.
     pub fn with_hasher<F>(factory: F, hasher: S) -> Self
     where
         F: Fn(&K) -> Builder<P, O> + Send + Sync + 'static,
@@ -172,9 +191,10 @@ where
         Self {
             shards: (0..shards)
                 .map(|_| Shard {
-                    map: RwLock::new(HashMap::with_hasher(hasher.clone())),
+                    map: RwLock::new(Table::new()),
                 })
                 .collect(),
+            hasher,
             factory: Box::new(factory),
             shared_clock: None,
             clock: ClockSource::default_for(false),
@@ -214,12 +234,8 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let now = self.clock.now();
-        self.shard(key)
-            .map
-            .read()
-            .get(key)
-            .map(|slot| slot.touch(now))
+        let (shard, hash) = self.shard(key);
+        shard.map.read().get(hash, key).map(Slot::touch)
     }
 
     /// How many breakers the registry holds.
@@ -245,7 +261,8 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let removed = self.shard(key).map.write().remove(key);
+        let (shard, hash) = self.shard(key);
+        let removed = shard.map.write().remove(hash, key);
         removed.map(|slot| {
             self.len.fetch_sub(1, Ordering::Relaxed);
             slot.breaker
@@ -260,13 +277,10 @@ where
             let mut removed = Vec::new();
             {
                 let mut map = shard.map.write();
-                map.retain(|key, slot| {
-                    let kept = keep(key, &slot.breaker);
-                    if !kept {
-                        removed.push(Arc::clone(&slot.breaker));
-                    }
-                    kept
-                });
+                map.retain(
+                    |key, slot| keep(key, &slot.breaker),
+                    |slot| removed.push(slot),
+                );
             }
             self.len.fetch_sub(removed.len(), Ordering::Relaxed);
         }
@@ -275,12 +289,17 @@ where
     /// Removes the breakers that are idle: closed and not forced, not returned by a lookup
     /// for at least `idle_for` (on the registry's clock), and held by nobody else (no
     /// permit outstanding, no `Arc` kept by a caller). Returns how many it removed.
+    ///
+    /// Lookups read no clock: a breaker's last use is known to the granularity of these
+    /// sweeps (and of the eviction scans of a full registry). A breaker used since the
+    /// previous sweep counts as used at this one, so what this removes has really been
+    /// unused for at least `idle_for`, perhaps for up to one sweep interval more.
     pub fn remove_idle(&self, idle_for: Duration) -> usize {
         let now = self.clock.now();
         let idle_since = now.saturating_sub(saturating_nanos(idle_for));
         let mut removed = 0;
         for shard in self.shards.iter() {
-            removed += self.evict_from(shard, |slot| slot.last_used() <= idle_since, usize::MAX);
+            removed += self.evict_from(shard, |slot| slot.last_used(now) <= idle_since, usize::MAX);
         }
         removed
     }
@@ -308,8 +327,8 @@ where
             let breakers: Vec<_> = shard
                 .map
                 .read()
-                .values()
-                .map(|slot| Arc::clone(&slot.breaker))
+                .iter()
+                .map(|(_, slot)| Arc::clone(&slot.breaker))
                 .collect();
             for breaker in breakers {
                 f(&breaker);
@@ -333,9 +352,18 @@ where
         self.for_each(Breaker::release);
     }
 
-    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &Shard<K, P, O, S> {
-        let index = shard_hash::of(key) as usize & (self.shards.len() - 1);
-        &self.shards[index]
+    /// The key's shard and hash.
+    #[inline]
+    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> (&Shard<K, P, O>, u64) {
+        let hash = self.hasher.hash_one(key);
+        // The high bits (the table uses all of them, but its own buckets mostly the low ones).
+        let bits = self.shards.len().trailing_zeros();
+        let index = if bits == 0 {
+            0
+        } else {
+            (hash >> (64 - bits)) as usize
+        };
+        (&self.shards[index], hash)
     }
 }
 
@@ -413,12 +441,11 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let now = self.clock.now();
-        let shard = self.shard(key);
-        if let Some(breaker) = shard.map.read().get(key).map(|slot| slot.touch(now)) {
+        let (shard, hash) = self.shard(key);
+        if let Some(breaker) = shard.map.read().get(hash, key).map(Slot::touch) {
             return Ok(breaker);
         }
-        self.insert(shard, key.to_owned(), now)
+        self.insert(shard, hash, key.to_owned())
     }
 
     /// Builds the key's breaker (outside every lock: the factory is user code), then keeps
@@ -427,9 +454,9 @@ where
     #[allow(clippy::type_complexity)]
     fn insert(
         &self,
-        shard: &Shard<K, P, O, S>,
+        shard: &Shard<K, P, O>,
+        hash: u64,
         key: K,
-        now: Nanos,
     ) -> Result<Arc<Breaker<P, O>>, (RegistryFull, Arc<Breaker<P, O>>)> {
         let mut builder = (self.factory)(&key);
         if builder.unnamed() {
@@ -443,11 +470,11 @@ where
         loop {
             {
                 let mut map = shard.map.write();
-                if let Some(slot) = map.get(&key) {
-                    return Ok(slot.touch(now)); // another thread kept one first
+                if let Some(slot) = map.get(hash, &key) {
+                    return Ok(slot.touch()); // another thread kept one first
                 }
                 if self.reserve() {
-                    map.insert(key, Slot::new(Arc::clone(&breaker), now));
+                    map.insert(hash, key, Slot::new(Arc::clone(&breaker), self.clock.now()));
                     return Ok(breaker);
                 }
             }

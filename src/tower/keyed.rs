@@ -1,7 +1,6 @@
 //! The keyed layer: a breaker per request key (authority, path, gRPC method), from a
 //! [`Registry`].
 
-use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use super::{DefaultClassify, ResponseFuture};
 use crate::classify::Classifier;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::{Error, Registry};
+use crate::{Error, Registry, RegistryHasher};
 
 /// Wraps services in a [`KeyedBreakerService`]: each request goes through the breaker that
 /// `registry` keeps for the key `key` extracts from it.
@@ -53,7 +52,7 @@ pub struct KeyedBreakerLayer<
     F,
     P: TripPolicy = ConsecutiveFailures,
     O: Observer = (),
-    H = RandomState,
+    H = RegistryHasher,
     C = DefaultClassify,
 > {
     registry: Arc<Registry<K, P, O, H>>,
