@@ -117,6 +117,9 @@ mod nanos;
 pub mod observe;
 mod permit;
 pub mod policy;
+#[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
+pub mod prometheus;
 mod registry;
 #[cfg(feature = "serde")]
 mod serde_duration;
@@ -126,6 +129,9 @@ mod sync;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub mod tracing;
 mod window_check;
 
 pub use abandoned::AbandonedAs;

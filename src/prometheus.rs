@@ -1,0 +1,324 @@
+//! Prometheus metrics, pulled at scrape time (feature `prometheus`, on the official
+//! `prometheus-client` crate): a [`BreakerCollector`] over registries and single breakers
+//! that reads each breaker's [`Snapshot`] when Prometheus scrapes, and nothing in between.
+//!
+//! Nothing is written on the call path for metrics: every figure is a counter the breaker
+//! keeps anyway ([`Totals`](crate::Totals), [`Transitions`](crate::Transitions)) or is
+//! computed from its state when scraped. So the state gauge is right even when traffic has
+//! stopped: an open breaker whose open period has passed reads half-open (what the next call
+//! would find), without the scrape moving it or running its callbacks.
+//!
+//! # Metrics
+//!
+//! Every series has the label `breaker` (the breaker's name; a registry's breakers are named
+//! after their keys). Counters get `_total` appended by the encoder.
+//!
+//! | metric | type | labels | value |
+//! |---|---|---|---|
+//! | `circuit_breaker_state` | gauge | `breaker` | the state the next call finds: 0 closed, 1 half-open, 2 open |
+//! | `circuit_breaker_forced` | gauge | `breaker` | the manual override: 0 none, 1 forced open, 2 forced closed |
+//! | `circuit_breaker_calls_total` | counter | `breaker`, `outcome` | calls by how they ended: `success`, `failure`, `excluded`, `abandoned`, `dropped` (a result too late for its generation or window), `rejected_open`, `rejected_half_open`, `rejected_forced` |
+//! | `circuit_breaker_admitted_total` | counter | `breaker` | calls admitted (each ends as one of the first five outcomes) |
+//! | `circuit_breaker_transitions_total` | counter | `breaker`, `from`, `to` | state changes, manual ones included; `from`/`to` are `closed`, `half_open`, `open`; all six pairs, zeros included |
+//! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
+//! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
+//! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
+//! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`](crate::policy::TripPolicy::gauges)), e.g. `ema_long_error_cost_us` |
+//!
+//! The state is one gauge with three values rather than one series per state: a single
+//! series cannot contradict itself (one series per state pushed from transitions is how
+//! peers end up with every state at 1), and `circuit_breaker_state == 2` selects the open
+//! breakers.
+//!
+//! # Examples
+//!
+//! ```
+//! use lazybreaker::prometheus::BreakerCollector;
+//! use lazybreaker::{Breaker, Registry};
+//! use prometheus_client::encoding::text::encode;
+//! use std::sync::Arc;
+//!
+//! let endpoints = Arc::new(Registry::new(|_: &String| Breaker::builder()));
+//! let payments = Arc::new(Breaker::builder().name("payments").build());
+//! let mut metrics = prometheus_client::registry::Registry::default();
+//! metrics.register_collector(Box::new(
+//!     BreakerCollector::new().registry(Arc::clone(&endpoints)).breaker(Arc::clone(&payments)),
+//! ));
+//!
+//! let _ = endpoints.breaker("api.example.com").execute(|| Ok::<_, ()>(()));
+//! let mut text = String::new();
+//! encode(&mut text, &metrics).unwrap();
+//! assert!(text.contains(r#"circuit_breaker_state{breaker="payments"} 0"#));
+//! assert!(text.contains(
+//!     r#"circuit_breaker_calls_total{breaker="api.example.com",outcome="success"} 1"#
+//! ));
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+
+use crate::observe::Observer;
+use crate::policy::TripPolicy;
+use crate::{Breaker, Forced, Registry, Snapshot, State};
+
+/// Where a collector gets snapshots from.
+type Source = Box<dyn Fn(&mut Vec<Snapshot>) + Send + Sync>;
+
+/// A `prometheus-client` [`Collector`] that reads the breakers it was given at each scrape:
+/// see the [module documentation](self) for the metrics. Register it with
+/// `prometheus_client::registry::Registry::register_collector`.
+#[derive(Default)]
+pub struct BreakerCollector {
+    sources: Vec<Source>,
+}
+
+impl BreakerCollector {
+    /// A collector of no breakers yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also collects `breaker`.
+    #[must_use]
+    pub fn breaker<P, O>(mut self, breaker: Arc<Breaker<P, O>>) -> Self
+    where
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+    {
+        self.sources
+            .push(Box::new(move |out| out.push(breaker.snapshot())));
+        self
+    }
+
+    /// Also collects every breaker `registry` holds at each scrape.
+    #[must_use]
+    pub fn registry<K, P, O, S>(mut self, registry: Arc<Registry<K, P, O, S>>) -> Self
+    where
+        K: std::hash::Hash + Eq + Send + Sync + 'static,
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+        S: std::hash::BuildHasher + Clone + Send + Sync + 'static,
+    {
+        self.sources.push(Box::new(move |out| {
+            registry.for_each(|breaker| out.push(breaker.snapshot()));
+        }));
+        self
+    }
+
+    /// The snapshots a scrape would encode now, in the order the breakers were added (a
+    /// registry's in no particular order).
+    pub fn snapshots(&self) -> Vec<Snapshot> {
+        let mut out = Vec::new();
+        for source in &self.sources {
+            source(&mut out);
+        }
+        out
+    }
+}
+
+impl fmt::Debug for BreakerCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerCollector")
+            .field("sources", &self.sources.len())
+            .finish()
+    }
+}
+
+/// The label value of a state.
+fn state_label(state: State) -> &'static str {
+    match state {
+        State::Closed => "closed",
+        State::HalfOpen => "half_open",
+        State::Open => "open",
+    }
+}
+
+/// The state gauge's value.
+fn state_value(state: State) -> i64 {
+    match state {
+        State::Closed => 0,
+        State::HalfOpen => 1,
+        State::Open => 2,
+    }
+}
+
+/// The forced gauge's value.
+fn forced_value(forced: Option<Forced>) -> i64 {
+    match forced {
+        None => 0,
+        Some(Forced::Open) => 1,
+        Some(_) => 2,
+    }
+}
+
+/// Calls by outcome, as `circuit_breaker_calls_total` labels them.
+fn outcomes(s: &Snapshot) -> [(&'static str, u64); 8] {
+    let t = &s.totals;
+    [
+        ("success", t.successes),
+        ("failure", t.failures),
+        ("excluded", t.exclusions),
+        ("abandoned", t.abandoned),
+        ("dropped", t.dropped),
+        ("rejected_open", t.rejected_open),
+        ("rejected_half_open", t.rejected_half_open),
+        ("rejected_forced", t.rejected_forced),
+    ]
+}
+
+/// One family: its descriptor, then one series per `(labels, value)`.
+fn family<'a, L, V>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    series: impl IntoIterator<Item = (L, V)>,
+) -> fmt::Result
+where
+    L: prometheus_client::encoding::EncodeLabelSet + 'a,
+    V: Value,
+{
+    let mut metric = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (labels, value) in series {
+        value.encode(&mut metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// A counter or gauge value.
+trait Value {
+    fn encode(&self, encoder: &mut prometheus_client::encoding::MetricEncoder<'_>) -> fmt::Result;
+}
+
+/// A counter's value.
+struct Count(u64);
+
+impl Value for Count {
+    fn encode(&self, encoder: &mut prometheus_client::encoding::MetricEncoder<'_>) -> fmt::Result {
+        encoder.encode_counter::<NoLabelSet, _, u64>(&self.0, None)
+    }
+}
+
+/// A gauge's value.
+struct Level<N>(N);
+
+impl<N: prometheus_client::encoding::EncodeGaugeValue> Value for Level<N> {
+    fn encode(&self, encoder: &mut prometheus_client::encoding::MetricEncoder<'_>) -> fmt::Result {
+        encoder.encode_gauge(&self.0)
+    }
+}
+
+impl Collector for BreakerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
+        let snapshots = self.snapshots();
+        let e = &mut encoder;
+        let name = |s: &Snapshot| [("breaker", s.name.clone())];
+        family(
+            e,
+            "circuit_breaker_state",
+            "The state the next call finds: 0 closed, 1 half-open, 2 open.",
+            MetricType::Gauge,
+            snapshots
+                .iter()
+                .map(|s| (name(s), Level(state_value(s.state)))),
+        )?;
+        family(
+            e,
+            "circuit_breaker_forced",
+            "The manual override: 0 none, 1 forced open, 2 forced closed.",
+            MetricType::Gauge,
+            snapshots
+                .iter()
+                .map(|s| (name(s), Level(forced_value(s.forced)))),
+        )?;
+        family(
+            e,
+            "circuit_breaker_calls",
+            "Calls by how they ended.",
+            MetricType::Counter,
+            snapshots.iter().flat_map(|s| {
+                outcomes(s).into_iter().map(move |(outcome, n)| {
+                    (
+                        [("breaker", s.name.clone()), ("outcome", outcome.to_owned())],
+                        Count(n),
+                    )
+                })
+            }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_admitted",
+            "Calls admitted.",
+            MetricType::Counter,
+            snapshots
+                .iter()
+                .map(|s| (name(s), Count(s.totals.admitted))),
+        )?;
+        family(
+            e,
+            "circuit_breaker_transitions",
+            "State changes, manual ones included.",
+            MetricType::Counter,
+            snapshots.iter().flat_map(|s| {
+                s.transitions.iter().map(move |(from, to, n)| {
+                    (
+                        [
+                            ("breaker", s.name.clone()),
+                            ("from", state_label(from).to_owned()),
+                            ("to", state_label(to).to_owned()),
+                        ],
+                        Count(n),
+                    )
+                })
+            }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_opened",
+            "Times the breaker opened (brpc's nBreak).",
+            MetricType::Counter,
+            snapshots.iter().map(|s| (name(s), Count(s.times_opened))),
+        )?;
+        family(
+            e,
+            "circuit_breaker_recent_failures",
+            "Failures since the breaker last recovered (brpc's RecentErr).",
+            MetricType::Gauge,
+            snapshots
+                .iter()
+                .map(|s| (name(s), Level(s.recent_failures as i64))),
+        )?;
+        family(
+            e,
+            "circuit_breaker_retry_after_seconds",
+            "While open: seconds until a probe is let through; else 0.",
+            MetricType::Gauge,
+            snapshots.iter().map(|s| {
+                let secs = s.retry_after.map_or(0.0, |d| d.as_secs_f64());
+                (name(s), Level(secs))
+            }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_policy",
+            "The policy's own figures.",
+            MetricType::Gauge,
+            snapshots.iter().flat_map(|s| {
+                s.policy.iter().map(move |(figure, value)| {
+                    (
+                        [
+                            ("breaker", s.name.clone()),
+                            ("figure", (*figure).to_owned()),
+                        ],
+                        Level(*value),
+                    )
+                })
+            }),
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,66 @@
+//! State changes as `tracing` events (feature `tracing`): [`TracingObserver`], one event per
+//! transition, emitted through the observation seam, so outside the breaker's lock, in order
+//! and exactly once. Nothing is emitted per call.
+
+use crate::observe::{Observer, Transition};
+use crate::State;
+
+/// An [`Observer`] that emits one `tracing` event per state change, with target
+/// `lazybreaker`: `WARN` when the breaker opens, `INFO` otherwise. Fields: `breaker`, `from`,
+/// `to` (gobreaker's state names), `manual`, and the counts of the generation that ended
+/// (`requests`, `successes`, `failures`, `exclusions`, `consecutive_successes`,
+/// `consecutive_failures`) with the times opened so far (`opened`).
+///
+/// Combine it with another observer as a tuple: `.observer((TracingObserver, mine))`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::tracing::TracingObserver;
+/// use lazybreaker::Breaker;
+///
+/// let breaker = Breaker::builder()
+///     .name("payments")
+///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+///     .observer(TracingObserver)
+///     .build();
+/// // With a subscriber installed, this logs
+/// // WARN lazybreaker: circuit breaker opened breaker="payments" from="closed" to="open" ...
+/// let _ = breaker.execute(|| Err::<(), _>("down"));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct TracingObserver;
+
+macro_rules! transition_event {
+    ($level:expr, $t:expr, $message:literal) => {{
+        let t = $t;
+        ::tracing::event!(
+            target: "lazybreaker",
+            $level,
+            breaker = t.breaker,
+            from = t.from.as_str(),
+            to = t.to.as_str(),
+            manual = t.manual,
+            requests = t.counts.requests,
+            successes = t.counts.total_successes,
+            failures = t.counts.total_failures,
+            exclusions = t.counts.total_exclusions,
+            consecutive_successes = t.counts.consecutive_successes,
+            consecutive_failures = t.counts.consecutive_failures,
+            opened = t.totals.opened,
+            $message
+        )
+    }};
+}
+
+impl Observer for TracingObserver {
+    fn on_transition(&self, t: &Transition<'_>) {
+        match t.to {
+            State::Open => transition_event!(::tracing::Level::WARN, t, "circuit breaker opened"),
+            State::HalfOpen => {
+                transition_event!(::tracing::Level::INFO, t, "circuit breaker half-open")
+            }
+            State::Closed => transition_event!(::tracing::Level::INFO, t, "circuit breaker closed"),
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! A real scrape (issue #13): a registry of breakers driven through trips and recoveries, a
+//! `/metrics` endpoint served by axum on 127.0.0.1, scraped with a real HTTP client, the
+//! exposition text parsed, and every value checked against each breaker's `snapshot()`,
+//! including a breaker whose open period passed with no traffic (the scrape says half-open
+//! without having moved it).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use lazybreaker::policy::ConsecutiveFailures;
+use lazybreaker::prometheus::BreakerCollector;
+use lazybreaker::{Breaker, ManualClock, Registry, Snapshot, State};
+use prometheus_client::encoding::text::encode;
+
+const OPEN_FOR: Duration = Duration::from_secs(10);
+const PAST_OPEN: Duration = Duration::from_millis(10_001);
+const BOUND: Duration = Duration::from_secs(20);
+
+/// Every series of an exposition: `(name, labels sorted) -> value`.
+type Series = BTreeMap<(String, Vec<(String, String)>), f64>;
+
+/// Parses the text format: `name{k="v",...} value` lines; comments skipped.
+fn parse(text: &str) -> Series {
+    let mut series = Series::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (head, value) = line.rsplit_once(' ').expect("a value");
+        let value: f64 = value.parse().expect("a number");
+        let (name, labels) = match head.split_once('{') {
+            None => (head.to_owned(), Vec::new()),
+            Some((name, rest)) => {
+                let rest = rest.strip_suffix('}').expect("closed labels");
+                let mut labels: Vec<(String, String)> = rest
+                    .split("\",")
+                    .map(|pair| {
+                        let (k, v) = pair.split_once("=\"").expect("k=\"v\"");
+                        (k.to_owned(), v.trim_end_matches('"').to_owned())
+                    })
+                    .collect();
+                labels.sort();
+                (name.to_owned(), labels)
+            }
+        };
+        assert!(
+            series.insert((name, labels), value).is_none(),
+            "one series per line: {line}"
+        );
+    }
+    series
+}
+
+fn get(series: &Series, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let mut labels: Vec<(String, String)> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    labels.sort();
+    *series
+        .get(&(name.to_owned(), labels.clone()))
+        .unwrap_or_else(|| panic!("no series {name}{labels:?}"))
+}
+
+/// Checks every series of `snapshot`'s breaker against it.
+fn check(series: &Series, s: &Snapshot) {
+    let b = s.name.as_str();
+    let state = match s.state {
+        State::Closed => 0.0,
+        State::HalfOpen => 1.0,
+        State::Open => 2.0,
+    };
+    assert_eq!(
+        get(series, "circuit_breaker_state", &[("breaker", b)]),
+        state,
+        "{b}"
+    );
+    let forced = match s.forced {
+        None => 0.0,
+        Some(lazybreaker::Forced::Open) => 1.0,
+        Some(_) => 2.0,
+    };
+    assert_eq!(
+        get(series, "circuit_breaker_forced", &[("breaker", b)]),
+        forced,
+        "{b}"
+    );
+    let t = &s.totals;
+    for (outcome, n) in [
+        ("success", t.successes),
+        ("failure", t.failures),
+        ("excluded", t.exclusions),
+        ("abandoned", t.abandoned),
+        ("dropped", t.dropped),
+        ("rejected_open", t.rejected_open),
+        ("rejected_half_open", t.rejected_half_open),
+        ("rejected_forced", t.rejected_forced),
+    ] {
+        let got = get(
+            series,
+            "circuit_breaker_calls_total",
+            &[("breaker", b), ("outcome", outcome)],
+        );
+        assert_eq!(got, n as f64, "{b} {outcome}");
+    }
+    assert_eq!(
+        get(series, "circuit_breaker_admitted_total", &[("breaker", b)]),
+        t.admitted as f64
+    );
+    for (from, to, n) in s.transitions.iter() {
+        let label = |state: State| match state {
+            State::Closed => "closed",
+            State::HalfOpen => "half_open",
+            State::Open => "open",
+        };
+        let got = get(
+            series,
+            "circuit_breaker_transitions_total",
+            &[("breaker", b), ("from", label(from)), ("to", label(to))],
+        );
+        assert_eq!(got, n as f64, "{b} {from:?} -> {to:?}");
+    }
+    assert_eq!(
+        get(series, "circuit_breaker_opened_total", &[("breaker", b)]),
+        s.times_opened as f64
+    );
+    assert_eq!(
+        get(series, "circuit_breaker_recent_failures", &[("breaker", b)]),
+        s.recent_failures as f64
+    );
+    let retry = s.retry_after.map_or(0.0, |d| d.as_secs_f64());
+    let got = get(
+        series,
+        "circuit_breaker_retry_after_seconds",
+        &[("breaker", b)],
+    );
+    assert!((got - retry).abs() < 1e-6, "{b}: {got} vs {retry}");
+}
+
+async fn scrape(uri: &str) -> String {
+    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let request = Request::get(uri).body(Empty::new()).unwrap();
+    let response = client
+        .request(request)
+        .await
+        .expect("the scrape got an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+#[test]
+fn every_scraped_value_matches_the_snapshot() {
+    let clock = ManualClock::new();
+    let changes = Arc::new(AtomicUsize::new(0));
+    let registry: Arc<Registry<String>> = Arc::new({
+        let changes = Arc::clone(&changes);
+        Registry::new(move |_: &String| {
+            let changes = Arc::clone(&changes);
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(2).unwrap())
+                .timeout(OPEN_FOR)
+                .on_state_change(move |_, _, _| {
+                    changes.fetch_add(1, Ordering::SeqCst);
+                })
+        })
+        .clock(clock.clone())
+    });
+    let fail = |key: &str| {
+        let _ = registry.breaker(key).execute(|| Err::<(), _>("down"));
+    };
+    let ok = |key: &str| {
+        let _ = registry.breaker(key).execute(|| Ok::<_, ()>(()));
+    };
+
+    // "healthy": successes only. "recovered": trips, then recovers. "expired": trips, and
+    // its open period passes with no traffic. "forced": forced open, rejecting.
+    for _ in 0..5 {
+        ok("healthy");
+    }
+    fail("recovered");
+    fail("recovered");
+    ok("recovered"); // rejected
+    fail("expired");
+    fail("expired");
+    ok("expired"); // rejected
+    clock.advance(PAST_OPEN);
+    ok("recovered"); // the probe closes it
+    ok("recovered");
+    fail("recovered");
+    registry.breaker("forced").force_open();
+    for _ in 0..3 {
+        ok("forced");
+    }
+    drop(registry.breaker("healthy").allow_owned().unwrap()); // an abandoned call
+    let changes_before = changes.load(Ordering::SeqCst);
+
+    let mut metrics = prometheus_client::registry::Registry::default();
+    metrics.register_collector(Box::new(
+        BreakerCollector::new().registry(Arc::clone(&registry)),
+    ));
+    let metrics = Arc::new(metrics);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let text = runtime.block_on(async {
+        tokio::time::timeout(BOUND, async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let app = axum::Router::new().route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let metrics = Arc::clone(&metrics);
+                    async move {
+                        let mut text = String::new();
+                        encode(&mut text, &metrics).unwrap();
+                        text
+                    }
+                }),
+            );
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            scrape(&format!("http://{addr}/metrics")).await
+        })
+        .await
+        .expect("the scrape finished within its bound")
+    });
+    drop(runtime);
+
+    assert_eq!(
+        changes.load(Ordering::SeqCst),
+        changes_before,
+        "the scrape moved no breaker and ran no callback"
+    );
+    let series = parse(&text);
+    let mut names: Vec<_> = registry.breakers().into_iter().map(|(k, _)| k).collect();
+    names.sort();
+    assert_eq!(names, ["expired", "forced", "healthy", "recovered"]);
+    for (_, breaker) in registry.breakers() {
+        check(&series, &breaker.snapshot());
+    }
+
+    // The values the scenario implies, independently of `snapshot()`.
+    let v = |name: &str, labels: &[(&str, &str)]| get(&series, name, labels);
+    assert_eq!(
+        v("circuit_breaker_state", &[("breaker", "expired")]),
+        1.0,
+        "half-open next"
+    );
+    assert_eq!(
+        v(
+            "circuit_breaker_transitions_total",
+            &[
+                ("breaker", "expired"),
+                ("from", "open"),
+                ("to", "half_open")
+            ]
+        ),
+        0.0,
+        "but not moved"
+    );
+    assert_eq!(v("circuit_breaker_state", &[("breaker", "recovered")]), 0.0);
+    assert_eq!(v("circuit_breaker_state", &[("breaker", "forced")]), 2.0);
+    assert_eq!(v("circuit_breaker_forced", &[("breaker", "forced")]), 1.0);
+    let calls = |b: &str, o: &str| {
+        v(
+            "circuit_breaker_calls_total",
+            &[("breaker", b), ("outcome", o)],
+        )
+    };
+    assert_eq!(calls("healthy", "success"), 5.0);
+    assert_eq!(calls("healthy", "abandoned"), 1.0);
+    assert_eq!(calls("recovered", "failure"), 3.0);
+    assert_eq!(calls("recovered", "rejected_open"), 1.0);
+    assert_eq!(calls("expired", "rejected_open"), 1.0);
+    assert_eq!(calls("forced", "rejected_forced"), 3.0);
+    assert_eq!(
+        v("circuit_breaker_opened_total", &[("breaker", "recovered")]),
+        1.0
+    );
+    assert_eq!(
+        v(
+            "circuit_breaker_recent_failures",
+            &[("breaker", "recovered")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        v(
+            "circuit_breaker_retry_after_seconds",
+            &[("breaker", "expired")]
+        ),
+        0.0
+    );
+    assert_eq!(
+        v(
+            "circuit_breaker_transitions_total",
+            &[
+                ("breaker", "recovered"),
+                ("from", "half_open"),
+                ("to", "closed")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        v(
+            "circuit_breaker_transitions_total",
+            &[("breaker", "forced"), ("from", "closed"), ("to", "open")]
+        ),
+        1.0
+    );
+}
