@@ -24,8 +24,8 @@ use prometheus_client::encoding::text::encode;
 const CALL_EVERY: Duration = Duration::from_millis(100);
 const SECONDS: u64 = 30;
 
-/// The dependencies: `payments` is down from 5 s to 12 s; `search` fails once at 18 s and
-/// then gets no traffic at all.
+/// The dependencies: `payments` is down from 5 s to 12 s; `search` fails from 18 s to 19 s
+/// and then gets no traffic at all.
 fn fails(key: &str, t: Duration) -> Option<bool> {
     let s = t.as_secs_f64();
     match key {

@@ -104,13 +104,16 @@ impl BreakerCollector {
         S: std::hash::BuildHasher + Clone + Send + Sync + 'static,
     {
         self.sources.push(Box::new(move |out| {
+            let from = out.len();
             registry.for_each(|breaker| out.push(breaker.snapshot()));
+            // A stable exposition: the registry's breakers by name.
+            out[from..].sort_by(|a, b| a.name.cmp(&b.name));
         }));
         self
     }
 
-    /// The snapshots a scrape would encode now, in the order the breakers were added (a
-    /// registry's in no particular order).
+    /// The snapshots a scrape would encode now, in the order the breakers and registries
+    /// were added (a registry's breakers by name).
     pub fn snapshots(&self) -> Vec<Snapshot> {
         let mut out = Vec::new();
         for source in &self.sources {
