@@ -164,16 +164,30 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
         self.breaker.as_deref().map_or("(reported)", Breaker::name)
     }
 
-    fn fail_open_for(mut self, open_for: Duration) {
-        if let Some(breaker) = self.breaker.take() {
-            breaker.complete_open_for(self.grant, open_for);
+    fn fail_open_for(self, open_for: Duration) {
+        if let (Some(breaker), grant) = self.into_parts() {
+            breaker.complete_open_for(grant, open_for);
         }
     }
 
     /// Reports `outcome`, whichever it is.
     #[inline(always)]
-    pub fn record(mut self, outcome: Outcome) {
-        self.report(outcome);
+    pub fn record(self, outcome: Outcome) {
+        // Taken apart rather than reported through `&mut self` and then dropped: the drop
+        // glue would need the permit in memory, and its wide copies stall on the narrow
+        // stores that built it.
+        let (breaker, grant) = self.into_parts();
+        if let Some(breaker) = breaker {
+            breaker.complete(grant, Verdict::Reported(outcome));
+        }
+    }
+
+    /// The breaker (if not reported yet) and the admission; the permit no longer reports on
+    /// drop.
+    #[inline(always)]
+    fn into_parts(self) -> (Option<Arc<Breaker<P, O>>>, Grant) {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        (this.breaker.take(), this.grant)
     }
 }
 

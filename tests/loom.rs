@@ -543,3 +543,35 @@ fn a_permit_admitted_here_and_reported_there() {
 fn a_permit_admitted_there_and_reported_here() {
     handed_over(false);
 }
+
+/// 13. Open rejections counted lock-free (in the base counter, or in stripes made by a
+///     collision) while a reader folds the counters in: every rejection is counted exactly
+///     once, never lost between a count and a fold, never folded twice.
+#[test]
+fn open_rejections_are_counted_once_each() {
+    for striped in [true, false] {
+        loom::model(move || {
+            let clock = ManualClock::new();
+            let (breaker, _, _) = logged(1, &clock);
+            breaker.allow().unwrap().failure(); // open
+            if striped {
+                breaker.loom_make_stripes();
+                let _ = breaker.totals(); // a lock holder republishes the lane
+            }
+            let callers: Vec<_> = (0..2)
+                .map(|_| {
+                    let breaker = breaker.clone();
+                    thread::spawn(move || {
+                        assert!(matches!(breaker.allow(), Err(Rejected::Open { .. })));
+                    })
+                })
+                .collect();
+            let midway = breaker.totals().rejected_open;
+            assert!(midway <= 2, "striped {striped}: {midway}");
+            for caller in callers {
+                caller.join().unwrap();
+            }
+            assert_eq!(breaker.totals().rejected_open, 2, "striped {striped}");
+        });
+    }
+}
