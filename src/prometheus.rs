@@ -23,7 +23,7 @@
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
-//! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`](crate::policy::TripPolicy::gauges)), e.g. `ema_long_error_cost_us` |
+//! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
 //!
 //! The state is one gauge with three values rather than one series per state: a single
 //! series cannot contradict itself (one series per state pushed from transitions is how
