@@ -478,15 +478,22 @@ impl<P: TripPolicy> Machine<P> {
             }
             return change;
         }
-        let outcome = reported.unwrap_or(match (self.state, self.timing.abandoned) {
+        let reported_outcome = reported.unwrap_or(match (self.state, self.timing.abandoned) {
             (State::HalfOpen, (_, AbandonedAs::Failure))
             | (State::Closed, (AbandonedAs::Failure, _)) => Outcome::Failure,
             _ => Outcome::Excluded,
         });
+        // A fatal failure is a failure that trips at once: the policy sees a failure.
+        let fatal = reported_outcome == Outcome::Fatal;
+        let outcome = if fatal {
+            Outcome::Failure
+        } else {
+            reported_outcome
+        };
         let tally = match outcome {
             Outcome::Success => Tally::Success,
-            Outcome::Failure => Tally::Failure,
             Outcome::Excluded => Tally::Exclusion,
+            Outcome::Failure | Outcome::Fatal => Tally::Failure,
         };
         // Abandoned calls are in the totals already.
         let totals = reported.is_some();
@@ -495,9 +502,10 @@ impl<P: TripPolicy> Machine<P> {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
                 self.record(ticket.age, tally, totals);
-                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
+                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
+                    .with_fatal(fatal);
                 // Forced closed: the policy still sees every result, but never trips it.
-                let trips = self.policy.on_result(&result) && self.forced.is_none();
+                let trips = (self.policy.on_result(&result) || fatal) && self.forced.is_none();
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => {
@@ -508,7 +516,8 @@ impl<P: TripPolicy> Machine<P> {
                 } else {
                     self.record(ticket.age, tally, totals);
                 }
-                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now));
+                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
+                    .with_fatal(fatal);
                 self.policy.on_probe_result(&result);
                 match outcome {
                     Outcome::Failure => Some(self.set_state(State::Open, now)),
@@ -517,7 +526,7 @@ impl<P: TripPolicy> Machine<P> {
                     {
                         Some(self.set_state(State::Closed, now))
                     }
-                    Outcome::Success | Outcome::Excluded => None,
+                    Outcome::Success | Outcome::Excluded | Outcome::Fatal => None,
                 }
             }
             // Unreachable in practice: an open breaker admits nothing, and entering open

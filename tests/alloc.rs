@@ -489,7 +489,7 @@ fn main() -> ExitCode {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let checks: Vec<_> = checks()
         .into_iter()
-        .filter(|(name, _)| filter.as_deref().map_or(true, |f| name.contains(f)))
+        .filter(|(name, _)| filter.as_deref().is_none_or(|f| name.contains(f)))
         .collect();
     println!("\nrunning {} allocation checks", checks.len());
     let mut failed = Vec::new();

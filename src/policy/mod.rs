@@ -32,6 +32,7 @@ mod any_of;
 mod backoff;
 mod consecutive;
 mod ema;
+mod failure_count;
 mod ratio;
 mod ready_to_trip;
 
@@ -39,6 +40,7 @@ pub use any_of::AnyOf;
 pub use backoff::Backoff;
 pub use consecutive::ConsecutiveFailures;
 pub use ema::{Ema, EmaConfig, EmaRecorder, EmaWindowState};
+pub use failure_count::FailureCount;
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
 
@@ -62,6 +64,12 @@ pub enum Outcome {
     /// The call's result says nothing about the dependency's health (a cancellation, a
     /// client-side error): it is counted as neither, and in half-open it gives its slot back.
     Excluded,
+    /// The call failed in a way that says the dependency is gone (the connection was
+    /// refused, the host is unreachable: brpc's `SetFailed` path): counted as a failure, and
+    /// it opens the breaker at once, whatever the policy says; in half-open it reopens it,
+    /// like any failure. Policies see it as a [`Failure`](Outcome::Failure) with
+    /// [`CallResult::fatal`] set. A forced-closed breaker still does not trip.
+    Fatal,
 }
 
 /// One result, as a [`TripPolicy`] sees it.
@@ -77,6 +85,9 @@ pub struct CallResult<'a> {
     pub counts: &'a Counts,
     /// When the result was recorded, on the breaker's clock.
     pub now: Duration,
+    /// Whether the call was reported [`Outcome::Fatal`] (then `outcome` is `Failure`, and the
+    /// breaker trips whatever the policy answers).
+    pub fatal: bool,
 }
 
 impl<'a> CallResult<'a> {
@@ -92,7 +103,15 @@ impl<'a> CallResult<'a> {
             latency,
             counts,
             now,
+            fatal: false,
         }
+    }
+
+    /// The same result, marked fatal (see [`CallResult::fatal`]).
+    #[must_use]
+    pub fn with_fatal(mut self, fatal: bool) -> Self {
+        self.fatal = fatal;
+        self
     }
 }
 

@@ -519,7 +519,7 @@ impl EmaRecorder {
         let failed = match outcome {
             Outcome::Excluded => return true,
             Outcome::Success => false,
-            Outcome::Failure => true,
+            Outcome::Failure | Outcome::Fatal => true,
         };
         if self.broken {
             return false;

@@ -6,7 +6,13 @@
 //! excluded (gobreaker's `IsSuccessful` and `IsExcluded` in one). It is exactly a
 //! `Fn(&Result<T, E>) -> Outcome`: every such closure or function is one, and a closure passed
 //! where a classifier is expected needs no type annotations. [`ok_is_success`] is the
-//! classifier of the unclassified calls: `Ok` succeeds, `Err` fails.
+//! classifier of the unclassified calls: `Ok` succeeds, `Err` fails. [`io_error`],
+//! [`io_errors`] and [`io_error_in`] classify transport errors by `std::io::ErrorKind` (a
+//! refused connection is [`Outcome::Fatal`]: it opens the breaker at once).
+
+mod io;
+
+pub use io::{io_error, io_error_in, io_errors};
 
 use crate::policy::Outcome;
 

@@ -1,0 +1,109 @@
+//! Classifying `std::io::Error`s by kind: what a transport error says about the dependency.
+
+use std::error::Error as StdError;
+use std::io::{self, ErrorKind};
+
+use crate::policy::Outcome;
+
+/// How an I/O error counts, by its kind:
+///
+/// | kind | counts as | why |
+/// |---|---|---|
+/// | `ConnectionRefused`, `HostUnreachable`, `NetworkUnreachable`, `AddrNotAvailable` | [`Fatal`](Outcome::Fatal) | nothing listens there, or no route to it: the dependency is gone (brpc isolates the node at once on `ECONNREFUSED`, `ENETUNREACH`, `EHOSTUNREACH`) |
+/// | `TimedOut` | [`Failure`](Outcome::Failure) | the dependency did not answer in time: it may be overloaded or stuck (count it, do not trip at once) |
+/// | `ConnectionReset`, `ConnectionAborted`, `BrokenPipe`, `UnexpectedEof`, `NotConnected` | [`Failure`](Outcome::Failure) | the connection died mid-call |
+/// | `Interrupted`, `WouldBlock` | [`Excluded`](Outcome::Excluded) | a signal or a non-blocking retry on our side: nothing happened to the dependency |
+/// | `InvalidInput`, `InvalidData`, `PermissionDenied`, `Unsupported`, `OutOfMemory` | [`Excluded`](Outcome::Excluded) | our request or our process, not the dependency |
+/// | anything else | [`Failure`](Outcome::Failure) | unknown: count it |
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::classify::io_error;
+/// use lazybreaker::policy::Outcome;
+/// use std::io::{Error, ErrorKind};
+///
+/// assert_eq!(io_error(&Error::from(ErrorKind::ConnectionRefused)), Outcome::Fatal);
+/// assert_eq!(io_error(&Error::from(ErrorKind::TimedOut)), Outcome::Failure);
+/// assert_eq!(io_error(&Error::from(ErrorKind::Interrupted)), Outcome::Excluded);
+/// ```
+pub fn io_error(error: &io::Error) -> Outcome {
+    match error.kind() {
+        ErrorKind::ConnectionRefused
+        | ErrorKind::HostUnreachable
+        | ErrorKind::NetworkUnreachable
+        | ErrorKind::AddrNotAvailable => Outcome::Fatal,
+        ErrorKind::TimedOut
+        | ErrorKind::ConnectionReset
+        | ErrorKind::ConnectionAborted
+        | ErrorKind::BrokenPipe
+        | ErrorKind::UnexpectedEof
+        | ErrorKind::NotConnected => Outcome::Failure,
+        ErrorKind::Interrupted
+        | ErrorKind::WouldBlock
+        | ErrorKind::InvalidInput
+        | ErrorKind::InvalidData
+        | ErrorKind::PermissionDenied
+        | ErrorKind::Unsupported
+        | ErrorKind::OutOfMemory => Outcome::Excluded,
+        _ => Outcome::Failure,
+    }
+}
+
+/// The classifier of calls that return `io::Result<T>`: `Ok` succeeds, an error counts as
+/// [`io_error`] says.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::classify::io_errors;
+/// use lazybreaker::{Breaker, State};
+/// use std::io::{Error, ErrorKind};
+///
+/// let breaker = Breaker::builder().build(); // trips after more than 5 failures...
+/// let refused = breaker.execute_classified(
+///     || Err::<(), _>(Error::from(ErrorKind::ConnectionRefused)),
+///     io_errors(),
+/// );
+/// assert!(refused.is_err());
+/// assert_eq!(breaker.state(), State::Open); // ...but a refused connection trips at once
+/// ```
+pub fn io_errors<T>() -> impl Fn(&io::Result<T>) -> Outcome + Clone + Send + Sync {
+    |result| match result {
+        Ok(_) => Outcome::Success,
+        Err(e) => io_error(e),
+    }
+}
+
+/// How an error counts if an `io::Error` is among its causes (the error itself or its
+/// [`source`](StdError::source) chain: a hyper or reqwest error wrapping the socket's), as
+/// [`io_error`] says; `None` if there is none. For composing with other classifiers:
+///
+/// ```
+/// use lazybreaker::classify::io_error_in;
+/// use lazybreaker::policy::Outcome;
+/// use std::io::{Error, ErrorKind};
+///
+/// #[derive(Debug)]
+/// struct Transport(Error);
+/// impl std::fmt::Display for Transport {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("transport") }
+/// }
+/// impl std::error::Error for Transport {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> { Some(&self.0) }
+/// }
+///
+/// let e = Transport(Error::from(ErrorKind::ConnectionRefused));
+/// assert_eq!(io_error_in(&e), Some(Outcome::Fatal));
+/// // With an HTTP classifier: `Err(e) => io_error_in(e).unwrap_or(Outcome::Failure)`.
+/// ```
+pub fn io_error_in(error: &(dyn StdError + 'static)) -> Option<Outcome> {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            return Some(io_error(io));
+        }
+        cause = e.source();
+    }
+    None
+}
