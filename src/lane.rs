@@ -10,7 +10,9 @@
 //!   clock read shows the window has not expired (an expired window takes the lock, which
 //!   starts the next one). The counters are folded into the machine's counts by the next
 //!   lock holder.
-//! - **Open**: reject while the clock is not past `until`. One clock read, no write.
+//! - **Open**: reject while the clock is not past `until`. One clock read, and one count in
+//!   this thread's rejection counter (the base one until two threads collide on it, then
+//!   the thread's stripe).
 //! - **Locked**: everything else takes the lock.
 //!
 //! # Cells and stripes: no shared write on the closed-state path
@@ -62,7 +64,7 @@
 //!
 //! | | a closed-state call (admission + success) | an open rejection |
 //! |---|---|---|
-//! | shared writes | none once striped (two CAS on the thread's own line) | none |
+//! | shared writes | none once striped (two CAS on the thread's own line) | none once striped (one CAS on the thread's own line) |
 //! | shared reads | the cell pointer; with a window, its end | the cell, the mode word, the open period's end |
 //! | memory | one word (the base) until contention; then 128 bytes per stripe | — |
 //!
@@ -337,20 +339,28 @@ impl Lane {
             None => (&self.base_rejected, true),
         };
         let n = counter.load(Ordering::Relaxed);
-        if counter
-            .compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
+        if let Err(found) = counter.compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
         {
-            self.count_rejection_contended(counter, base);
+            self.count_rejection_contended(counter, base, n, found);
         }
     }
 
-    /// Another thread counted in the same counter: make the stripes (it was the base) or
-    /// move to another stripe, and count this rejection where it was meant to go.
+    /// The counter held `found`, not `expected`: count this rejection anyway, and if another
+    /// thread counted in between (the counter went up, not down to a lock holder's drain),
+    /// make the stripes (it was the base) or move to another stripe.
     #[cold]
     #[inline(never)]
-    fn count_rejection_contended(&self, counter: &AtomicU64, base: bool) {
+    fn count_rejection_contended(
+        &self,
+        counter: &AtomicU64,
+        base: bool,
+        expected: u64,
+        found: u64,
+    ) {
         counter.fetch_add(1, Ordering::Relaxed);
+        if found < expected {
+            return; // drained by a lock holder: no collision
+        }
         if base {
             self.stripes.force();
         } else {

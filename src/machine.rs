@@ -574,6 +574,8 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn release(&mut self, now: Nanos) -> Option<Change> {
         self.latest = self.latest.max(now);
         self.forced = None;
+        // A manual reset is a recovery too: `RecentErr` counts from here.
+        self.failures_at_recovery = self.totals.failures;
         if self.state == State::Closed {
             self.new_generation(now);
             None

@@ -10,15 +10,18 @@
 //!
 //! # Metrics
 //!
-//! Every series has the label `breaker` (the breaker's name; a registry's breakers are named
-//! after their keys). Counters get `_total` appended by the encoder.
+//! Every series has the label `breaker`: the breaker's name (a registry names its breakers
+//! after their keys unless the factory names them). Names must be unique across what one
+//! collector collects: a breaker whose name was already collected in the same scrape is
+//! skipped, so that the exposition never holds two series with one label set. Counters get
+//! `_total` appended by the encoder.
 //!
 //! | metric | type | labels | value |
 //! |---|---|---|---|
 //! | `circuit_breaker_state` | gauge | `breaker` | the state the next call finds: 0 closed, 1 half-open, 2 open |
 //! | `circuit_breaker_forced` | gauge | `breaker` | the manual override: 0 none, 1 forced open, 2 forced closed |
 //! | `circuit_breaker_calls_total` | counter | `breaker`, `outcome` | calls by how they ended: `success`, `failure`, `excluded`, `abandoned`, `dropped` (a result too late for its generation or window), `rejected_open`, `rejected_half_open`, `rejected_forced` |
-//! | `circuit_breaker_admitted_total` | counter | `breaker` | calls admitted (each ends as one of the first five outcomes) |
+//! | `circuit_breaker_admitted_total` | counter | `breaker` | calls admitted (each ends, unless still in flight, as one of the first five outcomes) |
 //! | `circuit_breaker_transitions_total` | counter | `breaker`, `from`, `to` | state changes, manual ones included; `from`/`to` are `closed`, `half_open`, `open`; all six pairs, zeros included |
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
@@ -113,12 +116,14 @@ impl BreakerCollector {
     }
 
     /// The snapshots a scrape would encode now, in the order the breakers and registries
-    /// were added (a registry's breakers by name).
+    /// were added (a registry's breakers by name), the first of each name only.
     pub fn snapshots(&self) -> Vec<Snapshot> {
         let mut out = Vec::new();
         for source in &self.sources {
             source(&mut out);
         }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|s| seen.insert(s.name.clone()));
         out
     }
 }

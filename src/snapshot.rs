@@ -12,7 +12,9 @@ use crate::{Counts, Forced, State, Totals, Transitions};
 /// but without making the change: an open breaker whose open period has passed reads
 /// `HalfOpen` (and no `on_state_change` runs, on the scraping thread or any other), and a
 /// closed breaker whose count window has passed reads the empty counts of the next one.
-/// Nothing else about the breaker changes either: a scrape is invisible to the traffic.
+/// Nothing else about the breaker changes either: no state, no count, no callback. (Taking
+/// a snapshot takes the breaker's lock once, as any locked call does, and folds in what the
+/// lock-free lane counted.)
 ///
 /// brpc's two per-connection figures are here too: [`times_opened`](Snapshot::times_opened)
 /// (`nBreak`) and [`recent_failures`](Snapshot::recent_failures) (`RecentErr`).

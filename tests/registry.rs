@@ -326,3 +326,67 @@ mod from_configuration {
         );
     }
 }
+
+/// A `retain` closure that panics leaves the registry's size exact: what it removed stays
+/// removed and no longer counts against the bound.
+#[test]
+fn a_panicking_retain_keeps_the_size_exact() {
+    let registry = Registry::new(|_: &String| Breaker::builder()).max_keys(4);
+    for key in ["a", "b", "c", "d"] {
+        registry.breaker(key);
+    }
+    let mut seen = 0;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        registry.retain(|_, _| {
+            seen += 1;
+            if seen == 3 {
+                panic!("a user's closure");
+            }
+            false
+        })
+    }));
+    assert!(r.is_err(), "the panic reaches the caller");
+    assert_eq!(registry.len(), registry.breakers().len());
+    assert_eq!(registry.len(), 2);
+    for (_, b) in registry.breakers() {
+        b.force_open(); // nothing evictable any more
+    }
+    let e = registry.try_breaker("e").expect("two places are free");
+    let f = registry.try_breaker("f").expect("two places are free");
+    assert!(
+        registry.try_breaker("g").is_err(),
+        "held or forced: nothing to evict"
+    );
+    drop((e, f));
+}
+
+/// A full registry that cannot make room answers a flood of new keys without growing, and
+/// takes a key again once a breaker becomes idle (within one batch of insertions).
+#[test]
+fn a_full_registry_of_open_breakers_answers_a_flood() {
+    let registry = Registry::new(trips_on_first_failure).max_keys(32);
+    for i in 0..32 {
+        registry
+            .breaker(&format!("k{i}"))
+            .allow()
+            .unwrap()
+            .failure();
+    }
+    for i in 0..1_000 {
+        let b = registry.breaker(&format!("new{i}"));
+        assert_eq!(b.state(), State::Closed, "an unkept breaker of its own");
+    }
+    assert_eq!((registry.len(), registry.overflowed()), (32, 1_000));
+    // Closed and idle again: evictable.
+    registry.breaker("k0").release();
+    // Held, so that a kept one is busy and cannot be evicted by the next.
+    let attempts: Vec<_> = (0..2)
+        .map(|i| registry.try_breaker(&format!("later{i}")))
+        .collect();
+    let kept = attempts.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(
+        kept, 1,
+        "the next scan (within a batch of 2 insertions) finds it"
+    );
+    assert_eq!(registry.len(), 32);
+}

@@ -194,7 +194,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// # Errors
     ///
     /// [`Rejected::Open`] while the breaker is open, [`Rejected::TooManyRequests`] when it is
-    /// half-open and all its probe slots are taken.
+    /// half-open and all its probe slots are taken, [`Rejected::ForcedOpen`] while it is
+    /// forced open ([`force_open`](Breaker::force_open)).
     ///
     /// # Examples
     ///

@@ -10,8 +10,9 @@ use super::{Breakers, DynBuilder, Settings};
 
 /// A [`Registry`] of breakers keyed by name (a method, a host, an endpoint): the settings of
 /// the keys listed in `breakers`, `default` for every other key, and `exempt` keys that are
-/// never broken (Kitex's "Health must not break"): their breakers count every call but the
-/// traffic never trips them (a manual control still applies to them, as to any breaker).
+/// never broken (Kitex's "Health must not break"): their breakers count every call but no
+/// policy or failure ever trips them (a manual control, including a permit's
+/// `failure_open_for`, still applies to them, as to any breaker).
 ///
 /// In a file (with the `serde` feature):
 ///
@@ -62,7 +63,8 @@ pub struct RegistrySettings {
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub max_keys: Option<usize>,
     /// Keys whose breakers never trip: they count every call (for metrics) with a policy
-    /// that never trips, built from `default`'s other settings.
+    /// that never trips, built from their own entry's other settings if `breakers` lists
+    /// them, else from `default`'s.
     pub exempt: BTreeSet<String>,
     /// The settings of every key not listed in `breakers`. Its `name` is ignored: each
     /// breaker is named after its key.

@@ -1,6 +1,7 @@
 //! Eviction, evaluated lazily: when a bounded registry is full, the insertion that needs
-//! room evicts idle breakers, least recently used first, in batches so that a flood of new
-//! keys costs a bounded amount per key; and the sweeps callers run themselves
+//! room evicts idle breakers, least recently used first, in batches (and, when nothing can
+//! be evicted, skips the scans of the next batch of insertions), so that a flood of new keys
+//! costs a bounded amount per key, amortised; and the sweeps callers run themselves
 //! ([`remove_idle`](super::Registry::remove_idle)).
 //!
 //! A breaker can be evicted when it is *idle*: closed and not forced (an open or half-open
@@ -9,6 +10,7 @@
 //! last check is made under the shard's write lock, where no lookup can clone it meanwhile.
 
 use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::nanos::Nanos;
@@ -24,7 +26,7 @@ const BATCH_DIVISOR: usize = 16;
 impl<P: TripPolicy, O: Observer> Slot<P, O> {
     /// The last use as the latest scan recorded it.
     fn seen(&self) -> Nanos {
-        self.seen.load(std::sync::atomic::Ordering::Relaxed)
+        self.seen.load(Ordering::Relaxed)
     }
 
     /// Whether the breaker can be evicted: see the module documentation.
@@ -38,8 +40,28 @@ where
     K: Hash + Eq,
     S: BuildHasher + Clone,
 {
+    /// Makes room for one insertion into a full registry: whether it evicted anything. After
+    /// a scan that found nothing to evict (every breaker open, forced or in use), the next
+    /// `batch - 1` full insertions are answered at once without scanning, so that a flood of
+    /// new keys into a registry that cannot make room costs a bounded amount per key too.
+    pub(super) fn evict_for_room(&self, max_keys: usize) -> bool {
+        let skipped = self
+            .skip_scans
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if skipped {
+            return false;
+        }
+        if self.evict_lru(max_keys) > 0 {
+            return true;
+        }
+        let batch = (max_keys / BATCH_DIVISOR).max(1);
+        self.skip_scans.store(batch - 1, Ordering::Relaxed);
+        false
+    }
+
     /// Evicts up to a batch of idle breakers, least recently used first; returns how many.
-    pub(super) fn evict_lru(&self, max_keys: usize) -> usize {
+    fn evict_lru(&self, max_keys: usize) -> usize {
         let batch = (max_keys / BATCH_DIVISOR).max(1);
         let now = self.clock.now();
         // The `batch` oldest idle last-use times: the threshold to evict at or below.
@@ -87,11 +109,12 @@ where
                     chosen.set(chosen.get() + usize::from(evict));
                     !evict
                 },
-                |slot| evicted.push(slot),
+                |slot| {
+                    self.len.fetch_sub(1, Ordering::Relaxed);
+                    evicted.push(slot);
+                },
             );
         }
-        self.len
-            .fetch_sub(evicted.len(), std::sync::atomic::Ordering::Relaxed);
         evicted.len()
     }
 }

@@ -97,6 +97,9 @@ pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S 
     len: AtomicUsize,
     /// Keys answered with a breaker the registry could not keep (see `try_breaker`).
     overflowed: AtomicU64,
+    /// After an eviction scan found nothing to evict: how many full insertions are answered
+    /// at once before the next scan (see `evict`).
+    skip_scans: AtomicUsize,
 }
 
 /// One shard: its part of the map, on its own cache line so that threads reading different
@@ -201,12 +204,15 @@ where
             max_keys: None,
             len: AtomicUsize::new(0),
             overflowed: AtomicU64::new(0),
+            skip_scans: AtomicUsize::new(0),
         }
     }
 
     /// Every breaker this registry builds from now on reads `clock`, and so does the
     /// registry when it measures idleness: one time for all (pass a
-    /// [`ManualClock`](crate::ManualClock) in tests).
+    /// [`ManualClock`](crate::ManualClock) in tests). A setting for building the registry,
+    /// before its first breaker: the last uses of breakers it already holds were read on
+    /// the previous clock.
     #[must_use]
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
         let clock = ClockSource::Custom(Arc::new(clock));
@@ -216,7 +222,9 @@ where
     }
 
     /// Holds at most `max_keys` breakers (at least 1): see
-    /// [`try_breaker`](Registry::try_breaker) for what happens at the bound.
+    /// [`try_breaker`](Registry::try_breaker) for what happens at the bound. A setting for
+    /// building the registry: breakers it already holds are not evicted to meet it (the
+    /// next insertions evict first).
     #[must_use]
     pub fn max_keys(mut self, max_keys: usize) -> Self {
         self.max_keys = Some(max_keys.max(1));
@@ -228,7 +236,10 @@ where
         self.max_keys
     }
 
-    /// The key's breaker, if it has one; builds nothing.
+    /// The key's breaker, if it has one; builds nothing. Like a call through the breaker,
+    /// this counts as a use for eviction and [`remove_idle`](Registry::remove_idle): an
+    /// exporter that only reads should use [`breakers`](Registry::breakers) or
+    /// [`for_each`](Registry::for_each).
     pub fn get<Q>(&self, key: &Q) -> Option<Arc<Breaker<P, O>>>
     where
         K: Borrow<Q>,
@@ -270,8 +281,10 @@ where
     }
 
     /// Keeps only the breakers for which `keep` answers `true`. `keep` runs under a shard's
-    /// write lock: it must not call this registry (the breaker it is given it may call).
-    /// Removed breakers are dropped after the lock is released.
+    /// write lock: it must not call this registry, nor change the breaker it is given in a
+    /// way that runs its observers (a control, a call), since an observer that called the
+    /// registry would then wait for that lock. Removed breakers are dropped after the lock
+    /// is released. If `keep` panics, what was removed so far stays removed.
     pub fn retain(&self, mut keep: impl FnMut(&K, &Arc<Breaker<P, O>>) -> bool) {
         for shard in self.shards.iter() {
             let mut removed = Vec::new();
@@ -279,10 +292,13 @@ where
                 let mut map = shard.map.write();
                 map.retain(
                     |key, slot| keep(key, &slot.breaker),
-                    |slot| removed.push(slot),
+                    |slot| {
+                        // Counted one by one: a panic of `keep` leaves `len` exact.
+                        self.len.fetch_sub(1, Ordering::Relaxed);
+                        removed.push(slot);
+                    },
                 );
             }
-            self.len.fetch_sub(removed.len(), Ordering::Relaxed);
         }
     }
 
@@ -466,6 +482,8 @@ where
             builder = builder.clock_source(clock.clone());
         }
         let breaker = Arc::new(builder.build());
+        // Read before any lock: the clock may be user code.
+        let now = self.clock.now();
         let mut evicted_once = false;
         loop {
             {
@@ -474,12 +492,12 @@ where
                     return Ok(slot.touch()); // another thread kept one first
                 }
                 if self.reserve() {
-                    map.insert(hash, key, Slot::new(Arc::clone(&breaker), self.clock.now()));
+                    map.insert(hash, key, Slot::new(Arc::clone(&breaker), now));
                     return Ok(breaker);
                 }
             }
             let max_keys = self.max_keys.unwrap_or(usize::MAX);
-            if evicted_once || self.evict_lru(max_keys) == 0 {
+            if evicted_once || !self.evict_for_room(max_keys) {
                 return Err((RegistryFull { max_keys }, breaker));
             }
             evicted_once = true;
