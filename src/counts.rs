@@ -27,6 +27,8 @@ use crate::State;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+// A field added later (`slow_calls`) reads as zero from a document written before it.
+#[cfg_attr(feature = "serde", serde(default))]
 #[non_exhaustive]
 pub struct Counts {
     /// Requests admitted, counted at admission (so it includes requests still in flight).
@@ -41,6 +43,10 @@ pub struct Counts {
     pub consecutive_successes: u64,
     /// Failures since the last success.
     pub consecutive_failures: u64,
+    /// Results (successes and failures) slower than the policy's slow-call threshold
+    /// ([`TripPolicy::slow_call_threshold`](crate::policy::TripPolicy::slow_call_threshold));
+    /// always zero for a policy without one. Rolls with the window like every count.
+    pub slow_calls: u64,
 }
 
 /// `with_*` setters, one per field, for building a `Counts` outside the crate.
@@ -65,6 +71,7 @@ impl Counts {
         total_exclusions => with_total_exclusions,
         consecutive_successes => with_consecutive_successes,
         consecutive_failures => with_consecutive_failures,
+        slow_calls => with_slow_calls,
     }
 
     fn on_request(&mut self) {
@@ -298,11 +305,20 @@ impl Window {
 
     /// Records the result of a request admitted at `age`. Returns whether it was counted
     /// (`false`: its bucket has rolled out of the window).
+    #[cfg(test)]
     pub(crate) fn record(&mut self, age: u64, tally: Tally) -> bool {
-        let apply = |c: &mut Counts| match tally {
-            Tally::Success => c.on_success(),
-            Tally::Failure => c.on_failure(),
-            Tally::Exclusion => c.on_exclusion(),
+        self.record_slow(age, tally, false)
+    }
+
+    /// [`record`](Window::record), also counting the result as slow if `slow`.
+    pub(crate) fn record_slow(&mut self, age: u64, tally: Tally, slow: bool) -> bool {
+        let apply = |c: &mut Counts| {
+            match tally {
+                Tally::Success => c.on_success(),
+                Tally::Failure => c.on_failure(),
+                Tally::Exclusion => c.on_exclusion(),
+            }
+            c.slow_calls += u64::from(slow);
         };
         if !self.is_rolling() {
             apply(&mut self.counts);
@@ -387,6 +403,7 @@ fn roll_out(c: &mut Counts, oldest: &Counts) {
     c.total_successes -= oldest.total_successes;
     c.total_failures -= oldest.total_failures;
     c.total_exclusions -= oldest.total_exclusions;
+    c.slow_calls -= oldest.slow_calls;
 }
 
 #[cfg(test)]

@@ -236,6 +236,8 @@ pub(crate) struct Machine<P> {
     /// counts from there).
     failures_at_recovery: u64,
     transitions: Transitions,
+    /// The policy's slow-call threshold, asked once at construction.
+    slow_threshold: Option<Duration>,
 }
 
 /// The machine as the next call would find it at some instant, computed without changing
@@ -264,7 +266,9 @@ impl<P: TripPolicy> Machine<P> {
             forced: None,
             failures_at_recovery: 0,
             transitions: Transitions::default(),
+            slow_threshold: None,
         };
+        machine.slow_threshold = machine.policy.hook(None, |p| p.slow_call_threshold());
         machine.new_generation(now);
         machine
     }
@@ -485,11 +489,17 @@ impl<P: TripPolicy> Machine<P> {
         });
         // A fatal failure is a failure that trips at once: the policy sees a failure.
         let fatal = reported_outcome == Outcome::Fatal;
-        let outcome = if fatal {
+        let mut outcome = if fatal {
             Outcome::Failure
         } else {
             reported_outcome
         };
+        // Slower than the policy's threshold (a success or a failure, never an exclusion).
+        let slow = outcome != Outcome::Excluded
+            && matches!((latency, self.slow_threshold), (Some(l), Some(t)) if l > t);
+        if slow && self.state == State::HalfOpen {
+            outcome = Outcome::Failure; // a slow probe counts as failed
+        }
         let tally = match outcome {
             Outcome::Success => Tally::Success,
             Outcome::Excluded => Tally::Exclusion,
@@ -501,7 +511,7 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed => {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
-                self.record(ticket.age, tally, totals);
+                self.record(ticket.age, tally, totals, slow);
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
                 // Forced closed: the policy still sees every result, but never trips it.
@@ -514,7 +524,7 @@ impl<P: TripPolicy> Machine<P> {
                         self.totals.on_result(tally);
                     }
                 } else {
-                    self.record(ticket.age, tally, totals);
+                    self.record(ticket.age, tally, totals, slow);
                 }
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
@@ -542,8 +552,8 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Records a result in the window, and (if `totals`) in the totals as counted or
     /// dropped.
-    fn record(&mut self, age: u64, tally: Tally, totals: bool) {
-        let counted = self.window.record(age, tally);
+    fn record(&mut self, age: u64, tally: Tally, totals: bool, slow: bool) {
+        let counted = self.window.record_slow(age, tally, slow);
         match (totals, counted) {
             (false, _) => {}
             (true, true) => self.totals.on_result(tally),

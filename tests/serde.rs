@@ -1016,7 +1016,7 @@ fn a_snapshot_exports_as_json() {
         concat!(
             r#"{"state":"closed","#,
             r#""counts":{"requests":4,"total_successes":2,"total_failures":1,"total_exclusions":1,"#,
-            r#""consecutive_successes":0,"consecutive_failures":1},"#,
+            r#""consecutive_successes":0,"consecutive_failures":1,"slow_calls":0},"#,
             r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0,"abandoned":0,"#,
             r#""rejected_open":0,"rejected_half_open":0,"rejected_forced":0}}"#
         )
@@ -1032,7 +1032,7 @@ fn a_snapshot_exports_as_json() {
         concat!(
             r#"{"state":"open","#,
             r#""counts":{"requests":0,"total_successes":0,"total_failures":0,"total_exclusions":0,"#,
-            r#""consecutive_successes":0,"consecutive_failures":0},"#,
+            r#""consecutive_successes":0,"consecutive_failures":0,"slow_calls":0},"#,
             r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"abandoned":0,"#,
             r#""rejected_open":1,"rejected_half_open":0,"rejected_forced":0}}"#
         )

@@ -101,6 +101,17 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
         self.first.needs_successes() || self.second.needs_successes()
     }
 
+    /// The lower of the two thresholds: a call slow for either is slow.
+    fn slow_call_threshold(&self) -> Option<Duration> {
+        match (
+            self.first.slow_call_threshold(),
+            self.second.slow_call_threshold(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Both policies' figures (a name both report is reported twice: the second wins).
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         self.first.gauges(report);

@@ -129,6 +129,10 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         self.inner.gauges(report);
     }
+
+    fn slow_call_threshold(&self) -> Option<Duration> {
+        self.inner.slow_call_threshold()
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ mod ema;
 mod failure_count;
 mod ratio;
 mod ready_to_trip;
+mod slow_calls;
 
 pub use any_of::AnyOf;
 pub use backoff::Backoff;
@@ -43,6 +44,7 @@ pub use ema::{Ema, EmaConfig, EmaRecorder, EmaWindowState};
 pub use failure_count::FailureCount;
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
+pub use slow_calls::SlowCalls;
 
 use std::time::Duration;
 
@@ -200,6 +202,15 @@ pub trait TripPolicy: Send {
         true
     }
 
+    /// The latency above which a result counts as slow, in
+    /// [`Counts::slow_calls`](crate::Counts::slow_calls); `None` (the default): no call is
+    /// slow. Asked once, when the breaker is built. A policy that sets one needs latencies
+    /// ([`needs_latency`](TripPolicy::needs_latency) must return `true`), and in half-open
+    /// a slow probe counts as failed.
+    fn slow_call_threshold(&self) -> Option<Duration> {
+        None
+    }
+
     /// Reports the policy's own figures, each by a name, for
     /// [`Breaker::snapshot`](crate::Breaker::snapshot) (and the metrics built on it). The
     /// default reports none; [`Ema`] reports its windows. Called under the breaker's lock:
@@ -274,5 +285,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         (**self).gauges(report)
+    }
+
+    fn slow_call_threshold(&self) -> Option<Duration> {
+        (**self).slow_call_threshold()
     }
 }

@@ -1,0 +1,155 @@
+use std::time::Duration;
+
+use super::{CallResult, Outcome, TripPolicy};
+use crate::ConfigError;
+
+/// Trips when too many calls are slow: a call slower than `threshold` is slow, and after
+/// any result the breaker trips when `slow_calls / requests >= ratio` with at least
+/// `min_requests` requests in the current window (Sentinel's `SlowRequestRatio`,
+/// resilience4j's slow-call rate). A slow dependency that never errors, or a stuck process
+/// whose TCP still answers (brpc's E1008), is the case it is for.
+///
+/// - **What is slow:** a success or a failure whose latency (admission to result, on the
+///   breaker's clock) exceeds `threshold`; it is counted in
+///   [`Counts::slow_calls`](crate::Counts::slow_calls), which rolls with the window's
+///   buckets like every count. A failure is a failure too (as in resilience4j); combine
+///   with [`FailureRatio`](super::FailureRatio) through [`or`](TripPolicy::or) to trip on
+///   either.
+/// - **Half-open:** a slow probe counts as failed and reopens the breaker.
+/// - **Only completed calls are seen.** With zero timers, a call still in flight is judged
+///   when it returns: a dependency that stalls every call trips the breaker when the first
+///   calls come back (put a deadline inside the breaker, so that they do come back). The
+///   breaker keeps no per-call record of admissions (an admission is a counter), so the age
+///   of the oldest call in flight is not known without one, on the hot path of every policy.
+/// - It measures latency, so the breaker reads the precise clock at every admission and
+///   every call takes the lock (the lock-free lane is for policies that need neither).
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::policy::SlowCalls;
+/// use lazybreaker::{Breaker, ManualClock, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// // Half of the calls slower than 1 s, over at least 4 calls.
+/// let breaker = Breaker::builder()
+///     .policy(SlowCalls::new(Duration::from_secs(1), 0.5, 4)?)
+///     .clock(clock.clone())
+///     .build();
+/// for latency in [100, 1_500, 200, 2_000] {
+///     let permit = breaker.allow().unwrap();
+///     clock.advance(Duration::from_millis(latency));
+///     permit.success(); // successes, but 2 of 4 slow
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowCalls {
+    threshold: Duration,
+    ratio: f64,
+    min_requests: u64,
+}
+
+impl SlowCalls {
+    /// Slow above `threshold` (more than zero); trips at `ratio` (within `[0, 1]`) of slow
+    /// calls once `min_requests` requests were admitted in the current window.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `threshold` when it is zero, `ratio` when it is NaN or outside
+    /// `[0, 1]`.
+    pub fn new(threshold: Duration, ratio: f64, min_requests: u64) -> Result<Self, ConfigError> {
+        if threshold.is_zero() {
+            return Err(ConfigError::new(
+                "threshold",
+                format!("{threshold:?}"),
+                "must be more than zero",
+            ));
+        }
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(ConfigError::new("ratio", ratio, "must be within [0, 1]"));
+        }
+        Ok(Self {
+            threshold,
+            ratio,
+            min_requests,
+        })
+    }
+
+    /// The latency above which a call is slow.
+    pub fn threshold(&self) -> Duration {
+        self.threshold
+    }
+
+    /// The share of slow calls that trips the breaker.
+    pub fn ratio(&self) -> f64 {
+        self.ratio
+    }
+
+    /// The number of requests needed before the ratio is considered.
+    pub fn min_requests(&self) -> u64 {
+        self.min_requests
+    }
+}
+
+impl TripPolicy for SlowCalls {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        let c = result.counts;
+        result.outcome != Outcome::Excluded
+            && c.requests >= self.min_requests
+            && c.requests > 0
+            && c.slow_calls as f64 / c.requests as f64 >= self.ratio
+    }
+
+    fn slow_call_threshold(&self) -> Option<Duration> {
+        Some(self.threshold)
+    }
+
+    fn needs_latency(&self) -> bool {
+        true
+    }
+
+    // A slow success can trip it: it must see every success.
+    fn needs_successes(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Counts;
+
+    #[test]
+    fn invalid_knobs_are_refused_by_name() {
+        let zero = SlowCalls::new(Duration::ZERO, 0.5, 1).unwrap_err();
+        assert_eq!(zero.field(), "threshold");
+        let ratio = SlowCalls::new(Duration::from_secs(1), 1.5, 1).unwrap_err();
+        assert_eq!(ratio.field(), "ratio");
+    }
+
+    #[test]
+    fn trips_on_the_share_of_slow_calls() {
+        let mut p = SlowCalls::new(Duration::from_secs(1), 0.5, 4).unwrap();
+        let at = |requests, slow| {
+            Counts::default()
+                .with_requests(requests)
+                .with_slow_calls(slow)
+        };
+        let trips = |p: &mut SlowCalls, c: &Counts| {
+            p.on_result(&CallResult::new(Outcome::Success, None, c, Duration::ZERO))
+        };
+        assert!(!trips(&mut p, &at(3, 3)), "below the minimum");
+        assert!(!trips(&mut p, &at(4, 1)));
+        assert!(trips(&mut p, &at(4, 2)));
+        let excluded = at(4, 2);
+        assert!(!p.on_result(&CallResult::new(
+            Outcome::Excluded,
+            None,
+            &excluded,
+            Duration::ZERO
+        )));
+    }
+}

@@ -1,0 +1,132 @@
+//! `policy::SlowCalls` (issue #14): hand-computed cases, the slow count rolling with the
+//! window's buckets, half-open probes judged on latency, and composition.
+
+use std::time::Duration;
+
+use lazybreaker::policy::{FailureRatio, SlowCalls, TripPolicy};
+use lazybreaker::{Breaker, ManualClock, State};
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One call taking `latency` on the manual clock, succeeding or not.
+fn call<P: TripPolicy>(b: &Breaker<P>, clock: &ManualClock, latency: Duration, ok: bool) {
+    let permit = b.allow().expect("admitted");
+    clock.advance(latency);
+    if ok {
+        permit.success();
+    } else {
+        permit.failure();
+    }
+}
+
+#[test]
+fn trips_on_the_share_of_slow_successes() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.5, 4).unwrap())
+        .clock(clock.clone())
+        .build();
+    call(&b, &clock, ms(1_500), true); // slow 1/1, below the minimum
+    call(&b, &clock, ms(100), true); // 1/2
+    call(&b, &clock, ms(1_000), true); // exactly the threshold is not slow: 1/3
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(b.counts().slow_calls, 1);
+    call(&b, &clock, ms(1_001), true); // 2/4 = 0.5
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn a_slow_failure_counts_as_slow_and_as_a_failure() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.9, 100).unwrap())
+        .clock(clock.clone())
+        .build();
+    call(&b, &clock, ms(2_000), false);
+    let c = b.counts();
+    assert_eq!((c.slow_calls, c.total_failures), (1, 1));
+}
+
+#[test]
+fn the_slow_count_rolls_out_with_its_bucket() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.75, 4).unwrap())
+        .interval(Duration::from_secs(4))
+        .bucket_period(SEC)
+        .clock(clock.clone())
+        .build();
+    // Bucket 0 (admitted at t = 0): two slow calls.
+    call(&b, &clock, ms(1_500), true); // admitted at 0, ends at 1.5 s
+    call(&b, &clock, ms(1_500), true); // admitted at 1.5 s (bucket 1), ends at 3 s
+    assert_eq!(b.counts().slow_calls, 2);
+    // t = 4.5 s: bucket 0 has left the 4 s window, and its slow call with it.
+    clock.advance(ms(1_500));
+    call(&b, &clock, ms(10), true);
+    let c = b.counts();
+    assert_eq!((c.requests, c.slow_calls), (2, 1), "{c:?}");
+    assert_eq!(b.state(), State::Closed, "1 of 2 slow, below the minimum");
+}
+
+#[test]
+fn a_slow_probe_reopens_and_a_fast_one_closes() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.5, 1).unwrap())
+        .timeout(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build();
+    call(&b, &clock, ms(1_200), true);
+    assert_eq!(b.state(), State::Open);
+    clock.advance(Duration::from_secs(6));
+    assert_eq!(b.state(), State::HalfOpen);
+    call(&b, &clock, ms(1_200), true); // succeeded, but slow: failed
+    assert_eq!(b.state(), State::Open);
+    clock.advance(Duration::from_secs(6));
+    call(&b, &clock, ms(20), true);
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn failure_ratio_or_slow_calls_trips_on_either() {
+    let policy = || {
+        FailureRatio::new(0.5, 4)
+            .unwrap()
+            .or(SlowCalls::new(SEC, 0.5, 4).unwrap())
+    };
+    // Slow, never failing.
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(policy())
+        .clock(clock.clone())
+        .build();
+    for _ in 0..4 {
+        call(&b, &clock, ms(1_500), true);
+    }
+    assert_eq!(b.state(), State::Open);
+    // Failing fast.
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(policy())
+        .clock(clock.clone())
+        .build();
+    for ok in [true, false, true, false] {
+        call(&b, &clock, ms(5), ok);
+    }
+    assert_eq!(b.state(), State::Open);
+}
+
+#[test]
+fn without_a_slow_policy_nothing_is_slow() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(lazybreaker::policy::Ema::new(Default::default()).unwrap())
+        .clock(clock.clone())
+        .build();
+    call(&b, &clock, Duration::from_secs(60), true);
+    assert_eq!(b.counts().slow_calls, 0);
+}
