@@ -248,6 +248,63 @@ const SETTINGS: &[Case] = &[
         None,
         NON_NEGATIVE,
     ),
+    // The policies of issue #14.
+    case(
+        Toml(r#"policy = { kind = "failure_count", failures = 5 }"#),
+        Shape,
+        "policy.min_requests",
+        "(missing)",
+        None,
+        "required for kind `failure_count`",
+    ),
+    case(
+        Toml(r#"policy = { kind = "failure_count", failures = 5, min_request = 1 }"#),
+        Shape,
+        "policy.min_request",
+        "1",
+        None,
+        "unknown field, expected one of `kind`, `failures`, `min_requests`",
+    ),
+    case(
+        Toml(r#"policy = { kind = "failure_count", failures = 0, min_requests = 1 }"#),
+        Range,
+        "policy.failures",
+        "0",
+        None,
+        "must be at least 1",
+    ),
+    case(
+        Toml(r#"policy = { kind = "slow_calls", threshold = "1q", ratio = 0.5, min_requests = 1 }"#),
+        Shape,
+        "policy.threshold",
+        r#""1q""#,
+        None,
+        "unknown time unit",
+    ),
+    case(
+        Toml(r#"policy = { kind = "slow_calls", ratio = 0.5, min_requests = 1 }"#),
+        Shape,
+        "policy.threshold",
+        "(missing)",
+        None,
+        "required for kind `slow_calls`",
+    ),
+    case(
+        Toml(r#"policy = { kind = "slow_calls", threshold = "0s", ratio = 0.5, min_requests = 1 }"#),
+        Range,
+        "policy.threshold",
+        "0ns",
+        None,
+        "must be more than zero",
+    ),
+    case(
+        Toml(r#"policy = { kind = "slow_calls", threshold = "1s", ratio = 1.1, min_requests = 1 }"#),
+        Range,
+        "policy.ratio",
+        "1.1",
+        None,
+        "must be within [0, 1]",
+    ),
     // Out of range, and zero thresholds: checked when the breaker is built.
     case(
         Toml(
@@ -428,7 +485,7 @@ const SETTINGS: &[Case] = &[
         "policy.kind",
         r#""ratio""#,
         None,
-        "unknown kind, expected one of `consecutive_failures`, `failure_ratio`, `ema`, `any_of`",
+        "unknown kind, expected one of `consecutive_failures`, `failure_ratio`, `failure_count`, `slow_calls`, `ema`, `any_of`",
     ),
     case(
         Toml(r#"policy = { kind = "any_of", policies = [{ kind = "circuit" }] }"#),

@@ -118,6 +118,21 @@ fn every_policy() -> Vec<(&'static str, PolicyConfig)> {
                 min_requests: 40,
             },
         ),
+        (
+            "count",
+            FailureCount {
+                failures: 5,
+                min_requests: 20,
+            },
+        ),
+        (
+            "slow",
+            SlowCalls {
+                threshold: ms(1500),
+                ratio: 0.5,
+                min_requests: 10,
+            },
+        ),
         ("ema default", Ema(EmaConfig::default())),
         ("ema all knobs", Ema(ema_all_knobs())),
         (
@@ -753,7 +768,7 @@ fn json_reports_the_same_shape_errors() {
         ),
         (
             r#"{"policy": {"kind": "none"}}"#,
-            r#"invalid `policy.kind` = "none": unknown kind, expected one of `consecutive_failures`, `failure_ratio`, `ema`, `any_of`"#,
+            r#"invalid `policy.kind` = "none": unknown kind, expected one of `consecutive_failures`, `failure_ratio`, `failure_count`, `slow_calls`, `ema`, `any_of`"#,
         ),
     ] {
         let err = serde_json::from_str::<Settings>(json).expect_err(json);

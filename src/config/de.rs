@@ -541,7 +541,7 @@ impl<'a> Path<'a> {
 
 macro_rules! policy_kinds {
     () => {
-        "`consecutive_failures`, `failure_ratio`, `ema`, `any_of`"
+        "`consecutive_failures`, `failure_ratio`, `failure_count`, `slow_calls`, `ema`, `any_of`"
     };
 }
 
@@ -563,6 +563,9 @@ const SETTINGS_FIELDS: &str = "unknown field, expected one of `name`, `max_reque
     `interval`, `bucket_period`, `timeout`, `policy`, `open_duration`";
 const CONSECUTIVE_FIELDS: &str = "unknown field, expected `kind` or `threshold`";
 const RATIO_FIELDS: &str = "unknown field, expected one of `kind`, `ratio`, `min_requests`";
+const COUNT_FIELDS: &str = "unknown field, expected one of `kind`, `failures`, `min_requests`";
+const SLOW_FIELDS: &str =
+    "unknown field, expected one of `kind`, `threshold`, `ratio`, `min_requests`";
 const ANY_OF_FIELDS: &str = "unknown field, expected `kind` or `policies`";
 const EMA_FIELDS: &str = concat!("unknown field, expected one of ", ema_fields!());
 const EMA_POLICY_FIELDS: &str = concat!("unknown field, expected one of `kind`, ", ema_fields!());
@@ -704,6 +707,42 @@ fn policy(value: &Value, path: Path<'_>) -> Result<PolicyConfig, ConfigError> {
             }
             let required = "required for kind `failure_ratio`";
             Ok(PolicyConfig::FailureRatio {
+                ratio: ratio.ok_or_else(|| path.key("ratio").missing(required))?,
+                min_requests: min_requests
+                    .ok_or_else(|| path.key("min_requests").missing(required))?,
+            })
+        }
+        "failure_count" => {
+            let (mut failures, mut min_requests) = (None, None);
+            for (key, value) in fields {
+                let at = path.key(key);
+                match key.as_str() {
+                    "failures" => failures = Some(u64_of(value, at)?),
+                    "min_requests" => min_requests = Some(u64_of(value, at)?),
+                    _ => return Err(at.error(value, COUNT_FIELDS)),
+                }
+            }
+            let required = "required for kind `failure_count`";
+            Ok(PolicyConfig::FailureCount {
+                failures: failures.ok_or_else(|| path.key("failures").missing(required))?,
+                min_requests: min_requests
+                    .ok_or_else(|| path.key("min_requests").missing(required))?,
+            })
+        }
+        "slow_calls" => {
+            let (mut threshold, mut ratio, mut min_requests) = (None, None, None);
+            for (key, value) in fields {
+                let at = path.key(key);
+                match key.as_str() {
+                    "threshold" => threshold = Some(duration(value, at)?),
+                    "ratio" => ratio = Some(f64_of(value, at)?),
+                    "min_requests" => min_requests = Some(u64_of(value, at)?),
+                    _ => return Err(at.error(value, SLOW_FIELDS)),
+                }
+            }
+            let required = "required for kind `slow_calls`";
+            Ok(PolicyConfig::SlowCalls {
+                threshold: threshold.ok_or_else(|| path.key("threshold").missing(required))?,
                 ratio: ratio.ok_or_else(|| path.key("ratio").missing(required))?,
                 min_requests: min_requests
                     .ok_or_else(|| path.key("min_requests").missing(required))?,
@@ -1029,7 +1068,14 @@ mod tests {
         assert_eq!(listed(EMA_POLICY_FIELDS)[1..], ema[..]);
         assert_eq!(
             listed(policy_kinds!()),
-            ["consecutive_failures", "failure_ratio", "ema", "any_of"]
+            [
+                "consecutive_failures",
+                "failure_ratio",
+                "failure_count",
+                "slow_calls",
+                "ema",
+                "any_of"
+            ]
         );
         // Every listed EMA field is read.
         for field in &ema {

@@ -152,7 +152,8 @@ use std::collections::btree_map::{self, BTreeMap};
 use std::time::Duration;
 
 use crate::policy::{
-    AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy,
+    AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureCount, FailureRatio, SlowCalls,
+    TripPolicy,
 };
 use crate::{Breaker, Builder, ConfigError};
 
@@ -508,6 +509,8 @@ impl Breaker<Box<dyn TripPolicy>> {
 /// |---|---|---|
 /// | `consecutive_failures` | `threshold` (default 6) | [`ConsecutiveFailures`] |
 /// | `failure_ratio` | `ratio`, `min_requests` (both required) | [`FailureRatio`] |
+/// | `failure_count` | `failures`, `min_requests` (both required) | [`FailureCount`] |
+/// | `slow_calls` | `threshold` (a duration), `ratio`, `min_requests` (all required) | [`SlowCalls`] |
 /// | `ema` | the ten fields of [`EmaConfig`], each optional with brpc's default | [`Ema`] |
 /// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
 ///
@@ -589,6 +592,29 @@ pub enum PolicyConfig {
         /// The number of requests in the window before the ratio is considered.
         min_requests: u64,
     },
+    /// [`FailureCount`]: trips on `failures` failures, once `requests` reaches
+    /// `min_requests`.
+    FailureCount {
+        /// The number of failures in the window that trips the breaker, at least 1.
+        failures: u64,
+        /// The number of requests in the window before the failures are considered.
+        min_requests: u64,
+    },
+    /// [`SlowCalls`]: trips when `slow_calls / requests` reaches `ratio`, once `requests`
+    /// reaches `min_requests`; a call slower than `threshold` is slow.
+    SlowCalls {
+        /// The latency above which a call is slow, more than zero (a duration string in a
+        /// file).
+        #[cfg_attr(
+            feature = "serde",
+            serde(serialize_with = "crate::serde_duration::serialize")
+        )]
+        threshold: Duration,
+        /// The share of slow calls that trips the breaker, within `[0, 1]`.
+        ratio: f64,
+        /// The number of requests in the window before the ratio is considered.
+        min_requests: u64,
+    },
     /// [`Ema`]: brpc's EMA dual-window policy, with its ten knobs named as the fields of
     /// [`EmaConfig`] (each optional, brpc's default when omitted; `min_error_cost`,
     /// `min_isolation` and `max_isolation` are duration strings).
@@ -642,6 +668,15 @@ impl PolicyConfig {
                 ratio,
                 min_requests,
             } => Box::new(FailureRatio::new(*ratio, *min_requests)?),
+            Self::FailureCount {
+                failures,
+                min_requests,
+            } => Box::new(FailureCount::new(*failures, *min_requests)?),
+            Self::SlowCalls {
+                threshold,
+                ratio,
+                min_requests,
+            } => Box::new(SlowCalls::new(*threshold, *ratio, *min_requests)?),
             Self::Ema(config) => Box::new(Ema::new(*config)?),
             Self::AnyOf { policies } => {
                 let mut built = policies.iter().enumerate().map(|(i, policy)| {
@@ -675,6 +710,25 @@ impl From<ConsecutiveFailures> for PolicyConfig {
 impl From<FailureRatio> for PolicyConfig {
     fn from(policy: FailureRatio) -> Self {
         Self::FailureRatio {
+            ratio: policy.ratio(),
+            min_requests: policy.min_requests(),
+        }
+    }
+}
+
+impl From<FailureCount> for PolicyConfig {
+    fn from(policy: FailureCount) -> Self {
+        Self::FailureCount {
+            failures: policy.failures(),
+            min_requests: policy.min_requests(),
+        }
+    }
+}
+
+impl From<SlowCalls> for PolicyConfig {
+    fn from(policy: SlowCalls) -> Self {
+        Self::SlowCalls {
+            threshold: policy.threshold(),
             ratio: policy.ratio(),
             min_requests: policy.min_requests(),
         }
