@@ -2,13 +2,15 @@
 //!
 //! `cargo run --example compare_policies`
 //!
-//! Each breaker sees 5 000 healthy calls (1 ms each), then one of three failure patterns,
+//! Each breaker sees 5 000 healthy calls (1 ms each), then one of five failure patterns,
 //! and we count the calls after the onset until it trips. Time is a `ManualClock`, so the
-//! EMA policy sees exact latencies and the run is instant and deterministic.
+//! latency-measuring policies see exact latencies and the run is instant and deterministic.
 
 use std::time::Duration;
 
-use lazybreaker::policy::{ConsecutiveFailures, Ema, EmaConfig, FailureRatio, TripPolicy};
+use lazybreaker::policy::{
+    ConsecutiveFailures, Ema, EmaConfig, FailureCount, FailureRatio, SlowCalls, TripPolicy,
+};
 use lazybreaker::{Breaker, ManualClock, State};
 
 /// One call's result and latency.
@@ -24,8 +26,10 @@ struct Pattern {
 }
 
 const MS: Duration = Duration::from_millis(1);
+/// The closed-state count window of every breaker here.
+const WINDOW: Duration = Duration::from_secs(10);
 
-fn patterns() -> [Pattern; 3] {
+fn patterns() -> [Pattern; 5] {
     [
         Pattern {
             name: "timeouts: every call fails after 5 ms",
@@ -47,6 +51,21 @@ fn patterns() -> [Pattern; 3] {
             call: |i| Call {
                 ok: (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61) >= 2,
                 latency: 2 * MS,
+            },
+        },
+        Pattern {
+            name: "slow: every call succeeds, in 2 s",
+            call: |_| Call {
+                ok: true,
+                latency: 2_000 * MS,
+            },
+        },
+        Pattern {
+            name: "blip: 1 call in 500 fails, 100 µs each",
+            // 0.2% of errors at 10 000 calls/s: a healthy dependency's noise.
+            call: |i| Call {
+                ok: i % 500 != 0,
+                latency: Duration::from_micros(100),
             },
         },
     ]
@@ -82,7 +101,7 @@ fn calls_to_trip(
 fn run(policy: impl TripPolicy, p: &Pattern) -> String {
     let clock = ManualClock::new();
     let breaker = Breaker::builder()
-        .interval(Duration::from_secs(1))
+        .interval(WINDOW)
         .policy(policy)
         .clock(clock.clone())
         .build();
@@ -95,28 +114,38 @@ fn run(policy: impl TripPolicy, p: &Pattern) -> String {
 fn main() -> Result<(), lazybreaker::ConfigError> {
     let consecutive = || ConsecutiveFailures::new(6);
     let ratio = || FailureRatio::new(0.2, 100);
+    let count = || FailureCount::new(5, 100);
+    let slow = || SlowCalls::new(Duration::from_secs(1), 0.5, 5);
     let ema = || Ema::new(EmaConfig::default());
-    println!("calls after the onset until the breaker trips (closed-state window 1 s; \"never\": not within 20 000 calls)\n");
     println!(
-        "{:<44}{:>12}{:>14}{:>10}{:>18}",
-        "pattern", "6 in a row", "20% (min 100)", "brpc EMA", "6 in a row | EMA"
+        "calls after the onset until the breaker trips (closed-state window {} s; \"never\": not within 20 000 calls)\n",
+        WINDOW.as_secs()
+    );
+    println!(
+        "{:<42}{:>11}{:>10}{:>10}{:>11}{:>9}{:>12}",
+        "pattern", "6 in a row", "20%/100", "5 of 100", "slow 1 s", "brpc EMA", "20% | slow"
     );
     for p in patterns() {
         println!(
-            "{:<44}{:>12}{:>14}{:>10}{:>18}",
+            "{:<42}{:>11}{:>10}{:>10}{:>11}{:>9}{:>12}",
             p.name,
             run(consecutive()?, &p),
             run(ratio()?, &p),
+            run(count()?, &p),
+            run(slow()?, &p),
             run(ema()?, &p),
-            run(consecutive()?.or(ema()?), &p),
+            run(ratio()?.or(slow()?), &p),
         );
     }
     println!(
-        "\nThe EMA weighs each failure by its latency against the average success latency: slow\n\
-         failures (timeouts) add up fast, fast failures barely count, and a steady error rate\n\
-         trips it once it exceeds the window's budget (5% over 3000 calls, 10% over 1500).\n\
-         Counting policies ignore latency (and their counts clear with each 1 s window, so a run\n\
-         can straddle a reset). `a.or(b)` trips on whichever comes first."
+        "\nColumns: 6 consecutive failures; a 20% failure ratio over at least 100 calls; 5 failures\n\
+         among at least 100 calls (Sentinel's ErrorCount); half of the calls slower than 1 s over\n\
+         at least 5 (Sentinel's SlowRequestRatio); brpc's EMA; the ratio or the slow calls.\n\
+         The EMA weighs each failure by its latency against the average success latency: slow\n\
+         failures (timeouts) add up fast, fast failures barely count. Only the slow-call policy\n\
+         sees a dependency that slows down without failing; an absolute count trips on a blip of\n\
+         errors at high traffic, where a ratio does not. Counts clear with each window, so a run\n\
+         can straddle a reset; `a.or(b)` trips on whichever comes first."
     );
     Ok(())
 }
