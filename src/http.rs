@@ -79,8 +79,48 @@ impl StatusRules {
         }
     }
 
+    /// How a transport error counts: as [`classify::io_error_in`](crate::classify::io_error_in)
+    /// says when an `std::io::Error` is among its causes (a refused connection is
+    /// [`Outcome::Fatal`]), else a failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::http::StatusRules;
+    /// use lazybreaker::policy::Outcome;
+    /// use std::io::{Error, ErrorKind};
+    ///
+    /// let rules = StatusRules::new();
+    /// assert_eq!(rules.transport(&Error::from(ErrorKind::ConnectionRefused)), Outcome::Fatal);
+    /// assert_eq!(rules.transport(&std::fmt::Error), Outcome::Failure);
+    /// ```
+    pub fn transport(&self, error: &(dyn std::error::Error + 'static)) -> Outcome {
+        crate::classify::io_error_in(error).unwrap_or(Outcome::Failure)
+    }
+
+    /// These rules as a classifier of `Result<Response<B>, BoxError>` (tower's boxed error,
+    /// what a `timeout` layer or a boxed client returns): a response counts by its status, a
+    /// transport error as [`transport`](StatusRules::transport) says, so a refused
+    /// connection under the layers trips the breaker at once.
+    pub fn classifier_with_io<B>(
+        self,
+    ) -> impl Fn(&Result<Response<B>, Box<dyn std::error::Error + Send + Sync>>) -> Outcome
+           + Clone
+           + Send
+           + Sync {
+        move |result: &Result<Response<B>, Box<dyn std::error::Error + Send + Sync>>| match result {
+            Ok(response) => self.outcome(response.status()),
+            Err(error) => {
+                let error: &(dyn std::error::Error + 'static) = error.as_ref();
+                self.transport(error)
+            }
+        }
+    }
+
     /// These rules as a [`Classify`](crate::Classify) of `Result<Response<B>, E>`: a
-    /// transport error (`Err`) is a failure, a response counts by its status.
+    /// transport error (`Err`) is a failure, a response counts by its status (see
+    /// [`classifier_with_io`](StatusRules::classifier_with_io) to tell a refused
+    /// connection apart).
     pub fn classifier<B, E>(
         self,
     ) -> impl Fn(&Result<Response<B>, E>) -> Outcome + Clone + Send + Sync {

@@ -370,3 +370,28 @@ fn the_layer_composes_in_a_real_client_stack() {
         .service(client());
     assert_stack(&stack);
 }
+
+/// A refused connection under the layers (hyper-util's error, boxed by the timeout, wraps
+/// the socket's `io::Error`) trips the breaker at once with `classifier_with_io`.
+#[test]
+fn a_refused_connection_under_the_layers_trips_at_once() {
+    run(async {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        }; // freed: nothing listens there
+        let uri: Uri = format!("http://127.0.0.1:{port}/").parse().unwrap();
+        let clock = ManualClock::new();
+        let breaker = breaker(&clock, AbandonedAs::Exclusion); // 3 failures in a row...
+        let mut service = ServiceBuilder::new()
+            .layer(
+                BreakerLayer::new(Arc::clone(&breaker))
+                    .classify(lazybreaker::http::StatusRules::new().classifier_with_io()),
+            )
+            .timeout(Duration::from_secs(5))
+            .service(client());
+        let r = call(&mut service, &uri).await;
+        assert!(matches!(r, Err(Error::Inner(_))), "refused");
+        assert_eq!(breaker.state(), State::Open, "...but a refused connection is fatal");
+    });
+}
