@@ -392,6 +392,10 @@ fn a_refused_connection_under_the_layers_trips_at_once() {
             .service(client());
         let r = call(&mut service, &uri).await;
         assert!(matches!(r, Err(Error::Inner(_))), "refused");
-        assert_eq!(breaker.state(), State::Open, "...but a refused connection is fatal");
+        assert_eq!(
+            breaker.state(),
+            State::Open,
+            "...but a refused connection is fatal"
+        );
     });
 }
