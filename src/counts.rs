@@ -310,6 +310,21 @@ impl Window {
         self.record_slow(age, tally, false)
     }
 
+    /// Counts a call admitted at `age`, still in flight, as slow (if its bucket is still in
+    /// the window).
+    pub(crate) fn add_slow(&mut self, age: u64) {
+        if !self.is_rolling() {
+            self.counts.slow_calls += 1;
+            return;
+        }
+        if age > self.age || self.age - age >= self.buckets.len() as u64 {
+            return;
+        }
+        self.counts.slow_calls += 1;
+        let i = self.bucket_index(age);
+        self.buckets[i].slow_calls += 1;
+    }
+
     /// [`record`](Window::record), also counting the result as slow if `slow`.
     pub(crate) fn record_slow(&mut self, age: u64, tally: Tally, slow: bool) -> bool {
         let apply = |c: &mut Counts| {

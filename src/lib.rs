@@ -111,6 +111,7 @@ mod generation;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+mod in_flight;
 mod lane;
 mod machine;
 mod nanos;

@@ -15,6 +15,7 @@ use crate::contain::FirstPanic;
 use crate::counts::{Tally, Totals, Transitions, Window};
 use crate::forced::Forced;
 use crate::generation::Generation;
+use crate::in_flight::InFlight;
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::{Counts, Rejected, State};
@@ -238,6 +239,8 @@ pub(crate) struct Machine<P> {
     transitions: Transitions,
     /// The policy's slow-call threshold, asked once at construction.
     slow_threshold: Option<Duration>,
+    /// The calls in flight, when there is a slow-call threshold (else always empty).
+    in_flight: InFlight,
 }
 
 /// The machine as the next call would find it at some instant, computed without changing
@@ -267,8 +270,12 @@ impl<P: TripPolicy> Machine<P> {
             failures_at_recovery: 0,
             transitions: Transitions::default(),
             slow_threshold: None,
+            in_flight: InFlight::default(),
         };
         machine.slow_threshold = machine.policy.hook(None, |p| p.slow_call_threshold());
+        if machine.slow_threshold.is_some() {
+            machine.in_flight = InFlight::with_capacity(64);
+        }
         machine.new_generation(now);
         machine
     }
@@ -414,7 +421,9 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Admits a request or says why not.
     pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Change>) {
-        let change = self.refresh(now);
+        // At most one change: a refresh that goes half-open starts a generation with no
+        // call in flight, so nothing can be overdue after it.
+        let change = self.refresh(now).or_else(|| self.check_overdue(now));
         let admitted = match self.state {
             State::Open if self.forced == Some(Forced::Open) => {
                 self.totals.rejected_forced += 1;
@@ -431,13 +440,46 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed | State::HalfOpen => {
                 self.window.on_request();
                 self.totals.admitted += 1;
+                let age = self.window.age();
+                if self.slow_threshold.is_some() {
+                    self.in_flight.admit(now, age);
+                }
                 Ok(Ticket {
                     generation: self.generation,
-                    age: self.window.age(),
+                    age,
                 })
             }
         };
         (admitted, change)
+    }
+
+    /// With a slow-call threshold: counts the calls still in flight that have passed it as
+    /// slow now, rather than when (if ever) they return, and asks the policy whether that
+    /// trips the breaker; in half-open an overdue probe has failed, and reopens it.
+    fn check_overdue(&mut self, now: Nanos) -> Option<Change> {
+        let threshold = saturating_nanos(self.slow_threshold?);
+        let window = &mut self.window;
+        let marked = self
+            .in_flight
+            .mark_overdue(now, threshold, |age| window.add_slow(age));
+        if marked == 0 {
+            return None;
+        }
+        match self.state {
+            State::Closed => {
+                let result = CallResult::new(
+                    Outcome::Excluded,
+                    Some(Duration::from_nanos(threshold)),
+                    self.window.counts(),
+                    instant(now),
+                )
+                .with_in_flight(true);
+                let trips = self.policy.on_result(&result) && self.forced.is_none();
+                trips.then(|| self.set_state(State::Open, now))
+            }
+            State::HalfOpen => Some(self.set_state(State::Open, now)),
+            State::Open => None,
+        }
     }
 
     /// The rejection a call would get at `now` because the breaker is open or forced open,
@@ -495,7 +537,17 @@ impl<P: TripPolicy> Machine<P> {
             reported_outcome
         };
         // Slower than the policy's threshold (a success or a failure, never an exclusion).
+        // A call counted as slow while in flight is not counted again. It is found by its
+        // admission time (a policy with a threshold measures latency: `now - latency`).
+        let counted_in_flight = match (self.slow_threshold, latency) {
+            (Some(_), Some(latency)) => {
+                let admitted = now.saturating_sub(saturating_nanos(latency));
+                self.in_flight.complete(admitted) == Some(true)
+            }
+            _ => false,
+        };
         let slow = outcome != Outcome::Excluded
+            && !counted_in_flight
             && matches!((latency, self.slow_threshold), (Some(l), Some(t)) if l > t);
         if slow && self.state == State::HalfOpen {
             outcome = Outcome::Failure; // a slow probe counts as failed
@@ -671,6 +723,7 @@ impl<P: TripPolicy> Machine<P> {
         self.generation = self.generation.next();
         self.start = now;
         self.window.clear();
+        self.in_flight.clear();
         self.expiry = expiry;
     }
 }

@@ -130,3 +130,63 @@ fn without_a_slow_policy_nothing_is_slow() {
     call(&b, &clock, Duration::from_secs(60), true);
     assert_eq!(b.counts().slow_calls, 0);
 }
+
+/// A dependency that stalls: no call returns, yet the calls in flight past the threshold are
+/// counted as slow when the next calls arrive, and trip the breaker.
+#[test]
+fn calls_stuck_in_flight_trip_it_before_they_return() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.5, 4).unwrap())
+        .clock(clock.clone())
+        .build();
+    let mut stuck = Vec::new();
+    for _ in 0..4 {
+        stuck.push(b.allow().unwrap());
+        clock.advance(ms(100));
+    }
+    assert_eq!(b.counts().slow_calls, 0, "none past the threshold yet");
+    clock.advance(ms(950)); // the first two have been out for more than 1 s
+                            // The next call's admission counts them: 2 slow of 4 requests.
+    assert!(b.allow().is_err(), "tripped by the calls still in flight");
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.totals().opened, 1);
+    drop(stuck); // abandoned, stale: the breaker is in another generation
+    assert_eq!(b.totals().dropped + b.totals().abandoned, 4);
+}
+
+#[test]
+fn a_call_counted_in_flight_is_not_counted_again_when_it_returns() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.9, 100).unwrap())
+        .clock(clock.clone())
+        .build();
+    let slow = b.allow().unwrap();
+    clock.advance(ms(1_500));
+    call(&b, &clock, ms(1), true); // its admission counts the first one as slow
+    assert_eq!(b.counts().slow_calls, 1);
+    slow.success(); // returns after 1.5 s: already counted
+    let c = b.counts();
+    assert_eq!((c.slow_calls, c.total_successes), (1, 2));
+}
+
+#[test]
+fn an_overdue_half_open_probe_reopens() {
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(SlowCalls::new(SEC, 0.5, 1).unwrap())
+        .timeout(Duration::from_secs(5))
+        .max_requests(2)
+        .clock(clock.clone())
+        .build();
+    call(&b, &clock, ms(1_200), true);
+    clock.advance(Duration::from_secs(6));
+    let _hung = b.allow().unwrap(); // a probe that never returns
+    clock.advance(ms(1_100));
+    assert!(
+        b.allow().is_err(),
+        "the next call finds the probe overdue: reopened"
+    );
+    assert_eq!(b.state(), State::Open);
+}

@@ -90,6 +90,11 @@ pub struct CallResult<'a> {
     /// Whether the call was reported [`Outcome::Fatal`] (then `outcome` is `Failure`, and the
     /// breaker trips whatever the policy answers).
     pub fatal: bool,
+    /// Not a result: calls still in flight have just passed the policy's slow-call threshold
+    /// ([`TripPolicy::slow_call_threshold`]) and were counted in `counts.slow_calls`; the
+    /// policy may trip on that. `outcome` is then [`Outcome::Excluded`] (a policy that only
+    /// looks at failures ignores it) and `latency` the threshold.
+    pub in_flight: bool,
 }
 
 impl<'a> CallResult<'a> {
@@ -106,7 +111,16 @@ impl<'a> CallResult<'a> {
             counts,
             now,
             fatal: false,
+            in_flight: false,
         }
+    }
+
+    /// The same, marked as calls in flight passing the slow threshold (see
+    /// [`CallResult::in_flight`]).
+    #[must_use]
+    pub fn with_in_flight(mut self, in_flight: bool) -> Self {
+        self.in_flight = in_flight;
+        self
     }
 
     /// The same result, marked fatal (see [`CallResult::fatal`]).

@@ -16,11 +16,13 @@ use crate::ConfigError;
 ///   with [`FailureRatio`](super::FailureRatio) through [`or`](TripPolicy::or) to trip on
 ///   either.
 /// - **Half-open:** a slow probe counts as failed and reopens the breaker.
-/// - **Only completed calls are seen.** With zero timers, a call still in flight is judged
-///   when it returns: a dependency that stalls every call trips the breaker when the first
-///   calls come back (put a deadline inside the breaker, so that they do come back). The
-///   breaker keeps no per-call record of admissions (an admission is a counter), so the age
-///   of the oldest call in flight is not known without one, on the hot path of every policy.
+/// - **Calls in flight count too.** The breaker keeps the calls in flight in admission
+///   order (for this policy only: it takes the lock and reads the clock on every call
+///   anyway), so when a call arrives, every call still outstanding for longer than
+///   `threshold` is counted as slow then, and may trip the breaker, before it returns (if
+///   ever: a stalled dependency is caught without a deadline). With zero timers this happens
+///   when a call arrives, not at the moment the threshold passes. A call so counted is not
+///   counted again when it returns; in half-open, an overdue probe has failed.
 /// - It measures latency, so the breaker reads the precise clock at every admission and
 ///   every call takes the lock (the lock-free lane is for policies that need neither).
 ///
@@ -97,7 +99,7 @@ impl SlowCalls {
 impl TripPolicy for SlowCalls {
     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
         let c = result.counts;
-        result.outcome != Outcome::Excluded
+        (result.outcome != Outcome::Excluded || result.in_flight)
             && c.requests >= self.min_requests
             && c.requests > 0
             && c.slow_calls as f64 / c.requests as f64 >= self.ratio
