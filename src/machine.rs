@@ -241,6 +241,8 @@ pub(crate) struct Machine<P> {
     slow_threshold: Option<Duration>,
     /// The calls in flight, when there is a slow-call threshold (else always empty).
     in_flight: InFlight,
+    /// Whether half-open probes are judged on latency alone (asked once).
+    probes_on_latency: bool,
 }
 
 /// The machine as the next call would find it at some instant, computed without changing
@@ -271,7 +273,9 @@ impl<P: TripPolicy> Machine<P> {
             transitions: Transitions::default(),
             slow_threshold: None,
             in_flight: InFlight::default(),
+            probes_on_latency: false,
         };
+        machine.probes_on_latency = machine.policy.hook(false, |p| p.probes_on_latency_alone());
         machine.slow_threshold = machine.policy.hook(None, |p| p.slow_call_threshold());
         if machine.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
@@ -549,8 +553,12 @@ impl<P: TripPolicy> Machine<P> {
         let slow = outcome != Outcome::Excluded
             && !counted_in_flight
             && matches!((latency, self.slow_threshold), (Some(l), Some(t)) if l > t);
-        if slow && self.state == State::HalfOpen {
-            outcome = Outcome::Failure; // a slow probe counts as failed
+        if self.state == State::HalfOpen && self.slow_threshold.is_some() {
+            if slow {
+                outcome = Outcome::Failure; // a slow probe counts as failed
+            } else if self.probes_on_latency && outcome == Outcome::Failure && !fatal {
+                outcome = Outcome::Success; // judged on latency alone (Sentinel)
+            }
         }
         let tally = match outcome {
             Outcome::Success => Tally::Success,

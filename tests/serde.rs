@@ -131,6 +131,7 @@ fn every_policy() -> Vec<(&'static str, PolicyConfig)> {
                 threshold: ms(1500),
                 ratio: 0.5,
                 min_requests: 10,
+                probes_on_latency_alone: true,
             },
         ),
         ("ema default", Ema(EmaConfig::default())),

@@ -190,3 +190,36 @@ fn an_overdue_half_open_probe_reopens() {
     );
     assert_eq!(b.state(), State::Open);
 }
+
+/// resilience4j's way (the default) against Sentinel's (`judging_probes_on_latency_alone`):
+/// a fast failed probe reopens the first, counts as a success for the second; a slow
+/// probe fails for both.
+#[test]
+fn probes_judged_on_failures_or_on_latency_alone() {
+    for latency_alone in [false, true] {
+        let clock = ManualClock::new();
+        let policy = SlowCalls::new(SEC, 0.5, 1).unwrap();
+        let policy = if latency_alone {
+            policy.judging_probes_on_latency_alone()
+        } else {
+            policy
+        };
+        let b = Breaker::builder()
+            .policy(policy)
+            .timeout(Duration::from_secs(5))
+            .clock(clock.clone())
+            .build();
+        call(&b, &clock, ms(1_500), true); // trips
+        clock.advance(Duration::from_secs(6));
+        call(&b, &clock, ms(1_500), false); // slow and failed: fails for both
+        assert_eq!(b.state(), State::Open, "latency alone {latency_alone}");
+        clock.advance(Duration::from_secs(6));
+        call(&b, &clock, ms(10), false); // fast, failed
+        let expected = if latency_alone {
+            State::Closed
+        } else {
+            State::Open
+        };
+        assert_eq!(b.state(), expected, "latency alone {latency_alone}");
+    }
+}

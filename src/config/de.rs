@@ -564,8 +564,8 @@ const SETTINGS_FIELDS: &str = "unknown field, expected one of `name`, `max_reque
 const CONSECUTIVE_FIELDS: &str = "unknown field, expected `kind` or `threshold`";
 const RATIO_FIELDS: &str = "unknown field, expected one of `kind`, `ratio`, `min_requests`";
 const COUNT_FIELDS: &str = "unknown field, expected one of `kind`, `failures`, `min_requests`";
-const SLOW_FIELDS: &str =
-    "unknown field, expected one of `kind`, `threshold`, `ratio`, `min_requests`";
+const SLOW_FIELDS: &str = "unknown field, expected one of `kind`, `threshold`, `ratio`, \
+     `min_requests`, `probes_on_latency_alone`";
 const ANY_OF_FIELDS: &str = "unknown field, expected `kind` or `policies`";
 const EMA_FIELDS: &str = concat!("unknown field, expected one of ", ema_fields!());
 const EMA_POLICY_FIELDS: &str = concat!("unknown field, expected one of `kind`, ", ema_fields!());
@@ -623,6 +623,13 @@ fn f64_of(value: &Value, path: Path<'_>) -> Result<f64, ConfigError> {
         // As serde reads an `f64`: an integer is a number too.
         Value::Int(n) => Ok(n as f64),
         _ => Err(path.error(value, "expected a number")),
+    }
+}
+
+fn bool_of(value: &Value, path: Path<'_>) -> Result<bool, ConfigError> {
+    match *value {
+        Value::Bool(b) => Ok(b),
+        _ => Err(path.error(value, "expected true or false")),
     }
 }
 
@@ -731,9 +738,11 @@ fn policy(value: &Value, path: Path<'_>) -> Result<PolicyConfig, ConfigError> {
         }
         "slow_calls" => {
             let (mut threshold, mut ratio, mut min_requests) = (None, None, None);
+            let mut probes_on_latency_alone = false;
             for (key, value) in fields {
                 let at = path.key(key);
                 match key.as_str() {
+                    "probes_on_latency_alone" => probes_on_latency_alone = bool_of(value, at)?,
                     "threshold" => threshold = Some(duration(value, at)?),
                     "ratio" => ratio = Some(f64_of(value, at)?),
                     "min_requests" => min_requests = Some(u64_of(value, at)?),
@@ -746,6 +755,7 @@ fn policy(value: &Value, path: Path<'_>) -> Result<PolicyConfig, ConfigError> {
                 ratio: ratio.ok_or_else(|| path.key("ratio").missing(required))?,
                 min_requests: min_requests
                     .ok_or_else(|| path.key("min_requests").missing(required))?,
+                probes_on_latency_alone,
             })
         }
         "ema" => ema(entries, path, true).map(PolicyConfig::Ema),

@@ -510,7 +510,7 @@ impl Breaker<Box<dyn TripPolicy>> {
 /// | `consecutive_failures` | `threshold` (default 6) | [`ConsecutiveFailures`] |
 /// | `failure_ratio` | `ratio`, `min_requests` (both required) | [`FailureRatio`] |
 /// | `failure_count` | `failures`, `min_requests` (both required) | [`FailureCount`] |
-/// | `slow_calls` | `threshold` (a duration), `ratio`, `min_requests` (all required) | [`SlowCalls`] |
+/// | `slow_calls` | `threshold` (a duration), `ratio`, `min_requests` (all required), `probes_on_latency_alone` (default `false`) | [`SlowCalls`] |
 /// | `ema` | the ten fields of [`EmaConfig`], each optional with brpc's default | [`Ema`] |
 /// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
 ///
@@ -614,6 +614,9 @@ pub enum PolicyConfig {
         ratio: f64,
         /// The number of requests in the window before the ratio is considered.
         min_requests: u64,
+        /// Judge half-open probes on latency alone (Sentinel's way,
+        /// [`SlowCalls::judging_probes_on_latency_alone`]); `false` when omitted.
+        probes_on_latency_alone: bool,
     },
     /// [`Ema`]: brpc's EMA dual-window policy, with its ten knobs named as the fields of
     /// [`EmaConfig`] (each optional, brpc's default when omitted; `min_error_cost`,
@@ -676,7 +679,15 @@ impl PolicyConfig {
                 threshold,
                 ratio,
                 min_requests,
-            } => Box::new(SlowCalls::new(*threshold, *ratio, *min_requests)?),
+                probes_on_latency_alone,
+            } => {
+                let policy = SlowCalls::new(*threshold, *ratio, *min_requests)?;
+                Box::new(if *probes_on_latency_alone {
+                    policy.judging_probes_on_latency_alone()
+                } else {
+                    policy
+                })
+            }
             Self::Ema(config) => Box::new(Ema::new(*config)?),
             Self::AnyOf { policies } => {
                 let mut built = policies.iter().enumerate().map(|(i, policy)| {
@@ -731,6 +742,7 @@ impl From<SlowCalls> for PolicyConfig {
             threshold: policy.threshold(),
             ratio: policy.ratio(),
             min_requests: policy.min_requests(),
+            probes_on_latency_alone: policy.probes_on_latency_alone(),
         }
     }
 }

@@ -112,6 +112,11 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
         }
     }
 
+    /// Only if both judge probes on latency alone: a failed probe still fails for the other.
+    fn probes_on_latency_alone(&self) -> bool {
+        self.first.probes_on_latency_alone() && self.second.probes_on_latency_alone()
+    }
+
     /// Both policies' figures (a name both report is reported twice: the second wins).
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         self.first.gauges(report);

@@ -133,6 +133,10 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
     fn slow_call_threshold(&self) -> Option<Duration> {
         self.inner.slow_call_threshold()
     }
+
+    fn probes_on_latency_alone(&self) -> bool {
+        self.inner.probes_on_latency_alone()
+    }
 }
 
 #[cfg(test)]

@@ -225,6 +225,14 @@ pub trait TripPolicy: Send {
         None
     }
 
+    /// Whether half-open probes are judged on latency alone (Sentinel's slow-call strategy):
+    /// a probe that failed but was not slow then counts as a success. The default, `false`:
+    /// any failed probe reopens the breaker. Asked once, when the breaker is built; only
+    /// meaningful with a [`slow_call_threshold`](TripPolicy::slow_call_threshold).
+    fn probes_on_latency_alone(&self) -> bool {
+        false
+    }
+
     /// Reports the policy's own figures, each by a name, for
     /// [`Breaker::snapshot`](crate::Breaker::snapshot) (and the metrics built on it). The
     /// default reports none; [`Ema`] reports its windows. Called under the breaker's lock:
@@ -303,5 +311,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn slow_call_threshold(&self) -> Option<Duration> {
         (**self).slow_call_threshold()
+    }
+
+    fn probes_on_latency_alone(&self) -> bool {
+        (**self).probes_on_latency_alone()
     }
 }

@@ -52,6 +52,7 @@ pub struct SlowCalls {
     threshold: Duration,
     ratio: f64,
     min_requests: u64,
+    latency_alone: bool,
 }
 
 impl SlowCalls {
@@ -77,7 +78,37 @@ impl SlowCalls {
             threshold,
             ratio,
             min_requests,
+            latency_alone: false,
         })
+    }
+
+    /// Judges half-open probes on latency alone, as Sentinel's slow-call strategy does: a
+    /// probe that failed but was not slow counts as a success (it may close the breaker).
+    /// By default (resilience4j's way) any failed probe reopens it. In the closed state the
+    /// two agree: only the share of slow calls trips this policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::SlowCalls;
+    /// use lazybreaker::{Breaker, ManualClock, State};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let policy = SlowCalls::new(Duration::from_secs(1), 0.5, 1)?.judging_probes_on_latency_alone();
+    /// let breaker = Breaker::builder().policy(policy).clock(clock.clone()).build();
+    /// let slow = breaker.allow().unwrap();
+    /// clock.advance(Duration::from_secs(2));
+    /// slow.success(); // slow: trips
+    /// clock.advance(Duration::from_secs(61));
+    /// breaker.allow().unwrap().failure(); // a fast failed probe: judged on latency, a success
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn judging_probes_on_latency_alone(mut self) -> Self {
+        self.latency_alone = true;
+        self
     }
 
     /// The latency above which a call is slow.
@@ -107,6 +138,10 @@ impl TripPolicy for SlowCalls {
 
     fn slow_call_threshold(&self) -> Option<Duration> {
         Some(self.threshold)
+    }
+
+    fn probes_on_latency_alone(&self) -> bool {
+        self.latency_alone
     }
 
     fn needs_latency(&self) -> bool {
