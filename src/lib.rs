@@ -121,6 +121,9 @@ pub mod policy;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
 mod registry;
 #[cfg(feature = "serde")]
 mod serde_duration;

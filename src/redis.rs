@@ -1,0 +1,322 @@
+//! The fleet-wide store on Redis (feature `redis`, issue #15; first part): the shared record
+//! of one breaker's *decision*, never of its calls, and the atomic operations on it. Each
+//! operation is one round trip (one Lua script, atomic on the server), reads deadlines from
+//! the server's clock (`TIME`), so that clock skew between hosts does not matter, and gives
+//! up after the store timeout.
+//!
+//! The shared breaker built on it (the lazy refresh on the call path, adoption of shared
+//! changes, degrading to the local breaker) is the next part of the issue; this module is the
+//! part that talks to Redis.
+//!
+//! # Keys
+//!
+//! One hash per breaker, `lazybreaker:{<name>}:state` (the braces are a Redis Cluster hash
+//! tag: every key of one breaker lives in one slot), with the fields `generation`, `state`
+//! (`open` or `closed`) and `until` (server time, in microseconds since the epoch, while open);
+//! and a sorted set of half-open probe leases, `lazybreaker:{<name>}:probes`. Both expire when
+//! unused (`key_ttl`).
+
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::Script;
+
+/// What went wrong talking to the store. Every store error means the same thing to a
+/// breaker: decide locally.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store did not answer within the store timeout.
+    #[error("the breaker store did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The store answered with an error, or the connection failed.
+    #[error("the breaker store failed: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+/// The shared state of one breaker, as the store holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SharedRecord {
+    /// Fences every update: a record only ever moves to a higher generation.
+    pub generation: u64,
+    /// Open until this server time (microseconds since the Unix epoch); `None`: closed.
+    pub open_until_us: Option<u64>,
+    /// The server's time when the record was read or written (microseconds since the epoch).
+    pub server_now_us: u64,
+}
+
+impl SharedRecord {
+    /// How long the breaker stays open after the moment this record was read, in the
+    /// server's time; `None` when closed or already past.
+    pub fn open_for(&self) -> Option<Duration> {
+        self.open_until_us
+            .filter(|until| *until > self.server_now_us)
+            .map(|until| Duration::from_micros(until - self.server_now_us))
+    }
+}
+
+/// Publishes "open until now + open_for, generation G" unless the record has moved on: the
+/// one atomic compare-and-set of a trip. Returns the record as it stands afterwards (the new
+/// one, or the newer one the caller must adopt) with the server time.
+const PUBLISH_OPEN: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local key = KEYS[1]
+local gen = tonumber(ARGV[1])
+local open_us = tonumber(ARGV[2])
+local ttl_ms = tonumber(ARGV[3])
+local stored = tonumber(redis.call('HGET', key, 'generation') or '0')
+if stored < gen then
+  redis.call('HSET', key, 'generation', gen, 'state', 'open', 'until', now + open_us)
+  redis.call('DEL', KEYS[2])
+end
+redis.call('PEXPIRE', key, ttl_ms)
+local r = redis.call('HMGET', key, 'generation', 'state', 'until')
+return {tonumber(r[1]), r[2], tonumber(r[3] or '0'), now}
+";
+
+/// Publishes "closed, generation G" unless the record has moved on (a recovery).
+const PUBLISH_CLOSED: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local key = KEYS[1]
+local gen = tonumber(ARGV[1])
+local ttl_ms = tonumber(ARGV[2])
+local stored = tonumber(redis.call('HGET', key, 'generation') or '0')
+if stored < gen then
+  redis.call('HSET', key, 'generation', gen, 'state', 'closed', 'until', 0)
+  redis.call('DEL', KEYS[2])
+end
+redis.call('PEXPIRE', key, ttl_ms)
+local r = redis.call('HMGET', key, 'generation', 'state', 'until')
+return {tonumber(r[1]), r[2], tonumber(r[3] or '0'), now}
+";
+
+/// Reads the record with the server time; an absent record reads as closed, generation 0.
+const READ: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local r = redis.call('HMGET', KEYS[1], 'generation', 'state', 'until')
+return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
+";
+
+/// Takes one of `max` half-open probe leases for generation G, each expiring after
+/// `lease_us` unless released: 1 if taken, 0 if all are held. A lease whose holder died
+/// expires by itself.
+const LEASE_PROBE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local gen = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local lease_us = tonumber(ARGV[3])
+local ttl_ms = tonumber(ARGV[4])
+local stored = tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
+if stored ~= gen then return -1 end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= max then return 0 end
+redis.call('ZADD', KEYS[2], now + lease_us, ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ttl_ms)
+return 1
+";
+
+/// The outcome of [`RedisStore::lease_probe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// A probe slot was taken; release it with [`RedisStore::release_probe`].
+    Taken,
+    /// Every probe slot of this half-open period is held.
+    Full,
+    /// The record is at another generation: the caller's view is stale.
+    Stale,
+}
+
+/// One breaker's shared record in Redis: see the [module documentation](self).
+#[derive(Clone)]
+pub struct RedisStore {
+    connection: MultiplexedConnection,
+    timeout: Duration,
+    key_ttl: Duration,
+    publish_open: Script,
+    publish_closed: Script,
+    read: Script,
+    lease: Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("timeout", &self.timeout)
+            .field("key_ttl", &self.key_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The keys of `breaker`: its record and its probe leases, in one hash slot.
+fn keys(breaker: &str) -> [String; 2] {
+    [
+        format!("lazybreaker:{{{breaker}}}:state"),
+        format!("lazybreaker:{{{breaker}}}:probes"),
+    ]
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl RedisStore {
+    /// A store on `client`'s server, connecting now (within `timeout`), whose every
+    /// operation gives up after `timeout`; keys expire `key_ttl` after their last update.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the server cannot be reached within `timeout`.
+    pub async fn connect(
+        client: &redis::Client,
+        timeout: Duration,
+        key_ttl: Duration,
+    ) -> Result<Self, StoreError> {
+        let connection = tokio::time::timeout(timeout, client.get_multiplexed_async_connection())
+            .await
+            .map_err(|_| StoreError::Timeout(timeout))??;
+        Ok(Self {
+            connection,
+            timeout,
+            key_ttl,
+            publish_open: Script::new(PUBLISH_OPEN),
+            publish_closed: Script::new(PUBLISH_CLOSED),
+            read: Script::new(READ),
+            lease: Script::new(LEASE_PROBE),
+        })
+    }
+
+    /// Runs `script` on `breaker`'s keys within the store timeout.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        breaker: &str,
+        args: &[u64],
+        extra: Option<&str>,
+    ) -> Result<T, StoreError> {
+        let [state, probes] = keys(breaker);
+        let mut invocation = script.key(state);
+        invocation.key(probes);
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        if let Some(extra) = extra {
+            invocation.arg(extra);
+        }
+        let mut connection = self.connection.clone();
+        tokio::time::timeout(self.timeout, invocation.invoke_async(&mut connection))
+            .await
+            .map_err(|_| StoreError::Timeout(self.timeout))?
+            .map_err(StoreError::from)
+    }
+
+    /// Publishes a trip: open for `open_for` from now (server time) at `generation`, unless
+    /// the record is at `generation` or later already; either way, the record as it stands
+    /// (adopt it if its generation is not yours). One round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: decide locally.
+    pub async fn publish_open(
+        &self,
+        breaker: &str,
+        generation: u64,
+        open_for: Duration,
+    ) -> Result<SharedRecord, StoreError> {
+        let args = [generation, micros(open_for), millis(self.key_ttl)];
+        let reply: (u64, Option<String>, u64, u64) =
+            self.run(&self.publish_open, breaker, &args, None).await?;
+        Ok(record(reply))
+    }
+
+    /// Publishes a recovery: closed at `generation`, unless the record moved on. One round
+    /// trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: decide locally.
+    pub async fn publish_closed(
+        &self,
+        breaker: &str,
+        generation: u64,
+    ) -> Result<SharedRecord, StoreError> {
+        let args = [generation, millis(self.key_ttl)];
+        let reply: (u64, Option<String>, u64, u64) =
+            self.run(&self.publish_closed, breaker, &args, None).await?;
+        Ok(record(reply))
+    }
+
+    /// The record as it stands, with the server time (closed at generation 0 if there is
+    /// none: a record that vanished reads as a fresh breaker). One round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: decide locally.
+    pub async fn read(&self, breaker: &str) -> Result<SharedRecord, StoreError> {
+        let reply: (u64, Option<String>, u64, u64) =
+            self.run(&self.read, breaker, &[], None).await?;
+        Ok(record(reply))
+    }
+
+    /// Takes one of `max_requests` fleet-wide probe leases of the half-open period at
+    /// `generation`, held by `holder` (unique per call) for at most `lease_for`. One round
+    /// trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: decide locally.
+    pub async fn lease_probe(
+        &self,
+        breaker: &str,
+        generation: u64,
+        max_requests: u64,
+        lease_for: Duration,
+        holder: &str,
+    ) -> Result<Lease, StoreError> {
+        let args = [
+            generation,
+            max_requests,
+            micros(lease_for),
+            millis(self.key_ttl),
+        ];
+        let taken: i64 = self.run(&self.lease, breaker, &args, Some(holder)).await?;
+        Ok(match taken {
+            1 => Lease::Taken,
+            0 => Lease::Full,
+            _ => Lease::Stale,
+        })
+    }
+
+    /// Gives a probe lease back (the probe ended). One round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: the lease then expires by itself.
+    pub async fn release_probe(&self, breaker: &str, holder: &str) -> Result<(), StoreError> {
+        let [_, probes] = keys(breaker);
+        let mut connection = self.connection.clone();
+        let mut command = redis::cmd("ZREM");
+        command.arg(probes).arg(holder);
+        let release = command.query_async::<i64>(&mut connection);
+        tokio::time::timeout(self.timeout, release)
+            .await
+            .map_err(|_| StoreError::Timeout(self.timeout))??;
+        Ok(())
+    }
+}
+
+fn record((generation, state, until, now): (u64, Option<String>, u64, u64)) -> SharedRecord {
+    SharedRecord {
+        generation,
+        open_until_us: (state.as_deref() == Some("open")).then_some(until),
+        server_now_us: now,
+    }
+}

@@ -1,0 +1,270 @@
+//! The fleet-wide store against a real `redis-server` (issue #15, first part): each test
+//! starts its own server on a free loopback port, persistence off, and stops it whatever
+//! happens (`Server`'s drop). `bash .ci/test` installs Debian's `redis-server` if missing.
+//!
+//! Real time here is the server's: the waits are short and bounded (a lease or a key that
+//! must expire), as a real server on loopback is the point of these tests.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lazybreaker::redis::{Lease, RedisStore, StoreError};
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+const KEY_TTL: Duration = Duration::from_secs(60);
+
+/// A `redis-server` of this test's own, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Self::on(port)
+    }
+
+    fn on(port: u16) -> Self {
+        let binary =
+            std::env::var("LAZYBREAKER_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(&binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start `{binary}` ({e}): run `bash .ci/test`, which installs it")
+            });
+        let server = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        server
+    }
+
+    /// Kills the server now (the test goes on without it).
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn client(&self) -> redis::Client {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), f)
+                .await
+                .expect("bounded")
+        })
+}
+
+async fn store(server: &Server) -> RedisStore {
+    RedisStore::connect(&server.client(), TIMEOUT, KEY_TTL)
+        .await
+        .expect("the server answers")
+}
+
+#[test]
+fn a_trip_is_published_once_and_adopted_by_the_others() {
+    let server = Server::start();
+    run(async {
+        let (a, b, c) = (
+            store(&server).await,
+            store(&server).await,
+            store(&server).await,
+        );
+        let fresh = a.read("payments").await.unwrap();
+        assert_eq!(
+            (fresh.generation, fresh.open_until_us),
+            (0, None),
+            "no record: closed"
+        );
+        // A trips first at generation 1, for 30 s of server time.
+        let published = a
+            .publish_open("payments", 1, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(published.generation, 1);
+        let open_for = published.open_for().expect("open");
+        assert!(open_for <= Duration::from_secs(30) && open_for > Duration::from_secs(29));
+        // B trips too, from the same generation: the record has moved on, B adopts it.
+        let adopted = b
+            .publish_open("payments", 1, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(adopted.generation, 1);
+        assert_eq!(
+            adopted.open_until_us, published.open_until_us,
+            "A's deadline, not B's"
+        );
+        // C, behind (generation 0 view), reads the same decision.
+        let seen = c.read("payments").await.unwrap();
+        assert_eq!(seen.open_until_us, published.open_until_us);
+        // A recovery at generation 2 closes it for everyone; an older trip cannot reopen it.
+        let closed = c.publish_closed("payments", 2).await.unwrap();
+        assert_eq!((closed.generation, closed.open_until_us), (2, None));
+        let late = b
+            .publish_open("payments", 1, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(
+            (late.generation, late.open_until_us),
+            (2, None),
+            "fenced by generation"
+        );
+    });
+}
+
+#[test]
+fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
+    let server = Server::start();
+    run(async {
+        let stores = [
+            store(&server).await,
+            store(&server).await,
+            store(&server).await,
+        ];
+        stores[0]
+            .publish_open("search", 7, Duration::ZERO)
+            .await
+            .unwrap();
+        let lease = Duration::from_millis(200);
+        let mut taken = Vec::new();
+        for (i, s) in stores.iter().enumerate() {
+            for j in 0..2 {
+                let holder = format!("instance-{i}-probe-{j}");
+                taken.push(s.lease_probe("search", 7, 2, lease, &holder).await.unwrap());
+            }
+        }
+        let n = taken.iter().filter(|l| **l == Lease::Taken).count();
+        assert_eq!(
+            n, 2,
+            "at most max_requests probes across the fleet: {taken:?}"
+        );
+        assert_eq!(
+            stores[1]
+                .lease_probe("search", 6, 2, lease, "old")
+                .await
+                .unwrap(),
+            Lease::Stale,
+            "a lease for another generation"
+        );
+        // A released lease frees its slot at once.
+        stores[0]
+            .release_probe("search", "instance-0-probe-0")
+            .await
+            .unwrap();
+        assert_eq!(
+            stores[2]
+                .lease_probe("search", 7, 2, lease, "next")
+                .await
+                .unwrap(),
+            Lease::Taken
+        );
+        // The holders died: their leases expire by themselves (server time).
+        tokio::time::sleep(lease + Duration::from_millis(50)).await;
+        for k in 0..2 {
+            let holder = format!("after-{k}");
+            assert_eq!(
+                stores[1]
+                    .lease_probe("search", 7, 2, lease, &holder)
+                    .await
+                    .unwrap(),
+                Lease::Taken
+            );
+        }
+    });
+}
+
+#[test]
+fn a_dead_store_fails_fast_and_a_restarted_one_is_recreated() {
+    let mut server = Server::start();
+    let port = server.port;
+    run(async {
+        let s = store(&server).await;
+        s.publish_open("inventory", 3, Duration::from_secs(30))
+            .await
+            .unwrap();
+        // The server dies (a restart without persistence, say).
+        server.stop();
+        let started = Instant::now();
+        let err = s.read("inventory").await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Redis(_) | StoreError::Timeout(_)),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "bounded, never stuck"
+        );
+        // It comes back empty: the record vanished, and reads as a fresh breaker.
+        server = Server::on(port);
+        let s = store(&server).await;
+        assert_eq!(s.read("inventory").await.unwrap().generation, 0);
+        let again = s
+            .publish_open("inventory", 4, Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!(again.generation, 4, "recreated");
+    });
+}
+
+#[test]
+fn keys_expire_when_unused_and_share_a_hash_tag() {
+    let server = Server::start();
+    run(async {
+        let s = RedisStore::connect(&server.client(), TIMEOUT, Duration::from_millis(100))
+            .await
+            .unwrap();
+        s.publish_open("users", 1, Duration::from_secs(30))
+            .await
+            .unwrap();
+        s.lease_probe("users", 1, 1, Duration::from_secs(30), "p")
+            .await
+            .unwrap();
+        let mut con = server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let mut keys: Vec<String> = redis::cmd("KEYS")
+            .arg("lazybreaker:*")
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["lazybreaker:{users}:probes", "lazybreaker:{users}:state"]
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let left: Vec<String> = redis::cmd("KEYS")
+            .arg("lazybreaker:*")
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "expired: {left:?}");
+    });
+}
