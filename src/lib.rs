@@ -72,8 +72,18 @@
 //! # Policies
 //!
 //! [`policy`] holds [`TripPolicy`](policy::TripPolicy) and the built-in policies:
-//! consecutive failures (the default), failure ratio, and any `ready_to_trip` closure.
-//! Policies run under the breaker's lock: they must be quick and must not call the breaker.
+//! consecutive failures (the default), failure ratio, failure count, slow calls, brpc's EMA,
+//! and any `ready_to_trip` closure; `a.or(b)` and `with_backoff` compose them. Whatever the
+//! policy, a call reported [`Outcome::Fatal`](policy::Outcome::Fatal) opens the breaker at
+//! once. Policies run under the breaker's lock: they must be quick and must not call the
+//! breaker.
+//!
+//! # Many breakers, manual control, observability
+//!
+//! [`Registry`] keeps a breaker per key (endpoint, host, method), bounded without timers.
+//! [`Breaker::force_open`], [`Breaker::force_closed`], [`Breaker::release`] and
+//! [`Breaker::trip_for`] are the manual controls. [`Breaker::snapshot`] reads everything a
+//! scrape needs without side effects.
 //!
 //! # Configuration
 //!
@@ -88,6 +98,11 @@
 //!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and for the
 //!   [`config`] values: breakers configured from files, durations written as `"250ms"` or
 //!   `"1m30s"`, errors that name the breaker and the field by its path.
+//! - `tower`: `tower::BreakerLayer` and `tower::KeyedBreakerLayer` (no async runtime).
+//! - `http`: `http::StatusRules`, `http::status_classifier`, `http::rejected_response`.
+//! - `prometheus`: `prometheus::BreakerCollector`, metrics read at scrape time.
+//! - `tracing`: `tracing::TracingObserver`, one event per state change.
+//! - `redis`: `redis::RedisStore`, a breaker's shared decision in Redis (async, tokio).
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
