@@ -243,9 +243,13 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             Entry::Locked { now: None } | Entry::Admitted { .. } => self.clock.now(),
         };
         let mut panics = FirstPanic::default();
-        let admitted = self
-            .transact(Some(now), &mut panics, |m, now| m.admit(now))
-            .map(|ticket| Grant::new(ticket, now));
+        // The admission's start is the time the machine admitted it at (the clock's reading,
+        // or the latest time the machine saw if that is later): the latency a completion
+        // measures from it is on the machine's own timeline.
+        let admitted = self.transact(Some(now), &mut panics, |m, now| {
+            let (ticket, change) = m.admit(now);
+            (ticket.map(|ticket| Grant::new(ticket, now)), change)
+        });
         if panics.will_resume() {
             // The policy or an observer panicked on the way: the call will not be made, so
             // its admission is given back, as an exclusion, before the panic continues.
