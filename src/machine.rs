@@ -276,7 +276,12 @@ impl<P: TripPolicy> Machine<P> {
             probes_on_latency: false,
         };
         machine.probes_on_latency = machine.policy.hook(false, |p| p.probes_on_latency_alone());
-        machine.slow_threshold = machine.policy.hook(None, |p| p.slow_call_threshold());
+        // A threshold needs latencies: a policy that asks for one without them has none.
+        let measures = machine.policy.hook(false, |p| p.needs_latency());
+        machine.slow_threshold = machine
+            .policy
+            .hook(None, |p| p.slow_call_threshold())
+            .filter(|_| measures);
         if machine.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
         }
@@ -465,7 +470,7 @@ impl<P: TripPolicy> Machine<P> {
         let window = &mut self.window;
         let marked = self
             .in_flight
-            .mark_overdue(now, threshold, |age| window.add_slow(age));
+            .take_overdue(now, threshold, |age| window.add_slow(age));
         if marked == 0 {
             return None;
         }
@@ -546,7 +551,7 @@ impl<P: TripPolicy> Machine<P> {
         let counted_in_flight = match (self.slow_threshold, latency) {
             (Some(_), Some(latency)) => {
                 let admitted = now.saturating_sub(saturating_nanos(latency));
-                self.in_flight.complete(admitted) == Some(true)
+                !self.in_flight.complete(admitted)
             }
             _ => false,
         };
@@ -556,7 +561,11 @@ impl<P: TripPolicy> Machine<P> {
         if self.state == State::HalfOpen && self.slow_threshold.is_some() {
             if slow {
                 outcome = Outcome::Failure; // a slow probe counts as failed
-            } else if self.probes_on_latency && outcome == Outcome::Failure && !fatal {
+            } else if self.probes_on_latency
+                && outcome == Outcome::Failure
+                && !fatal
+                && reported.is_some()
+            {
                 outcome = Outcome::Success; // judged on latency alone (Sentinel)
             }
         }

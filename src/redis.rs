@@ -14,7 +14,8 @@
 //! tag: every key of one breaker lives in one slot), with the fields `generation`, `state`
 //! (`open` or `closed`) and `until` (server time, in microseconds since the epoch, while open);
 //! and a sorted set of half-open probe leases, `lazybreaker:{<name>}:probes`. Both expire when
-//! unused (`key_ttl`).
+//! unused (`key_ttl` after the last update, and never before an open period ends). A record
+//! that expired or vanished reads as a fresh breaker: closed, generation 0.
 
 use std::time::Duration;
 
@@ -71,9 +72,13 @@ if stored < gen then
   redis.call('HSET', key, 'generation', gen, 'state', 'open', 'until', now + open_us)
   redis.call('DEL', KEYS[2])
 end
-redis.call('PEXPIRE', key, ttl_ms)
+-- Kept past the open period: an expired record would read as closed, generation 0.
+local deadline = tonumber(redis.call('HGET', key, 'until') or '0')
+local keep_ms = ttl_ms
+if deadline > now then keep_ms = keep_ms + math.ceil((deadline - now) / 1000) end
+redis.call('PEXPIRE', key, keep_ms)
 local r = redis.call('HMGET', key, 'generation', 'state', 'until')
-return {tonumber(r[1]), r[2], tonumber(r[3] or '0'), now}
+return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
 ";
 
 /// Publishes "closed, generation G" unless the record has moved on (a recovery).
@@ -88,9 +93,12 @@ if stored < gen then
   redis.call('HSET', key, 'generation', gen, 'state', 'closed', 'until', 0)
   redis.call('DEL', KEYS[2])
 end
-redis.call('PEXPIRE', key, ttl_ms)
+local deadline = tonumber(redis.call('HGET', key, 'until') or '0')
+local keep_ms = ttl_ms
+if deadline > now then keep_ms = keep_ms + math.ceil((deadline - now) / 1000) end
+redis.call('PEXPIRE', key, keep_ms)
 local r = redis.call('HMGET', key, 'generation', 'state', 'until')
-return {tonumber(r[1]), r[2], tonumber(r[3] or '0'), now}
+return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
 ";
 
 /// Reads the record with the server time; an absent record reads as closed, generation 0.
@@ -102,8 +110,9 @@ return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
 ";
 
 /// Takes one of `max` half-open probe leases for generation G, each expiring after
-/// `lease_us` unless released: 1 if taken, 0 if all are held. A lease whose holder died
-/// expires by itself.
+/// `lease_us` unless released: 1 if taken, 0 if all are held, -1 if the record is not
+/// half-open at G (another generation, or still within its open period). A lease whose
+/// holder died expires by itself.
 const LEASE_PROBE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -111,8 +120,10 @@ local gen = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local lease_us = tonumber(ARGV[3])
 local ttl_ms = tonumber(ARGV[4])
-local stored = tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
-if stored ~= gen then return -1 end
+local r = redis.call('HMGET', KEYS[1], 'generation', 'state', 'until')
+local stored = tonumber(r[1] or '0')
+-- Half-open only: open at this generation, and past its open period (server time).
+if stored ~= gen or r[2] ~= 'open' or now < tonumber(r[3] or '0') then return -1 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= max then return 0 end
 redis.call('ZADD', KEYS[2], now + lease_us, ARGV[5])
@@ -127,7 +138,8 @@ pub enum Lease {
     Taken,
     /// Every probe slot of this half-open period is held.
     Full,
-    /// The record is at another generation: the caller's view is stale.
+    /// The record is not half-open at this generation (another generation, or still open
+    /// in the server's time): the caller's view is stale.
     Stale,
 }
 
@@ -160,8 +172,11 @@ fn keys(breaker: &str) -> [String; 2] {
     ]
 }
 
+/// Microseconds, at most 2^52 (about 142 years): Lua numbers are doubles, and Redis turns
+/// them into 64-bit integers; larger values would not come back whole.
 fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+    const MAX: u64 = 1 << 52;
+    u64::try_from(d.as_micros()).unwrap_or(MAX).min(MAX)
 }
 
 fn millis(d: Duration) -> u64 {

@@ -238,12 +238,16 @@ fn keys_expire_when_unused_and_share_a_hash_tag() {
         let s = RedisStore::connect(&server.client(), TIMEOUT, Duration::from_millis(100))
             .await
             .unwrap();
-        s.publish_open("users", 1, Duration::from_secs(30))
+        // Open for 50 ms: the record lives that long plus the 100 ms TTL.
+        s.publish_open("users", 1, Duration::from_millis(50))
             .await
             .unwrap();
-        s.lease_probe("users", 1, 1, Duration::from_secs(30), "p")
+        tokio::time::sleep(Duration::from_millis(60)).await; // half-open now
+        let lease = s
+            .lease_probe("users", 1, 1, Duration::from_secs(30), "p")
             .await
             .unwrap();
+        assert_eq!(lease, Lease::Taken);
         let mut con = server
             .client()
             .get_multiplexed_async_connection()
@@ -259,12 +263,64 @@ fn keys_expire_when_unused_and_share_a_hash_tag() {
             keys,
             ["lazybreaker:{users}:probes", "lazybreaker:{users}:state"]
         );
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let left: Vec<String> = redis::cmd("KEYS")
             .arg("lazybreaker:*")
             .query_async(&mut con)
             .await
             .unwrap();
         assert!(left.is_empty(), "expired: {left:?}");
+    });
+}
+
+#[test]
+fn a_probe_lease_needs_the_open_period_to_have_passed() {
+    let server = Server::start();
+    run(async {
+        let s = store(&server).await;
+        assert_eq!(
+            s.lease_probe("cart", 0, 1, Duration::from_secs(1), "p")
+                .await
+                .unwrap(),
+            Lease::Stale,
+            "closed: nothing to probe"
+        );
+        s.publish_open("cart", 1, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(
+            s.lease_probe("cart", 1, 1, Duration::from_secs(1), "p")
+                .await
+                .unwrap(),
+            Lease::Stale,
+            "still open in the server's time"
+        );
+    });
+}
+
+#[test]
+fn an_open_record_outlives_a_shorter_key_ttl() {
+    let server = Server::start();
+    run(async {
+        let s = RedisStore::connect(&server.client(), TIMEOUT, Duration::from_millis(50))
+            .await
+            .unwrap();
+        s.publish_open("orders", 2, Duration::from_secs(30))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let r = s.read("orders").await.unwrap();
+        assert_eq!(r.generation, 2, "kept through its open period");
+        assert!(r.open_for().is_some());
+    });
+}
+
+#[test]
+fn a_huge_open_period_comes_back_whole() {
+    let server = Server::start();
+    run(async {
+        let s = store(&server).await;
+        let r = s.publish_open("forever", 1, Duration::MAX).await.unwrap();
+        assert!(r.open_for().unwrap() > Duration::from_secs(100 * 365 * 24 * 3600));
     });
 }

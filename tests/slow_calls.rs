@@ -270,3 +270,29 @@ fn a_clock_reading_behind_the_latest_time_loses_no_call() {
     assert_eq!(b.counts().slow_calls, 0);
     assert_eq!(b.state(), State::Closed);
 }
+
+/// A policy that names a slow-call threshold but measures no latency has none: nothing is
+/// tracked in flight, nothing counted slow, nothing tripped falsely.
+#[test]
+fn a_threshold_without_latencies_is_ignored() {
+    #[derive(Debug)]
+    struct NoLatency;
+    impl TripPolicy for NoLatency {
+        fn on_result(&mut self, r: &lazybreaker::policy::CallResult<'_>) -> bool {
+            r.counts.slow_calls > 0
+        }
+        fn slow_call_threshold(&self) -> Option<Duration> {
+            Some(ms(1))
+        }
+    }
+    let clock = ManualClock::new();
+    let b = Breaker::builder()
+        .policy(NoLatency)
+        .clock(clock.clone())
+        .build();
+    for _ in 0..10 {
+        call(&b, &clock, ms(100), true);
+    }
+    assert_eq!(b.counts().slow_calls, 0);
+    assert_eq!(b.state(), State::Closed);
+}
