@@ -32,6 +32,13 @@ impl Grant {
         Self { ticket, started }
     }
 
+    /// The call's latency at `now`, on the machine's timeline, if the breaker `measures`
+    /// latencies (only then is `started` meaningful).
+    #[inline]
+    pub(crate) fn latency(&self, now: Nanos, measures: bool) -> Option<Duration> {
+        measures.then(|| Duration::from_nanos(now.saturating_sub(self.started)))
+    }
+
     /// An admission of the lock-free lane: no window age and no start time (the lane never
     /// admits for a policy that measures latency: see `lane::Plan`).
     #[inline(always)]

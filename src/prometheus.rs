@@ -179,7 +179,7 @@ fn outcomes(s: &Snapshot) -> [(&'static str, u64); 8] {
 }
 
 /// One family: its descriptor, then one series per `(labels, value)`.
-fn family<'a, L, V>(
+fn family<L, V>(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -187,7 +187,7 @@ fn family<'a, L, V>(
     series: impl IntoIterator<Item = (L, V)>,
 ) -> fmt::Result
 where
-    L: prometheus_client::encoding::EncodeLabelSet + 'a,
+    L: prometheus_client::encoding::EncodeLabelSet,
     V: Value,
 {
     let mut metric = encoder.encode_descriptor(name, help, None, metric_type)?;

@@ -57,42 +57,26 @@ impl SharedRecord {
     }
 }
 
-/// Publishes "open until now + open_for, generation G" unless the record has moved on: the
-/// one atomic compare-and-set of a trip. Returns the record as it stands afterwards (the new
-/// one, or the newer one the caller must adopt) with the server time.
-const PUBLISH_OPEN: &str = r"
+/// Publishes a decision at generation G, unless the record has moved on: "open for open_us
+/// from now" (a trip) or "closed" (a recovery, open_us 0). The one atomic
+/// compare-and-set of a decision. Returns the record as it stands afterwards (the new one,
+/// or the newer one the caller must adopt) with the server time.
+const PUBLISH: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local key = KEYS[1]
 local gen = tonumber(ARGV[1])
 local open_us = tonumber(ARGV[2])
 local ttl_ms = tonumber(ARGV[3])
+local state = ARGV[4]
 local stored = tonumber(redis.call('HGET', key, 'generation') or '0')
 if stored < gen then
-  redis.call('HSET', key, 'generation', gen, 'state', 'open', 'until', now + open_us)
+  local deadline = 0
+  if state == 'open' then deadline = now + open_us end
+  redis.call('HSET', key, 'generation', gen, 'state', state, 'until', deadline)
   redis.call('DEL', KEYS[2])
 end
 -- Kept past the open period: an expired record would read as closed, generation 0.
-local deadline = tonumber(redis.call('HGET', key, 'until') or '0')
-local keep_ms = ttl_ms
-if deadline > now then keep_ms = keep_ms + math.ceil((deadline - now) / 1000) end
-redis.call('PEXPIRE', key, keep_ms)
-local r = redis.call('HMGET', key, 'generation', 'state', 'until')
-return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
-";
-
-/// Publishes "closed, generation G" unless the record has moved on (a recovery).
-const PUBLISH_CLOSED: &str = r"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local key = KEYS[1]
-local gen = tonumber(ARGV[1])
-local ttl_ms = tonumber(ARGV[2])
-local stored = tonumber(redis.call('HGET', key, 'generation') or '0')
-if stored < gen then
-  redis.call('HSET', key, 'generation', gen, 'state', 'closed', 'until', 0)
-  redis.call('DEL', KEYS[2])
-end
 local deadline = tonumber(redis.call('HGET', key, 'until') or '0')
 local keep_ms = ttl_ms
 if deadline > now then keep_ms = keep_ms + math.ceil((deadline - now) / 1000) end
@@ -144,13 +128,36 @@ pub enum Lease {
 }
 
 /// One breaker's shared record in Redis: see the [module documentation](self).
+///
+/// # Examples
+///
+/// ```no_run
+/// use lazybreaker::redis::{Lease, RedisStore};
+/// use std::time::Duration;
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+/// let store = RedisStore::connect(&client, Duration::from_millis(50), Duration::from_secs(600)).await?;
+/// // This process tripped at generation 4: publish it, or adopt what the fleet decided.
+/// let record = store.publish_open("payments", 4, Duration::from_secs(30)).await?;
+/// if record.generation != 4 {
+///     // another instance got there first: follow `record`
+/// }
+/// // Later, half-open: take one of the fleet's two probe slots.
+/// if store.lease_probe("payments", 4, 2, Duration::from_secs(5), "host-a/1").await? == Lease::Taken {
+///     // send the probe, then
+///     store.release_probe("payments", "host-a/1").await?;
+/// }
+/// # Ok(())
+/// # }
+/// # let _ = example;
+/// ```
 #[derive(Clone)]
 pub struct RedisStore {
     connection: MultiplexedConnection,
     timeout: Duration,
     key_ttl: Duration,
-    publish_open: Script,
-    publish_closed: Script,
+    publish: Script,
     read: Script,
     lease: Script,
 }
@@ -202,8 +209,7 @@ impl RedisStore {
             connection,
             timeout,
             key_ttl,
-            publish_open: Script::new(PUBLISH_OPEN),
-            publish_closed: Script::new(PUBLISH_CLOSED),
+            publish: Script::new(PUBLISH),
             read: Script::new(READ),
             lease: Script::new(LEASE_PROBE),
         })
@@ -246,10 +252,7 @@ impl RedisStore {
         generation: u64,
         open_for: Duration,
     ) -> Result<SharedRecord, StoreError> {
-        let args = [generation, micros(open_for), millis(self.key_ttl)];
-        let reply: (u64, Option<String>, u64, u64) =
-            self.run(&self.publish_open, breaker, &args, None).await?;
-        Ok(record(reply))
+        self.publish(breaker, generation, "open", open_for).await
     }
 
     /// Publishes a recovery: closed at `generation`, unless the record moved on. One round
@@ -263,9 +266,21 @@ impl RedisStore {
         breaker: &str,
         generation: u64,
     ) -> Result<SharedRecord, StoreError> {
-        let args = [generation, millis(self.key_ttl)];
+        self.publish(breaker, generation, "closed", Duration::ZERO)
+            .await
+    }
+
+    /// The [`PUBLISH`] script: `state` at `generation`, open for `open_for` if `"open"`.
+    async fn publish(
+        &self,
+        breaker: &str,
+        generation: u64,
+        state: &str,
+        open_for: Duration,
+    ) -> Result<SharedRecord, StoreError> {
+        let args = [generation, micros(open_for), millis(self.key_ttl)];
         let reply: (u64, Option<String>, u64, u64) =
-            self.run(&self.publish_closed, breaker, &args, None).await?;
+            self.run(&self.publish, breaker, &args, Some(state)).await?;
         Ok(record(reply))
     }
 

@@ -119,7 +119,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// The forced mode in effect, if any: see [`force_open`](Breaker::force_open) and
     /// [`force_closed`](Breaker::force_closed). Reads no clock, changes nothing.
     pub fn forced(&self) -> Option<Forced> {
-        self.inner.lock().machine.forced()
+        self.locked(|m| m.forced())
     }
 
     /// Records a failure for the admission `grant` and opens the breaker for at least
@@ -130,8 +130,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let now = self.clock.try_now(&mut panics);
         let needs_latency = self.needs_latency;
         self.transact(now, &mut panics, |m, now| {
-            let latency =
-                needs_latency.then(|| Duration::from_nanos(now.saturating_sub(grant.started)));
+            let latency = grant.latency(now, needs_latency);
             let verdict = Verdict::Reported(Outcome::Failure);
             let failed = m.complete(grant.ticket, verdict, latency, now);
             let tripped = m.trip_for(open_for, now);

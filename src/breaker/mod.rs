@@ -17,7 +17,6 @@ mod txn;
 pub use builder::Builder;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use std::future::Future;
 
@@ -155,7 +154,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub fn snapshot(&self) -> crate::Snapshot {
         let now = self.clock.now();
         let mut panics = FirstPanic::default();
-        let snapshot = self.read_mut_folded(|m| {
+        let snapshot = self.read(|m| {
             let peek = m.peek(now);
             let mut policy = std::collections::BTreeMap::new();
             m.policy_gauges(&mut |name, value| {
@@ -444,7 +443,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// # Ok::<(), lazybreaker::ConfigError>(())
     /// ```
     pub fn inspect_policy<R>(&self, f: impl FnOnce(&P) -> R) -> R {
-        f(self.inner.lock().machine.policy())
+        self.locked(|m| f(m.policy()))
     }
 
     /// Makes the lock-free lane's stripes now, as the first collision of two threads would:
@@ -472,7 +471,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(never)]
     fn peek_open_locked(&self) -> Option<Rejected> {
         let now = self.clock.now();
-        self.inner.lock().machine.peek_open(now)
+        self.locked(|m| m.peek_open(now))
     }
 
     /// Counts `rejected`, a rejection read with [`peek_open`](Self::peek_open) and answered
@@ -482,15 +481,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub(crate) fn count_rejection(&self, rejected: Rejected) {
         match rejected {
             Rejected::Open { .. } => self.lane.count_rejection(),
-            _ => self.read_mut(|m| m.count_rejection(rejected)),
+            _ => self.locked(|m| m.count_rejection(rejected)),
         }
     }
 
     /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,
     /// nothing delivered): what a registry may evict.
     pub(crate) fn is_closed_and_unforced(&self) -> bool {
-        let inner = self.inner.lock();
-        inner.machine.state() == State::Closed && inner.machine.forced().is_none()
+        self.locked(|m| m.state() == State::Closed && m.forced().is_none())
     }
 
     /// Records a permit's result (called by the permits): lock-free in the common case.
@@ -552,8 +550,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         };
         let needs_latency = self.needs_latency;
         self.transact(now, panics, |m, now| {
-            let latency =
-                needs_latency.then(|| Duration::from_nanos(now.saturating_sub(grant.started)));
+            let latency = grant.latency(now, needs_latency);
             ((), m.complete(grant.ticket, verdict, latency, now))
         });
     }

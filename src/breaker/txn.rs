@@ -99,15 +99,18 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
     }
 
-    /// Runs `f` on the machine under the lock without closing the lane: for a bookkeeping
-    /// change that the lane's mode does not depend on (a counter).
-    pub(super) fn read_mut<R>(&self, f: impl FnOnce(&mut Machine<P>) -> R) -> R {
+    /// Runs `f` on the machine under the lock without touching the lane: for what the lane
+    /// neither counts nor depends on (the forced mode, the open deadline, the state as it
+    /// stands, a rejection counter, the policy).
+    pub(super) fn locked<R>(&self, f: impl FnOnce(&mut Machine<P>) -> R) -> R {
         f(&mut self.inner.lock().machine)
     }
 
-    /// [`read`](Self::read) with the machine mutable, for a read that asks the policy (whose
-    /// panics the machine keeps).
-    pub(super) fn read_mut_folded<R>(&self, f: impl FnOnce(&mut Machine<P>) -> R) -> R {
+    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a read of
+    /// the machine (mutable only so that a policy hook can keep its panic), but the lane is
+    /// closed while it runs (and republished unchanged), so that what it folds is a
+    /// snapshot: a call that meets a closed cell waits for the lock.
+    pub(super) fn read<R>(&self, f: impl FnOnce(&mut Machine<P>) -> R) -> R {
         let mut txn = Txn {
             inner: self.inner.lock(),
             lane: &self.lane,
@@ -117,12 +120,5 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         machine.absorb(pending.requests, pending.successes);
         machine.absorb_rejections(pending.rejected);
         f(machine)
-    }
-
-    /// Runs `f` on the machine under the lock, with the lane's counts folded in: a pure read
-    /// of the machine, but the lane is closed while it runs (and republished unchanged), so
-    /// that what it folds is a snapshot: a call that meets a closed cell waits for the lock.
-    pub(super) fn read<R>(&self, f: impl FnOnce(&Machine<P>) -> R) -> R {
-        self.read_mut_folded(|machine| f(machine))
     }
 }
