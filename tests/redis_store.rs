@@ -1,72 +1,20 @@
 //! The fleet-wide store against a real `redis-server` (issue #15, first part): each test
-//! starts its own server on a free loopback port, persistence off, and stops it whatever
-//! happens (`Server`'s drop). `bash .ci/test` installs Debian's `redis-server` if missing.
+//! starts its own server on a loopback port of its own, persistence off, and stops it
+//! whatever happens (`redis_server::Server`'s drop). `bash .ci/test` installs Debian's
+//! `redis-server` if missing.
 //!
 //! Real time here is the server's: the waits are short and bounded (a lease or a key that
 //! must expire), as a real server on loopback is the point of these tests.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lazybreaker::redis::{Lease, RedisStore, StoreError};
 
+mod redis_server;
+use redis_server::Server;
+
 const TIMEOUT: Duration = Duration::from_millis(500);
 const KEY_TTL: Duration = Duration::from_secs(60);
-
-/// A `redis-server` of this test's own, killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Self::on(port)
-    }
-
-    fn on(port: u16) -> Self {
-        let binary =
-            std::env::var("LAZYBREAKER_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let child = Command::new(&binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start `{binary}` ({e}): run `bash .ci/test`, which installs it")
-            });
-        let server = Self { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        server
-    }
-
-    /// Kills the server now (the test goes on without it).
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn client(&self) -> redis::Client {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
