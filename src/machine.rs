@@ -134,9 +134,21 @@ pub(crate) struct Change {
     pub(crate) at: Nanos,
     pub(crate) counts: Counts,
     pub(crate) totals: Totals,
-    /// Made by a manual control (forcing, releasing, tripping for a duration), not by the
-    /// policy or the clock.
-    pub(crate) manual: bool,
+    /// Who made it: the policy or the clock, a manual control, or a decision adopted from
+    /// the fleet.
+    pub(crate) origin: Origin,
+}
+
+/// Who made a state change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The policy or the clock.
+    Breaker,
+    /// A manual control (forcing, releasing, tripping for a duration).
+    Manual,
+    /// A decision made elsewhere and adopted ([`Machine::adopt_open`],
+    /// [`Machine::adopt_closed`]).
+    Fleet,
 }
 
 /// A neutral view of what the current state allows, for whoever wants to act without the
@@ -642,9 +654,11 @@ impl<P: TripPolicy> Machine<P> {
                 self.expiry = Nanos::MAX;
                 None
             }
-            (Forced::Open, _) => Some(self.enter(State::Open, now, Some(Nanos::MAX), true)),
+            (Forced::Open, _) => {
+                Some(self.enter(State::Open, now, Some(Nanos::MAX), Origin::Manual))
+            }
             (Forced::Closed, State::Closed) => None,
-            (Forced::Closed, _) => Some(self.enter(State::Closed, now, None, true)),
+            (Forced::Closed, _) => Some(self.enter(State::Closed, now, None, Origin::Manual)),
         }
     }
 
@@ -659,7 +673,7 @@ impl<P: TripPolicy> Machine<P> {
             self.new_generation(now);
             None
         } else {
-            Some(self.enter(State::Closed, now, None, true))
+            Some(self.enter(State::Closed, now, None, Origin::Manual))
         }
     }
 
@@ -675,18 +689,50 @@ impl<P: TripPolicy> Machine<P> {
             self.expiry = self.expiry.max(until);
             return None;
         }
-        Some(self.enter(State::Open, now, Some(until), true))
+        Some(self.enter(State::Open, now, Some(until), Origin::Manual))
+    }
+
+    /// Adopts a decision made elsewhere: open until exactly `now + open_for` (zero: half-open
+    /// at the next call), then the usual half-open. From closed or half-open this is a change
+    /// to open (from the fleet); already open, the open period is replaced. No effect while
+    /// forced: the override wins.
+    pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() {
+            return None;
+        }
+        // Zero: the fleet is half-open already, so the next call, even at this instant, is.
+        let until = match open_for {
+            Duration::ZERO => now.saturating_sub(1),
+            d => now.saturating_add(saturating_nanos(d)),
+        };
+        if self.state == State::Open {
+            self.expiry = until;
+            return None;
+        }
+        Some(self.enter(State::Open, now, Some(until), Origin::Fleet))
+    }
+
+    /// Adopts a recovery decided elsewhere: from open or half-open a change to closed in a
+    /// new generation (from the fleet); already closed, nothing changes (the counts are
+    /// kept). No effect while forced.
+    pub(crate) fn adopt_closed(&mut self, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() || self.state == State::Closed {
+            return None;
+        }
+        Some(self.enter(State::Closed, now, None, Origin::Fleet))
     }
 
     /// Moves to `to` because of the policy or the clock: see [`enter`](Machine::enter).
     fn set_state(&mut self, to: State, now: Nanos) -> Change {
-        self.enter(to, now, None, false)
+        self.enter(to, now, None, Origin::Breaker)
     }
 
     /// Moves to `to`, until `expiry` when given (else as the state's timing says). The policy
     /// is asked for the open duration (when needed) or the half-open probe count before
     /// anything changes and told of the change after everything has.
-    fn enter(&mut self, to: State, now: Nanos, expiry: Option<Nanos>, manual: bool) -> Change {
+    fn enter(&mut self, to: State, now: Nanos, expiry: Option<Nanos>, origin: Origin) -> Change {
         let from = self.state;
         debug_assert_ne!(from, to);
         let counts = *self.window.counts();
@@ -713,7 +759,7 @@ impl<P: TripPolicy> Machine<P> {
             at: now,
             counts,
             totals: self.totals,
-            manual,
+            origin,
         }
     }
 

@@ -158,6 +158,55 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         }
     }
 
+    /// Adds `observer` beside the one already set: both are told everything, the one set
+    /// first first (the pair `(O, Q)`; see [`Observer`]'s tuple impl). For a layer that wraps
+    /// a builder it did not configure and needs to observe too (the `redis` feature's shared
+    /// breaker does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::observe::{Observer, Transition};
+    /// use lazybreaker::Breaker;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// #[derive(Default)]
+    /// struct Count(AtomicU32);
+    /// impl Observer for Count {
+    ///     fn on_transition(&self, _: &Transition<'_>) {
+    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// let breaker = Breaker::builder()
+    ///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+    ///     .observer(Count::default())
+    ///     .and_observer(Count::default())
+    ///     .build();
+    /// let _ = breaker.execute(|| Err::<(), _>("down"));
+    /// let (a, b) = breaker.observer();
+    /// assert_eq!((a.0.load(Ordering::Relaxed), b.0.load(Ordering::Relaxed)), (1, 1));
+    /// ```
+    pub fn and_observer<Q: Observer>(self, observer: Q) -> Builder<P, (O, Q)> {
+        Builder {
+            knobs: self.knobs,
+            policy: self.policy,
+            observer: (self.observer, observer),
+        }
+    }
+
+    /// The `max_requests` knob as the breaker will use it (at least 1).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn max_requests_or_default(&self) -> u32 {
+        self.knobs.max_requests.max(1)
+    }
+
+    /// The name given with [`name`](Self::name).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn name_given(&self) -> &str {
+        &self.knobs.name
+    }
+
     /// Uses `observer` to observe the breaker (see [`crate::observe`]); replaces the observer.
     /// The default, `()`, observes nothing at no cost. [`on_state_change`](Self::on_state_change)
     /// is independent of it: both are told of every state change (the callback first).

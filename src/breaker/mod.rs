@@ -9,6 +9,7 @@
 //! [`crate::contain`], and every path below finishes its bookkeeping before a panic continues:
 //! an admitted call is always accounted for, a state change is always delivered.
 
+mod adopt;
 mod builder;
 mod control;
 mod outbox;
@@ -16,9 +17,9 @@ mod txn;
 
 pub use builder::Builder;
 
-use std::sync::Arc;
-
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::classify::{Classify, OkIsSuccess};
 use crate::clock::ClockSource;
@@ -458,7 +459,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// without admitting anything or evaluating any expiry, or `None` (the breaker may still
     /// reject the call for another reason: half-open and full). Lock-free unless the lane
     /// sends every call to the lock anyway (half-open, forced, a policy it cannot count for).
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "tower", feature = "redis")), allow(dead_code))]
     #[inline]
     pub(crate) fn peek_open(&self) -> Option<Rejected> {
         match self.lane.peek_open(|| self.clock.now()) {
@@ -483,6 +484,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             Rejected::Open { .. } => self.lane.count_rejection(),
             _ => self.locked(|m| m.count_rejection(rejected)),
         }
+    }
+
+    /// The breaker's clock, as a time since its epoch; a clock that panics reads as the
+    /// latest time the machine saw, and its panic continues afterwards.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn now(&self) -> Duration {
+        let mut panics = FirstPanic::default();
+        let now = self.clock.try_now(&mut panics);
+        let now = now.unwrap_or_else(|| self.locked(|m| m.latest()));
+        contain::resume(panics);
+        Duration::from_nanos(now)
     }
 
     /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,

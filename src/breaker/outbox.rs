@@ -103,7 +103,7 @@ mod tests {
             at: 0,
             counts: Counts::default(),
             totals: Default::default(),
-            manual: false,
+            origin: crate::machine::Origin::Breaker,
         }
     }
 

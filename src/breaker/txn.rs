@@ -10,7 +10,7 @@
 
 use crate::contain::FirstPanic;
 use crate::lane::Lane;
-use crate::machine::{Change, Machine};
+use crate::machine::{Change, Machine, Origin};
 use crate::nanos::{instant, Nanos};
 use crate::observe::{Observer, Transition};
 
@@ -93,7 +93,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 at: instant(change.at),
                 counts: change.counts,
                 totals: change.totals,
-                manual: change.manual,
+                manual: change.origin == Origin::Manual,
+                fleet: change.origin == Origin::Fleet,
             };
             self.observers.deliver(&transition, panics);
         }

@@ -21,6 +21,9 @@ use std::time::Duration;
 use crate::contain::{self, FirstPanic};
 use crate::{Counts, State, Totals};
 
+mod fleet;
+pub use fleet::FleetEvent;
+
 /// Observes a breaker: a set of hooks, each with an empty default.
 ///
 /// # Examples
@@ -71,6 +74,12 @@ pub trait Observer: Send + Sync {
     fn observes_transitions(&self) -> bool {
         true
     }
+
+    /// Called when a breaker that shares its decisions with a fleet loses or regains its
+    /// store (see [`FleetEvent`]), outside every lock, on the call that found out.
+    fn on_fleet(&self, event: &FleetEvent<'_>) {
+        let _ = event;
+    }
 }
 
 /// The default observer: observes nothing, at no cost.
@@ -85,6 +94,10 @@ impl<O: Observer + ?Sized> Observer for Arc<O> {
         (**self).on_transition(transition)
     }
 
+    fn on_fleet(&self, event: &FleetEvent<'_>) {
+        (**self).on_fleet(event)
+    }
+
     fn observes_transitions(&self) -> bool {
         (**self).observes_transitions()
     }
@@ -93,6 +106,10 @@ impl<O: Observer + ?Sized> Observer for Arc<O> {
 impl<O: Observer + ?Sized> Observer for Box<O> {
     fn on_transition(&self, transition: &Transition<'_>) {
         (**self).on_transition(transition)
+    }
+
+    fn on_fleet(&self, event: &FleetEvent<'_>) {
+        (**self).on_fleet(event)
     }
 
     fn observes_transitions(&self) -> bool {
@@ -107,6 +124,13 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         let mut panics = FirstPanic::default();
         panics.catch((), || self.0.on_transition(transition));
         panics.catch((), || self.1.on_transition(transition));
+        contain::resume(panics);
+    }
+
+    fn on_fleet(&self, event: &FleetEvent<'_>) {
+        let mut panics = FirstPanic::default();
+        panics.catch((), || self.0.on_fleet(event));
+        panics.catch((), || self.1.on_fleet(event));
         contain::resume(panics);
     }
 
@@ -139,6 +163,10 @@ pub struct Transition<'a> {
     /// [`trip_for`](crate::Breaker::trip_for), a permit's `failure_open_for`) rather than the
     /// policy or the clock.
     pub manual: bool,
+    /// Whether the change was adopted from a decision made elsewhere: a fleet sharing this
+    /// breaker's decisions (see [`Breaker::adopt_open`](crate::Breaker::adopt_open) and the
+    /// `redis` feature's shared breaker), rather than made by this process's own calls.
+    pub fleet: bool,
 }
 
 impl<'a> Transition<'a> {
@@ -165,6 +193,7 @@ impl<'a> Transition<'a> {
             counts: Counts::default(),
             totals: Totals::default(),
             manual: false,
+            fleet: false,
         }
     }
 
@@ -186,6 +215,13 @@ impl<'a> Transition<'a> {
     #[must_use]
     pub fn with_manual(mut self, manual: bool) -> Self {
         self.manual = manual;
+        self
+    }
+
+    /// This transition, marked as adopted from the fleet or not.
+    #[must_use]
+    pub fn with_fleet(mut self, fleet: bool) -> Self {
+        self.fleet = fleet;
         self
     }
 }

@@ -1,21 +1,6 @@
-//! The fleet-wide store on Redis (feature `redis`, issue #15; first part): the shared record
-//! of one breaker's *decision*, never of its calls, and the atomic operations on it. Each
-//! operation is one round trip (one Lua script, atomic on the server), reads deadlines from
-//! the server's clock (`TIME`), so that clock skew between hosts does not matter, and gives
-//! up after the store timeout.
-//!
-//! The shared breaker built on it (the lazy refresh on the call path, adoption of shared
-//! changes, degrading to the local breaker) is the next part of the issue; this module is the
-//! part that talks to Redis.
-//!
-//! # Keys
-//!
-//! One hash per breaker, `lazybreaker:{<name>}:state` (the braces are a Redis Cluster hash
-//! tag: every key of one breaker lives in one slot), with the fields `generation`, `state`
-//! (`open` or `closed`) and `until` (server time, in microseconds since the epoch, while open);
-//! and a sorted set of half-open probe leases, `lazybreaker:{<name>}:probes`. Both expire when
-//! unused (`key_ttl` after the last update, and never before an open period ends). A record
-//! that expired or vanished reads as a fresh breaker: closed, generation 0.
+//! [`RedisStore`]: the shared record of one breaker's decision in Redis and the atomic
+//! operations on it, each one round trip (one Lua script, atomic on the server), deadlines
+//! read from the server's clock (`TIME`), every call bounded by the store timeout.
 
 use std::time::Duration;
 
@@ -59,8 +44,10 @@ impl SharedRecord {
 
 /// Publishes a decision at generation G, unless the record has moved on: "open for open_us
 /// from now" (a trip) or "closed" (a recovery, open_us 0). The one atomic
-/// compare-and-set of a decision. Returns the record as it stands afterwards (the new one,
-/// or the newer one the caller must adopt) with the server time.
+/// compare-and-set of a decision. With a quorum above 1 a trip is a vote of instance
+/// ARGV[7], and opens the record only once enough instances voted. Returns the record as it
+/// stands afterwards (the new one, the newer one the caller must adopt, or the older one a
+/// vote left unchanged) with the server time.
 const PUBLISH: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -68,19 +55,30 @@ local key = KEYS[1]
 local gen = tonumber(ARGV[1])
 local open_us = tonumber(ARGV[2])
 local ttl_ms = tonumber(ARGV[3])
-local state = ARGV[4]
+local quorum = tonumber(ARGV[4])
+local window_us = tonumber(ARGV[5])
+local state = ARGV[6]
 local stored = tonumber(redis.call('HGET', key, 'generation') or '0')
-if stored < gen then
+local write = stored < gen
+-- A trip with a quorum: a vote of this instance, and the record opens once `quorum`
+-- distinct instances voted within the window.
+if write and state == 'open' and quorum > 1 then
+  redis.call('ZADD', KEYS[3], now, ARGV[7])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window_us)
+  redis.call('PEXPIRE', KEYS[3], math.ceil(window_us / 1000) + 1)
+  write = redis.call('ZCARD', KEYS[3]) >= quorum
+end
+if write then
   local deadline = 0
   if state == 'open' then deadline = now + open_us end
   redis.call('HSET', key, 'generation', gen, 'state', state, 'until', deadline)
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[2], KEYS[3])
 end
 -- Kept past the open period: an expired record would read as closed, generation 0.
 local deadline = tonumber(redis.call('HGET', key, 'until') or '0')
 local keep_ms = ttl_ms
 if deadline > now then keep_ms = keep_ms + math.ceil((deadline - now) / 1000) end
-redis.call('PEXPIRE', key, keep_ms)
+if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, keep_ms) end
 local r = redis.call('HMGET', key, 'generation', 'state', 'until')
 return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
 ";
@@ -114,6 +112,27 @@ redis.call('ZADD', KEYS[2], now + lease_us, ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ttl_ms)
 return 1
 ";
+
+/// A trip's vote, for [`RedisStore::publish_open_voted`]: the record opens once `quorum`
+/// distinct instances voted within `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vote<'a> {
+    /// How many distinct instances must have voted (1: the trip opens the record at once).
+    pub quorum: u32,
+    /// How long a vote counts.
+    pub window: Duration,
+    /// The voting instance, unique in the fleet.
+    pub instance: &'a str,
+}
+
+impl Vote<'_> {
+    /// No vote: a trip opens the record at once.
+    pub(super) const NONE: Vote<'static> = Vote {
+        quorum: 1,
+        window: Duration::ZERO,
+        instance: "",
+    };
+}
 
 /// The outcome of [`RedisStore::lease_probe`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,11 +190,12 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-/// The keys of `breaker`: its record and its probe leases, in one hash slot.
-fn keys(breaker: &str) -> [String; 2] {
+/// The keys of `breaker`: its record, its probe leases and its trip votes, in one hash slot.
+fn keys(breaker: &str) -> [String; 3] {
     [
         format!("lazybreaker:{{{breaker}}}:state"),
         format!("lazybreaker:{{{breaker}}}:probes"),
+        format!("lazybreaker:{{{breaker}}}:votes"),
     ]
 }
 
@@ -215,22 +235,23 @@ impl RedisStore {
         })
     }
 
-    /// Runs `script` on `breaker`'s keys within the store timeout.
+    /// Runs `script` on `breaker`'s keys within the store timeout, with `numbers` then
+    /// `strings` as its arguments.
     async fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
         breaker: &str,
-        args: &[u64],
-        extra: Option<&str>,
+        numbers: &[u64],
+        strings: &[&str],
     ) -> Result<T, StoreError> {
-        let [state, probes] = keys(breaker);
+        let [state, probes, votes] = keys(breaker);
         let mut invocation = script.key(state);
-        invocation.key(probes);
-        for arg in args {
+        invocation.key(probes).key(votes);
+        for arg in numbers {
             invocation.arg(*arg);
         }
-        if let Some(extra) = extra {
-            invocation.arg(extra);
+        for arg in strings {
+            invocation.arg(*arg);
         }
         let mut connection = self.connection.clone();
         tokio::time::timeout(self.timeout, invocation.invoke_async(&mut connection))
@@ -252,7 +273,29 @@ impl RedisStore {
         generation: u64,
         open_for: Duration,
     ) -> Result<SharedRecord, StoreError> {
-        self.publish(breaker, generation, "open", open_for).await
+        let vote = Vote::NONE;
+        self.publish(breaker, generation, "open", open_for, vote)
+            .await
+    }
+
+    /// Publishes a trip that needs `vote.quorum` distinct instances: this one's vote is
+    /// counted, and the record opens (as [`publish_open`](Self::publish_open) opens it) once
+    /// `quorum` instances voted within `vote.window` at this generation. The record comes
+    /// back unchanged (at an older generation than `generation`) while the vote is short.
+    /// One round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: decide locally.
+    pub async fn publish_open_voted(
+        &self,
+        breaker: &str,
+        generation: u64,
+        open_for: Duration,
+        vote: Vote<'_>,
+    ) -> Result<SharedRecord, StoreError> {
+        self.publish(breaker, generation, "open", open_for, vote)
+            .await
     }
 
     /// Publishes a recovery: closed at `generation`, unless the record moved on. One round
@@ -266,21 +309,30 @@ impl RedisStore {
         breaker: &str,
         generation: u64,
     ) -> Result<SharedRecord, StoreError> {
-        self.publish(breaker, generation, "closed", Duration::ZERO)
+        let vote = Vote::NONE;
+        self.publish(breaker, generation, "closed", Duration::ZERO, vote)
             .await
     }
 
     /// The [`PUBLISH`] script: `state` at `generation`, open for `open_for` if `"open"`.
-    async fn publish(
+    pub(super) async fn publish(
         &self,
         breaker: &str,
         generation: u64,
         state: &str,
         open_for: Duration,
+        vote: Vote<'_>,
     ) -> Result<SharedRecord, StoreError> {
-        let args = [generation, micros(open_for), millis(self.key_ttl)];
-        let reply: (u64, Option<String>, u64, u64) =
-            self.run(&self.publish, breaker, &args, Some(state)).await?;
+        let numbers = [
+            generation,
+            micros(open_for),
+            millis(self.key_ttl),
+            u64::from(vote.quorum.max(1)),
+            micros(vote.window),
+        ];
+        let reply: (u64, Option<String>, u64, u64) = self
+            .run(&self.publish, breaker, &numbers, &[state, vote.instance])
+            .await?;
         Ok(record(reply))
     }
 
@@ -292,7 +344,7 @@ impl RedisStore {
     /// [`StoreError`]: decide locally.
     pub async fn read(&self, breaker: &str) -> Result<SharedRecord, StoreError> {
         let reply: (u64, Option<String>, u64, u64) =
-            self.run(&self.read, breaker, &[], None).await?;
+            self.run(&self.read, breaker, &[], &[]).await?;
         Ok(record(reply))
     }
 
@@ -317,7 +369,7 @@ impl RedisStore {
             micros(lease_for),
             millis(self.key_ttl),
         ];
-        let taken: i64 = self.run(&self.lease, breaker, &args, Some(holder)).await?;
+        let taken: i64 = self.run(&self.lease, breaker, &args, &[holder]).await?;
         Ok(match taken {
             1 => Lease::Taken,
             0 => Lease::Full,
@@ -331,7 +383,7 @@ impl RedisStore {
     ///
     /// [`StoreError`]: the lease then expires by itself.
     pub async fn release_probe(&self, breaker: &str, holder: &str) -> Result<(), StoreError> {
-        let [_, probes] = keys(breaker);
+        let [_, probes, _] = keys(breaker);
         let mut connection = self.connection.clone();
         let mut command = redis::cmd("ZREM");
         command.arg(probes).arg(holder);

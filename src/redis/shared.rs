@@ -1,0 +1,759 @@
+//! [`SharedBreaker`]: a local breaker that follows, and feeds, the fleet's shared decision
+//! (see the [module documentation](super)), and [`SharedBuilder`], which makes one.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::classify::{ok_is_success, Classify};
+use crate::contain::{self, FirstPanic};
+use crate::observe::{FleetEvent, Observer};
+use crate::policy::{ConsecutiveFailures, TripPolicy};
+use crate::sync::Mutex;
+use crate::{Breaker, Builder, ConfigError, Error, Rejected, State};
+
+use super::link::Link;
+use super::store::{Lease, RedisStore, SharedRecord, StoreError, Vote};
+
+/// The breaker type a [`SharedBreaker`] runs: yours, with its [`Link`] beside your observer.
+pub type LinkedBreaker<P, O> = Breaker<P, (O, Arc<Link>)>;
+
+/// Configures a [`SharedBreaker`]: from [`SharedBreaker::builder`].
+///
+/// Every knob follows the zero-means-default rule of the breaker's own builder.
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SharedBuilder {
+    client: redis::Client,
+    knobs: Knobs,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    sync_interval: Duration,
+    store_timeout: Duration,
+    key_ttl: Duration,
+    lease_for: Duration,
+    quorum: u32,
+    vote_window: Duration,
+}
+
+impl SharedBuilder {
+    /// How often at most this process reads the shared record: the first call after the
+    /// view is this old refreshes it (one round trip), the others go on with the cached
+    /// view meanwhile. The bound on how late this process follows a trip elsewhere. Default
+    /// (and zero): 250 ms.
+    pub fn sync_interval(mut self, sync_interval: Duration) -> Self {
+        self.knobs.sync_interval = sync_interval;
+        self
+    }
+
+    /// The longest a call waits on the store, for all the store work it does together
+    /// (a refresh, a lease, a publication); past it the call goes on with the local breaker.
+    /// Default (and zero): 50 ms.
+    pub fn store_timeout(mut self, store_timeout: Duration) -> Self {
+        self.knobs.store_timeout = store_timeout;
+        self
+    }
+
+    /// How long the shared keys live after their last update (never less than an open
+    /// period): a breaker nobody uses any more leaves nothing behind. Default (and zero):
+    /// one hour.
+    pub fn key_ttl(mut self, key_ttl: Duration) -> Self {
+        self.knobs.key_ttl = key_ttl;
+        self
+    }
+
+    /// How long a half-open probe's fleet-wide lease lasts if its holder never gives it
+    /// back (it died): make it longer than a probe call takes. Default (and zero): 10 s.
+    pub fn lease_for(mut self, lease_for: Duration) -> Self {
+        self.knobs.lease_for = lease_for;
+        self
+    }
+
+    /// How many distinct instances must trip before the fleet opens (see
+    /// [One bad instance](super#one-bad-instance)); until then an instance that tripped is
+    /// open on its own. Default (and zero): 1, every trip opens the fleet.
+    pub fn quorum(mut self, quorum: u32) -> Self {
+        self.knobs.quorum = quorum;
+        self
+    }
+
+    /// How long a trip's vote counts toward the [`quorum`](Self::quorum). Default (and
+    /// zero): 60 s.
+    pub fn vote_window(mut self, vote_window: Duration) -> Self {
+        self.knobs.vote_window = vote_window;
+        self
+    }
+
+    /// The shared breaker around the breaker `breaker` builds; its name names the shared
+    /// record. Nothing is connected yet: the first call connects (within the store timeout).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] for field `name` if the breaker's name is empty (it keys the shared
+    /// record) or holds `{` or `}` (they would break the Redis Cluster hash tag).
+    pub fn build<P: TripPolicy, O: Observer>(
+        self,
+        breaker: Builder<P, O>,
+    ) -> Result<SharedBreaker<P, O>, ConfigError> {
+        let name = breaker.name_given().to_owned();
+        if name.is_empty() {
+            return Err(ConfigError::new(
+                "name",
+                "\"\"",
+                "must name the shared record: not empty",
+            ));
+        }
+        if name.contains(['{', '}']) {
+            return Err(ConfigError::new(
+                "name",
+                format!("{name:?}"),
+                "must not contain `{` or `}` (the Redis Cluster hash tag)",
+            )
+            .for_breaker(&name));
+        }
+        let max_requests = u64::from(breaker.max_requests_or_default());
+        let link = Arc::new(Link::new());
+        let breaker = breaker.and_observer(Arc::clone(&link)).build();
+        Ok(SharedBreaker {
+            breaker,
+            link,
+            fleet: Fleet {
+                client: self.client,
+                knobs: self.knobs.defaulted(),
+                max_requests,
+                instance: instance_id(),
+                store: Mutex::new(None),
+                next_sync: AtomicU64::new(0),
+                syncing: AtomicBool::new(false),
+                view: Mutex::new(View::default()),
+                degraded: AtomicBool::new(false),
+                probes: AtomicU64::new(0),
+                stats: Stats::default(),
+            },
+        })
+    }
+}
+
+impl Knobs {
+    fn defaulted(self) -> Self {
+        let or = |d: Duration, default: Duration| if d.is_zero() { default } else { d };
+        Self {
+            sync_interval: or(self.sync_interval, Duration::from_millis(250)),
+            store_timeout: or(self.store_timeout, Duration::from_millis(50)),
+            key_ttl: or(self.key_ttl, Duration::from_secs(3600)),
+            lease_for: or(self.lease_for, Duration::from_secs(10)),
+            quorum: self.quorum.max(1),
+            vote_window: or(self.vote_window, Duration::from_secs(60)),
+        }
+    }
+}
+
+/// An id for this instance's probe leases and votes, unique in the fleet: the host's
+/// process id, the time it started, and a count of the shared breakers made.
+fn instance_id() -> String {
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = MADE.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{started:x}-{n}", std::process::id())
+}
+
+/// A breaker shared by a fleet through Redis: see the [module documentation](super).
+///
+/// Each process makes one per breaker name, around a local [`Breaker`] configured as usual,
+/// and calls through it with [`execute`](Self::execute); the local breaker stays reachable
+/// with [`breaker`](Self::breaker) (its state, counts, snapshot and manual controls).
+///
+/// # Examples
+///
+/// ```no_run
+/// use lazybreaker::redis::SharedBreaker;
+/// use lazybreaker::Breaker;
+/// use std::time::Duration;
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+/// let shared = SharedBreaker::builder(client)
+///     .sync_interval(Duration::from_millis(200))
+///     .store_timeout(Duration::from_millis(20))
+///     .build(
+///         Breaker::builder()
+///             .name("payments")
+///             .max_requests(2)
+///             .timeout(Duration::from_secs(30)),
+///     )?;
+/// let reply = shared.execute(|| async { Ok::<_, std::io::Error>("paid") }).await;
+/// assert_eq!(reply.unwrap(), "paid");
+/// # Ok(())
+/// # }
+/// # let _ = example;
+/// ```
+pub struct SharedBreaker<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    breaker: LinkedBreaker<P, O>,
+    link: Arc<Link>,
+    fleet: Fleet,
+}
+
+/// Everything about the fleet: the store, the view of the shared record, the counters.
+struct Fleet {
+    client: redis::Client,
+    knobs: Knobs,
+    max_requests: u64,
+    instance: String,
+    /// The connection, if connected: `None` until the first refresh and after a failure
+    /// (the next refresh reconnects).
+    store: Mutex<Option<RedisStore>>,
+    /// When the view goes stale, on the breaker's clock (nanoseconds).
+    next_sync: AtomicU64,
+    /// A refresh or publication is in flight.
+    syncing: AtomicBool,
+    view: Mutex<View>,
+    degraded: AtomicBool,
+    /// Probe leases taken, for their holder ids.
+    probes: AtomicU64,
+    stats: Stats,
+}
+
+/// The shared record as this process last saw it.
+#[derive(Debug, Clone, Copy, Default)]
+struct View {
+    /// The generation this process follows.
+    generation: u64,
+    /// The record was open at that generation.
+    open: bool,
+    /// This process tripped on its own and the fleet has not followed (its vote fell short
+    /// of the quorum): it probes on its own, and its recovery is not published.
+    local_only: bool,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    round_trips: AtomicU64,
+    store_errors: AtomicU64,
+    published: AtomicU64,
+    adopted: AtomicU64,
+    recreated: AtomicU64,
+    fleet_rejections: AtomicU64,
+}
+
+/// What a [`SharedBreaker`] did with its store, read without side effects:
+/// [`SharedBreaker::stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FleetStats {
+    /// Store operations made (each is one round trip), connections excluded.
+    pub round_trips: u64,
+    /// Store operations that failed or timed out (each time, the breaker decided locally).
+    pub store_errors: u64,
+    /// Local decisions this process wrote to the shared record.
+    pub published: u64,
+    /// Shared decisions of other processes this process adopted.
+    pub adopted: u64,
+    /// Times this process wrote a vanished record again.
+    pub recreated: u64,
+    /// Half-open probes this process did not send because the fleet's probe slots were
+    /// all held (rejected with [`Rejected::TooManyRequests`]).
+    pub fleet_rejections: u64,
+    /// The shared generation this process follows.
+    pub generation: u64,
+    /// Whether the store is failing now (the breaker decides locally).
+    pub degraded: bool,
+}
+
+/// How much of a call's store budget is left: the store timeout, from its first store
+/// operation.
+struct Budget {
+    timeout: Duration,
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            deadline: None,
+        }
+    }
+
+    /// The time left, starting the clock at the first use; `None` when spent.
+    fn left(&mut self) -> Option<Duration> {
+        let deadline = *self
+            .deadline
+            .get_or_insert_with(|| Instant::now() + self.timeout);
+        let left = deadline.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+}
+
+/// Clears the in-flight mark of a refresh when it ends, however it ends (a cancelled
+/// call's refresh too); and puts back a decision it took but did not publish.
+struct SyncGuard<'a> {
+    fleet: &'a Fleet,
+    link: &'a Link,
+    unpublished: bool,
+}
+
+impl Drop for SyncGuard<'_> {
+    fn drop(&mut self) {
+        if self.unpublished {
+            self.link.restore_pending();
+        }
+        self.fleet.syncing.store(false, Ordering::Release);
+    }
+}
+
+/// The local state a publication writes: open for a while, or closed.
+enum Local {
+    Open(Duration),
+    Closed,
+}
+
+impl SharedBreaker {
+    /// A builder for a shared breaker on `client`'s Redis server.
+    pub fn builder(client: redis::Client) -> SharedBuilder {
+        SharedBuilder {
+            client,
+            knobs: Knobs {
+                sync_interval: Duration::ZERO,
+                store_timeout: Duration::ZERO,
+                key_ttl: Duration::ZERO,
+                lease_for: Duration::ZERO,
+                quorum: 0,
+                vote_window: Duration::ZERO,
+            },
+        }
+    }
+}
+
+impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
+    /// The local breaker: its state, counts, snapshot and manual controls. Calls made on it
+    /// directly are counted as usual, and its changes are published at this shared
+    /// breaker's next call.
+    pub fn breaker(&self) -> &LinkedBreaker<P, O> {
+        &self.breaker
+    }
+
+    /// The breaker's name, which names the shared record.
+    pub fn name(&self) -> &str {
+        self.breaker.name()
+    }
+
+    /// The local breaker's state (see [`Breaker::state`]).
+    pub fn state(&self) -> State {
+        self.breaker.state()
+    }
+
+    /// What this shared breaker did with its store so far.
+    pub fn stats(&self) -> FleetStats {
+        let s = &self.fleet.stats;
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        FleetStats {
+            round_trips: n(&s.round_trips),
+            store_errors: n(&s.store_errors),
+            published: n(&s.published),
+            adopted: n(&s.adopted),
+            recreated: n(&s.recreated),
+            fleet_rejections: n(&s.fleet_rejections),
+            generation: self.fleet.view.lock().generation,
+            degraded: self.fleet.degraded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Runs `make()`'s future if the breaker admits it, and counts its result (`Ok` a
+    /// success, `Err` a failure); as [`Breaker::execute_async`], in the fleet.
+    ///
+    /// Before the call, a stale view is refreshed (by this call only if no other is
+    /// refreshing); a half-open probe first leases a fleet-wide slot, and is rejected with
+    /// [`Rejected::TooManyRequests`] if the fleet's slots are all held; after the call, a
+    /// change it caused is published. The store work of one call waits at most the store
+    /// timeout in all; a store that fails or is slow only makes the breaker decide locally.
+    ///
+    /// A cancelled call counts as the local breaker's
+    /// [`abandoned_as`](crate::Builder::abandoned_as) says, and its lease, if any, expires.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] if the breaker, or the fleet, did not admit the call;
+    /// [`Error::Inner`] with the call's own error.
+    pub async fn execute<F, Fut, T, E>(&self, make: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.execute_classified(make, ok_is_success).await
+    }
+
+    /// Like [`execute`](Self::execute), with `classify` deciding how the result counts.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Self::execute).
+    pub async fn execute_classified<F, Fut, T, E, C>(
+        &self,
+        make: F,
+        classify: C,
+    ) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
+    {
+        let mut budget = Budget::new(self.fleet.knobs.store_timeout);
+        self.refresh_if_stale(&mut budget).await;
+        let (permit, lease) = self.admit(&mut budget).await?;
+        let result = make().await;
+        permit.record(classify.classify(&result));
+        self.settle(lease, &mut budget).await;
+        result.map_err(Error::Inner)
+    }
+
+    /// Refreshes the view now, or publishes a local decision that waits (one round trip,
+    /// within the store timeout), unless a refresh is in flight already: for a process that
+    /// wants to follow the fleet before its next call (at start-up, say).
+    pub async fn sync(&self) {
+        let mut budget = Budget::new(self.fleet.knobs.store_timeout);
+        self.sync_now(&mut budget).await;
+    }
+
+    /// The hot-path check: one clock read and one or two atomic loads, unless the view is
+    /// stale or a local decision waits to be published.
+    #[inline]
+    async fn refresh_if_stale(&self, budget: &mut Budget) {
+        let now = nanos(self.breaker.now());
+        let stale = now >= self.fleet.next_sync.load(Ordering::Relaxed);
+        let publish = self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed);
+        if stale || publish {
+            self.sync_now(budget).await;
+        }
+    }
+
+    /// One refresh or publication, if none is in flight.
+    async fn sync_now(&self, budget: &mut Budget) {
+        let fleet = &self.fleet;
+        if fleet.syncing.swap(true, Ordering::Acquire) {
+            return;
+        }
+        let mut guard = SyncGuard {
+            fleet,
+            link: &self.link,
+            unpublished: false,
+        };
+        let now = nanos(self.breaker.now());
+        let interval = nanos(fleet.knobs.sync_interval);
+        fleet
+            .next_sync
+            .store(now.saturating_add(interval), Ordering::Relaxed);
+        let Some(store) = self.connection(budget).await else {
+            guard.unpublished = self.link.take_pending();
+            return;
+        };
+        if self.link.take_pending() {
+            guard.unpublished = true;
+            guard.unpublished = !self.publish_local(&store, budget).await;
+        } else {
+            self.refresh(&store, budget).await;
+        }
+    }
+
+    /// The store connection, connecting if there is none (within the budget); `None` if
+    /// the store cannot be reached (reported) or the budget is spent.
+    async fn connection(&self, budget: &mut Budget) -> Option<RedisStore> {
+        if let Some(store) = self.fleet.store.lock().clone() {
+            return Some(store);
+        }
+        let left = budget.left()?;
+        let knobs = &self.fleet.knobs;
+        match RedisStore::connect(&self.fleet.client, left, knobs.key_ttl).await {
+            Ok(store) => {
+                *self.fleet.store.lock() = Some(store.clone());
+                Some(store)
+            }
+            Err(e) => {
+                self.degrade(&e);
+                None
+            }
+        }
+    }
+
+    /// Runs one store operation within what is left of the budget, counting it and
+    /// noting a failure (degraded) or a success (recovered). `None` if it failed or the
+    /// budget was spent.
+    async fn op<T>(
+        &self,
+        budget: &mut Budget,
+        op: impl Future<Output = Result<T, StoreError>>,
+    ) -> Option<T> {
+        let left = budget.left()?;
+        self.fleet.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+        let result = match tokio::time::timeout(left, op).await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Timeout(left)),
+        };
+        match result {
+            Ok(value) => {
+                self.recovered();
+                Some(value)
+            }
+            Err(e) => {
+                self.degrade(&e);
+                None
+            }
+        }
+    }
+
+    /// Reads the record and follows it: adopts a newer one, or writes a vanished one again.
+    async fn refresh(&self, store: &RedisStore, budget: &mut Budget) {
+        let Some(record) = self.op(budget, store.read(self.name())).await else {
+            return;
+        };
+        let view = *self.fleet.view.lock();
+        if record.generation > view.generation {
+            self.adopt(record);
+        } else if record.generation < view.generation {
+            self.recreate(store, view, budget).await;
+        }
+    }
+
+    /// Writes the record again, at the generation this process follows, from the local
+    /// state: it vanished (the store restarted without persistence, or it expired).
+    async fn recreate(&self, store: &RedisStore, view: View, budget: &mut Budget) {
+        let name = self.name();
+        let (state, open_for) = match self.local() {
+            Some(Local::Open(d)) if !view.local_only => ("open", d),
+            _ => ("closed", Duration::ZERO),
+        };
+        let write = store.publish(name, view.generation, state, open_for, Vote::NONE);
+        let Some(record) = self.op(budget, write).await else {
+            return;
+        };
+        if record.generation == view.generation {
+            self.fleet.stats.recreated.fetch_add(1, Ordering::Relaxed);
+            self.tell(&FleetEvent::Recreated {
+                breaker: name,
+                generation: view.generation,
+            });
+        }
+        if record.generation > view.generation {
+            self.adopt(record);
+        }
+    }
+
+    /// Publishes the local decision that waits, at the next generation, or adopts the
+    /// newer record found instead. `false` if the store could not take it (it waits again).
+    async fn publish_local(&self, store: &RedisStore, budget: &mut Budget) -> bool {
+        let view = *self.fleet.view.lock();
+        let next = view.generation + 1;
+        let name = self.name();
+        let knobs = &self.fleet.knobs;
+        let published = match self.local() {
+            None => return true,
+            Some(Local::Closed) if !view.open || view.local_only => {
+                // Nothing to tell the fleet: it was closed all along.
+                self.fleet.view.lock().local_only = false;
+                return true;
+            }
+            Some(Local::Closed) => self.op(budget, store.publish_closed(name, next)).await,
+            Some(Local::Open(d)) if knobs.quorum > 1 => {
+                let vote = Vote {
+                    quorum: knobs.quorum,
+                    window: knobs.vote_window,
+                    instance: &self.fleet.instance,
+                };
+                self.op(budget, store.publish_open_voted(name, next, d, vote))
+                    .await
+            }
+            Some(Local::Open(d)) => self.op(budget, store.publish_open(name, next, d)).await,
+        };
+        let Some(record) = published else {
+            return false;
+        };
+        if record.generation < next {
+            // A vote short of the quorum: open here only.
+            let mut view = self.fleet.view.lock();
+            view.local_only = true;
+            return true;
+        }
+        if record.generation == next {
+            self.fleet.stats.published.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.fleet.stats.adopted.fetch_add(1, Ordering::Relaxed);
+        }
+        self.follow(record);
+        true
+    }
+
+    /// The local decision to publish, as the breaker stands: `None` when there is none
+    /// (half-open: its probes will decide; forced: an override stays local).
+    fn local(&self) -> Option<Local> {
+        if self.breaker.forced().is_some() {
+            return None;
+        }
+        match self.breaker.state() {
+            State::HalfOpen => None,
+            State::Closed => Some(Local::Closed),
+            State::Open => Some(Local::Open(match self.breaker.peek_open() {
+                Some(Rejected::Open { retry_after }) => retry_after,
+                _ => Duration::ZERO,
+            })),
+        }
+    }
+
+    /// Adopts a record another process wrote.
+    fn adopt(&self, record: SharedRecord) {
+        self.fleet.stats.adopted.fetch_add(1, Ordering::Relaxed);
+        self.follow(record);
+    }
+
+    /// Makes the local breaker follow `record`, mapping its deadline (server time) onto the
+    /// local clock: open for what is left of its open period as of when it was read.
+    fn follow(&self, record: SharedRecord) {
+        {
+            let mut view = self.fleet.view.lock();
+            if record.generation < view.generation {
+                return; // an older answer overtaken by a newer one
+            }
+            *view = View {
+                generation: record.generation,
+                open: record.open_until_us.is_some(),
+                local_only: false,
+            };
+        }
+        match (record.open_until_us, record.open_for()) {
+            (None, _) => self.breaker.adopt_closed(),
+            (Some(_), Some(left)) => self.breaker.adopt_open(left),
+            // The fleet is half-open: so is this breaker at its next call, unless it is
+            // already (its probes in flight stay valid).
+            (Some(_), None) if self.breaker.state() == State::HalfOpen => {}
+            (Some(_), None) => self.breaker.adopt_open(Duration::ZERO),
+        }
+    }
+
+    /// Admits a call: the local breaker first, then for a half-open probe a fleet-wide
+    /// lease (its holder id is returned). A stale lease answer re-syncs and tries once more.
+    async fn admit(
+        &self,
+        budget: &mut Budget,
+    ) -> Result<(crate::Permit<'_, P, (O, Arc<Link>)>, Option<String>), Rejected> {
+        for attempt in 0..2 {
+            let permit = self.breaker.allow()?;
+            if self.link.closed() || self.breaker.state() != State::HalfOpen {
+                return Ok((permit, None));
+            }
+            let view = *self.fleet.view.lock();
+            let store = self.fleet.store.lock().clone();
+            let (Some(store), false, false) = (
+                store,
+                view.local_only,
+                self.fleet.degraded.load(Ordering::Relaxed),
+            ) else {
+                return Ok((permit, None)); // a local probe
+            };
+            let n = self.fleet.probes.fetch_add(1, Ordering::Relaxed);
+            let holder = format!("{}/{n}", self.fleet.instance);
+            let knobs = &self.fleet.knobs;
+            let lease = store.lease_probe(
+                self.name(),
+                view.generation,
+                self.fleet.max_requests,
+                knobs.lease_for,
+                &holder,
+            );
+            match self.op(budget, lease).await {
+                Some(Lease::Taken) => return Ok((permit, Some(holder))),
+                None => return Ok((permit, None)), // the store failed: a local probe
+                Some(Lease::Full) => {
+                    permit.exclude();
+                    self.fleet
+                        .stats
+                        .fleet_rejections
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Err(Rejected::TooManyRequests);
+                }
+                Some(Lease::Stale) => {
+                    // The fleet moved on (or is still open in the server's time): follow it.
+                    permit.exclude();
+                    self.sync_now(budget).await;
+                    if attempt == 1 || self.breaker.state() == State::HalfOpen {
+                        return Err(Rejected::TooManyRequests);
+                    }
+                }
+            }
+        }
+        Err(Rejected::TooManyRequests)
+    }
+
+    /// After a call: publishes the change it caused, if any, and gives its probe lease
+    /// back (a publication that starts a new generation frees every lease at once).
+    async fn settle(&self, lease: Option<String>, budget: &mut Budget) {
+        let generation = self.fleet.view.lock().generation;
+        if self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed) {
+            self.sync_now(budget).await;
+        }
+        let Some(holder) = lease else {
+            return;
+        };
+        if self.fleet.view.lock().generation != generation {
+            return;
+        }
+        if let Some(store) = self.fleet.store.lock().clone() {
+            let release = store.release_probe(self.name(), &holder);
+            // A lease not given back expires by itself.
+            let _ = self.op(budget, release).await;
+        }
+    }
+
+    /// The store failed: decide locally, reconnect at the next refresh, and tell the
+    /// observers once per outage.
+    fn degrade(&self, error: &StoreError) {
+        self.fleet
+            .stats
+            .store_errors
+            .fetch_add(1, Ordering::Relaxed);
+        *self.fleet.store.lock() = None;
+        if !self.fleet.degraded.swap(true, Ordering::AcqRel) {
+            self.tell(&FleetEvent::Degraded {
+                breaker: self.name(),
+                error,
+            });
+        }
+    }
+
+    /// The store answered: follow the fleet again, telling the observers if it had failed.
+    fn recovered(&self) {
+        if self.fleet.degraded.load(Ordering::Relaxed)
+            && self.fleet.degraded.swap(false, Ordering::AcqRel)
+        {
+            self.tell(&FleetEvent::Recovered {
+                breaker: self.name(),
+            });
+        }
+    }
+
+    /// Tells the observers of `event`; a panic continues afterwards, the shared breaker
+    /// consistent.
+    fn tell(&self, event: &FleetEvent<'_>) {
+        let mut panics = FirstPanic::default();
+        panics.catch((), || self.breaker.observer().0.on_fleet(event));
+        contain::resume(panics);
+    }
+}
+
+impl<P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreaker<P, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedBreaker")
+            .field("name", &self.name())
+            .field("knobs", &self.fleet.knobs)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
