@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use crate::classify::{ok_is_success, Classify};
 use crate::contain::{self, FirstPanic};
 use crate::observe::{FleetEvent, Observer};
-use crate::policy::{ConsecutiveFailures, TripPolicy};
+use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 use crate::sync::Mutex;
 use crate::{Breaker, Builder, ConfigError, Error, Rejected, State};
 
@@ -408,8 +408,9 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         self.refresh_if_stale(&mut budget).await;
         let (permit, lease) = self.admit(&mut budget).await?;
         let result = make().await;
-        permit.record(classify.classify(&result));
-        self.settle(lease, &mut budget).await;
+        let outcome = classify.classify(&result);
+        permit.record(outcome);
+        self.settle(lease, outcome, &mut budget).await;
         result.map_err(Error::Inner)
     }
 
@@ -464,7 +465,8 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     /// The store connection, connecting if there is none (within the budget); `None` if
     /// the store cannot be reached (reported) or the budget is spent.
     async fn connection(&self, budget: &mut Budget) -> Option<RedisStore> {
-        if let Some(store) = self.fleet.store.lock().clone() {
+        let connected = self.fleet.store.lock().clone();
+        if let Some(store) = connected {
             return Some(store);
         }
         let left = budget.left()?;
@@ -532,7 +534,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         let Some(record) = self.op(budget, write).await else {
             return;
         };
-        if record.generation == view.generation {
+        if record.written {
             self.fleet.stats.recreated.fetch_add(1, Ordering::Relaxed);
             self.tell(&FleetEvent::Recreated {
                 breaker: name,
@@ -573,18 +575,15 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         let Some(record) = published else {
             return false;
         };
-        if record.generation < next {
-            // A vote short of the quorum: open here only.
-            let mut view = self.fleet.view.lock();
-            view.local_only = true;
-            return true;
-        }
-        if record.generation == next {
+        if record.written {
             self.fleet.stats.published.fetch_add(1, Ordering::Relaxed);
+            self.follow(record);
+        } else if record.generation >= next {
+            self.adopt(record); // the record had moved on: follow it instead
         } else {
-            self.fleet.stats.adopted.fetch_add(1, Ordering::Relaxed);
+            // A vote short of the quorum: open here only.
+            self.fleet.view.lock().local_only = true;
         }
-        self.follow(record);
         true
     }
 
@@ -688,9 +687,10 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         Err(Rejected::TooManyRequests)
     }
 
-    /// After a call: publishes the change it caused, if any, and gives its probe lease
-    /// back (a publication that starts a new generation frees every lease at once).
-    async fn settle(&self, lease: Option<String>, budget: &mut Budget) {
+    /// After a call: publishes the change it caused, if any; a probe then gives its lease
+    /// back, counting its success toward the fleet's recovery (a publication that starts a
+    /// new generation frees every lease at once instead).
+    async fn settle(&self, lease: Option<String>, outcome: Outcome, budget: &mut Budget) {
         let generation = self.fleet.view.lock().generation;
         if self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed) {
             self.sync_now(budget).await;
@@ -701,10 +701,22 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         if self.fleet.view.lock().generation != generation {
             return;
         }
-        if let Some(store) = self.fleet.store.lock().clone() {
-            let release = store.release_probe(self.name(), &holder);
-            // A lease not given back expires by itself.
-            let _ = self.op(budget, release).await;
+        let connected = self.fleet.store.lock().clone();
+        let Some(store) = connected else {
+            return; // the lease expires by itself
+        };
+        let succeeded = outcome == Outcome::Success;
+        let max = self.fleet.max_requests;
+        let finish = store.finish_probe(self.name(), generation, &holder, succeeded, max);
+        let Some(record) = self.op(budget, finish).await else {
+            return;
+        };
+        if record.written {
+            // This probe's success was the period's last one: the fleet closed.
+            self.fleet.stats.published.fetch_add(1, Ordering::Relaxed);
+            self.follow(record);
+        } else if record.generation > generation {
+            self.adopt(record);
         }
     }
 

@@ -30,6 +30,10 @@ pub struct SharedRecord {
     pub open_until_us: Option<u64>,
     /// The server's time when the record was read or written (microseconds since the epoch).
     pub server_now_us: u64,
+    /// Whether the operation that returned the record wrote it: a publication that won, or
+    /// the probe that completed a recovery. `false` for a read, and for a publication that
+    /// found the record moved on (adopt it) or a vote short of its quorum.
+    pub written: bool,
 }
 
 impl SharedRecord {
@@ -71,7 +75,7 @@ end
 if write then
   local deadline = 0
   if state == 'open' then deadline = now + open_us end
-  redis.call('HSET', key, 'generation', gen, 'state', state, 'until', deadline)
+  redis.call('HSET', key, 'generation', gen, 'state', state, 'until', deadline, 'ok', 0)
   redis.call('DEL', KEYS[2], KEYS[3])
 end
 -- Kept past the open period: an expired record would read as closed, generation 0.
@@ -80,7 +84,9 @@ local keep_ms = ttl_ms
 if deadline > now then keep_ms = keep_ms + math.ceil((deadline - now) / 1000) end
 if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, keep_ms) end
 local r = redis.call('HMGET', key, 'generation', 'state', 'until')
-return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
+local written = 0
+if write then written = 1 end
+return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now, written}
 ";
 
 /// Reads the record with the server time; an absent record reads as closed, generation 0.
@@ -88,7 +94,35 @@ const READ: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local r = redis.call('HMGET', KEYS[1], 'generation', 'state', 'until')
-return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now}
+return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now, 0}
+";
+
+/// Ends half-open probe ARGV[3] of generation G: gives its lease back and, if it succeeded,
+/// counts the success; the `max` successes of one half-open period close the record at
+/// G+1 (the fleet's recovery, written by the probe that completed it). Returns the record
+/// as it stands, and whether this call closed it.
+const FINISH_PROBE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local gen = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local ttl_ms = tonumber(ARGV[3])
+local succeeded = ARGV[4] == '1'
+local key = KEYS[1]
+local removed = redis.call('ZREM', KEYS[2], ARGV[5])
+local r = redis.call('HMGET', key, 'generation', 'state', 'until')
+local stored = tonumber(r[1] or '0')
+local written = 0
+if removed == 1 and succeeded and stored == gen and r[2] == 'open' then
+  if redis.call('HINCRBY', key, 'ok', 1) >= max then
+    redis.call('HSET', key, 'generation', gen + 1, 'state', 'closed', 'until', 0, 'ok', 0)
+    redis.call('DEL', KEYS[2], KEYS[3])
+    redis.call('PEXPIRE', key, ttl_ms)
+    written = 1
+    r = redis.call('HMGET', key, 'generation', 'state', 'until')
+  end
+end
+return {tonumber(r[1] or '0'), r[2] or 'closed', tonumber(r[3] or '0'), now, written}
 ";
 
 /// Takes one of `max` half-open probe leases for generation G, each expiring after
@@ -179,6 +213,7 @@ pub struct RedisStore {
     publish: Script,
     read: Script,
     lease: Script,
+    finish: Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -232,6 +267,7 @@ impl RedisStore {
             publish: Script::new(PUBLISH),
             read: Script::new(READ),
             lease: Script::new(LEASE_PROBE),
+            finish: Script::new(FINISH_PROBE),
         })
     }
 
@@ -330,7 +366,7 @@ impl RedisStore {
             u64::from(vote.quorum.max(1)),
             micros(vote.window),
         ];
-        let reply: (u64, Option<String>, u64, u64) = self
+        let reply: Reply = self
             .run(&self.publish, breaker, &numbers, &[state, vote.instance])
             .await?;
         Ok(record(reply))
@@ -343,8 +379,7 @@ impl RedisStore {
     ///
     /// [`StoreError`]: decide locally.
     pub async fn read(&self, breaker: &str) -> Result<SharedRecord, StoreError> {
-        let reply: (u64, Option<String>, u64, u64) =
-            self.run(&self.read, breaker, &[], &[]).await?;
+        let reply: Reply = self.run(&self.read, breaker, &[], &[]).await?;
         Ok(record(reply))
     }
 
@@ -377,6 +412,32 @@ impl RedisStore {
         })
     }
 
+    /// Ends the half-open probe `holder` of the period at `generation`: gives its lease back
+    /// and, if it `succeeded`, counts the success; the probe whose success is the
+    /// `max_requests`-th of the period closes the record at `generation + 1` (then the
+    /// record comes back with [`written`](SharedRecord::written) set). One round trip.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`]: the lease then expires by itself, and the success is not counted.
+    pub async fn finish_probe(
+        &self,
+        breaker: &str,
+        generation: u64,
+        holder: &str,
+        succeeded: bool,
+        max_requests: u64,
+    ) -> Result<SharedRecord, StoreError> {
+        let numbers = [
+            generation,
+            max_requests,
+            millis(self.key_ttl),
+            u64::from(succeeded),
+        ];
+        let reply: Reply = self.run(&self.finish, breaker, &numbers, &[holder]).await?;
+        Ok(record(reply))
+    }
+
     /// Gives a probe lease back (the probe ended). One round trip.
     ///
     /// # Errors
@@ -395,10 +456,14 @@ impl RedisStore {
     }
 }
 
-fn record((generation, state, until, now): (u64, Option<String>, u64, u64)) -> SharedRecord {
+/// What the scripts answer: generation, state, until, server time, written (0 or 1).
+type Reply = (u64, Option<String>, u64, u64, u8);
+
+fn record((generation, state, until, now, written): Reply) -> SharedRecord {
     SharedRecord {
         generation,
         open_until_us: (state.as_deref() == Some("open")).then_some(until),
         server_now_us: now,
+        written: written == 1,
     }
 }
