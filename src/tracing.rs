@@ -2,12 +2,13 @@
 //! transition, emitted through the observation seam, so outside the breaker's lock, in order
 //! and exactly once. Nothing is emitted per call.
 
-use crate::observe::{Observer, Transition};
+use crate::observe::{FleetEvent, Observer, Transition};
 use crate::State;
 
 /// An [`Observer`] that emits one `tracing` event per state change, with target
 /// `lazybreaker`: `WARN` when the breaker opens, `INFO` otherwise. Fields: `breaker`, `from`,
-/// `to` (gobreaker's state names), `manual`, and the counts of the generation that ended
+/// `to` (gobreaker's state names), `manual`, `fleet` (adopted from a shared breaker's
+/// fleet), and the counts of the generation that ended
 /// (`requests`, `successes`, `failures`, `exclusions`, `consecutive_successes`,
 /// `consecutive_failures`) with the times opened so far (`opened`).
 ///
@@ -41,6 +42,7 @@ macro_rules! transition_event {
             from = t.from.as_str(),
             to = t.to.as_str(),
             manual = t.manual,
+            fleet = t.fleet,
             requests = t.counts.requests,
             successes = t.counts.total_successes,
             failures = t.counts.total_failures,
@@ -61,6 +63,28 @@ impl Observer for TracingObserver {
                 transition_event!(::tracing::Level::INFO, t, "circuit breaker half-open")
             }
             State::Closed => transition_event!(::tracing::Level::INFO, t, "circuit breaker closed"),
+        }
+    }
+
+    /// A shared breaker's store failing (`WARN`), coming back or being recreated (`INFO`),
+    /// with the fields `breaker` and `event` (the event's description).
+    fn on_fleet(&self, event: &FleetEvent<'_>) {
+        let breaker = event.breaker();
+        match event {
+            FleetEvent::Degraded { .. } => ::tracing::event!(
+                target: "lazybreaker",
+                ::tracing::Level::WARN,
+                breaker,
+                event = %event,
+                "circuit breaker store failed"
+            ),
+            _ => ::tracing::event!(
+                target: "lazybreaker",
+                ::tracing::Level::INFO,
+                breaker,
+                event = %event,
+                "circuit breaker store event"
+            ),
         }
     }
 }

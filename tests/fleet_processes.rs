@@ -29,7 +29,9 @@ fn main() {
         Ok(index) => member(index.parse().unwrap(), &std::env::var("REDIS_URL").unwrap()),
         Err(_) => {
             a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval();
-            println!("test a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval ... ok");
+            println!(
+                "test a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval ... ok"
+            );
         }
     }
 }
@@ -173,7 +175,11 @@ fn a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval() {
             .parse()
             .unwrap()
     };
-    assert_eq!(value(&outputs[0], "published"), 1, "member 0 published its trip");
+    assert_eq!(
+        value(&outputs[0], "published"),
+        1,
+        "member 0 published its trip"
+    );
     for lines in &outputs[1..] {
         // Its next call after the sync interval is rejected: a call every 5 ms, so within
         // the interval plus one call period, plus slack for two cores running three
@@ -182,6 +188,10 @@ fn a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval() {
         println!("a member stopped sending {lag} ms after the trip (server time)");
         assert!(lag <= 50 + 5 + 250, "seen {lag} ms after the trip");
         assert!(value(lines, "admitted_after_trip") <= 20, "{lines:?}");
-        assert_eq!(value(lines, "fleet_changes"), 1, "delivered as from the fleet");
+        assert_eq!(
+            value(lines, "fleet_changes"),
+            1,
+            "delivered as from the fleet"
+        );
     }
 }
