@@ -19,7 +19,6 @@ pub use builder::Builder;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::classify::{Classify, OkIsSuccess};
 use crate::clock::ClockSource;
@@ -486,15 +485,13 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
     }
 
-    /// The breaker's clock, as a time since its epoch; a clock that panics reads as the
-    /// latest time the machine saw, and its panic continues afterwards.
+    /// The breaker's clock, in nanoseconds since its epoch: a plain read, for a layer in
+    /// front of the breaker that needs the breaker's timeline before it admits anything (a
+    /// clock that panics then panics out of that layer's call, with nothing admitted).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn now(&self) -> Duration {
-        let mut panics = FirstPanic::default();
-        let now = self.clock.try_now(&mut panics);
-        let now = now.unwrap_or_else(|| self.locked(|m| m.latest()));
-        contain::resume(panics);
-        Duration::from_nanos(now)
+    #[inline]
+    pub(crate) fn clock_nanos(&self) -> u64 {
+        self.clock.now()
     }
 
     /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,

@@ -404,13 +404,24 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
+        // The store work is boxed, off this future: a call that does none (almost every
+        // call) moves and polls a future of a few words, not one holding a Redis script's.
         let mut budget = Budget::new(self.fleet.knobs.store_timeout);
-        self.refresh_if_stale(&mut budget).await;
-        let (permit, lease) = self.admit(&mut budget).await?;
+        if self.is_stale() {
+            Box::pin(self.sync_now(&mut budget)).await;
+        }
+        let permit = self.breaker.allow()?;
+        let (permit, lease) = if self.link.closed() {
+            (permit, None)
+        } else {
+            Box::pin(self.lease(permit, &mut budget)).await?
+        };
         let result = make().await;
         let outcome = classify.classify(&result);
         permit.record(outcome);
-        self.settle(lease, outcome, &mut budget).await;
+        if lease.is_some() || self.link.pending() {
+            Box::pin(self.settle(lease, outcome, &mut budget)).await;
+        }
         result.map_err(Error::Inner)
     }
 
@@ -422,16 +433,14 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         self.sync_now(&mut budget).await;
     }
 
-    /// The hot-path check: one clock read and one or two atomic loads, unless the view is
-    /// stale or a local decision waits to be published.
+    /// The hot-path check: one clock read and one or two atomic loads. Stale: the view is
+    /// past its sync interval, or a local decision waits to be published (and the store is
+    /// not known to be failing: then the interval paces the retries).
     #[inline]
-    async fn refresh_if_stale(&self, budget: &mut Budget) {
-        let now = nanos(self.breaker.now());
-        let stale = now >= self.fleet.next_sync.load(Ordering::Relaxed);
-        let publish = self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed);
-        if stale || publish {
-            self.sync_now(budget).await;
-        }
+    fn is_stale(&self) -> bool {
+        let now = self.breaker.clock_nanos();
+        now >= self.fleet.next_sync.load(Ordering::Relaxed)
+            || (self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed))
     }
 
     /// One refresh or publication, if none is in flight.
@@ -445,7 +454,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
             link: &self.link,
             unpublished: false,
         };
-        let now = nanos(self.breaker.now());
+        let now = self.breaker.clock_nanos();
         let interval = nanos(fleet.knobs.sync_interval);
         fleet
             .next_sync
@@ -633,58 +642,63 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         }
     }
 
-    /// Admits a call: the local breaker first, then for a half-open probe a fleet-wide
-    /// lease (its holder id is returned). A stale lease answer re-syncs and tries once more.
-    async fn admit(
-        &self,
+    /// A call the local breaker admitted while not closed: a half-open probe first leases a
+    /// fleet-wide slot (its holder id is returned). A stale lease answer re-syncs and admits
+    /// once more.
+    async fn lease<'a>(
+        &'a self,
+        permit: crate::Permit<'a, P, (O, Arc<Link>)>,
         budget: &mut Budget,
-    ) -> Result<(crate::Permit<'_, P, (O, Arc<Link>)>, Option<String>), Rejected> {
-        for attempt in 0..2 {
-            let permit = self.breaker.allow()?;
-            if self.link.closed() || self.breaker.state() != State::HalfOpen {
-                return Ok((permit, None));
+    ) -> Result<(crate::Permit<'a, P, (O, Arc<Link>)>, Option<String>), Rejected> {
+        if self.breaker.state() != State::HalfOpen {
+            return Ok((permit, None));
+        }
+        let view = *self.fleet.view.lock();
+        let store = self.fleet.store.lock().clone();
+        let (Some(store), false, false) = (
+            store,
+            view.local_only,
+            self.fleet.degraded.load(Ordering::Relaxed),
+        ) else {
+            return Ok((permit, None)); // a local probe
+        };
+        let n = self.fleet.probes.fetch_add(1, Ordering::Relaxed);
+        let holder = format!("{}/{n}", self.fleet.instance);
+        let knobs = &self.fleet.knobs;
+        let lease = store.lease_probe(
+            self.name(),
+            view.generation,
+            self.fleet.max_requests,
+            knobs.lease_for,
+            &holder,
+        );
+        match self.op(budget, lease).await {
+            Some(Lease::Taken) => Ok((permit, Some(holder))),
+            None => Ok((permit, None)), // the store failed: a local probe
+            Some(Lease::Full) => {
+                permit.exclude();
+                self.fleet
+                    .stats
+                    .fleet_rejections
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(Rejected::TooManyRequests)
             }
-            let view = *self.fleet.view.lock();
-            let store = self.fleet.store.lock().clone();
-            let (Some(store), false, false) = (
-                store,
-                view.local_only,
-                self.fleet.degraded.load(Ordering::Relaxed),
-            ) else {
-                return Ok((permit, None)); // a local probe
-            };
-            let n = self.fleet.probes.fetch_add(1, Ordering::Relaxed);
-            let holder = format!("{}/{n}", self.fleet.instance);
-            let knobs = &self.fleet.knobs;
-            let lease = store.lease_probe(
-                self.name(),
-                view.generation,
-                self.fleet.max_requests,
-                knobs.lease_for,
-                &holder,
-            );
-            match self.op(budget, lease).await {
-                Some(Lease::Taken) => return Ok((permit, Some(holder))),
-                None => return Ok((permit, None)), // the store failed: a local probe
-                Some(Lease::Full) => {
-                    permit.exclude();
-                    self.fleet
-                        .stats
-                        .fleet_rejections
-                        .fetch_add(1, Ordering::Relaxed);
+            Some(Lease::Stale) => {
+                // The fleet moved on (or is still open in the server's time): follow it,
+                // and if it recovered meanwhile, this call goes ahead as a closed one.
+                permit.exclude();
+                self.sync_now(budget).await;
+                if self.breaker.state() != State::Closed {
                     return Err(Rejected::TooManyRequests);
                 }
-                Some(Lease::Stale) => {
-                    // The fleet moved on (or is still open in the server's time): follow it.
-                    permit.exclude();
-                    self.sync_now(budget).await;
-                    if attempt == 1 || self.breaker.state() == State::HalfOpen {
-                        return Err(Rejected::TooManyRequests);
-                    }
+                let again = self.breaker.allow()?;
+                if self.breaker.state() != State::Closed {
+                    again.exclude();
+                    return Err(Rejected::TooManyRequests);
                 }
+                Ok((again, None))
             }
         }
-        Err(Rejected::TooManyRequests)
     }
 
     /// After a call: publishes the change it caused, if any; a probe then gives its lease
