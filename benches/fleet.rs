@@ -14,7 +14,6 @@
 //! loopback, and that is part of what it measures. Open: both tripped for an hour (the
 //! shared one published it) and checked to reject.
 
-#[allow(dead_code)]
 #[path = "../tests/redis_server/mod.rs"]
 mod redis_server;
 #[allow(dead_code)]

@@ -102,7 +102,8 @@
 //! - `http`: `http::StatusRules`, `http::status_classifier`, `http::rejected_response`.
 //! - `prometheus`: `prometheus::BreakerCollector`, metrics read at scrape time.
 //! - `tracing`: `tracing::TracingObserver`, one event per state change.
-//! - `redis`: `redis::RedisStore`, a breaker's shared decision in Redis (async, tokio).
+//! - `redis`: `redis::SharedBreaker`, a fleet-wide breaker that shares its decisions
+//!   through Redis (async, tokio), on `redis::RedisStore`.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]

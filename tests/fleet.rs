@@ -150,6 +150,40 @@ fn closed_calls_and_open_rejections_do_no_store_io_between_refreshes() {
     });
 }
 
+/// The store round trips of 10 000 calls, one a millisecond (10 s of the instance's clock),
+/// with a 100 ms sync interval: one refresh per interval, and one more per decision.
+#[test]
+fn store_round_trips_per_10_000_calls() {
+    let server = Server::start();
+    run(async {
+        // Closed all along: a refresh per interval, nothing else.
+        let a = member(&server, "quiet", Duration::from_secs(1), 1);
+        for _ in 0..10_000 {
+            a.ok().await.unwrap();
+            a.clock.advance(Duration::from_millis(1));
+        }
+        assert_eq!(a.shared.stats().round_trips, 100, "10 s / 100 ms");
+        // One trip, an open second, one probe that closes it: plus the publication of the
+        // trip, the probe's lease, and its end (which writes the recovery).
+        let b = member(&server, "bumpy", Duration::from_secs(1), 1);
+        for k in 0..10_000 {
+            let _ = if k == 5_000 {
+                b.fail().await
+            } else {
+                b.ok().await
+            };
+            if k == 5_000 {
+                // The open second passes in the server's time too.
+                tokio::time::sleep(Duration::from_millis(1_050)).await;
+            }
+            b.clock.advance(Duration::from_millis(1));
+        }
+        let stats = b.shared.stats();
+        assert_eq!(stats.published, 2, "the trip and the recovery");
+        assert_eq!(stats.round_trips, 100 + 3, "{stats:?}");
+    });
+}
+
 #[test]
 fn one_refresh_in_flight_while_the_other_calls_go_on() {
     let server = Server::start();
