@@ -699,3 +699,49 @@ fn eight_tasks_on_three_instances_lose_no_update() {
         }
     });
 }
+
+/// A probe slower than the store timeout still publishes its result: the budget counts the
+/// store's time, not the call's.
+#[test]
+fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
+    let server = Server::start();
+    run(async {
+        let clock = ManualClock::new();
+        let open = Duration::from_millis(100);
+        let shared = SharedBreaker::builder(server.client())
+            .sync_interval(SYNC)
+            .store_timeout(Duration::from_millis(30))
+            .build(
+                Breaker::builder()
+                    .name("slow-probe")
+                    .policy(ConsecutiveFailures::new(1).unwrap())
+                    .timeout(open)
+                    .clock(clock.clone()),
+            )
+            .unwrap();
+        let _ = shared.execute(|| async { Err::<(), _>("down") }).await;
+        tokio::time::sleep(open + Duration::from_millis(30)).await;
+        clock.advance(open + Duration::from_millis(30));
+        let probe = shared
+            .execute(|| async {
+                tokio::time::sleep(Duration::from_millis(80)).await; // > the store timeout
+                Ok::<_, ()>(())
+            })
+            .await;
+        assert!(probe.is_ok(), "{probe:?}");
+        assert_eq!(shared.state(), State::Closed);
+        let store = RedisStore::connect(
+            &server.client(),
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+        let record = store.read("slow-probe").await.unwrap();
+        assert_eq!(
+            (record.generation, record.open_until_us),
+            (2, None),
+            "published"
+        );
+    });
+}

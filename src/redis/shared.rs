@@ -227,6 +227,8 @@ struct View {
     generation: u64,
     /// The record was open at that generation.
     open: bool,
+    /// Until when, on the breaker's clock (nanoseconds), as mapped when it was read.
+    open_until: u64,
     /// This process tripped on its own and the fleet has not followed (its vote fell short
     /// of the quorum): it probes on its own, and its recovery is not published.
     local_only: bool,
@@ -266,28 +268,30 @@ pub struct FleetStats {
     pub degraded: bool,
 }
 
-/// How much of a call's store budget is left: the store timeout, from its first store
-/// operation.
+/// What is left of a call's store budget: the store timeout, spent only by the call's
+/// store operations (not by the call itself); and the first panic of an observer told of
+/// a store event during the call, which continues when the call's bookkeeping is done.
 struct Budget {
-    timeout: Duration,
-    deadline: Option<Instant>,
+    left: Duration,
+    panics: FirstPanic,
 }
 
 impl Budget {
     fn new(timeout: Duration) -> Self {
         Self {
-            timeout,
-            deadline: None,
+            left: timeout,
+            panics: FirstPanic::default(),
         }
     }
 
-    /// The time left, starting the clock at the first use; `None` when spent.
-    fn left(&mut self) -> Option<Duration> {
-        let deadline = *self
-            .deadline
-            .get_or_insert_with(|| Instant::now() + self.timeout);
-        let left = deadline.saturating_duration_since(Instant::now());
-        (!left.is_zero()).then_some(left)
+    /// The time left; `None` when spent.
+    fn left(&self) -> Option<Duration> {
+        (!self.left.is_zero()).then_some(self.left)
+    }
+
+    /// Spends the time since `started`.
+    fn spend(&mut self, started: Instant) {
+        self.left = self.left.saturating_sub(started.elapsed());
     }
 }
 
@@ -306,6 +310,12 @@ impl Drop for SyncGuard<'_> {
         }
         self.fleet.syncing.store(false, Ordering::Release);
     }
+}
+
+/// A fleet-wide probe lease held by a call: its holder id and the generation it is of.
+struct Held {
+    holder: String,
+    generation: u64,
 }
 
 /// The local state a publication writes: open for a while, or closed.
@@ -410,11 +420,23 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         if self.is_stale() {
             Box::pin(self.sync_now(&mut budget)).await;
         }
-        let permit = self.breaker.allow()?;
+        let permit = match self.breaker.allow() {
+            Ok(permit) => permit,
+            Err(rejected) => {
+                contain::resume(budget.panics);
+                return Err(Error::Rejected(rejected));
+            }
+        };
         let (permit, lease) = if self.link.closed() {
             (permit, None)
         } else {
-            Box::pin(self.lease(permit, &mut budget)).await?
+            match Box::pin(self.lease(permit, &mut budget)).await {
+                Ok(admitted) => admitted,
+                Err(rejected) => {
+                    contain::resume(budget.panics);
+                    return Err(Error::Rejected(rejected));
+                }
+            }
         };
         let result = make().await;
         let outcome = classify.classify(&result);
@@ -422,6 +444,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         if lease.is_some() || self.link.pending() {
             Box::pin(self.settle(lease, outcome, &mut budget)).await;
         }
+        contain::resume(budget.panics);
         result.map_err(Error::Inner)
     }
 
@@ -431,6 +454,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     pub async fn sync(&self) {
         let mut budget = Budget::new(self.fleet.knobs.store_timeout);
         self.sync_now(&mut budget).await;
+        contain::resume(budget.panics);
     }
 
     /// The hot-path check: one clock read and one or two atomic loads. Stale: the view is
@@ -445,6 +469,12 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
 
     /// One refresh or publication, if none is in flight.
     async fn sync_now(&self, budget: &mut Budget) {
+        self.sync_with(budget, false).await;
+    }
+
+    /// [`sync_now`](Self::sync_now); with `follow_equal`, a refresh follows a record at the
+    /// view's own generation too (after a stale lease: the local state disagrees with it).
+    async fn sync_with(&self, budget: &mut Budget, follow_equal: bool) {
         let fleet = &self.fleet;
         if fleet.syncing.swap(true, Ordering::Acquire) {
             return;
@@ -467,7 +497,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
             guard.unpublished = true;
             guard.unpublished = !self.publish_local(&store, budget).await;
         } else {
-            self.refresh(&store, budget).await;
+            self.refresh(&store, budget, follow_equal).await;
         }
     }
 
@@ -480,13 +510,20 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         }
         let left = budget.left()?;
         let knobs = &self.fleet.knobs;
-        match RedisStore::connect(&self.fleet.client, left, knobs.key_ttl).await {
+        let started = Instant::now();
+        let connect = RedisStore::connect(&self.fleet.client, knobs.store_timeout, knobs.key_ttl);
+        let connected = match tokio::time::timeout(left, connect).await {
+            Ok(connected) => connected,
+            Err(_) => Err(StoreError::Timeout(left)),
+        };
+        budget.spend(started);
+        match connected {
             Ok(store) => {
                 *self.fleet.store.lock() = Some(store.clone());
                 Some(store)
             }
             Err(e) => {
-                self.degrade(&e);
+                self.degrade(&e, budget);
                 None
             }
         }
@@ -502,24 +539,26 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     ) -> Option<T> {
         let left = budget.left()?;
         self.fleet.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
         let result = match tokio::time::timeout(left, op).await {
             Ok(result) => result,
             Err(_) => Err(StoreError::Timeout(left)),
         };
+        budget.spend(started);
         match result {
             Ok(value) => {
-                self.recovered();
+                self.recovered(budget);
                 Some(value)
             }
             Err(e) => {
-                self.degrade(&e);
+                self.degrade(&e, budget);
                 None
             }
         }
     }
 
     /// Reads the record and follows it: adopts a newer one, or writes a vanished one again.
-    async fn refresh(&self, store: &RedisStore, budget: &mut Budget) {
+    async fn refresh(&self, store: &RedisStore, budget: &mut Budget, follow_equal: bool) {
         let Some(record) = self.op(budget, store.read(self.name())).await else {
             return;
         };
@@ -528,6 +567,8 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
             self.adopt(record);
         } else if record.generation < view.generation {
             self.recreate(store, view, budget).await;
+        } else if follow_equal && !view.local_only {
+            self.follow(record);
         }
     }
 
@@ -537,6 +578,10 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         let name = self.name();
         let (state, open_for) = match self.local() {
             Some(Local::Open(d)) if !view.local_only => ("open", d),
+            // Half-open (its probes decide) in an open fleet: open, with the period over.
+            None if view.open && self.breaker.state() == State::HalfOpen => {
+                ("open", Duration::ZERO)
+            }
             _ => ("closed", Duration::ZERO),
         };
         let write = store.publish(name, view.generation, state, open_for, Vote::NONE);
@@ -545,10 +590,11 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         };
         if record.written {
             self.fleet.stats.recreated.fetch_add(1, Ordering::Relaxed);
-            self.tell(&FleetEvent::Recreated {
+            let event = FleetEvent::Recreated {
                 breaker: name,
                 generation: view.generation,
-            });
+            };
+            self.tell(&event, budget);
         }
         if record.generation > view.generation {
             self.adopt(record);
@@ -562,7 +608,18 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         let next = view.generation + 1;
         let name = self.name();
         let knobs = &self.fleet.knobs;
-        let published = match self.local() {
+        let now = self.breaker.clock_nanos();
+        let local = match self.local() {
+            // Tripped here and half-open already, before the trip was published: the
+            // fleet must still hear of it (its period over: the probes decide).
+            None if !view.open && !view.local_only && self.breaker.state() == State::HalfOpen => {
+                Some(Local::Open(Duration::ZERO))
+            }
+            // Open here while the fleet is open and its period not over: adopted already.
+            Some(Local::Open(_)) if view.open && now < view.open_until => return true,
+            local => local,
+        };
+        let published = match local {
             None => return true,
             Some(Local::Closed) if !view.open || view.local_only => {
                 // Nothing to tell the fleet: it was closed all along.
@@ -626,9 +683,11 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
             if record.generation < view.generation {
                 return; // an older answer overtaken by a newer one
             }
+            let left = record.open_for().map_or(0, nanos);
             *view = View {
                 generation: record.generation,
                 open: record.open_until_us.is_some(),
+                open_until: self.breaker.clock_nanos().saturating_add(left),
                 local_only: false,
             };
         }
@@ -649,7 +708,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         &'a self,
         permit: crate::Permit<'a, P, (O, Arc<Link>)>,
         budget: &mut Budget,
-    ) -> Result<(crate::Permit<'a, P, (O, Arc<Link>)>, Option<String>), Rejected> {
+    ) -> Result<(crate::Permit<'a, P, (O, Arc<Link>)>, Option<Held>), Rejected> {
         if self.breaker.state() != State::HalfOpen {
             return Ok((permit, None));
         }
@@ -673,7 +732,13 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
             &holder,
         );
         match self.op(budget, lease).await {
-            Some(Lease::Taken) => Ok((permit, Some(holder))),
+            Some(Lease::Taken) => Ok((
+                permit,
+                Some(Held {
+                    holder,
+                    generation: view.generation,
+                }),
+            )),
             None => Ok((permit, None)), // the store failed: a local probe
             Some(Lease::Full) => {
                 permit.exclude();
@@ -687,7 +752,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
                 // The fleet moved on (or is still open in the server's time): follow it,
                 // and if it recovered meanwhile, this call goes ahead as a closed one.
                 permit.exclude();
-                self.sync_now(budget).await;
+                self.sync_with(budget, true).await;
                 if self.breaker.state() != State::Closed {
                     return Err(Rejected::TooManyRequests);
                 }
@@ -704,16 +769,15 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     /// After a call: publishes the change it caused, if any; a probe then gives its lease
     /// back, counting its success toward the fleet's recovery (a publication that starts a
     /// new generation frees every lease at once instead).
-    async fn settle(&self, lease: Option<String>, outcome: Outcome, budget: &mut Budget) {
-        let generation = self.fleet.view.lock().generation;
+    async fn settle(&self, lease: Option<Held>, outcome: Outcome, budget: &mut Budget) {
         if self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed) {
             self.sync_now(budget).await;
         }
-        let Some(holder) = lease else {
+        let Some(Held { holder, generation }) = lease else {
             return;
         };
         if self.fleet.view.lock().generation != generation {
-            return;
+            return; // a new generation: every lease of the old one is gone
         }
         let connected = self.fleet.store.lock().clone();
         let Some(store) = connected else {
@@ -736,37 +800,43 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
 
     /// The store failed: decide locally, reconnect at the next refresh, and tell the
     /// observers once per outage.
-    fn degrade(&self, error: &StoreError) {
+    fn degrade(&self, error: &StoreError, budget: &mut Budget) {
         self.fleet
             .stats
             .store_errors
             .fetch_add(1, Ordering::Relaxed);
         *self.fleet.store.lock() = None;
         if !self.fleet.degraded.swap(true, Ordering::AcqRel) {
-            self.tell(&FleetEvent::Degraded {
-                breaker: self.name(),
-                error,
-            });
+            self.tell(
+                &FleetEvent::Degraded {
+                    breaker: self.name(),
+                    error,
+                },
+                budget,
+            );
         }
     }
 
     /// The store answered: follow the fleet again, telling the observers if it had failed.
-    fn recovered(&self) {
+    fn recovered(&self, budget: &mut Budget) {
         if self.fleet.degraded.load(Ordering::Relaxed)
             && self.fleet.degraded.swap(false, Ordering::AcqRel)
         {
-            self.tell(&FleetEvent::Recovered {
-                breaker: self.name(),
-            });
+            self.tell(
+                &FleetEvent::Recovered {
+                    breaker: self.name(),
+                },
+                budget,
+            );
         }
     }
 
-    /// Tells the observers of `event`; a panic continues afterwards, the shared breaker
-    /// consistent.
-    fn tell(&self, event: &FleetEvent<'_>) {
-        let mut panics = FirstPanic::default();
-        panics.catch((), || self.breaker.observer().0.on_fleet(event));
-        contain::resume(panics);
+    /// Tells the observers of `event`; a panic is kept in the budget and continues when the
+    /// call's bookkeeping is done.
+    fn tell(&self, event: &FleetEvent<'_>, budget: &mut Budget) {
+        budget
+            .panics
+            .catch((), || self.breaker.observer().0.on_fleet(event));
     }
 }
 
