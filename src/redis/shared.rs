@@ -278,8 +278,13 @@ struct Budget {
 
 impl Budget {
     fn new(timeout: Duration) -> Self {
+        Self::resumed(timeout)
+    }
+
+    /// A budget with `left` to spend (what an earlier part of the call left).
+    fn resumed(left: Duration) -> Self {
         Self {
-            left: timeout,
+            left,
             panics: FirstPanic::default(),
         }
     }
@@ -414,35 +419,72 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
-        // The store work is boxed, off this future: a call that does none (almost every
-        // call) moves and polls a future of a few words, not one holding a Redis script's.
-        let mut budget = Budget::new(self.fleet.knobs.store_timeout);
+        // The fast path: a fresh view, and the local breaker closed or rejecting. Every store
+        // operation is boxed, off this future, so that the calls that do none (almost all)
+        // move and poll a future of a few words; a half-open probe runs in a boxed future of
+        // its own. What the store work before the call spent is carried to the work after
+        // it, so that one call never waits on the store longer than the store timeout.
+        let mut left = self.fleet.knobs.store_timeout;
         if self.is_stale() {
-            Box::pin(self.sync_now(&mut budget)).await;
+            left = Box::pin(self.sync_before()).await;
         }
-        let permit = match self.breaker.allow() {
-            Ok(permit) => permit,
+        let permit = self.breaker.allow()?;
+        if !self.link.closed() {
+            return Box::pin(self.probe(permit, make, classify, left)).await;
+        }
+        let result = make().await;
+        let outcome = classify.classify(&result);
+        permit.record(outcome);
+        if self.link.pending() {
+            Box::pin(self.settle_after(None, outcome, left)).await;
+        }
+        result.map_err(Error::Inner)
+    }
+
+    /// The refresh before a call: returns the store time left for the rest of the call.
+    /// An observer's panic continues after the refresh's bookkeeping, before anything is
+    /// admitted.
+    async fn sync_before(&self) -> Duration {
+        let mut budget = Budget::new(self.fleet.knobs.store_timeout);
+        self.sync_now(&mut budget).await;
+        contain::resume(budget.panics);
+        budget.left
+    }
+
+    /// The store work after a call, within `left`; an observer's panic then continues.
+    async fn settle_after(&self, lease: Option<Held>, outcome: Outcome, left: Duration) {
+        let mut budget = Budget::resumed(left);
+        self.settle(lease, outcome, &mut budget).await;
+        contain::resume(budget.panics);
+    }
+
+    /// A call the local breaker admitted while not closed (a half-open probe, most likely):
+    /// leased fleet-wide, made, and settled, within `left` of store time.
+    async fn probe<F, Fut, T, E, C>(
+        &self,
+        permit: crate::Permit<'_, P, (O, Arc<Link>)>,
+        make: F,
+        classify: C,
+        left: Duration,
+    ) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
+    {
+        let mut budget = Budget::resumed(left);
+        let (permit, lease) = match self.lease(permit, &mut budget).await {
+            Ok(admitted) => admitted,
             Err(rejected) => {
                 contain::resume(budget.panics);
                 return Err(Error::Rejected(rejected));
-            }
-        };
-        let (permit, lease) = if self.link.closed() {
-            (permit, None)
-        } else {
-            match Box::pin(self.lease(permit, &mut budget)).await {
-                Ok(admitted) => admitted,
-                Err(rejected) => {
-                    contain::resume(budget.panics);
-                    return Err(Error::Rejected(rejected));
-                }
             }
         };
         let result = make().await;
         let outcome = classify.classify(&result);
         permit.record(outcome);
         if lease.is_some() || self.link.pending() {
-            Box::pin(self.settle(lease, outcome, &mut budget)).await;
+            self.settle(lease, outcome, &mut budget).await;
         }
         contain::resume(budget.panics);
         result.map_err(Error::Inner)
