@@ -425,10 +425,14 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         // its own. What the store work before the call spent is carried to the work after
         // it, so that one call never waits on the store longer than the store timeout.
         let mut left = self.fleet.knobs.store_timeout;
-        if self.is_stale() {
+        let now = self.breaker.clock_nanos();
+        let permit = if self.is_stale(now) {
             left = Box::pin(self.sync_before()).await;
-        }
-        let permit = self.breaker.allow()?;
+            self.breaker.allow()?
+        } else {
+            // One clock read for the staleness check and the admission both.
+            self.breaker.allow_at(now)?
+        };
         if !self.link.closed() {
             return Box::pin(self.probe(permit, make, classify, left)).await;
         }
@@ -499,12 +503,11 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         contain::resume(budget.panics);
     }
 
-    /// The hot-path check: one clock read and one or two atomic loads. Stale: the view is
+    /// The hot-path check at `now`: one or two atomic loads. Stale: the view is
     /// past its sync interval, or a local decision waits to be published (and the store is
     /// not known to be failing: then the interval paces the retries).
     #[inline]
-    fn is_stale(&self) -> bool {
-        let now = self.breaker.clock_nanos();
+    fn is_stale(&self, now: u64) -> bool {
         now >= self.fleet.next_sync.load(Ordering::Relaxed)
             || (self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed))
     }
