@@ -723,7 +723,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     /// Makes the local breaker follow `record`, mapping its deadline (server time) onto the
     /// local clock: open for what is left of its open period as of when it was read.
     fn follow(&self, record: SharedRecord) {
-        {
+        let mut applied = {
             let mut view = self.fleet.view.lock();
             if record.generation < view.generation {
                 return; // an older answer overtaken by a newer one
@@ -735,14 +735,33 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
                 open_until: self.breaker.clock_nanos().saturating_add(left),
                 local_only: false,
             };
+            *view
+        };
+        // The breaker is changed outside the view's lock (its observers run meanwhile). If
+        // another call followed a newer record in between, its change may have come first:
+        // then the newest view is applied again, so the breaker ends as the view says.
+        for _ in 0..4 {
+            self.apply(applied);
+            let now = *self.fleet.view.lock();
+            if now.generation == applied.generation {
+                return;
+            }
+            applied = now;
         }
-        match (record.open_until_us, record.open_for()) {
-            (None, _) => self.breaker.adopt_closed(),
-            (Some(_), Some(left)) => self.breaker.adopt_open(left),
-            // The fleet is half-open: so is this breaker at its next call, unless it is
-            // already (its probes in flight stay valid).
-            (Some(_), None) if self.breaker.state() == State::HalfOpen => {}
-            (Some(_), None) => self.breaker.adopt_open(Duration::ZERO),
+    }
+
+    /// Makes the local breaker what `view` says the fleet is.
+    fn apply(&self, view: View) {
+        if !view.open {
+            return self.breaker.adopt_closed();
+        }
+        let left = view.open_until.saturating_sub(self.breaker.clock_nanos());
+        if left > 0 {
+            self.breaker.adopt_open(Duration::from_nanos(left));
+        } else if self.breaker.state() != State::HalfOpen {
+            // The fleet is half-open: so is this breaker at its next call (a breaker already
+            // half-open keeps its probes in flight).
+            self.breaker.adopt_open(Duration::ZERO);
         }
     }
 
