@@ -1,5 +1,5 @@
 //! [`SharedBreaker`]: a local breaker that follows, and feeds, the fleet's shared decision
-//! (see the [module documentation](super)), and [`SharedBuilder`], which makes one.
+//! (see the [module documentation](crate::redis)), and [`SharedBuilder`], which makes one.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -75,7 +75,7 @@ impl SharedBuilder {
     }
 
     /// How many distinct instances must trip before the fleet opens (see
-    /// [One bad instance](super#one-bad-instance)); until then an instance that tripped is
+    /// [One bad instance](crate::redis#one-bad-instance)); until then an instance that tripped is
     /// open on its own. Default (and zero): 1, every trip opens the fleet.
     pub fn quorum(mut self, quorum: u32) -> Self {
         self.knobs.quorum = quorum;
@@ -164,7 +164,7 @@ fn instance_id() -> String {
     format!("{}-{started:x}-{n}", std::process::id())
 }
 
-/// A breaker shared by a fleet through Redis: see the [module documentation](super).
+/// A breaker shared by a fleet through Redis: see the [module documentation](crate::redis).
 ///
 /// Each process makes one per breaker name, around a local [`Breaker`] configured as usual,
 /// and calls through it with [`execute`](Self::execute); the local breaker stays reachable

@@ -180,7 +180,7 @@ pub enum Lease {
     Stale,
 }
 
-/// One breaker's shared record in Redis: see the [module documentation](self).
+/// One breaker's shared record in Redis: see the [module documentation](crate::redis).
 ///
 /// # Examples
 ///
