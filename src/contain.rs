@@ -16,7 +16,7 @@
 //!   the process, and the first panic is already on its way to the caller.
 //!
 //! Catching a panic inside a destructor that runs while the thread unwinds is sound since
-//! Rust 1.71 (the crate's MSRV is 1.75): that is what lets a permit dropped by a panicking
+//! Rust 1.71 (the crate's MSRV is 1.83): that is what lets a permit dropped by a panicking
 //! call run the policy and the observers safely.
 //!
 //! A leaf module: it knows nothing of the breaker.

@@ -40,6 +40,8 @@ pub(crate) struct Timing {
     timeout: Nanos,
     /// How an abandoned call counts in closed and in half-open.
     abandoned: (AbandonedAs, AbandonedAs),
+    /// Nothing trips it, not even a fatal result: an exempt key's breaker (it still counts).
+    never_trips: bool,
 }
 
 impl Timing {
@@ -81,7 +83,15 @@ impl Timing {
             buckets,
             timeout,
             abandoned: (AbandonedAs::default(), AbandonedAs::default()),
+            never_trips: false,
         }
+    }
+
+    /// These knobs, for a breaker that nothing trips (`never_trips`): neither its policy nor
+    /// a fatal result; the manual controls still apply.
+    pub(crate) fn never_tripping(mut self, never_trips: bool) -> Self {
+        self.never_trips = never_trips;
+        self
     }
 
     /// These knobs, with abandoned calls counting as `closed` in the closed state and
@@ -329,6 +339,12 @@ impl<P: TripPolicy> Machine<P> {
         self.policy.panic.take()
     }
 
+    /// Whether a result may trip the closed machine: not while forced (closed), and never
+    /// for a breaker that nothing trips.
+    fn may_trip(&self) -> bool {
+        self.forced.is_none() && !self.timing.never_trips
+    }
+
     /// The manual override in force, if any.
     pub(crate) fn forced(&self) -> Option<Forced> {
         self.forced
@@ -495,7 +511,7 @@ impl<P: TripPolicy> Machine<P> {
                     instant(now),
                 )
                 .with_in_flight(true);
-                let trips = self.policy.on_result(&result) && self.forced.is_none();
+                let trips = self.policy.on_result(&result) && self.may_trip();
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => Some(self.set_state(State::Open, now)),
@@ -595,8 +611,9 @@ impl<P: TripPolicy> Machine<P> {
                 self.record(ticket.age, tally, totals, slow);
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
-                // Forced closed: the policy still sees every result, but never trips it.
-                let trips = (self.policy.on_result(&result) || fatal) && self.forced.is_none();
+                // Forced closed (or exempt): the policy still sees every result, but never
+                // trips it.
+                let trips = (self.policy.on_result(&result) || fatal) && self.may_trip();
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => {
@@ -680,16 +697,8 @@ impl<P: TripPolicy> Machine<P> {
     /// Opens the machine now until at least `now + open_for` (an open period ending later is
     /// kept), then the usual half-open. No effect while forced: the override wins.
     pub(crate) fn trip_for(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
-        self.latest = self.latest.max(now);
-        if self.forced.is_some() {
-            return None;
-        }
         let until = now.saturating_add(saturating_nanos(open_for));
-        if self.state == State::Open {
-            self.expiry = self.expiry.max(until);
-            return None;
-        }
-        Some(self.enter(State::Open, now, Some(until), Origin::Manual))
+        self.open_until(until, now, Origin::Manual)
     }
 
     /// Adopts a decision made elsewhere: open until exactly `now + open_for` (zero: half-open
@@ -697,20 +706,31 @@ impl<P: TripPolicy> Machine<P> {
     /// to open (from the fleet); already open, the open period is replaced. No effect while
     /// forced: the override wins.
     pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
-        self.latest = self.latest.max(now);
-        if self.forced.is_some() {
-            return None;
-        }
         // Zero: the fleet is half-open already, so the next call, even at this instant, is.
         let until = match open_for {
             Duration::ZERO => now.saturating_sub(1),
             d => now.saturating_add(saturating_nanos(d)),
         };
-        if self.state == State::Open {
-            self.expiry = until;
+        self.open_until(until, now, Origin::Fleet)
+    }
+
+    /// Opens the machine until `until` for `origin` (a manual trip, or the fleet), unless
+    /// forced: a change to open from closed or half-open; already open, the open period ends
+    /// at `until` if that is later (a manual trip only extends it) or whatever it is (the
+    /// fleet's deadline governs).
+    fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() {
             return None;
         }
-        Some(self.enter(State::Open, now, Some(until), Origin::Fleet))
+        if self.state == State::Open {
+            self.expiry = match origin {
+                Origin::Fleet => until,
+                _ => self.expiry.max(until),
+            };
+            return None;
+        }
+        Some(self.enter(State::Open, now, Some(until), origin))
     }
 
     /// Adopts a recovery decided elsewhere: from open or half-open a change to closed in a

@@ -712,3 +712,23 @@ fn a_breaker_can_be_used_across_catch_unwind_as_it_is() {
     assert!(r.is_err());
     assert_eq!(breaker.totals().failures, 1);
 }
+
+/// A policy whose hook panics while the breaker is built (here `slow_call_threshold`, asked
+/// once): the panic comes out of `build`, where the policy was given, not out of some later,
+/// unrelated call.
+#[test]
+fn a_policy_panicking_while_the_breaker_is_built_panics_out_of_build() {
+    #[derive(Debug)]
+    struct BadThreshold;
+    impl TripPolicy for BadThreshold {
+        fn on_result(&mut self, _: &CallResult<'_>) -> bool {
+            false
+        }
+        fn slow_call_threshold(&self) -> Option<Duration> {
+            panic_any("slow_call_threshold")
+        }
+    }
+    let built = catch_unwind(|| Breaker::builder().policy(BadThreshold).build());
+    let payload = built.expect_err("the panic comes out of build");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"slow_call_threshold"));
+}

@@ -294,6 +294,19 @@ mod from_configuration {
         let health = registry.breaker("Health");
         assert_eq!(health.state(), State::Closed, "never broken");
         assert_eq!(health.counts().consecutive_failures, 100, "but counted");
+        // Not even a fatal result (a refused connection, say) trips it.
+        let fatal = |_: &Result<(), &str>| lazybreaker::policy::Outcome::Fatal;
+        let _ = health.execute_classified(|| Err("refused"), fatal);
+        assert_eq!(health.state(), State::Closed, "a fatal result neither");
+        // A key that is not exempt opens on it at once.
+        registry.release_all();
+        let get = registry.breaker("Get");
+        let _ = get.execute_classified(|| Err("refused"), fatal);
+        assert_eq!(
+            get.state(),
+            State::Open,
+            "fatal trips a key that is not exempt"
+        );
     }
 
     #[test]

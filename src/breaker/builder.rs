@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::ClockSource;
+use crate::contain;
 use crate::lane::{Lane, Plan};
 use crate::machine::{Machine, Timing};
 use crate::observe::Observer;
@@ -71,6 +72,8 @@ struct Knobs {
     timeout: Duration,
     abandoned: (AbandonedAs, AbandonedAs),
     on_state_change: Option<Arc<StateChangeFn>>,
+    /// Nothing trips the breaker (an exempt key of a registry's settings).
+    never_trips: bool,
     /// `None`: the default for the policy, chosen at `build`.
     clock: Option<ClockSource>,
 }
@@ -195,16 +198,17 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         }
     }
 
+    /// A breaker that nothing trips, neither its policy nor a fatal result (it still counts
+    /// every call; the manual controls still apply): an exempt key.
+    pub(crate) fn never_trips(mut self) -> Self {
+        self.knobs.never_trips = true;
+        self
+    }
+
     /// The `max_requests` knob as the breaker will use it (at least 1).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn max_requests_or_default(&self) -> u32 {
         self.knobs.max_requests.max(1)
-    }
-
-    /// The name given with [`name`](Self::name).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn name_given(&self) -> &str {
-        &self.knobs.name
     }
 
     /// Uses `observer` to observe the breaker (see [`crate::observe`]); replaces the observer.
@@ -299,6 +303,11 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     }
 
     /// The breaker, closed, with its first generation starting now.
+    ///
+    /// # Panics
+    ///
+    /// Only if user code does: the clock, or a policy hook the breaker asks once here
+    /// (`needs_latency`, `slow_call_threshold`, ...); its panic continues from `build`.
     pub fn build(self) -> Breaker<P, O> {
         let Knobs {
             name,
@@ -308,15 +317,20 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             timeout,
             abandoned,
             on_state_change,
+            never_trips,
             clock,
         } = self.knobs;
         let timing = Timing::new(max_requests, interval, bucket_period, timeout)
-            .abandoned_as(abandoned.0, abandoned.1);
+            .abandoned_as(abandoned.0, abandoned.1)
+            .never_tripping(never_trips);
         // What the lane may do, decided once from the policy's capabilities.
         let plan = Plan::of(&self.policy, timing.rolls());
         let clock = clock.unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
-        let machine = Machine::new(timing, self.policy, now);
+        let mut machine = Machine::new(timing, self.policy, now);
+        // A policy hook that panicked while the machine asked it (nothing is admitted yet):
+        // the panic continues here, from `build`, not from some later call.
+        contain::resume(machine.take_panic());
         let observers = Observers {
             observer: self.observer,
             on_state_change,

@@ -3,15 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::policy::{ConsecutiveFailures, ReadyToTrip, TripPolicy};
-use crate::{Breaker, ConfigError, Counts, Registry};
+use crate::policy::{ConsecutiveFailures, TripPolicy};
+use crate::{Breaker, ConfigError, Registry};
 
 use super::{Breakers, DynBuilder, Settings};
 
 /// A [`Registry`] of breakers keyed by name (a method, a host, an endpoint): the settings of
 /// the keys listed in `breakers`, `default` for every other key, and `exempt` keys that are
 /// never broken (Kitex's "Health must not break"): their breakers count every call but no
-/// policy or failure ever trips them (a manual control, including a permit's
+/// policy or failure, not even a fatal one, ever trips them (a manual control, including a permit's
 /// `failure_open_for`, still applies to them, as to any breaker).
 ///
 /// In a file (with the `serde` feature):
@@ -71,10 +71,6 @@ pub struct RegistrySettings {
     pub default: Settings,
     /// Settings per key.
     pub breakers: Breakers,
-}
-
-fn never(_: &Counts) -> bool {
-    false
 }
 
 impl RegistrySettings {
@@ -140,8 +136,7 @@ impl RegistrySettings {
         });
         let builder = builder.name(key);
         if self.exempt.contains(key) {
-            let never: fn(&Counts) -> bool = never;
-            builder.policy(Box::new(ReadyToTrip::new(never)) as Box<dyn TripPolicy>)
+            builder.never_trips()
         } else {
             builder
         }

@@ -6,6 +6,36 @@ use std::fmt;
 /// The store of a shared breaker failed or came back, as its observers'
 /// [`on_fleet`](super::Observer::on_fleet) hook is told. Each event is delivered once, on
 /// the call that found out, outside every lock.
+///
+/// # Examples
+///
+/// An observer that counts store outages (for an alert), tried on an event of its own:
+///
+/// ```
+/// use lazybreaker::observe::{FleetEvent, Observer};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// #[derive(Default)]
+/// struct Outages(AtomicU64);
+///
+/// impl Observer for Outages {
+///     fn on_fleet(&self, event: &FleetEvent<'_>) {
+///         if let FleetEvent::Degraded { .. } = event {
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
+///     }
+/// }
+///
+/// let outages = Outages::default();
+/// let error = std::io::Error::other("connection refused");
+/// let event = FleetEvent::Degraded { breaker: "payments", error: &error };
+/// outages.on_fleet(&event);
+/// assert_eq!(outages.0.load(Ordering::Relaxed), 1);
+/// assert_eq!(
+///     event.to_string(),
+///     "breaker \"payments\": store failed (connection refused); deciding locally"
+/// );
+/// ```
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub enum FleetEvent<'a> {

@@ -31,7 +31,8 @@ pub struct SharedBuilder {
     knobs: Knobs,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// The knobs as given: zero means the default (see [`Knobs::defaulted`]).
+#[derive(Debug, Clone, Copy, Default)]
 struct Knobs {
     sync_interval: Duration,
     store_timeout: Duration,
@@ -100,7 +101,10 @@ impl SharedBuilder {
         self,
         breaker: Builder<P, O>,
     ) -> Result<SharedBreaker<P, O>, ConfigError> {
-        let name = breaker.name_given().to_owned();
+        let max_requests = u64::from(breaker.max_requests_or_default());
+        let link = Arc::new(Link::new());
+        let breaker = breaker.and_observer(Arc::clone(&link)).build();
+        let name = breaker.name();
         if name.is_empty() {
             return Err(ConfigError::new(
                 "name",
@@ -114,11 +118,8 @@ impl SharedBuilder {
                 format!("{name:?}"),
                 "must not contain `{` or `}` (the Redis Cluster hash tag)",
             )
-            .for_breaker(&name));
+            .for_breaker(name));
         }
-        let max_requests = u64::from(breaker.max_requests_or_default());
-        let link = Arc::new(Link::new());
-        let breaker = breaker.and_observer(Arc::clone(&link)).build();
         Ok(SharedBreaker {
             breaker,
             link,
@@ -277,12 +278,9 @@ struct Budget {
 }
 
 impl Budget {
-    fn new(timeout: Duration) -> Self {
-        Self::resumed(timeout)
-    }
-
-    /// A budget with `left` to spend (what an earlier part of the call left).
-    fn resumed(left: Duration) -> Self {
+    /// A budget with `left` to spend: the store timeout, or what an earlier part of the
+    /// call left.
+    fn new(left: Duration) -> Self {
         Self {
             left,
             panics: FirstPanic::default(),
@@ -323,9 +321,14 @@ struct Held {
     generation: u64,
 }
 
-/// The local state a publication writes: open for a while, or closed.
+/// The local breaker as a publication sees it.
 enum Local {
+    /// Forced open or closed: an operator's override, which stays local.
+    Forced,
+    /// Open for this much longer.
     Open(Duration),
+    /// Half-open: its open period is over and its probes decide.
+    HalfOpen,
     Closed,
 }
 
@@ -334,14 +337,7 @@ impl SharedBreaker {
     pub fn builder(client: redis::Client) -> SharedBuilder {
         SharedBuilder {
             client,
-            knobs: Knobs {
-                sync_interval: Duration::ZERO,
-                store_timeout: Duration::ZERO,
-                key_ttl: Duration::ZERO,
-                lease_for: Duration::ZERO,
-                quorum: 0,
-                vote_window: Duration::ZERO,
-            },
+            knobs: Knobs::default(),
         }
     }
 }
@@ -457,7 +453,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
 
     /// The store work after a call, within `left`; an observer's panic then continues.
     async fn settle_after(&self, lease: Option<Held>, outcome: Outcome, left: Duration) {
-        let mut budget = Budget::resumed(left);
+        let mut budget = Budget::new(left);
         self.settle(lease, outcome, &mut budget).await;
         contain::resume(budget.panics);
     }
@@ -476,7 +472,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
-        let mut budget = Budget::resumed(left);
+        let mut budget = Budget::new(left);
         let (permit, lease) = match self.lease(permit, &mut budget).await {
             Ok(admitted) => admitted,
             Err(rejected) => {
@@ -622,11 +618,9 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     async fn recreate(&self, store: &RedisStore, view: View, budget: &mut Budget) {
         let name = self.name();
         let (state, open_for) = match self.local() {
-            Some(Local::Open(d)) if !view.local_only => ("open", d),
+            Local::Open(d) if !view.local_only => ("open", d),
             // Half-open (its probes decide) in an open fleet: open, with the period over.
-            None if view.open && self.breaker.state() == State::HalfOpen => {
-                ("open", Duration::ZERO)
-            }
+            Local::HalfOpen if view.open => ("open", Duration::ZERO),
             _ => ("closed", Duration::ZERO),
         };
         let write = store.publish(name, view.generation, state, open_for, Vote::NONE);
@@ -653,36 +647,35 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         let next = view.generation + 1;
         let name = self.name();
         let knobs = &self.fleet.knobs;
-        let now = self.breaker.clock_nanos();
-        let local = match self.local() {
+        let open_for = match self.local() {
+            Local::Forced => return true,
+            // Open here while the fleet is open and its period not over: adopted already.
+            Local::Open(_) if view.open && self.breaker.clock_nanos() < view.open_until => {
+                return true;
+            }
+            Local::Open(d) => Some(d),
             // Tripped here and half-open already, before the trip was published: the
             // fleet must still hear of it (its period over: the probes decide).
-            None if !view.open && !view.local_only && self.breaker.state() == State::HalfOpen => {
-                Some(Local::Open(Duration::ZERO))
-            }
-            // Open here while the fleet is open and its period not over: adopted already.
-            Some(Local::Open(_)) if view.open && now < view.open_until => return true,
-            local => local,
-        };
-        let published = match local {
-            None => return true,
-            Some(Local::Closed) if !view.open || view.local_only => {
+            Local::HalfOpen if !view.open && !view.local_only => Some(Duration::ZERO),
+            Local::HalfOpen => return true,
+            Local::Closed if !view.open || view.local_only => {
                 // Nothing to tell the fleet: it was closed all along.
                 self.fleet.view.lock().local_only = false;
                 return true;
             }
-            Some(Local::Closed) => self.op(budget, store.publish_closed(name, next)).await,
-            Some(Local::Open(d)) if knobs.quorum > 1 => {
-                let vote = Vote {
-                    quorum: knobs.quorum,
-                    window: knobs.vote_window,
-                    instance: &self.fleet.instance,
-                };
-                self.op(budget, store.publish_open_voted(name, next, d, vote))
-                    .await
-            }
-            Some(Local::Open(d)) => self.op(budget, store.publish_open(name, next, d)).await,
+            Local::Closed => None,
         };
+        // A trip is a vote when the fleet needs a quorum (the script opens at once for 1).
+        let vote = Vote {
+            quorum: knobs.quorum,
+            window: knobs.vote_window,
+            instance: &self.fleet.instance,
+        };
+        let write = match open_for {
+            Some(d) => store.publish(name, next, "open", d, vote),
+            None => store.publish(name, next, "closed", Duration::ZERO, Vote::NONE),
+        };
+        let published = self.op(budget, write).await;
         let Some(record) = published else {
             return false;
         };
@@ -698,19 +691,18 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         true
     }
 
-    /// The local decision to publish, as the breaker stands: `None` when there is none
-    /// (half-open: its probes will decide; forced: an override stays local).
-    fn local(&self) -> Option<Local> {
+    /// The local breaker as it stands.
+    fn local(&self) -> Local {
         if self.breaker.forced().is_some() {
-            return None;
+            return Local::Forced;
         }
         match self.breaker.state() {
-            State::HalfOpen => None,
-            State::Closed => Some(Local::Closed),
-            State::Open => Some(Local::Open(match self.breaker.peek_open() {
+            State::HalfOpen => Local::HalfOpen,
+            State::Closed => Local::Closed,
+            State::Open => Local::Open(match self.breaker.peek_open() {
                 Some(Rejected::Open { retry_after }) => retry_after,
                 _ => Duration::ZERO,
-            })),
+            }),
         }
     }
 

@@ -169,7 +169,7 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let key = (self.key)(&request);
-        match self.registry.breaker(&key).allow_owned() {
+        match self.registry.breaker(&key).allow_owning() {
             Ok(permit) => {
                 ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
             }
