@@ -12,8 +12,6 @@
 //! before one probe. The totals: failed calls let through to the sick dependency, probes
 //! among them, and how long the fleet took to stop calling it and to recover.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -176,42 +174,10 @@ async fn run_fleet(shared: Option<&redis::Client>) {
     );
 }
 
-/// A `redis-server` of this example's own, stopped on drop.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_redis() -> Option<(Server, redis::Client)> {
-    let binary =
-        std::env::var("LAZYBREAKER_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let port = TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let child = Command::new(&binary)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
-    Some((server, client))
-}
+// The Redis tests' own server: a free loopback port of its own, persistence off, checked by
+// pid, stopped on drop.
+#[path = "../tests/redis_server/mod.rs"]
+mod redis_server;
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -221,10 +187,10 @@ fn main() {
         .expect("a runtime");
     println!("{INSTANCES} instances, each with its own breaker:");
     rt.block_on(run_fleet(None));
-    match start_redis() {
-        Some((server, client)) => {
+    match redis_server::Server::try_start() {
+        Some(server) => {
             println!("\n{INSTANCES} instances sharing their breaker through Redis:");
-            rt.block_on(run_fleet(Some(&client)));
+            rt.block_on(run_fleet(Some(&server.client())));
             drop(server);
         }
         None => println!(

@@ -6,17 +6,17 @@
 //! time, so a test that needs an open period to pass in the server waits for it for real
 //! (short and bounded).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lazybreaker::observe::{FleetEvent, Observer, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
-use lazybreaker::redis::{RedisStore, SharedBreaker};
+use lazybreaker::redis::SharedBreaker;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 
 mod redis_server;
-use redis_server::Server;
+use redis_server::{keys, run, store, Server};
 
 const SYNC: Duration = Duration::from_millis(100);
 
@@ -67,6 +67,13 @@ impl Member {
         self.shared.execute(|| async { Ok(()) }).await
     }
 
+    /// A healthy call after the sync interval has passed on this instance's clock: its view
+    /// is stale, so this call refreshes it first.
+    async fn ok_after_sync(&self) -> Result<(), Error<&'static str>> {
+        self.clock.advance(SYNC);
+        self.ok().await
+    }
+
     async fn fail(&self) -> Result<(), Error<&'static str>> {
         self.shared.execute(|| async { Err("down") }).await
     }
@@ -76,6 +83,21 @@ impl Member {
 /// `max_requests` says.
 fn member(server: &Server, name: &str, open: Duration, max_requests: u32) -> Member {
     member_with(server, name, open, max_requests, 1)
+}
+
+/// `N` instances of breaker `name` (as [`member`] makes them), each synced once by a
+/// healthy call at its time zero.
+async fn synced<const N: usize>(
+    server: &Server,
+    name: &str,
+    open: Duration,
+    max_requests: u32,
+) -> [Member; N] {
+    let members = std::array::from_fn(|_| member(server, name, open, max_requests));
+    for m in &members {
+        m.ok().await.unwrap();
+    }
+    members
 }
 
 fn member_with(
@@ -109,18 +131,6 @@ fn member_with(
     }
 }
 
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(30), f)
-                .await
-                .expect("bounded")
-        })
-}
-
 fn is_open_rejection<E>(r: &Result<(), Error<E>>) -> bool {
     matches!(r, Err(Error::Rejected(Rejected::Open { .. })))
 }
@@ -136,8 +146,7 @@ fn closed_calls_and_open_rejections_do_no_store_io_between_refreshes() {
             a.ok().await.unwrap();
         }
         assert_eq!(a.shared.stats().round_trips, 1, "closed: no store I/O");
-        a.clock.advance(SYNC);
-        a.ok().await.unwrap();
+        a.ok_after_sync().await.unwrap();
         assert_eq!(a.shared.stats().round_trips, 2, "stale: one refresh");
         // A trip: one round trip to publish it, then rejections cost nothing.
         assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
@@ -232,14 +241,7 @@ fn a_trip_is_seen_by_the_others_within_the_sync_interval_and_delivered_as_from_t
     let server = Server::start();
     run(async {
         let open = Duration::from_secs(30);
-        let (a, b, c) = (
-            member(&server, "payments", open, 1),
-            member(&server, "payments", open, 1),
-            member(&server, "payments", open, 1),
-        );
-        for m in [&a, &b, &c] {
-            m.ok().await.unwrap(); // each synced once, at its time zero
-        }
+        let [a, b, c] = synced(&server, "payments", open, 1).await;
         assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
         assert_eq!(a.shared.state(), State::Open);
         assert_eq!(a.transitions(), [(State::Closed, State::Open, false)]);
@@ -309,8 +311,7 @@ fn deadlines_are_in_server_time_so_skewed_clocks_agree() {
         a.ok().await.unwrap();
         b.ok().await.unwrap();
         let _ = a.fail().await;
-        b.clock.advance(SYNC);
-        let Err(Error::Rejected(Rejected::Open { retry_after })) = b.ok().await else {
+        let Err(Error::Rejected(Rejected::Open { retry_after })) = b.ok_after_sync().await else {
             panic!("open")
         };
         assert!(
@@ -329,16 +330,10 @@ fn half_open_probes_are_leased_fleet_wide_and_their_result_closes_the_fleet() {
     run(async {
         let open = Duration::from_millis(300);
         let max_requests = 2;
-        let members: Vec<Member> = (0..3)
-            .map(|_| member(&server, "search", open, max_requests))
-            .collect();
-        for m in &members {
-            m.ok().await.unwrap();
-        }
+        let members: [Member; 3] = synced(&server, "search", open, max_requests).await;
         let _ = members[0].fail().await;
         for m in &members[1..] {
-            m.clock.advance(SYNC);
-            assert!(is_open_rejection(&m.ok().await));
+            assert!(is_open_rejection(&m.ok_after_sync().await));
         }
         // The open period passes, in the server's time and on every clock.
         tokio::time::sleep(open + Duration::from_millis(50)).await;
@@ -348,22 +343,28 @@ fn half_open_probes_are_leased_fleet_wide_and_their_result_closes_the_fleet() {
         // Every instance tries two probes at once (six in all), each held until released.
         let in_flight = AtomicU32::new(0);
         let most = AtomicU32::new(0);
-        let gate = tokio::sync::Notify::new();
-        let probe = |m: &'static Member| {
-            let (in_flight, most, gate) = (&in_flight, &most, &gate);
-            async move {
-                m.shared
-                    .execute(|| async move {
-                        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        gate.notified().await;
-                        in_flight.fetch_sub(1, Ordering::SeqCst);
-                        Ok::<_, ()>(())
-                    })
-                    .await
-            }
-        };
-        let members: &'static [Member] = Box::leak(members.into_boxed_slice());
+        // A gate that stays open once opened: a probe admitted late runs through (and fails
+        // the count below) instead of waiting for a wake-up it missed.
+        let released = AtomicBool::new(false);
+        async fn held_probe(
+            m: &Member,
+            in_flight: &AtomicU32,
+            most: &AtomicU32,
+            released: &AtomicBool,
+        ) -> Result<(), Error<()>> {
+            m.shared
+                .execute(|| async {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    while !released.load(Ordering::SeqCst) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    Ok(())
+                })
+                .await
+        }
+        let probe = |m| held_probe(m, &in_flight, &most, &released);
         let release = async {
             // Let every probe reach its lease (bounded), then release the holders.
             let deadline = Instant::now() + Duration::from_secs(5);
@@ -371,7 +372,7 @@ fn half_open_probes_are_leased_fleet_wide_and_their_result_closes_the_fleet() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
-            gate.notify_waiters();
+            released.store(true, Ordering::SeqCst);
         };
         let (r, _) = tokio::join!(
             async {
@@ -407,9 +408,8 @@ fn half_open_probes_are_leased_fleet_wide_and_their_result_closes_the_fleet() {
             "the fleet, not only the local breakers, said no"
         );
         // The probes succeeded: whoever closed published it, and the others follow.
-        for m in members {
-            m.clock.advance(SYNC);
-            m.ok().await.unwrap();
+        for m in &members {
+            m.ok_after_sync().await.unwrap();
             assert_eq!(m.shared.state(), State::Closed);
         }
     });
@@ -420,15 +420,12 @@ fn a_failed_probe_reopens_the_fleet_with_the_policy_backoff() {
     let server = Server::start();
     run(async {
         let open = Duration::from_millis(200);
-        let (a, b) = (
-            member(&server, "reopen", open, 1),
-            member(&server, "reopen", open, 1),
-        );
-        a.ok().await.unwrap();
-        b.ok().await.unwrap();
+        let [a, b] = synced(&server, "reopen", open, 1).await;
         let _ = a.fail().await;
-        b.clock.advance(SYNC);
-        assert!(is_open_rejection(&b.ok().await), "B follows A's trip");
+        assert!(
+            is_open_rejection(&b.ok_after_sync().await),
+            "B follows A's trip"
+        );
         tokio::time::sleep(open + Duration::from_millis(50)).await;
         for m in [&a, &b] {
             m.clock.advance(open + Duration::from_millis(50));
@@ -438,8 +435,7 @@ fn a_failed_probe_reopens_the_fleet_with_the_policy_backoff() {
         b.clock.advance(SYNC);
         assert!(matches!(b.fail().await, Err(Error::Inner("down"))));
         assert_eq!(b.shared.stats().generation, 2);
-        a.clock.advance(SYNC);
-        assert!(is_open_rejection(&a.ok().await));
+        assert!(is_open_rejection(&a.ok_after_sync().await));
         assert_eq!(a.shared.stats().generation, 2);
         assert_eq!(
             a.transitions().last(),
@@ -453,12 +449,7 @@ fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again() {
     let mut server = Server::start();
     let port = server.port;
     run(async {
-        let (a, b) = (
-            member(&server, "inventory", Duration::from_secs(30), 1),
-            member(&server, "inventory", Duration::from_secs(30), 1),
-        );
-        a.ok().await.unwrap();
-        b.ok().await.unwrap();
+        let [a, b] = synced(&server, "inventory", Duration::from_secs(30), 1).await;
         server.stop();
         // Calls keep flowing, through the local breakers; none fails because of the store,
         // and none waits long on it.
@@ -481,12 +472,10 @@ fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again() {
         // The server comes back empty.
         server = Server::on(port);
         for m in [&a, &b] {
-            m.clock.advance(SYNC);
-            let _ = m.ok().await;
+            let _ = m.ok_after_sync().await;
         }
         // A published its trip (generation 1); B follows at its next refresh.
-        b.clock.advance(SYNC);
-        assert!(is_open_rejection(&b.ok().await));
+        assert!(is_open_rejection(&b.ok_after_sync().await));
         for m in [&a, &b] {
             let stats = m.shared.stats();
             assert!(!stats.degraded, "{stats:?}");
@@ -501,12 +490,7 @@ fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again() {
 fn a_vanished_record_is_recreated_from_the_local_state() {
     let server = Server::start();
     run(async {
-        let (a, b) = (
-            member(&server, "vanish", Duration::from_secs(30), 1),
-            member(&server, "vanish", Duration::from_secs(30), 1),
-        );
-        a.ok().await.unwrap();
-        b.ok().await.unwrap();
+        let [a, b] = synced(&server, "vanish", Duration::from_secs(30), 1).await;
         let _ = a.fail().await;
         let mut con = server
             .client()
@@ -514,22 +498,14 @@ fn a_vanished_record_is_recreated_from_the_local_state() {
             .await
             .unwrap();
         let _: () = redis::cmd("FLUSHALL").query_async(&mut con).await.unwrap();
-        a.clock.advance(SYNC);
-        assert!(is_open_rejection(&a.ok().await));
+        assert!(is_open_rejection(&a.ok_after_sync().await));
         assert_eq!(a.shared.stats().recreated, 1);
         assert_eq!(a.events(), ["recreated"]);
-        let store = RedisStore::connect(
-            &server.client(),
-            Duration::from_secs(1),
-            Duration::from_secs(60),
-        )
-        .await
-        .unwrap();
+        let store = store(&server.client()).await;
         let record = store.read("vanish").await.unwrap();
         assert_eq!(record.generation, 1);
         assert!(record.open_for().is_some(), "open again, as A is");
-        b.clock.advance(SYNC);
-        assert!(is_open_rejection(&b.ok().await));
+        assert!(is_open_rejection(&b.ok_after_sync().await));
     });
 }
 
@@ -545,14 +521,12 @@ fn a_quorum_keeps_one_bad_instance_from_opening_the_fleet() {
         // A alone trips: it is open, the fleet is not.
         let _ = a.fail().await;
         assert!(is_open_rejection(&a.ok().await));
-        b.clock.advance(SYNC);
-        b.ok().await.unwrap();
+        b.ok_after_sync().await.unwrap();
         assert_eq!(b.shared.stats().generation, 0);
         // C trips too: two votes, the fleet opens.
         let _ = c.fail().await;
         assert_eq!(c.shared.stats().generation, 1);
-        b.clock.advance(SYNC);
-        assert!(is_open_rejection(&b.ok().await));
+        assert!(is_open_rejection(&b.ok_after_sync().await));
     });
 }
 
@@ -563,17 +537,13 @@ fn the_shared_keys_share_a_hash_tag() {
         let a = member(&server, "tagged", Duration::from_secs(30), 1);
         a.ok().await.unwrap();
         let _ = a.fail().await;
+        let keys = keys(&server.client(), "*").await;
+        assert_eq!(keys, ["lazybreaker:{tagged}:state"]);
         let mut con = server
             .client()
             .get_multiplexed_async_connection()
             .await
             .unwrap();
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg("*")
-            .query_async(&mut con)
-            .await
-            .unwrap();
-        assert_eq!(keys, ["lazybreaker:{tagged}:state"]);
         let ttl: i64 = redis::cmd("PTTL")
             .arg(&keys[0])
             .query_async(&mut con)
@@ -642,6 +612,7 @@ fn eight_tasks_on_three_instances_lose_no_update() {
                         assert!(generation >= last, "generations only grow");
                         last = generation;
                         if k % 10 == 0 {
+                            // Server time passes too: the fleet's 20 ms open periods end.
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }
                     }
@@ -662,13 +633,7 @@ fn eight_tasks_on_three_instances_lose_no_update() {
             m.shared.sync().await;
             m.shared.sync().await;
         }
-        let store = RedisStore::connect(
-            &server.client(),
-            Duration::from_secs(1),
-            Duration::from_secs(60),
-        )
-        .await
-        .unwrap();
+        let store = store(&server.client()).await;
         let record = store.read("hammer").await.unwrap();
         let published: u64 = members.iter().map(|m| m.shared.stats().published).sum();
         assert!(
@@ -682,6 +647,10 @@ fn eight_tasks_on_three_instances_lose_no_update() {
         for m in members.iter() {
             assert!(m.shared.stats().store_errors == 0);
             let transitions = m.transitions();
+            assert!(
+                !transitions.is_empty(),
+                "every instance tripped or followed"
+            );
             let mut state = State::Closed;
             for &(from, to, fleet) in &transitions {
                 assert_eq!(from, state, "chained: {transitions:?}");
@@ -730,13 +699,7 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
             .await;
         assert!(probe.is_ok(), "{probe:?}");
         assert_eq!(shared.state(), State::Closed);
-        let store = RedisStore::connect(
-            &server.client(),
-            Duration::from_secs(1),
-            Duration::from_secs(60),
-        )
-        .await
-        .unwrap();
+        let store = store(&server.client()).await;
         let record = store.read("slow-probe").await.unwrap();
         assert_eq!(
             (record.generation, record.open_until_us),

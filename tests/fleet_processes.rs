@@ -10,11 +10,11 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use lazybreaker::observe::{Observer, Transition};
-use lazybreaker::redis::{RedisStore, SharedBreaker};
+use lazybreaker::redis::SharedBreaker;
 use lazybreaker::{Breaker, Error, State};
 
 mod redis_server;
@@ -52,11 +52,7 @@ impl Observer for FleetChanges {
 /// healthy dependency every 5 ms until the fleet stops them, then print how long after the
 /// trip (in the server's time) that was.
 fn member(index: usize, url: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    redis_server::run(async {
         let client = redis::Client::open(url).unwrap();
         let changes = Arc::new(FleetChanges::default());
         let shared = SharedBreaker::builder(client.clone())
@@ -70,9 +66,7 @@ fn member(index: usize, url: &str) {
                     .observer(Arc::clone(&changes)),
             )
             .unwrap();
-        let store = RedisStore::connect(&client, Duration::from_secs(1), Duration::from_secs(60))
-            .await
-            .unwrap();
+        let store = redis_server::store(&client).await;
         shared.sync().await;
         println!("ready");
         let started = Instant::now();
@@ -139,24 +133,51 @@ fn a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval() {
             .unwrap();
         members.0.push(child);
     }
-    // Bounded: each member exits within about 8 s; past 30 s the drop kills them.
+    // Bounded: each member exits within about 8 s. Their output is read on threads, and
+    // waited for with a deadline: past 30 s the test fails, and the drop kills them.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut readers: Vec<_> = members
-        .0
-        .iter_mut()
-        .map(|c| BufReader::new(c.stdout.take().unwrap()).lines())
-        .collect();
-    for reader in &mut readers {
-        let first = reader.next().expect("a member said nothing").unwrap();
-        assert_eq!(first, "ready");
+    let (tx, rx) = mpsc::channel::<(usize, Option<String>)>();
+    for (i, child) in members.0.iter_mut().enumerate() {
+        let stdout = child.stdout.take().unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send((i, Some(line))).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send((i, None)); // end of output
+        });
     }
+    drop(tx);
+    let next = || {
+        let left = deadline.saturating_duration_since(Instant::now());
+        rx.recv_timeout(left)
+            .expect("the members answer within 30 s")
+    };
+    let mut outputs = vec![Vec::<String>::new(); MEMBERS];
+    let mut ended = 0;
+    while outputs.iter().any(Vec::is_empty) {
+        match next() {
+            (i, Some(line)) => outputs[i].push(line),
+            (i, None) => panic!("member {i} stopped before it was ready"),
+        }
+    }
+    assert!(
+        outputs.iter().all(|lines| lines[0] == "ready"),
+        "{outputs:?}"
+    );
     // Every member has synced and member 1 and 2 are calling: member 0 trips now.
     let mut stdin = members.0[0].stdin.take().unwrap();
     writeln!(stdin, "go").unwrap();
     drop(stdin);
-    let mut outputs = Vec::new();
-    for (child, reader) in members.0.iter_mut().zip(readers) {
-        let lines: Vec<String> = reader.map(Result::unwrap).collect();
+    while ended < MEMBERS {
+        match next() {
+            (i, Some(line)) => outputs[i].push(line),
+            (_, None) => ended += 1,
+        }
+    }
+    for (child, lines) in members.0.iter_mut().zip(&outputs) {
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
                 break status;
@@ -165,7 +186,6 @@ fn a_trip_in_one_process_is_seen_by_the_others_within_the_sync_interval() {
             std::thread::sleep(Duration::from_millis(10));
         };
         assert!(status.success(), "a member failed: {lines:?}");
-        outputs.push(lines);
     }
     let value = |lines: &[String], key: &str| -> u64 {
         lines

@@ -11,22 +11,10 @@ use std::time::{Duration, Instant};
 use lazybreaker::redis::{Lease, RedisStore, StoreError};
 
 mod redis_server;
-use redis_server::Server;
+use redis_server::{keys, run, Server};
 
 const TIMEOUT: Duration = Duration::from_millis(500);
 const KEY_TTL: Duration = Duration::from_secs(60);
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(30), f)
-                .await
-                .expect("bounded")
-        })
-}
 
 async fn store(server: &Server) -> RedisStore {
     RedisStore::connect(&server.client(), TIMEOUT, KEY_TTL)
@@ -107,6 +95,12 @@ fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
             }
         }
         let n = taken.iter().filter(|l| **l == Lease::Taken).count();
+        assert!(
+            taken
+                .iter()
+                .all(|l| matches!(l, Lease::Taken | Lease::Full)),
+            "the others are refused as full, not stale: {taken:?}"
+        );
         assert_eq!(
             n, 2,
             "at most max_requests probes across the fleet: {taken:?}"
@@ -196,27 +190,13 @@ fn keys_expire_when_unused_and_share_a_hash_tag() {
             .await
             .unwrap();
         assert_eq!(lease, Lease::Taken);
-        let mut con = server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let mut keys: Vec<String> = redis::cmd("KEYS")
-            .arg("lazybreaker:*")
-            .query_async(&mut con)
-            .await
-            .unwrap();
-        keys.sort();
+        let found = keys(&server.client(), "lazybreaker:*").await;
         assert_eq!(
-            keys,
+            found,
             ["lazybreaker:{users}:probes", "lazybreaker:{users}:state"]
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let left: Vec<String> = redis::cmd("KEYS")
-            .arg("lazybreaker:*")
-            .query_async(&mut con)
-            .await
-            .unwrap();
+        let left = keys(&server.client(), "lazybreaker:*").await;
         assert!(left.is_empty(), "expired: {left:?}");
     });
 }

@@ -34,16 +34,33 @@ fn next_port() -> u16 {
 impl Server {
     /// A server on a free port of this test's own.
     pub(crate) fn start() -> Self {
+        Self::try_start()
+            .unwrap_or_else(|| panic!("no free loopback port for redis-server after 50 tries"))
+    }
+
+    /// [`start`](Self::start), or `None` if no server can be started: `redis-server` is not
+    /// installed (for the example, which then says how to get one), or no port is free.
+    pub(crate) fn try_start() -> Option<Self> {
+        let binary = binary();
+        let installed = Command::new(&binary)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !installed {
+            return None;
+        }
         for _ in 0..50 {
             let port = next_port();
             if TcpListener::bind(("127.0.0.1", port)).is_err() {
                 continue; // taken by something else
             }
             if let Some(server) = Self::try_on(port) {
-                return server;
+                return Some(server);
             }
         }
-        panic!("no free loopback port for redis-server after 50 tries");
+        None
     }
 
     /// A server on `port` again (after [`Server::stop`]: a restart without persistence).
@@ -63,8 +80,7 @@ impl Server {
 
     /// Starts a server on `port`; `None` if it exited or another process answers there.
     fn try_on(port: u16) -> Option<Self> {
-        let binary =
-            std::env::var("LAZYBREAKER_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let binary = binary();
         let child = Command::new(&binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
@@ -110,6 +126,45 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The `redis-server` to run: `LAZYBREAKER_REDIS_SERVER` (which `bash .ci/test` sets), or
+/// the one on the `PATH`.
+fn binary() -> String {
+    std::env::var("LAZYBREAKER_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// Runs `f` on a current-thread tokio runtime, bounded to 30 s.
+pub(crate) fn run<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), f)
+                .await
+                .expect("bounded")
+        })
+}
+
+/// A store on `client`'s server for reading what the tests wrote (1 s timeout, keys kept
+/// 60 s).
+pub(crate) async fn store(client: &redis::Client) -> lazybreaker::redis::RedisStore {
+    lazybreaker::redis::RedisStore::connect(client, Duration::from_secs(1), Duration::from_secs(60))
+        .await
+        .expect("the server answers")
+}
+
+/// The keys matching `pattern` on `client`'s server, sorted.
+pub(crate) async fn keys(client: &redis::Client, pattern: &str) -> Vec<String> {
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    keys.sort();
+    keys
 }
 
 /// The pid of the Redis server answering on `port` (`INFO server`), if one answers.
