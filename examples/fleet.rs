@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lazybreaker::observe::{FleetEvent, Observer, Transition};
+use lazybreaker::observe::{FleetEvent, Observer, Origin, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::redis::SharedBreaker;
 use lazybreaker::{Breaker, Builder, State};
@@ -63,12 +63,16 @@ struct Timeline {
 impl Observer for Timeline {
     fn on_transition(&self, t: &Transition<'_>) {
         let at = self.start.elapsed();
-        let origin = if t.fleet { " (from the fleet)" } else { "" };
+        let origin = if t.origin == Origin::Adopted {
+            " (from the fleet)"
+        } else {
+            ""
+        };
         self.lines
             .lock()
             .unwrap()
             .push((at, format!("{} -> {}{origin}", t.from, t.to)));
-        if t.from == State::HalfOpen && t.to == State::Open && !t.fleet {
+        if t.from == State::HalfOpen && t.to == State::Open && t.origin != Origin::Adopted {
             self.failed_probes.fetch_add(1, Ordering::Relaxed);
         }
         let mut stopped = self.stopped.lock().unwrap();

@@ -36,7 +36,11 @@ struct Changes(Arc<Mutex<Vec<String>>>);
 
 impl Observer for Changes {
     fn on_transition(&self, t: &Transition<'_>) {
-        let manual = if t.manual { " (manual)" } else { "" };
+        let manual = if t.origin == lazybreaker::observe::Origin::Manual {
+            " (manual)"
+        } else {
+            ""
+        };
         self.0.lock().unwrap().push(format!(
             "{}: {:?} -> {:?}{manual} at {:.2}s",
             t.breaker,

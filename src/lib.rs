@@ -132,6 +132,7 @@ mod lane;
 mod machine;
 mod nanos;
 pub mod observe;
+mod origin;
 mod permit;
 pub mod policy;
 #[cfg(feature = "prometheus")]

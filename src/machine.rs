@@ -17,6 +17,7 @@ use crate::forced::Forced;
 use crate::generation::Generation;
 use crate::in_flight::InFlight;
 use crate::nanos::{instant, saturating_nanos, Nanos};
+use crate::origin::Origin;
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::{Counts, Rejected, State};
 
@@ -145,20 +146,13 @@ pub(crate) struct Change {
     pub(crate) counts: Counts,
     pub(crate) totals: Totals,
     /// Who made it: the policy or the clock, a manual control, or a decision adopted from
-    /// the fleet.
+    /// elsewhere.
     pub(crate) origin: Origin,
-}
-
-/// Who made a state change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// The policy or the clock.
-    Breaker,
-    /// A manual control (forcing, releasing, tripping for a duration).
-    Manual,
-    /// A decision made elsewhere and adopted ([`Machine::adopt_open`],
-    /// [`Machine::adopt_closed`]).
-    Fleet,
+    /// The decision, for a change to open: how long from `at` the open period lasts; `None`
+    /// for other changes, and for a forced open (it lasts until released).
+    pub(crate) open_for: Option<Nanos>,
+    /// The manual override in force after the change.
+    pub(crate) forced: Option<Forced>,
 }
 
 /// A neutral view of what the current state allows, for whoever wants to act without the
@@ -703,7 +697,7 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Adopts a decision made elsewhere: open until exactly `now + open_for` (zero: half-open
     /// at the next call), then the usual half-open. From closed or half-open this is a change
-    /// to open (from the fleet); already open, the open period is replaced. No effect while
+    /// to open (adopted); already open, the open period is replaced. No effect while
     /// forced: the override wins.
     pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
         // Zero: the fleet is half-open already, so the next call, even at this instant, is.
@@ -711,13 +705,13 @@ impl<P: TripPolicy> Machine<P> {
             Duration::ZERO => now.saturating_sub(1),
             d => now.saturating_add(saturating_nanos(d)),
         };
-        self.open_until(until, now, Origin::Fleet)
+        self.open_until(until, now, Origin::Adopted)
     }
 
-    /// Opens the machine until `until` for `origin` (a manual trip, or the fleet), unless
+    /// Opens the machine until `until` for `origin` (a manual trip, or an adopted decision), unless
     /// forced: a change to open from closed or half-open; already open, the open period ends
     /// at `until` if that is later (a manual trip only extends it) or whatever it is (the
-    /// fleet's deadline governs).
+    /// adopted deadline governs).
     fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
         self.latest = self.latest.max(now);
         if self.forced.is_some() {
@@ -725,7 +719,7 @@ impl<P: TripPolicy> Machine<P> {
         }
         if self.state == State::Open {
             self.expiry = match origin {
-                Origin::Fleet => until,
+                Origin::Adopted => until,
                 _ => self.expiry.max(until),
             };
             return None;
@@ -734,14 +728,14 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// Adopts a recovery decided elsewhere: from open or half-open a change to closed in a
-    /// new generation (from the fleet); already closed, nothing changes (the counts are
+    /// new generation (adopted); already closed, nothing changes (the counts are
     /// kept). No effect while forced.
     pub(crate) fn adopt_closed(&mut self, now: Nanos) -> Option<Change> {
         self.latest = self.latest.max(now);
         if self.forced.is_some() || self.state == State::Closed {
             return None;
         }
-        Some(self.enter(State::Closed, now, None, Origin::Fleet))
+        Some(self.enter(State::Closed, now, None, Origin::Adopted))
     }
 
     /// Moves to `to` because of the policy or the clock: see [`enter`](Machine::enter).
@@ -773,6 +767,8 @@ impl<P: TripPolicy> Machine<P> {
         }
         self.start_generation(now, expiry);
         self.policy.on_state_change(from, to, now);
+        let open_for =
+            (to == State::Open && expiry != Nanos::MAX).then(|| expiry.saturating_sub(now));
         Change {
             from,
             to,
@@ -780,6 +776,8 @@ impl<P: TripPolicy> Machine<P> {
             counts,
             totals: self.totals,
             origin,
+            open_for,
+            forced: self.forced,
         }
     }
 

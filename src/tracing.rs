@@ -2,13 +2,13 @@
 //! transition, emitted through the observation seam, so outside the breaker's lock, in order
 //! and exactly once. Nothing is emitted per call.
 
-use crate::observe::{FleetEvent, Observer, Transition};
+use crate::observe::{FleetEvent, Observer, Origin, Transition};
 use crate::State;
 
 /// An [`Observer`] that emits one `tracing` event per state change, with target
 /// `lazybreaker`: `WARN` when the breaker opens, `INFO` otherwise. Fields: `breaker`, `from`,
-/// `to` (gobreaker's state names), `manual`, `fleet` (adopted from a shared breaker's
-/// fleet), and the counts of the generation that ended
+/// `to` (gobreaker's state names), `origin` (`breaker`, `manual` or `adopted`: see
+/// [`Origin`]), `manual` (whether `origin` is `manual`), and the counts of the generation that ended
 /// (`requests`, `successes`, `failures`, `exclusions`, `consecutive_successes`,
 /// `consecutive_failures`) with the times opened so far (`opened`).
 ///
@@ -41,8 +41,8 @@ macro_rules! transition_event {
             breaker = t.breaker,
             from = t.from.as_str(),
             to = t.to.as_str(),
-            manual = t.manual,
-            fleet = t.fleet,
+            origin = %t.origin,
+            manual = t.origin == Origin::Manual,
             requests = t.counts.requests,
             successes = t.counts.total_successes,
             failures = t.counts.total_failures,

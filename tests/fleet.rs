@@ -29,10 +29,11 @@ struct Seen {
 
 impl Observer for Seen {
     fn on_transition(&self, t: &Transition<'_>) {
-        self.transitions
-            .lock()
-            .unwrap()
-            .push((t.from, t.to, t.fleet));
+        self.transitions.lock().unwrap().push((
+            t.from,
+            t.to,
+            t.origin == lazybreaker::observe::Origin::Adopted,
+        ));
     }
 
     fn on_fleet(&self, event: &FleetEvent<'_>) {

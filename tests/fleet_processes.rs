@@ -42,7 +42,7 @@ struct FleetChanges(AtomicU32);
 
 impl Observer for FleetChanges {
     fn on_transition(&self, t: &Transition<'_>) {
-        if t.fleet && t.to == State::Open {
+        if t.origin == lazybreaker::observe::Origin::Adopted && t.to == State::Open {
             self.0.fetch_add(1, Ordering::Relaxed);
         }
     }

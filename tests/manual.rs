@@ -21,7 +21,11 @@ struct Log(Arc<Mutex<Vec<(State, State, bool)>>>);
 
 impl Observer for Log {
     fn on_transition(&self, t: &Transition<'_>) {
-        self.0.lock().unwrap().push((t.from, t.to, t.manual));
+        self.0.lock().unwrap().push((
+            t.from,
+            t.to,
+            t.origin == lazybreaker::observe::Origin::Manual,
+        ));
     }
 }
 

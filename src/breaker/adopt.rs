@@ -2,7 +2,7 @@
 //! (the `redis` feature's shared breaker, or one on a store of your own) applies what the
 //! fleet decided to the local breaker. Each is one change transaction, and the state changes
 //! it causes are delivered like any other, marked
-//! [`fleet`](crate::observe::Transition::fleet).
+//! [`Origin::Adopted`](crate::observe::Origin::Adopted).
 
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// half-open already: the next call, even at this instant, is a probe.
     ///
     /// From closed or half-open this is a change to open (delivered to observers with
-    /// [`Transition::fleet`](crate::observe::Transition::fleet) set, counted in
+    /// [`Origin::Adopted`](crate::observe::Origin::Adopted), counted in
     /// [`Totals::opened`](crate::Totals::opened)); results of calls admitted before it are
     /// dropped as stale. Already open, the open period is *replaced* (unlike
     /// [`trip_for`](Breaker::trip_for), which only extends it): the fleet's deadline
@@ -26,16 +26,16 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// # Examples
     ///
     /// ```
-    /// use lazybreaker::observe::{Observer, Transition};
+    /// use lazybreaker::observe::{Observer, Origin, Transition};
     /// use lazybreaker::{Breaker, ManualClock, State};
     /// use std::sync::Mutex;
     /// use std::time::Duration;
     ///
     /// #[derive(Default)]
-    /// struct Seen(Mutex<Vec<(State, bool)>>);
+    /// struct Seen(Mutex<Vec<(State, Origin)>>);
     /// impl Observer for Seen {
     ///     fn on_transition(&self, t: &Transition<'_>) {
-    ///         self.0.lock().unwrap().push((t.to, t.fleet));
+    ///         self.0.lock().unwrap().push((t.to, t.origin));
     ///     }
     /// }
     ///
@@ -49,7 +49,11 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// let seen = breaker.observer().0.lock().unwrap().clone();
     /// assert_eq!(
     ///     seen,
-    ///     [(State::Open, true), (State::HalfOpen, false), (State::Closed, true)]
+    ///     [
+    ///         (State::Open, Origin::Adopted),
+    ///         (State::HalfOpen, Origin::Breaker),
+    ///         (State::Closed, Origin::Adopted)
+    ///     ]
     /// );
     /// ```
     pub fn adopt_open(&self, open_for: Duration) {
@@ -57,7 +61,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     }
 
     /// Follows a recovery decided elsewhere: from open or half-open, a change to closed in a
-    /// new generation (marked [`fleet`](crate::observe::Transition::fleet)); already closed,
+    /// new generation (marked [`Origin::Adopted`](crate::observe::Origin::Adopted)); already closed,
     /// nothing changes and the counts are kept. No effect while forced.
     pub fn adopt_closed(&self) {
         self.control(|m, now| m.adopt_closed(now));

@@ -1,7 +1,7 @@
 //! Manual control: forcing a breaker open or closed, releasing it, and opening it for a
 //! given time (an upstream's `Retry-After`). Each control is one change transaction, and the
 //! state changes it causes are delivered like any other, marked
-//! [`manual`](crate::observe::Transition::manual).
+//! [`Origin::Manual`](crate::observe::Origin::Manual).
 
 use std::time::Duration;
 

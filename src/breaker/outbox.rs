@@ -103,7 +103,9 @@ mod tests {
             at: 0,
             counts: Counts::default(),
             totals: Default::default(),
-            origin: crate::machine::Origin::Breaker,
+            origin: crate::origin::Origin::Breaker,
+            open_for: None,
+            forced: None,
         }
     }
 

@@ -10,7 +10,7 @@
 
 use crate::contain::FirstPanic;
 use crate::lane::Lane;
-use crate::machine::{Change, Machine, Origin};
+use crate::machine::{Change, Machine};
 use crate::nanos::{instant, Nanos};
 use crate::observe::{Observer, Transition};
 
@@ -93,8 +93,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 at: instant(change.at),
                 counts: change.counts,
                 totals: change.totals,
-                manual: change.origin == Origin::Manual,
-                fleet: change.origin == Origin::Fleet,
+                origin: change.origin,
+                open_for: change.open_for.map(instant),
+                forced: change.forced,
             };
             self.observers.deliver(&transition, panics);
         }

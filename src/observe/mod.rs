@@ -19,7 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contain::{self, FirstPanic};
-use crate::{Counts, State, Totals};
+use crate::counts::{Counts, Totals};
+use crate::forced::Forced;
+use crate::state::State;
+
+pub use crate::origin::Origin;
 
 mod fleet;
 pub use fleet::FleetEvent;
@@ -158,20 +162,22 @@ pub struct Transition<'a> {
     /// The breaker's lifetime totals right after the change (`opened` includes this change,
     /// when it opened the breaker).
     pub totals: Totals,
-    /// Whether a manual control made the change ([`force_open`](crate::Breaker::force_open),
-    /// [`force_closed`](crate::Breaker::force_closed), [`release`](crate::Breaker::release),
-    /// [`trip_for`](crate::Breaker::trip_for), a permit's `failure_open_for`) rather than the
-    /// policy or the clock.
-    pub manual: bool,
-    /// Whether the change was adopted from a decision made elsewhere: a fleet sharing this
-    /// breaker's decisions (see [`Breaker::adopt_open`](crate::Breaker::adopt_open) and the
-    /// `redis` feature's shared breaker), rather than made by this process's own calls.
-    pub fleet: bool,
+    /// Who made the change: the breaker's own calls, a manual control, or a decision made
+    /// elsewhere and adopted (a fleet's).
+    pub origin: Origin,
+    /// The decision, for a change to open: how long from [`at`](Self::at) the open period
+    /// lasts (zero: an adopted open period that is over already, so the next call is a
+    /// probe). `None` for a change to closed or half-open, and for a forced open, which lasts
+    /// until released.
+    pub open_for: Option<Duration>,
+    /// The manual override in force right after the change
+    /// ([`Breaker::forced`](crate::Breaker::forced)).
+    pub forced: Option<Forced>,
 }
 
 impl<'a> Transition<'a> {
-    /// A transition of `breaker` from `from` to `to` at `at`, with empty counts and totals and
-    /// not manual: for an observer's own tests. Fill the rest in with the `with_*` methods.
+    /// A transition of `breaker` from `from` to `to` at `at`, with empty counts and totals,
+    /// made by the breaker itself: for an observer's own tests. Fill the rest in with the `with_*` methods.
     ///
     /// # Examples
     ///
@@ -192,8 +198,9 @@ impl<'a> Transition<'a> {
             at,
             counts: Counts::default(),
             totals: Totals::default(),
-            manual: false,
-            fleet: false,
+            origin: Origin::Breaker,
+            open_for: None,
+            forced: None,
         }
     }
 
@@ -211,17 +218,24 @@ impl<'a> Transition<'a> {
         self
     }
 
-    /// This transition, marked as manual or not.
+    /// This transition, made by `origin`.
     #[must_use]
-    pub fn with_manual(mut self, manual: bool) -> Self {
-        self.manual = manual;
+    pub fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = origin;
         self
     }
 
-    /// This transition, marked as adopted from the fleet or not.
+    /// This transition, opening the breaker for `open_for`.
     #[must_use]
-    pub fn with_fleet(mut self, fleet: bool) -> Self {
-        self.fleet = fleet;
+    pub fn with_open_for(mut self, open_for: Option<Duration>) -> Self {
+        self.open_for = open_for;
+        self
+    }
+
+    /// This transition, with `forced` in force after it.
+    #[must_use]
+    pub fn with_forced(mut self, forced: Option<Forced>) -> Self {
+        self.forced = forced;
         self
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use crate::observe::{Observer, Transition};
+use crate::observe::{Observer, Origin, Transition};
 use crate::State;
 
 /// The observer a [`SharedBreaker`](super::SharedBreaker) adds beside the breaker's own (the
@@ -57,7 +57,7 @@ impl Observer for Link {
             State::Open => 2,
         };
         self.state.store(state, Ordering::Relaxed);
-        if !t.fleet && t.to != State::HalfOpen {
+        if t.origin != Origin::Adopted && t.to != State::HalfOpen {
             self.pending.store(true, Ordering::Release);
         }
     }

@@ -33,7 +33,8 @@
 //!   waits for that one round trip).
 //! - **Transitions everywhere.** A change adopted from the fleet is delivered to the local
 //!   observers and `on_state_change` like any other, with
-//!   [`Transition::fleet`](crate::observe::Transition::fleet) set.
+//!   [`Transition::origin`](crate::observe::Transition::origin) set to
+//!   [`Origin::Adopted`](crate::observe::Origin::Adopted).
 //! - **Keys expire** when unused ([`key_ttl`](SharedBuilder::key_ttl) after their last
 //!   update, and never before an open period ends), and the keys of one breaker share a
 //!   Redis Cluster hash tag.
