@@ -74,7 +74,7 @@
 use crate::generation::Generation;
 use crate::machine::Phase;
 use crate::nanos::Nanos;
-use crate::policy::TripPolicy;
+use crate::policy::Capabilities;
 use crate::sync::{self, AtomicU64, Lazy, Ordering};
 
 /// What the lane may do for this breaker, whatever its state: decided from the policy's
@@ -88,11 +88,12 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// The plan for a breaker with `policy`, whose closed-state window `rolls` or not.
-    pub(crate) fn of<P: TripPolicy + ?Sized>(policy: &P, rolls: bool) -> Self {
-        let needs_latency = policy.needs_latency();
+    /// The plan for a breaker whose policy has `caps`, and whose closed-state window
+    /// `rolls` or not.
+    pub(crate) fn of(caps: &Capabilities, rolls: bool) -> Self {
+        let needs_latency = caps.needs_latency;
         Self {
-            counts_closed: !rolls && !needs_latency && !policy.needs_successes(),
+            counts_closed: !rolls && !needs_latency && !caps.needs_successes,
             needs_latency,
         }
     }
@@ -589,7 +590,7 @@ impl Lane {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::policy::{CallResult, ConsecutiveFailures};
+    use crate::policy::{ConsecutiveFailures, TripPolicy};
 
     fn never() -> Nanos {
         panic!("the fast lane reads no clock")
@@ -600,7 +601,7 @@ mod tests {
     }
 
     fn counting() -> Plan {
-        Plan::of(&ConsecutiveFailures::default(), false)
+        Plan::of(&ConsecutiveFailures::default().capabilities(), false)
     }
 
     fn fast(n: u64) -> Lane {
@@ -615,30 +616,23 @@ mod tests {
 
     #[test]
     fn the_plan_keeps_latency_success_and_rolling_policies_off_the_lane() {
-        #[derive(Debug)]
-        struct Timed(bool, bool);
-        impl TripPolicy for Timed {
-            fn on_result(&mut self, _: &CallResult<'_>) -> bool {
-                false
-            }
-            fn needs_latency(&self) -> bool {
-                self.0
-            }
-            fn needs_successes(&self) -> bool {
-                self.1
-            }
+        fn caps(latency: bool, successes: bool) -> Capabilities {
+            Capabilities::default()
+                .needs_latency(latency)
+                .needs_successes(successes)
         }
         assert!(counting().counts_closed);
-        assert!(!Plan::of(&ConsecutiveFailures::default(), true).counts_closed);
-        assert!(!Plan::of(&Timed(true, false), false).counts_closed);
-        assert!(Plan::of(&Timed(true, false), false).needs_latency());
-        assert!(!Plan::of(&Timed(false, true), false).counts_closed);
-        assert!(Plan::of(&Timed(false, false), false).counts_closed);
+        let rolling = Plan::of(&ConsecutiveFailures::default().capabilities(), true);
+        assert!(!rolling.counts_closed);
+        assert!(!Plan::of(&caps(true, false), false).counts_closed);
+        assert!(Plan::of(&caps(true, false), false).needs_latency());
+        assert!(!Plan::of(&caps(false, true), false).counts_closed);
+        assert!(Plan::of(&caps(false, false), false).counts_closed);
         let closed = Phase::Closed {
             generation: gen(1),
             window_end: None,
         };
-        let lane = Lane::new(Plan::of(&Timed(true, false), false), closed);
+        let lane = Lane::new(Plan::of(&caps(true, false), false), closed);
         assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
     }
 

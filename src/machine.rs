@@ -18,7 +18,7 @@ use crate::generation::Generation;
 use crate::in_flight::InFlight;
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
-use crate::policy::{CallResult, Outcome, TripPolicy};
+use crate::policy::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::{Counts, Rejected, State};
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened
@@ -253,7 +253,7 @@ pub(crate) struct Machine<P> {
     /// counts from there).
     failures_at_recovery: u64,
     transitions: Transitions,
-    /// The policy's slow-call threshold, asked once at construction.
+    /// The policy's slow-call threshold (none without latencies), asked once when built.
     slow_threshold: Option<Duration>,
     /// The calls in flight, when there is a slow-call threshold (else always empty).
     in_flight: InFlight,
@@ -271,8 +271,9 @@ pub(crate) struct Peek {
 }
 
 impl<P: TripPolicy> Machine<P> {
-    /// A closed machine in generation 1, started at `now`.
-    pub(crate) fn new(timing: Timing, policy: P, now: Nanos) -> Self {
+    /// A closed machine in generation 1, started at `now`, over `policy` whose capabilities
+    /// (asked once, by the caller) are `caps`.
+    pub(crate) fn new(timing: Timing, caps: &Capabilities, policy: P, now: Nanos) -> Self {
         let mut machine = Self {
             timing,
             policy: Guarded::new(policy),
@@ -287,17 +288,10 @@ impl<P: TripPolicy> Machine<P> {
             forced: None,
             failures_at_recovery: 0,
             transitions: Transitions::default(),
-            slow_threshold: None,
+            slow_threshold: caps.effective_slow_threshold(),
             in_flight: InFlight::default(),
-            probes_on_latency: false,
+            probes_on_latency: caps.probes_on_latency_alone,
         };
-        machine.probes_on_latency = machine.policy.hook(false, |p| p.probes_on_latency_alone());
-        // A threshold needs latencies: a policy that asks for one without them has none.
-        let measures = machine.policy.hook(false, |p| p.needs_latency());
-        machine.slow_threshold = machine
-            .policy
-            .hook(None, |p| p.slow_call_threshold())
-            .filter(|_| measures);
         if machine.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
         }
@@ -826,7 +820,12 @@ mod tests {
     }
 
     fn machine(timing: Timing, threshold: u64) -> Machine<ConsecutiveFailures> {
-        Machine::new(timing, ConsecutiveFailures::new(threshold).unwrap(), 0)
+        Machine::new(
+            timing,
+            &Capabilities::default(),
+            ConsecutiveFailures::new(threshold).unwrap(),
+            0,
+        )
     }
 
     #[test]
@@ -939,8 +938,10 @@ mod tests {
     #[test]
     fn a_change_carries_the_counts_that_caused_it() {
         let policy = FailureRatio::new(0.5, 2).unwrap();
+        let caps = policy.capabilities();
         let mut m = Machine::new(
             Timing::new(1, Duration::ZERO, Duration::ZERO, ms(1)),
+            &caps,
             policy,
             0,
         );
@@ -987,6 +988,7 @@ mod tests {
         }
         let mut m = Machine::new(
             Timing::new(3, Duration::ZERO, Duration::ZERO, ms(1)),
+            &Capabilities::default(),
             Panics,
             0,
         );

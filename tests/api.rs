@@ -167,8 +167,8 @@ impl TripPolicy for Spy {
         self.changes.lock().unwrap().push((from, to, now));
     }
 
-    fn needs_latency(&self) -> bool {
-        true
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_latency(true)
     }
 }
 
@@ -319,8 +319,8 @@ impl TripPolicy for Panicky {
         }
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_successes(false)
     }
 }
 

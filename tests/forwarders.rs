@@ -1,70 +1,27 @@
-//! Every policy wrapper forwards every hook and every capability of the policy it wraps:
+//! Every policy wrapper forwards every hook of the policy it wraps, capabilities included:
 //! `Box<dyn TripPolicy>`, `AnyOf` (on either side), `Backoff`, and wrappers of wrappers.
 //!
 //! A forwarder that drops a hook falls back to the trait's default silently: a dynamic EMA
 //! policy would ignore its `half_open_window_size`, and every breaker built from a file would
-//! lose the lock-free lane (`needs_successes` defaults to `true`). This test pins each one.
+//! lose the lock-free lane (`needs_successes` defaults to `true`). This test pins each one,
+//! from the one list of hooks in `support::hooks`.
 
-use std::sync::{Arc, Mutex};
+mod support;
+
 use std::time::Duration;
 
-use lazybreaker::policy::{AnyOf, CallResult, ConsecutiveFailures, Outcome, TripPolicy};
+use lazybreaker::policy::{
+    AnyOf, CallResult, Capabilities, ConsecutiveFailures, Outcome, TripPolicy,
+};
 use lazybreaker::{Counts, State};
 
-/// Answers every hook with a value no default gives, and records each call.
-#[derive(Debug, Clone, Default)]
-struct Recording(Arc<Mutex<Vec<&'static str>>>);
+use support::hooks::{
+    recorded_capabilities, PolicyHook, Recording, GAUGE, OPEN_FOR, POLICY_HOOKS, PROBES,
+};
 
-impl Recording {
-    fn calls(&self) -> Vec<&'static str> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn note(&self, hook: &'static str) {
-        self.0.lock().unwrap().push(hook);
-    }
-}
-
-const PROBES: u64 = 7;
-const OPEN_FOR: Duration = Duration::from_secs(42);
-
-impl TripPolicy for Recording {
-    fn on_result(&mut self, _: &CallResult<'_>) -> bool {
-        self.note("on_result");
-        true
-    }
-
-    fn open_duration(&mut self, _timeout: Duration, _now: Duration) -> Duration {
-        self.note("open_duration");
-        OPEN_FOR
-    }
-
-    fn on_probe_result(&mut self, _: &CallResult<'_>) {
-        self.note("on_probe_result");
-    }
-
-    fn half_open_probes(&self, _max_requests: u64) -> u64 {
-        self.note("half_open_probes");
-        PROBES
-    }
-
-    fn on_state_change(&mut self, _from: State, _to: State, _now: Duration) {
-        self.note("on_state_change");
-    }
-
-    fn needs_latency(&self) -> bool {
-        self.note("needs_latency");
-        true
-    }
-
-    fn needs_successes(&self) -> bool {
-        self.note("needs_successes");
-        false
-    }
-}
-
-/// A policy that never trips and keeps every default except `needs_successes` (so that an
-/// `AnyOf` with it says `false` only if the recording policy's `false` arrived).
+/// A policy that never trips and keeps every default but the capabilities, which it makes
+/// neutral for [`Capabilities::either`] (so an `AnyOf` with it answers the recording
+/// policy's capabilities only if they arrived).
 #[derive(Debug)]
 struct Quiet;
 
@@ -73,47 +30,57 @@ impl TripPolicy for Quiet {
         false
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+            .needs_successes(false)
+            .probes_on_latency_alone(true)
     }
 }
 
-const EVERY_HOOK: [&str; 7] = [
-    "needs_latency",
-    "needs_successes",
-    "half_open_probes",
-    "on_result",
-    "open_duration",
-    "on_probe_result",
-    "on_state_change",
-];
-
-/// Calls every hook of `policy` once, in `EVERY_HOOK`'s order, and checks the answers that
-/// must come from the recording policy.
-fn exercise(name: &str, mut policy: impl TripPolicy, open_for: Duration) {
+/// Calls every hook of `policy` once, in `POLICY_HOOKS`'s order, and checks the answers
+/// that must come from the recording policy.
+fn exercise(name: &str, policy: &mut dyn TripPolicy, open_for: Duration) {
     let counts = Counts::default();
     let result = CallResult::new(Outcome::Failure, None, &counts, Duration::ZERO);
-    assert!(policy.needs_latency(), "{name}: needs_latency");
-    assert!(!policy.needs_successes(), "{name}: needs_successes");
-    assert_eq!(
-        policy.half_open_probes(1),
-        PROBES,
-        "{name}: half_open_probes"
-    );
-    assert!(policy.on_result(&result), "{name}: on_result");
-    assert_eq!(
-        policy.open_duration(Duration::from_secs(1), Duration::ZERO),
-        open_for,
-        "{name}: open_duration"
-    );
-    policy.on_probe_result(&result);
-    policy.on_state_change(State::Closed, State::Open, Duration::ZERO);
+    for hook in POLICY_HOOKS {
+        match hook {
+            PolicyHook::Capabilities => assert_eq!(
+                policy.capabilities(),
+                recorded_capabilities(),
+                "{name}: capabilities"
+            ),
+            PolicyHook::HalfOpenProbes => assert_eq!(
+                policy.half_open_probes(1),
+                PROBES,
+                "{name}: half_open_probes"
+            ),
+            PolicyHook::OnResult => assert!(policy.on_result(&result), "{name}: on_result"),
+            PolicyHook::OpenDuration => assert_eq!(
+                policy.open_duration(Duration::from_secs(1), Duration::ZERO),
+                open_for,
+                "{name}: open_duration"
+            ),
+            PolicyHook::OnProbeResult => policy.on_probe_result(&result),
+            PolicyHook::OnStateChange => {
+                policy.on_state_change(State::Closed, State::Open, Duration::ZERO)
+            }
+            PolicyHook::Gauges => {
+                let mut reported = Vec::new();
+                policy.gauges(&mut |name, value| reported.push((name, value)));
+                assert_eq!(reported, [GAUGE], "{name}: gauges");
+            }
+        }
+    }
 }
 
 fn check(name: &str, wrap: impl FnOnce(Recording) -> Box<dyn TripPolicy>, open_for: Duration) {
     let recording = Recording::default();
-    exercise(name, wrap(recording.clone()), open_for);
-    assert_eq!(recording.calls(), EVERY_HOOK, "{name}: hooks that arrived");
+    exercise(name, &mut *wrap(recording.clone()), open_for);
+    assert_eq!(
+        recording.calls(),
+        POLICY_HOOKS,
+        "{name}: hooks that arrived"
+    );
 }
 
 #[test]
@@ -141,15 +108,26 @@ fn every_wrapper_forwards_every_hook() {
         },
         initial,
     );
+    check(
+        "AnyOf of a Backoff of a Box",
+        |r| {
+            let boxed: Box<dyn TripPolicy> = Box::new(r);
+            let backoff = boxed
+                .with_backoff(initial, Duration::from_secs(60))
+                .unwrap();
+            Box::new(Quiet.or(backoff))
+        },
+        initial,
+    );
 }
 
 #[test]
 fn a_composition_keeps_the_lane_only_when_every_member_allows_it() {
     let counting = ConsecutiveFailures::default();
-    assert!(!counting.needs_successes());
+    assert!(!counting.capabilities().needs_successes);
     let dyn_counting: Box<dyn TripPolicy> = Box::new(counting);
     assert!(
-        !dyn_counting.needs_successes(),
+        !dyn_counting.capabilities().needs_successes,
         "the boxed policy keeps the lane"
     );
     #[derive(Debug)]
@@ -159,7 +137,31 @@ fn a_composition_keeps_the_lane_only_when_every_member_allows_it() {
             false
         }
     }
-    assert!(counting.or(Eager).needs_successes());
-    assert!(Eager.or(counting).needs_successes());
-    assert!(!counting.or(counting).needs_successes());
+    assert!(counting.or(Eager).capabilities().needs_successes);
+    assert!(Eager.or(counting).capabilities().needs_successes);
+    assert!(!counting.or(counting).capabilities().needs_successes);
+}
+
+#[test]
+fn a_composition_merges_capabilities_by_one_rule() {
+    let slow = |ms: u64, alone: bool| {
+        Capabilities::default()
+            .needs_latency(true)
+            .slow_call_threshold(Duration::from_millis(ms))
+            .probes_on_latency_alone(alone)
+    };
+    // The lower threshold: a call slow for either is slow.
+    let both = slow(300, true).either(slow(100, true));
+    assert_eq!(both.slow_call_threshold, Some(Duration::from_millis(100)));
+    assert!(both.probes_on_latency_alone, "both judge probes on latency");
+    // A threshold on one side only is kept; latency alone needs both to agree.
+    let one = slow(300, true).either(Capabilities::default());
+    assert_eq!(one.slow_call_threshold, Some(Duration::from_millis(300)));
+    assert!(one.needs_latency && one.needs_successes);
+    assert!(
+        !one.probes_on_latency_alone,
+        "a failed probe still fails the other"
+    );
+    let none = Capabilities::default().either(Capabilities::default());
+    assert_eq!(none, Capabilities::default());
 }

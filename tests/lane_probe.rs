@@ -78,8 +78,8 @@ impl<P: TripPolicy> TripPolicy for Logged<P> {
         self.happened.lock().unwrap().push((from, to));
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_successes(false)
     }
 }
 

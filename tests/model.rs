@@ -122,8 +122,8 @@ impl TripPolicy for LockedTrip {
         result.outcome == Outcome::Failure && self.0.trips(&Tally::of(result.counts))
     }
 
-    fn needs_successes(&self) -> bool {
-        true
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_successes(true)
     }
 }
 
@@ -699,18 +699,24 @@ fn with_breaker<R: Run>(cfg: &Config, run: R) -> R::Output {
     match (cfg.lane, cfg.trip) {
         (true, Trip::Consecutive(k)) => {
             let policy = ConsecutiveFailures::new(k).expect("k >= 1");
-            assert!(!policy.needs_successes(), "a policy that may use the lane");
+            assert!(
+                !policy.capabilities().needs_successes,
+                "a policy that may use the lane"
+            );
             run.run(&b.policy(policy).build(), clock, cfg)
         }
         (true, Trip::Ratio { num, den, min }) => {
             let policy = FailureRatio::new(num as f64 / den as f64, min).expect("a valid ratio");
-            assert!(!policy.needs_successes(), "a policy that may use the lane");
+            assert!(
+                !policy.capabilities().needs_successes,
+                "a policy that may use the lane"
+            );
             run.run(&b.policy(policy).build(), clock, cfg)
         }
         (false, trip) => {
             let policy = LockedTrip(trip);
             assert!(
-                policy.needs_successes(),
+                policy.capabilities().needs_successes,
                 "a policy that keeps every call on the lock"
             );
             run.run(&b.policy(policy).build(), clock, cfg)

@@ -13,6 +13,8 @@
 //! The table at the bottom has one row per hook and per moment; the reproducers of issue #9
 //! follow it as named tests.
 
+mod support;
+
 use std::collections::HashSet;
 use std::panic::{catch_unwind, panic_any, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,12 +25,15 @@ use std::time::Duration;
 use lazybreaker::observe::{Observer, Transition};
 use lazybreaker::policy::{CallResult, Outcome, TripPolicy};
 use lazybreaker::{Breaker, Clock, Counts, Error, ManualClock, Rejected, State, Totals};
+use support::hooks::{PolicyHook, POLICY_HOOKS};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Every piece of user code the breaker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Hook {
+    Capabilities,
+    Gauges,
     OnResult,
     OnProbeResult,
     OpenDuration,
@@ -98,8 +103,14 @@ impl TripPolicy for RigPolicy {
         self.arms.fire(Hook::PolicyStateChange);
     }
 
-    fn needs_successes(&self) -> bool {
-        !self.lane
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        self.arms.fire(Hook::Capabilities);
+        lazybreaker::policy::Capabilities::default().needs_successes(!self.lane)
+    }
+
+    fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+        self.arms.fire(Hook::Gauges);
+        report("rig", 1.0);
     }
 }
 
@@ -266,6 +277,8 @@ enum Moment {
     Execute,
     /// `state()`.
     State,
+    /// `snapshot()`: reads the policy's gauges.
+    Snapshot,
     /// A permit taken unarmed, then its failure reported armed.
     Failure,
     /// A permit taken unarmed, then its success reported armed.
@@ -294,6 +307,9 @@ fn act(rig: &Rig, moment: Moment) {
         }
         Moment::State => {
             b.state();
+        }
+        Moment::Snapshot => {
+            b.snapshot();
         }
         Moment::Failure | Moment::Success | Moment::Drop | Moment::DropWhileUnwinding => {
             unreachable!("run() takes the permit unarmed first")
@@ -402,7 +418,28 @@ fn every_hook_at_every_moment_panics_through_and_leaves_the_breaker_whole() {
         // The classifier.
         (Closed, Classifier, Classified, Classifier),
         (HalfOpen, Classifier, Classified, Classifier),
+        // A read of the policy's own figures.
+        (Closed, Gauges, Snapshot, Gauges),
+        (HalfOpen, Gauges, Snapshot, Gauges),
     ];
+    // Every policy hook of the shared list has a row (the build-time one has its own test:
+    // the breaker does not exist yet when it panics).
+    for hook in POLICY_HOOKS {
+        let rig_hook = match hook {
+            PolicyHook::Capabilities => continue, // a_policy_panicking_while_the_breaker_is_built_..
+            PolicyHook::HalfOpenProbes => HalfOpenProbes,
+            PolicyHook::OnResult => OnResult,
+            PolicyHook::OpenDuration => OpenDuration,
+            PolicyHook::OnProbeResult => OnProbeResult,
+            PolicyHook::OnStateChange => PolicyStateChange,
+            PolicyHook::Gauges => Gauges,
+        };
+        assert!(
+            rows.iter()
+                .any(|row| row.1 == rig_hook && row.3 == rig_hook),
+            "no row panics through {hook:?}"
+        );
+    }
     for lane in [true, false] {
         for &(pre, hook, moment, expected) in rows {
             let row = format!("{pre:?} / {hook:?} / {moment:?} / lane {lane}");
@@ -713,9 +750,9 @@ fn a_breaker_can_be_used_across_catch_unwind_as_it_is() {
     assert_eq!(breaker.totals().failures, 1);
 }
 
-/// A policy whose hook panics while the breaker is built (here `slow_call_threshold`, asked
-/// once): the panic comes out of `build`, where the policy was given, not out of some later,
-/// unrelated call.
+/// A policy whose hook panics while the breaker is built (`capabilities`, asked once): the
+/// panic comes out of `build`, where the policy was given, not out of some later, unrelated
+/// call.
 #[test]
 fn a_policy_panicking_while_the_breaker_is_built_panics_out_of_build() {
     #[derive(Debug)]
@@ -724,11 +761,11 @@ fn a_policy_panicking_while_the_breaker_is_built_panics_out_of_build() {
         fn on_result(&mut self, _: &CallResult<'_>) -> bool {
             false
         }
-        fn slow_call_threshold(&self) -> Option<Duration> {
-            panic_any("slow_call_threshold")
+        fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+            panic_any("capabilities")
         }
     }
     let built = catch_unwind(|| Breaker::builder().policy(BadThreshold).build());
     let payload = built.expect_err("the panic comes out of build");
-    assert_eq!(payload.downcast_ref::<&str>(), Some(&"slow_call_threshold"));
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"capabilities"));
 }

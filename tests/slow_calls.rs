@@ -281,8 +281,8 @@ fn a_threshold_without_latencies_is_ignored() {
         fn on_result(&mut self, r: &lazybreaker::policy::CallResult<'_>) -> bool {
             r.counts.slow_calls > 0
         }
-        fn slow_call_threshold(&self) -> Option<Duration> {
-            Some(ms(1))
+        fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+            lazybreaker::policy::Capabilities::default().slow_call_threshold(ms(1))
         }
     }
     let clock = ManualClock::new();

@@ -36,8 +36,8 @@ impl<P: TripPolicy> TripPolicy for Recorded<P> {
         self.history.lock().unwrap().push((from, to));
     }
 
-    fn needs_successes(&self) -> bool {
-        self.needs_successes
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_successes(self.needs_successes)
     }
 }
 

@@ -18,8 +18,8 @@ impl TripPolicy for Untracked {
     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
         self.0.on_result(result)
     }
-    fn needs_latency(&self) -> bool {
-        true
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_latency(true)
     }
 }
 

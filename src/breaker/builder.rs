@@ -9,7 +9,7 @@ use crate::contain;
 use crate::lane::{Lane, Plan};
 use crate::machine::{Machine, Timing};
 use crate::observe::Observer;
-use crate::policy::{ConsecutiveFailures, ReadyToTrip, TripPolicy};
+use crate::policy::{Capabilities, ConsecutiveFailures, ReadyToTrip, TripPolicy};
 use crate::sync::Mutex;
 use crate::{AbandonedAs, Clock, ConfigError, Counts, State};
 
@@ -250,7 +250,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// The clock to read time from. Tests pass a [`ManualClock`](crate::ManualClock).
     ///
     /// The default depends on the policy: a policy that measures latency
-    /// ([`TripPolicy::needs_latency`]) gets the precise
+    /// ([`Capabilities::needs_latency`]) gets the precise
     /// [`MonotonicClock`](crate::MonotonicClock); any other gets the
     /// [`CoarseMonotonicClock`](crate::CoarseMonotonicClock), eight times cheaper to read
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
@@ -307,7 +307,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// # Panics
     ///
     /// Only if user code does: the clock, or a policy hook the breaker asks once here
-    /// (`needs_latency`, `slow_call_threshold`, ...); its panic continues from `build`.
+    /// ([`TripPolicy::capabilities`]); its panic continues from `build`.
     pub fn build(self) -> Breaker<P, O> {
         let Knobs {
             name,
@@ -323,11 +323,16 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let timing = Timing::new(max_requests, interval, bucket_period, timeout)
             .abandoned_as(abandoned.0, abandoned.1)
             .never_tripping(never_trips);
-        // What the lane may do, decided once from the policy's capabilities.
-        let plan = Plan::of(&self.policy, timing.rolls());
+        // The policy's capabilities, asked once: a panic continues from `build` (nothing is
+        // admitted yet), not from some later call.
+        let mut panics = contain::FirstPanic::default();
+        let caps = panics.catch(Capabilities::default(), || self.policy.capabilities());
+        contain::resume(panics);
+        // What the lane may do, decided once from them.
+        let plan = Plan::of(&caps, timing.rolls());
         let clock = clock.unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
-        let mut machine = Machine::new(timing, self.policy, now);
+        let mut machine = Machine::new(timing, &caps, self.policy, now);
         // A policy hook that panicked while the machine asked it (nothing is admitted yet):
         // the panic continues here, from `build`, not from some later call.
         contain::resume(machine.take_panic());

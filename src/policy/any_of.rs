@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use super::{CallResult, TripPolicy};
+use super::{CallResult, Capabilities, TripPolicy};
 use crate::State;
 
 /// Trips when either of two policies trips; made by [`TripPolicy::or`].
@@ -93,28 +93,9 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
             .max(self.second.half_open_probes(max_requests))
     }
 
-    fn needs_latency(&self) -> bool {
-        self.first.needs_latency() || self.second.needs_latency()
-    }
-
-    fn needs_successes(&self) -> bool {
-        self.first.needs_successes() || self.second.needs_successes()
-    }
-
-    /// The lower of the two thresholds: a call slow for either is slow.
-    fn slow_call_threshold(&self) -> Option<Duration> {
-        match (
-            self.first.slow_call_threshold(),
-            self.second.slow_call_threshold(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Only if both judge probes on latency alone: a failed probe still fails for the other.
-    fn probes_on_latency_alone(&self) -> bool {
-        self.first.probes_on_latency_alone() && self.second.probes_on_latency_alone()
+    /// What either needs: see [`Capabilities::either`].
+    fn capabilities(&self) -> Capabilities {
+        self.first.capabilities().either(self.second.capabilities())
     }
 
     /// Both policies' figures (a name both report is reported twice: the second wins).

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use super::{CallResult, TripPolicy};
+use super::{CallResult, Capabilities, TripPolicy};
 use crate::{ConfigError, State};
 
 /// Wraps a policy to open for a duration that doubles on each trip that follows a failed
@@ -118,24 +118,12 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
         self.inner.half_open_probes(max_requests)
     }
 
-    fn needs_latency(&self) -> bool {
-        self.inner.needs_latency()
-    }
-
-    fn needs_successes(&self) -> bool {
-        self.inner.needs_successes()
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
     }
 
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         self.inner.gauges(report);
-    }
-
-    fn slow_call_threshold(&self) -> Option<Duration> {
-        self.inner.slow_call_threshold()
-    }
-
-    fn probes_on_latency_alone(&self) -> bool {
-        self.inner.probes_on_latency_alone()
     }
 }
 

@@ -1,4 +1,4 @@
-use super::{CallResult, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::ConfigError;
 
 /// Trips when the number of consecutive failures reaches a threshold.
@@ -69,8 +69,9 @@ impl TripPolicy for ConsecutiveFailures {
         result.outcome == Outcome::Failure && result.counts.consecutive_failures >= self.threshold
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    /// Only the counts after a failure matter: successes may be counted without the lock.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default().needs_successes(false)
     }
 }
 

@@ -1,4 +1,4 @@
-use super::{CallResult, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::ConfigError;
 
 /// Trips on a number of failures in the current window, once enough requests were seen
@@ -72,8 +72,9 @@ impl TripPolicy for FailureCount {
             && c.requests >= self.min_requests
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    /// Only the counts after a failure matter: successes may be counted without the lock.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default().needs_successes(false)
     }
 }
 

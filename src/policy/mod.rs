@@ -1,7 +1,7 @@
 //! Trip policies: what decides that a closed breaker opens, and for how long.
 //!
 //! A [`TripPolicy`] sees the results the breaker records in the closed state (every one,
-//! unless it declares that successes do not interest it), with the counts after that result
+//! unless its [`Capabilities`] say that successes do not interest it), with the counts after that result
 //! and, when the policy asks for it, the call's latency. It answers
 //! whether to trip, and chooses how long each open period lasts.
 //!
@@ -30,6 +30,7 @@
 
 mod any_of;
 mod backoff;
+mod capabilities;
 mod consecutive;
 mod ema;
 mod failure_count;
@@ -39,6 +40,7 @@ mod slow_calls;
 
 pub use any_of::AnyOf;
 pub use backoff::Backoff;
+pub use capabilities::Capabilities;
 pub use consecutive::ConsecutiveFailures;
 pub use ema::{Ema, EmaConfig, EmaRecorder, EmaWindowState};
 pub use failure_count::FailureCount;
@@ -81,7 +83,7 @@ pub struct CallResult<'a> {
     /// How the call ended.
     pub outcome: Outcome,
     /// The time between the call's admission and its result, on the breaker's clock; `None`
-    /// unless the policy's [`TripPolicy::needs_latency`] returns `true`.
+    /// unless the policy's [`Capabilities::needs_latency`] is set.
     pub latency: Option<Duration>,
     /// The breaker's counts after this result was recorded.
     pub counts: &'a Counts,
@@ -91,7 +93,7 @@ pub struct CallResult<'a> {
     /// breaker trips whatever the policy answers).
     pub fatal: bool,
     /// Not a result: calls still in flight have just passed the policy's slow-call threshold
-    /// ([`TripPolicy::slow_call_threshold`]) and were counted in `counts.slow_calls`; the
+    /// ([`Capabilities::slow_call_threshold`]) and were counted in `counts.slow_calls`; the
     /// policy may trip on that. `outcome` is then [`Outcome::Excluded`] (a policy that only
     /// looks at failures ignores it) and `latency` the threshold.
     pub in_flight: bool,
@@ -134,8 +136,8 @@ impl<'a> CallResult<'a> {
 /// Decides when a closed breaker trips, and how long it then stays open.
 ///
 /// The breaker calls [`on_result`](TripPolicy::on_result) for every result it records in the
-/// closed state (successes excepted, if [`needs_successes`](TripPolicy::needs_successes) says
-/// so), within the generation the request was admitted in (a result that arrives
+/// closed state (successes excepted, if its
+/// [`capabilities`](TripPolicy::capabilities) say so), within the generation the request was admitted in (a result that arrives
 /// after the counts were cleared is stale and never reaches the policy). In half-open the
 /// breaker decides by itself (any failure reopens it, enough successes close it) and only
 /// shows the policy the probes' results ([`on_probe_result`](TripPolicy::on_probe_result)).
@@ -201,36 +203,12 @@ pub trait TripPolicy: Send {
         let _ = (from, to, now);
     }
 
-    /// Whether the policy needs [`CallResult::latency`]. When `false` (the default) the
-    /// breaker does not remember when each request started.
-    fn needs_latency(&self) -> bool {
-        false
-    }
-
-    /// Whether [`on_result`](TripPolicy::on_result) must see every success in the closed
-    /// state. The default is `true`. A policy that only looks at the counts after a failure
-    /// (like every counting policy here) returns `false`: the breaker may then count
-    /// closed-state successes without taking its lock, and without showing them to the
-    /// policy.
-    fn needs_successes(&self) -> bool {
-        true
-    }
-
-    /// The latency above which a result counts as slow, in
-    /// [`Counts::slow_calls`](crate::Counts::slow_calls); `None` (the default): no call is
-    /// slow. Asked once, when the breaker is built. A policy that sets one needs latencies
-    /// ([`needs_latency`](TripPolicy::needs_latency) must return `true`), and in half-open
-    /// a slow probe counts as failed.
-    fn slow_call_threshold(&self) -> Option<Duration> {
-        None
-    }
-
-    /// Whether half-open probes are judged on latency alone (Sentinel's slow-call strategy):
-    /// a probe that failed but was not slow then counts as a success. The default, `false`:
-    /// any failed probe reopens the breaker. Asked once, when the breaker is built; only
-    /// meaningful with a [`slow_call_threshold`](TripPolicy::slow_call_threshold).
-    fn probes_on_latency_alone(&self) -> bool {
-        false
+    /// What the policy needs from the breaker: latencies, every success, a slow-call
+    /// threshold, probes judged on latency alone (see [`Capabilities`]). Asked once, when
+    /// the breaker is built. The default, [`Capabilities::default`]: no latencies, every
+    /// success, no slow calls.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 
     /// Reports the policy's own figures, each by a name, for
@@ -297,23 +275,11 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
         (**self).on_state_change(from, to, now)
     }
 
-    fn needs_latency(&self) -> bool {
-        (**self).needs_latency()
-    }
-
-    fn needs_successes(&self) -> bool {
-        (**self).needs_successes()
-    }
-
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         (**self).gauges(report)
     }
 
-    fn slow_call_threshold(&self) -> Option<Duration> {
-        (**self).slow_call_threshold()
-    }
-
-    fn probes_on_latency_alone(&self) -> bool {
-        (**self).probes_on_latency_alone()
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
     }
 }

@@ -1,4 +1,4 @@
-use super::{CallResult, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::ConfigError;
 
 /// Trips when the share of failed requests reaches a ratio, once enough requests were seen.
@@ -67,8 +67,9 @@ impl TripPolicy for FailureRatio {
             && c.total_failures as f64 / c.requests as f64 >= self.ratio
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    /// Only the counts after a failure matter: successes may be counted without the lock.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default().needs_successes(false)
     }
 }
 

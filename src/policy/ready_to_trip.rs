@@ -1,6 +1,6 @@
 use std::fmt;
 
-use super::{CallResult, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::Counts;
 
 /// gobreaker's `ReadyToTrip`: a closure over the [`Counts`], consulted after each failure in
@@ -53,7 +53,8 @@ where
         result.outcome == Outcome::Failure && (self.ready)(result.counts)
     }
 
-    fn needs_successes(&self) -> bool {
-        false
+    /// Only the counts after a failure matter: successes may be counted without the lock.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default().needs_successes(false)
     }
 }

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use super::{CallResult, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::ConfigError;
 
 /// Trips when too many calls are slow: a call slower than `threshold` is slow, and after
@@ -111,6 +111,12 @@ impl SlowCalls {
         self
     }
 
+    /// Whether half-open probes are judged on latency alone
+    /// ([`judging_probes_on_latency_alone`](Self::judging_probes_on_latency_alone)).
+    pub fn probes_on_latency_alone(&self) -> bool {
+        self.latency_alone
+    }
+
     /// The latency above which a call is slow.
     pub fn threshold(&self) -> Duration {
         self.threshold
@@ -136,21 +142,13 @@ impl TripPolicy for SlowCalls {
             && c.slow_calls as f64 / c.requests as f64 >= self.ratio
     }
 
-    fn slow_call_threshold(&self) -> Option<Duration> {
-        Some(self.threshold)
-    }
-
-    fn probes_on_latency_alone(&self) -> bool {
-        self.latency_alone
-    }
-
-    fn needs_latency(&self) -> bool {
-        true
-    }
-
-    // A slow success can trip it: it must see every success.
-    fn needs_successes(&self) -> bool {
-        true
+    /// Latencies and a threshold; every success, since a slow success can trip it.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+            .needs_latency(true)
+            .needs_successes(true)
+            .slow_call_threshold(self.threshold)
+            .probes_on_latency_alone(self.latency_alone)
     }
 }
 

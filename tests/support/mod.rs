@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod brpc;
+pub(crate) mod hooks;
 
 use std::fs::File;
 use std::io::Read;

@@ -7,7 +7,7 @@ pub use recorder::{EmaConfig, EmaRecorder, EmaWindowState};
 
 use std::time::Duration;
 
-use super::{CallResult, TripPolicy};
+use super::{CallResult, Capabilities, TripPolicy};
 use crate::{ConfigError, State};
 
 /// brpc's circuit breaker as a trip policy: failures weighed by their latency against an
@@ -135,8 +135,9 @@ impl TripPolicy for Ema {
         }
     }
 
-    fn needs_latency(&self) -> bool {
-        true
+    /// brpc's error cost weighs each result by its latency.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default().needs_latency(true)
     }
 
     /// The two windows (`ema_short_*`, `ema_long_*`: the latency average and the error cost,

@@ -1,0 +1,151 @@
+//! [`Capabilities`]: what a policy needs from the breaker, answered once when it is built.
+
+use std::time::Duration;
+
+/// What a [`TripPolicy`](super::TripPolicy) needs from the breaker, asked once, when the
+/// breaker is built ([`TripPolicy::capabilities`](super::TripPolicy::capabilities)); the
+/// breaker then sets up only what the policy uses (a policy that needs no successes lets
+/// closed-state successes count without the lock; one that needs no latency lets the breaker
+/// read a cheaper clock and keep no start times).
+///
+/// `#[non_exhaustive]`: build it with [`Capabilities::default`] and the setters, which are
+/// named after the fields, so that a capability added later breaks nobody.
+///
+/// | field | default | meaning |
+/// |---|---|---|
+/// | [`needs_latency`](Self::needs_latency) | `false` | results carry [`CallResult::latency`](super::CallResult::latency) |
+/// | [`needs_successes`](Self::needs_successes) | `true` | [`on_result`](super::TripPolicy::on_result) sees every closed-state success |
+/// | [`slow_call_threshold`](Self::slow_call_threshold) | `None` | results slower than this count as slow ([`Counts::slow_calls`](crate::Counts::slow_calls)) |
+/// | [`probes_on_latency_alone`](Self::probes_on_latency_alone) | `false` | half-open probes are judged on latency alone |
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::policy::{CallResult, Capabilities, Outcome, TripPolicy};
+/// use std::time::Duration;
+///
+/// /// Trips when a single call takes longer than a second.
+/// #[derive(Debug)]
+/// struct OneSlowCall;
+///
+/// impl TripPolicy for OneSlowCall {
+///     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+///         result.outcome != Outcome::Excluded && result.counts.slow_calls > 0
+///     }
+///
+///     fn capabilities(&self) -> Capabilities {
+///         Capabilities::default()
+///             .needs_latency(true)
+///             .slow_call_threshold(Duration::from_secs(1))
+///     }
+/// }
+///
+/// let caps = OneSlowCall.capabilities();
+/// assert!(caps.needs_latency && caps.needs_successes);
+/// assert_eq!(caps.slow_call_threshold, Some(Duration::from_secs(1)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Whether the policy needs each result's latency. When `false` the breaker does not
+    /// remember when each request started, and its default clock is the coarse one.
+    pub needs_latency: bool,
+    /// Whether [`on_result`](super::TripPolicy::on_result) must see every success in the
+    /// closed state. A policy that only looks at the counts after a failure (every counting
+    /// policy here) says `false`: the breaker may then count closed-state successes without
+    /// taking its lock, and without showing them to the policy.
+    pub needs_successes: bool,
+    /// The latency above which a result counts as slow, in
+    /// [`Counts::slow_calls`](crate::Counts::slow_calls); `None`: no call is slow. Only
+    /// with [`needs_latency`](Self::needs_latency) (a threshold without latencies is
+    /// ignored). In half-open a slow probe counts as failed, and calls still in flight past
+    /// the threshold count as slow when the next call arrives.
+    pub slow_call_threshold: Option<Duration>,
+    /// Whether half-open probes are judged on latency alone (Sentinel's slow-call strategy):
+    /// a probe that failed but was not slow then counts as a success. Only meaningful with a
+    /// [`slow_call_threshold`](Self::slow_call_threshold).
+    pub probes_on_latency_alone: bool,
+}
+
+impl Default for Capabilities {
+    /// What a policy that says nothing gets: no latencies, every success, no slow calls.
+    fn default() -> Self {
+        Self {
+            needs_latency: false,
+            needs_successes: true,
+            slow_call_threshold: None,
+            probes_on_latency_alone: false,
+        }
+    }
+}
+
+impl Capabilities {
+    /// These capabilities with [`needs_latency`](Self::needs_latency) set to `yes`.
+    #[must_use]
+    pub const fn needs_latency(mut self, yes: bool) -> Self {
+        self.needs_latency = yes;
+        self
+    }
+
+    /// These capabilities with [`needs_successes`](Self::needs_successes) set to `yes`.
+    #[must_use]
+    pub const fn needs_successes(mut self, yes: bool) -> Self {
+        self.needs_successes = yes;
+        self
+    }
+
+    /// These capabilities with [`slow_call_threshold`](Self::slow_call_threshold) set to
+    /// `threshold` (a `Duration`, or an `Option` of one).
+    #[must_use]
+    pub fn slow_call_threshold(mut self, threshold: impl Into<Option<Duration>>) -> Self {
+        self.slow_call_threshold = threshold.into();
+        self
+    }
+
+    /// These capabilities with [`probes_on_latency_alone`](Self::probes_on_latency_alone)
+    /// set to `yes`.
+    #[must_use]
+    pub const fn probes_on_latency_alone(mut self, yes: bool) -> Self {
+        self.probes_on_latency_alone = yes;
+        self
+    }
+
+    /// What a policy that trips when either of two trips needs
+    /// ([`AnyOf`](super::AnyOf)): whatever either needs (latencies, successes), the lower
+    /// slow-call threshold (a call slow for either is slow), and probes judged on latency
+    /// alone only if both judge them so (a failed probe still fails for the other).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::Capabilities;
+    /// use std::time::Duration;
+    ///
+    /// let counting = Capabilities::default().needs_successes(false);
+    /// let slow = Capabilities::default()
+    ///     .needs_latency(true)
+    ///     .slow_call_threshold(Duration::from_millis(200))
+    ///     .probes_on_latency_alone(true);
+    /// let both = counting.either(slow);
+    /// assert!(both.needs_latency && both.needs_successes && !both.probes_on_latency_alone);
+    /// assert_eq!(both.slow_call_threshold, Some(Duration::from_millis(200)));
+    /// ```
+    #[must_use]
+    pub fn either(self, other: Self) -> Self {
+        let slow_call_threshold = match (self.slow_call_threshold, other.slow_call_threshold) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            needs_latency: self.needs_latency || other.needs_latency,
+            needs_successes: self.needs_successes || other.needs_successes,
+            slow_call_threshold,
+            probes_on_latency_alone: self.probes_on_latency_alone && other.probes_on_latency_alone,
+        }
+    }
+
+    /// The slow-call threshold the breaker applies: none without latencies.
+    pub(crate) fn effective_slow_threshold(&self) -> Option<Duration> {
+        self.slow_call_threshold.filter(|_| self.needs_latency)
+    }
+}
