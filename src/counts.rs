@@ -1,7 +1,8 @@
 //! [`Counts`] and the closed-state count window: a fixed window, or gobreaker's rolling window
 //! of buckets.
 
-use crate::State;
+use crate::outcome::Outcome;
+use crate::state::State;
 
 /// The numbers of requests and their results in the current generation.
 ///
@@ -215,21 +216,14 @@ impl serde::Serialize for Transitions {
 }
 
 impl Totals {
-    pub(crate) fn on_result(&mut self, tally: Tally) {
-        match tally {
-            Tally::Success => self.successes += 1,
-            Tally::Failure => self.failures += 1,
-            Tally::Exclusion => self.exclusions += 1,
+    /// Counts a result (a fatal one as a failure).
+    pub(crate) fn on_result(&mut self, outcome: Outcome) {
+        match outcome.counted() {
+            Outcome::Success => self.successes += 1,
+            Outcome::Excluded => self.exclusions += 1,
+            _ => self.failures += 1,
         }
     }
-}
-
-/// The result of a request, as the count window records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tally {
-    Success,
-    Failure,
-    Exclusion,
 }
 
 /// The counts of one generation, with the buckets of a rolling window when there is one.
@@ -306,8 +300,8 @@ impl Window {
     /// Records the result of a request admitted at `age`. Returns whether it was counted
     /// (`false`: its bucket has rolled out of the window).
     #[cfg(test)]
-    pub(crate) fn record(&mut self, age: u64, tally: Tally) -> bool {
-        self.record_slow(age, tally, false)
+    pub(crate) fn record(&mut self, age: u64, outcome: Outcome) -> bool {
+        self.record_slow(age, outcome, false)
     }
 
     /// Counts a call admitted at `age`, still in flight, as slow (if its bucket is still in
@@ -326,12 +320,12 @@ impl Window {
     }
 
     /// [`record`](Window::record), also counting the result as slow if `slow`.
-    pub(crate) fn record_slow(&mut self, age: u64, tally: Tally, slow: bool) -> bool {
+    pub(crate) fn record_slow(&mut self, age: u64, outcome: Outcome, slow: bool) -> bool {
         let apply = |c: &mut Counts| {
-            match tally {
-                Tally::Success => c.on_success(),
-                Tally::Failure => c.on_failure(),
-                Tally::Exclusion => c.on_exclusion(),
+            match outcome.counted() {
+                Outcome::Success => c.on_success(),
+                Outcome::Excluded => c.on_exclusion(),
+                _ => c.on_failure(),
             }
             c.slow_calls += u64::from(slow);
         };
@@ -441,8 +435,8 @@ mod tests {
         let mut w = Window::rolling(0);
         w.on_request();
         w.on_request();
-        assert!(w.record(0, Tally::Failure));
-        assert!(w.record(0, Tally::Exclusion));
+        assert!(w.record(0, Outcome::Failure));
+        assert!(w.record(0, Outcome::Excluded));
         assert_eq!(
             *w.counts(),
             Counts {
@@ -459,7 +453,7 @@ mod tests {
     fn rolling_drops_the_oldest_bucket_and_results_that_left_the_window() {
         let mut w = Window::rolling(3);
         w.on_request(); // age 0
-        assert!(w.record(0, Tally::Failure));
+        assert!(w.record(0, Outcome::Failure));
         w.advance_to(1);
         w.on_request(); // age 1
         w.advance_to(3); // age 0 leaves the window
@@ -467,8 +461,8 @@ mod tests {
         assert_eq!(w.counts().total_failures, 0);
         // The failure run lay entirely in the dropped bucket.
         assert_eq!(w.counts().consecutive_failures, 0);
-        assert!(!w.record(0, Tally::Success), "age 0 is out of the window");
-        assert!(w.record(1, Tally::Success));
+        assert!(!w.record(0, Outcome::Success), "age 0 is out of the window");
+        assert!(w.record(1, Outcome::Success));
         assert_eq!(w.counts().total_successes, 1);
     }
 
@@ -478,12 +472,12 @@ mod tests {
         // age 0: success then failure; age 1: failure. The failure run is 2, it started in
         // bucket 0 and covers all of bucket 1.
         w.on_request();
-        w.record(0, Tally::Success);
+        w.record(0, Outcome::Success);
         w.on_request();
-        w.record(0, Tally::Failure);
+        w.record(0, Outcome::Failure);
         w.advance_to(1);
         w.on_request();
-        w.record(1, Tally::Failure);
+        w.record(1, Outcome::Failure);
         assert_eq!(w.counts().consecutive_failures, 2);
         w.advance_to(2);
         // Bucket 0 held one failure of the run: the run shrinks to the one in bucket 1.
@@ -496,7 +490,7 @@ mod tests {
     fn a_long_idle_jump_clears_at_once() {
         let mut w = Window::rolling(4);
         w.on_request();
-        w.record(0, Tally::Failure);
+        w.record(0, Outcome::Failure);
         w.advance_to(u64::MAX / 2);
         assert_eq!(*w.counts(), Counts::default());
         assert_eq!(w.age(), u64::MAX / 2);
@@ -515,14 +509,14 @@ mod tests {
                 1 | 2 => w.on_request(),
                 3 | 4 => {
                     let age = w.age().saturating_sub((seed >> 30) % 6);
-                    w.record(age, Tally::Success);
+                    w.record(age, Outcome::Success);
                 }
                 5 | 6 => {
                     let age = w.age().saturating_sub((seed >> 30) % 6);
-                    w.record(age, Tally::Failure);
+                    w.record(age, Outcome::Failure);
                 }
                 _ => {
-                    w.record(w.age(), Tally::Exclusion);
+                    w.record(w.age(), Outcome::Excluded);
                 }
             }
             let s = sum(&w);

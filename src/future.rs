@@ -12,10 +12,10 @@ use pin_project_lite::pin_project;
 use crate::breaker::Breaker;
 use crate::classify::Classifier;
 use crate::contain;
+use crate::error::Error;
 use crate::observe::Observer;
 use crate::permit::{Permit, Report};
 use crate::policy::{Outcome, TripPolicy};
-use crate::Error;
 
 pin_project! {
     /// The future of [`Breaker::execute_async`] and [`Breaker::execute_async_classified`]:

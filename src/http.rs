@@ -34,8 +34,8 @@
 
 use http::{header, HeaderValue, Response, StatusCode};
 
+use crate::error::Rejected;
 use crate::policy::Outcome;
-use crate::Rejected;
 
 /// How HTTP statuses count: the table of the [module documentation](self), with 429 and 408
 /// configurable.

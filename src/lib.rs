@@ -133,6 +133,7 @@ mod machine;
 mod nanos;
 pub mod observe;
 mod origin;
+mod outcome;
 mod permit;
 pub mod policy;
 #[cfg(feature = "prometheus")]

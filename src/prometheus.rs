@@ -64,9 +64,13 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
+use crate::breaker::Breaker;
+use crate::forced::Forced;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
-use crate::{Breaker, Forced, Registry, Snapshot, State};
+use crate::registry::Registry;
+use crate::snapshot::Snapshot;
+use crate::state::State;
 
 /// Where a collector gets snapshots from.
 type Source = Box<dyn Fn(&mut Vec<Snapshot>) + Send + Sync>;

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::{Counts, Forced, State, Totals, Transitions};
+use crate::counts::{Counts, Totals, Transitions};
+use crate::forced::Forced;
+use crate::state::State;
 
 /// One breaker at one instant, read without side effects: from
 /// [`Breaker::snapshot`](crate::Breaker::snapshot).

@@ -3,7 +3,7 @@
 //! and exactly once. Nothing is emitted per call.
 
 use crate::observe::{FleetEvent, Observer, Origin, Transition};
-use crate::State;
+use crate::state::State;
 
 /// An [`Observer`] that emits one `tracing` event per state change, with target
 /// `lazybreaker`: `WARN` when the breaker opens, `INFO` otherwise. Fields: `breaker`, `from`,

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::error::ConfigError;
-use crate::MAX_BUCKETS;
+use crate::machine::MAX_BUCKETS;
 
 /// Checks that `bucket_period` splits `interval` into whole buckets, at most
 /// [`MAX_BUCKETS`] of them; a zero `bucket_period` (a fixed window) always fits.

@@ -4,14 +4,18 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::abandoned::AbandonedAs;
+use crate::clock::Clock;
 use crate::clock::ClockSource;
 use crate::contain;
+use crate::counts::Counts;
+use crate::error::ConfigError;
 use crate::lane::{Lane, Plan};
-use crate::machine::{Machine, Timing};
+use crate::machine::{Machine, Rules};
 use crate::observe::Observer;
 use crate::policy::{Capabilities, ConsecutiveFailures, ReadyToTrip, TripPolicy};
+use crate::state::State;
 use crate::sync::Mutex;
-use crate::{AbandonedAs, Clock, ConfigError, Counts, State};
 
 use super::outbox::{Observers, Outbox, StateChangeFn};
 use super::txn::Inner;
@@ -320,7 +324,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             never_trips,
             clock,
         } = self.knobs;
-        let timing = Timing::new(max_requests, interval, bucket_period, timeout)
+        let rules = Rules::new(max_requests, interval, bucket_period, timeout)
             .abandoned_as(abandoned.0, abandoned.1)
             .never_tripping(never_trips);
         // The policy's capabilities, asked once: a panic continues from `build` (nothing is
@@ -329,10 +333,11 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let caps = panics.catch(Capabilities::default(), || self.policy.capabilities());
         contain::resume(panics);
         // What the lane may do, decided once from them.
-        let plan = Plan::of(&caps, timing.rolls());
+        let rules = rules.with_capabilities(&caps);
+        let plan = Plan::of(&caps, rules.rolls());
         let clock = clock.unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
-        let mut machine = Machine::new(timing, &caps, self.policy, now);
+        let mut machine = Machine::new(rules, self.policy, now);
         // A policy hook that panicked while the machine asked it (nothing is admitted yet):
         // the panic continues here, from `build`, not from some later call.
         contain::resume(machine.take_panic());

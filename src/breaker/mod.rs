@@ -23,6 +23,8 @@ use std::sync::Arc;
 use crate::classify::{Classify, OkIsSuccess};
 use crate::clock::ClockSource;
 use crate::contain::{self, FirstPanic};
+use crate::counts::{Counts, Totals};
+use crate::error::{Error, Rejected};
 use crate::future::ExecuteAsync;
 use crate::lane::{Entry, Lane};
 use crate::machine::{Ticket, Verdict};
@@ -30,8 +32,8 @@ use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::permit::{Grant, OwnedPermit, Permit};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
+use crate::state::State;
 use crate::sync::Mutex;
-use crate::{Counts, Error, Rejected, State, Totals};
 
 use outbox::Observers;
 use txn::Inner;

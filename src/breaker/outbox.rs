@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::contain::FirstPanic;
 use crate::machine::Change;
 use crate::observe::{Observer, Transition};
-use crate::State;
+use crate::state::State;
 
 /// State changes not yet delivered, oldest first, and whether a thread is delivering.
 #[derive(Debug)]
@@ -94,7 +94,7 @@ impl<O: fmt::Debug> fmt::Debug for Observers<O> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Counts;
+    use crate::counts::Counts;
 
     fn change(to: State) -> Change {
         Change {

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, TripPolicy};
-use crate::State;
+use crate::state::State;
 
 /// Trips when either of two policies trips; made by [`TripPolicy::or`].
 ///

@@ -1,7 +1,8 @@
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, TripPolicy};
-use crate::{ConfigError, State};
+use crate::error::ConfigError;
+use crate::state::State;
 
 /// Wraps a policy to open for a duration that doubles on each trip that follows a failed
 /// recovery: `initial`, then twice that, and so on up to `max`, until the breaker closes again

@@ -1,5 +1,5 @@
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
-use crate::ConfigError;
+use crate::error::ConfigError;
 
 /// Trips when the number of consecutive failures reaches a threshold.
 ///
@@ -78,7 +78,7 @@ impl TripPolicy for ConsecutiveFailures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Counts;
+    use crate::counts::Counts;
     use std::time::Duration;
 
     fn failures(n: u64) -> Counts {

@@ -1,5 +1,5 @@
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
-use crate::ConfigError;
+use crate::error::ConfigError;
 
 /// Trips on a number of failures in the current window, once enough requests were seen
 /// (Sentinel's `ErrorCount`).
@@ -81,7 +81,7 @@ impl TripPolicy for FailureCount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Counts;
+    use crate::counts::Counts;
     use std::time::Duration;
 
     fn result(outcome: Outcome, requests: u64, failures: u64) -> bool {

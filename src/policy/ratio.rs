@@ -1,5 +1,5 @@
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
-use crate::ConfigError;
+use crate::error::ConfigError;
 
 /// Trips when the share of failed requests reaches a ratio, once enough requests were seen.
 ///
@@ -76,7 +76,7 @@ impl TripPolicy for FailureRatio {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Counts;
+    use crate::counts::Counts;
     use std::time::Duration;
 
     fn counts(requests: u64, failures: u64) -> Counts {

@@ -1,7 +1,7 @@
 use std::fmt;
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
-use crate::Counts;
+use crate::counts::Counts;
 
 /// gobreaker's `ReadyToTrip`: a closure over the [`Counts`], consulted after each failure in
 /// the closed state (never after a success or an exclusion, never in half-open).

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
-use crate::ConfigError;
+use crate::error::ConfigError;
 
 /// Trips when too many calls are slow: a call slower than `threshold` is slow, and after
 /// any result the breaker trips when `slow_calls / requests >= ratio` with at least
@@ -155,7 +155,7 @@ impl TripPolicy for SlowCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Counts;
+    use crate::counts::Counts;
 
     #[test]
     fn invalid_knobs_are_refused_by_name() {

@@ -25,11 +25,11 @@ use std::time::Duration;
 use parking_lot::RwLock;
 
 use crate::breaker::{Breaker, Builder};
+use crate::clock::Clock;
 use crate::clock::ClockSource;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::Clock;
 
 use table::Table;
 

@@ -6,11 +6,11 @@ use std::task::{ready, Context, Poll};
 use pin_project_lite::pin_project;
 
 use crate::classify::Classifier;
+use crate::error::{Error, Rejected};
 use crate::future::poll_admitted;
 use crate::observe::Observer;
 use crate::permit::OwnedPermit;
 use crate::policy::TripPolicy;
-use crate::{Error, Rejected};
 
 pin_project! {
     /// The response future of a [`BreakerService`](super::BreakerService): the inner

@@ -11,9 +11,10 @@ use tower_service::Service;
 
 use super::{DefaultClassify, ResponseFuture};
 use crate::classify::Classifier;
+use crate::error::Error;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::{Error, Registry, RegistryHasher};
+use crate::registry::{Registry, RegistryHasher};
 
 /// Wraps services in a [`KeyedBreakerService`]: each request goes through the breaker that
 /// `registry` keeps for the key `key` extracts from it.

@@ -4,9 +4,9 @@ use std::sync::Arc;
 use tower_layer::Layer;
 
 use super::{BreakerService, DefaultClassify};
+use crate::breaker::Breaker;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::Breaker;
 
 /// Wraps services in a [`BreakerService`] that calls through `breaker`.
 pub struct BreakerLayer<P: TripPolicy = ConsecutiveFailures, O: Observer = (), C = DefaultClassify>

@@ -5,10 +5,11 @@ use std::task::{Context, Poll};
 use tower_service::Service;
 
 use super::ResponseFuture;
+use crate::breaker::Breaker;
 use crate::classify::Classifier;
+use crate::error::{Error, Rejected};
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
-use crate::{Breaker, Error, Rejected};
 
 /// A service that calls `S` through a breaker; from [`BreakerLayer`](super::BreakerLayer).
 pub struct BreakerService<S, P: TripPolicy, O: Observer, C> {

@@ -8,7 +8,8 @@ pub use recorder::{EmaConfig, EmaRecorder, EmaWindowState};
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, TripPolicy};
-use crate::{ConfigError, State};
+use crate::error::ConfigError;
+use crate::state::State;
 
 /// brpc's circuit breaker as a trip policy: failures weighed by their latency against an
 /// exponential moving average, in a long and a short window, with brpc's doubling isolation.

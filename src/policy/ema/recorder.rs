@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use crate::error::ConfigError;
 use crate::policy::Outcome;
-use crate::ConfigError;
 
 /// The ten knobs of brpc's circuit breaker, with brpc's defaults.
 ///

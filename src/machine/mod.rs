@@ -8,105 +8,33 @@
 //! What others may know of the machine is its [`Phase`]: a neutral view of what the current
 //! state allows, from which the lane decides what it can do without the lock.
 
+mod guarded;
+mod judge;
+mod overrides;
+mod peek;
+mod rules;
+
 use std::time::Duration;
 
-use crate::abandoned::AbandonedAs;
 use crate::contain::FirstPanic;
-use crate::counts::{Tally, Totals, Transitions, Window};
+use crate::counts::{Counts, Totals, Transitions, Window};
+use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::generation::Generation;
 use crate::in_flight::InFlight;
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
-use crate::policy::{CallResult, Capabilities, Outcome, TripPolicy};
-use crate::{Counts, Rejected, State};
+use crate::policy::{CallResult, Outcome, TripPolicy};
+use crate::state::State;
+
+use guarded::Guarded;
+use judge::{judge, Judged};
+pub(crate) use rules::Rules;
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened
 /// to `ceil(interval / MAX_BUCKETS)`, which keeps the memory and the catch-up work of the
 /// window bounded (gobreaker allocates `interval / bucket_period` buckets whatever they are).
 pub const MAX_BUCKETS: u64 = 1024;
-
-/// The breaker's timing knobs, after gobreaker's zero-means-default rules were applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Timing {
-    /// Probes admitted in half-open, and consecutive successes that close it; at least 1.
-    max_requests: u64,
-    /// The closed-state fixed window; 0 when counts are never cleared or the window rolls.
-    interval: Nanos,
-    /// The rolling window's bucket period; 0 for a fixed window.
-    bucket_period: Nanos,
-    /// Number of buckets of a rolling window (0 for a fixed window).
-    buckets: u64,
-    /// The configured open duration (before the policy's say).
-    timeout: Nanos,
-    /// How an abandoned call counts in closed and in half-open.
-    abandoned: (AbandonedAs, AbandonedAs),
-    /// Nothing trips it, not even a fatal result: an exempt key's breaker (it still counts).
-    never_trips: bool,
-}
-
-impl Timing {
-    /// gobreaker's defaults: `max_requests` 0 means 1, `timeout` zero means 60 s, `interval`
-    /// zero means counts are never cleared in closed (and `bucket_period` is then ignored).
-    /// With a bucket period, the interval is rounded up to a whole number of buckets, at most
-    /// [`MAX_BUCKETS`] of them; a window of one bucket is a fixed window of that length.
-    pub(crate) fn new(
-        max_requests: u32,
-        interval: Duration,
-        bucket_period: Duration,
-        timeout: Duration,
-    ) -> Self {
-        let max_requests = u64::from(max_requests.max(1));
-        let timeout = match saturating_nanos(timeout) {
-            0 => saturating_nanos(Duration::from_secs(60)),
-            t => t,
-        };
-        let interval = saturating_nanos(interval);
-        let mut bucket_period = saturating_nanos(bucket_period);
-        let (interval, bucket_period, buckets) = if interval == 0 || bucket_period == 0 {
-            (interval, 0, 0)
-        } else {
-            if interval.div_ceil(bucket_period) > MAX_BUCKETS {
-                bucket_period = interval.div_ceil(MAX_BUCKETS);
-            }
-            let buckets = interval.div_ceil(bucket_period);
-            let window = buckets.saturating_mul(bucket_period);
-            if buckets == 1 {
-                (window, 0, 0)
-            } else {
-                (0, bucket_period, buckets)
-            }
-        };
-        Self {
-            max_requests,
-            interval,
-            bucket_period,
-            buckets,
-            timeout,
-            abandoned: (AbandonedAs::default(), AbandonedAs::default()),
-            never_trips: false,
-        }
-    }
-
-    /// These knobs, for a breaker that nothing trips (`never_trips`): neither its policy nor
-    /// a fatal result; the manual controls still apply.
-    pub(crate) fn never_tripping(mut self, never_trips: bool) -> Self {
-        self.never_trips = never_trips;
-        self
-    }
-
-    /// These knobs, with abandoned calls counting as `closed` in the closed state and
-    /// `half_open` in the half-open state.
-    pub(crate) fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
-        self.abandoned = (closed, half_open);
-        self
-    }
-
-    /// Whether the closed-state window rolls bucket by bucket.
-    pub(crate) fn rolls(&self) -> bool {
-        self.buckets > 0
-    }
-}
 
 /// What an admitted request carries to its result: the generation and window age it was
 /// admitted in.
@@ -174,64 +102,10 @@ pub(crate) enum Phase {
     Forced,
 }
 
-/// The policy, reachable only through hooks that contain its panics: a hook that panics
-/// answers a neutral fallback so that the machine can finish its step, and the first panic is
-/// kept for the caller to resume once the breaker is consistent. A hook added later goes
-/// through [`Guarded::hook`] too, so it cannot forget the containment.
-#[derive(Debug)]
-pub(crate) struct Guarded<P> {
-    policy: P,
-    panic: FirstPanic,
-}
-
-impl<P: TripPolicy> Guarded<P> {
-    fn new(policy: P) -> Self {
-        Self {
-            policy,
-            panic: FirstPanic::default(),
-        }
-    }
-
-    fn hook<R>(&mut self, fallback: R, f: impl FnOnce(&mut P) -> R) -> R {
-        let policy = &mut self.policy;
-        self.panic.catch(fallback, || f(policy))
-    }
-
-    /// Whether to trip; no trip if the policy panics.
-    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
-        self.hook(false, |p| p.on_result(result))
-    }
-
-    fn on_probe_result(&mut self, result: &CallResult<'_>) {
-        self.hook((), |p| p.on_probe_result(result));
-    }
-
-    /// The open duration; the configured `timeout` if the policy panics.
-    fn open_duration(&mut self, timeout: Duration, now: Nanos) -> Duration {
-        self.hook(timeout, |p| p.open_duration(timeout, instant(now)))
-    }
-
-    /// Half-open probes; `max_requests` if the policy panics. At least 1.
-    fn half_open_probes(&mut self, max_requests: u64) -> u64 {
-        self.hook(max_requests, |p| p.half_open_probes(max_requests))
-            .max(1)
-    }
-
-    fn on_state_change(&mut self, from: State, to: State, now: Nanos) {
-        self.hook((), |p| p.on_state_change(from, to, instant(now)));
-    }
-
-    /// The policy's figures; those reported before a panic, if it panics.
-    fn gauges(&mut self, report: &mut dyn FnMut(&'static str, f64)) {
-        let policy = &self.policy;
-        self.panic.catch((), || policy.gauges(report));
-    }
-}
-
 /// gobreaker's state machine over a trip policy.
 #[derive(Debug)]
 pub(crate) struct Machine<P> {
-    timing: Timing,
+    rules: Rules,
     policy: Guarded<P>,
     state: State,
     generation: Generation,
@@ -253,46 +127,31 @@ pub(crate) struct Machine<P> {
     /// counts from there).
     failures_at_recovery: u64,
     transitions: Transitions,
-    /// The policy's slow-call threshold (none without latencies), asked once when built.
-    slow_threshold: Option<Duration>,
     /// The calls in flight, when there is a slow-call threshold (else always empty).
     in_flight: InFlight,
-    /// Whether half-open probes are judged on latency alone (asked once).
-    probes_on_latency: bool,
-}
-
-/// The machine as the next call would find it at some instant, computed without changing
-/// anything: what a snapshot reports.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Peek {
-    pub(crate) state: State,
-    pub(crate) counts: Counts,
-    pub(crate) retry_after: Option<Duration>,
 }
 
 impl<P: TripPolicy> Machine<P> {
-    /// A closed machine in generation 1, started at `now`, over `policy` whose capabilities
-    /// (asked once, by the caller) are `caps`.
-    pub(crate) fn new(timing: Timing, caps: &Capabilities, policy: P, now: Nanos) -> Self {
+    /// A closed machine in generation 1, started at `now`, over `policy`, by `rules` (which
+    /// carry what the policy's capabilities ask of the machine).
+    pub(crate) fn new(rules: Rules, policy: P, now: Nanos) -> Self {
         let mut machine = Self {
-            timing,
+            rules,
             policy: Guarded::new(policy),
             state: State::Closed,
             generation: Generation::default(),
             start: now,
             expiry: Nanos::MAX,
-            probes: timing.max_requests,
-            window: Window::rolling(timing.buckets as usize),
+            probes: rules.max_requests,
+            window: Window::rolling(rules.buckets as usize),
             totals: Totals::default(),
             latest: now,
             forced: None,
             failures_at_recovery: 0,
             transitions: Transitions::default(),
-            slow_threshold: caps.effective_slow_threshold(),
             in_flight: InFlight::default(),
-            probes_on_latency: caps.probes_on_latency_alone,
         };
-        if machine.slow_threshold.is_some() {
+        if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
         }
         machine.new_generation(now);
@@ -330,7 +189,7 @@ impl<P: TripPolicy> Machine<P> {
     /// Whether a result may trip the closed machine: not while forced (closed), and never
     /// for a breaker that nothing trips.
     fn may_trip(&self) -> bool {
-        self.forced.is_none() && !self.timing.never_trips
+        self.forced.is_none() && !self.rules.never_trips
     }
 
     /// The manual override in force, if any.
@@ -346,7 +205,7 @@ impl<P: TripPolicy> Machine<P> {
         match self.state {
             State::Closed => Phase::Closed {
                 generation: self.generation,
-                window_end: (self.timing.interval > 0).then_some(self.expiry),
+                window_end: (self.rules.interval > 0).then_some(self.expiry),
             },
             State::Open => Phase::Open { until: self.expiry },
             State::HalfOpen => Phase::HalfOpen,
@@ -360,7 +219,7 @@ impl<P: TripPolicy> Machine<P> {
         if requests == 0 && successes == 0 {
             return;
         }
-        debug_assert!(self.state == State::Closed && !self.timing.rolls());
+        debug_assert!(self.state == State::Closed && !self.rules.rolls());
         self.window.absorb(requests, successes);
         self.totals.admitted += requests;
         self.totals.successes += successes;
@@ -370,20 +229,6 @@ impl<P: TripPolicy> Machine<P> {
     /// as for every policy hook.
     pub(crate) fn policy_gauges(&mut self, report: &mut dyn FnMut(&'static str, f64)) {
         self.policy.gauges(report);
-    }
-
-    /// Counts a rejection answered elsewhere (by the tower layer, from a peek).
-    pub(crate) fn count_rejection(&mut self, rejected: Rejected) {
-        match rejected {
-            Rejected::Open { .. } => self.totals.rejected_open += 1,
-            Rejected::TooManyRequests => self.totals.rejected_half_open += 1,
-            Rejected::ForcedOpen => self.totals.rejected_forced += 1,
-        }
-    }
-
-    /// Counts `rejected` open-state rejections made elsewhere (the lock-free lane).
-    pub(crate) fn absorb_rejections(&mut self, rejected: u64) {
-        self.totals.rejected_open += rejected;
     }
 
     /// How many times the machine went from each state to each other.
@@ -397,33 +242,6 @@ impl<P: TripPolicy> Machine<P> {
         self.totals.failures - self.failures_at_recovery
     }
 
-    /// What the next call would find at `now`, as [`refresh`](Machine::refresh) would make
-    /// it, without making it: the state, the counts it would count in, and how long until a
-    /// probe while open.
-    pub(crate) fn peek(&self, now: Nanos) -> Peek {
-        let now = now.max(self.latest);
-        let (state, counts) = match self.state {
-            State::Open if self.forced.is_none() && now > self.expiry => {
-                (State::HalfOpen, Counts::default())
-            }
-            State::Closed if now > self.expiry => (State::Closed, Counts::default()),
-            State::Closed if self.window.is_rolling() => {
-                let age = now.saturating_sub(self.start) / self.timing.bucket_period;
-                (State::Closed, self.window.counts_at(age))
-            }
-            state => (state, *self.window.counts()),
-        };
-        let retry_after = match (state, self.forced) {
-            (State::Open, None) => Rejected::open_until(self.expiry, now).retry_after(),
-            _ => None,
-        };
-        Peek {
-            state,
-            counts,
-            retry_after,
-        }
-    }
-
     /// Lazy evaluation of everything time-based (gobreaker's `currentState`): a closed fixed
     /// window that expired starts a new generation, a rolling window rolls, and an open period
     /// that expired goes half-open.
@@ -434,7 +252,7 @@ impl<P: TripPolicy> Machine<P> {
                 if now > self.expiry {
                     self.new_generation(now);
                 } else if self.window.is_rolling() {
-                    let age = now.saturating_sub(self.start) / self.timing.bucket_period;
+                    let age = now.saturating_sub(self.start) / self.rules.bucket_period;
                     self.window.advance_to(age);
                 }
                 None
@@ -466,7 +284,7 @@ impl<P: TripPolicy> Machine<P> {
                 self.window.on_request();
                 self.totals.admitted += 1;
                 let age = self.window.age();
-                if self.slow_threshold.is_some() {
+                if self.rules.slow_threshold.is_some() {
                     self.in_flight.admit(now, age);
                 }
                 Ok(Ticket {
@@ -482,7 +300,7 @@ impl<P: TripPolicy> Machine<P> {
     /// slow now, rather than when (if ever) they return, and asks the policy whether that
     /// trips the breaker; in half-open an overdue probe has failed, and reopens it.
     fn check_overdue(&mut self, now: Nanos) -> Option<Change> {
-        let threshold = saturating_nanos(self.slow_threshold?);
+        let threshold = saturating_nanos(self.rules.slow_threshold?);
         let window = &mut self.window;
         let marked = self
             .in_flight
@@ -507,16 +325,6 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
-    /// The rejection a call would get at `now` because the breaker is open or forced open,
-    /// without evaluating anything or admitting anything.
-    pub(crate) fn peek_open(&self, now: Nanos) -> Option<Rejected> {
-        match (self.state, self.forced) {
-            (State::Open, Some(Forced::Open)) => Some(Rejected::ForcedOpen),
-            (State::Open, _) if now <= self.expiry => Some(Rejected::open_until(self.expiry, now)),
-            _ => None,
-        }
-    }
-
     /// Probes that hold a half-open slot: excluded results give theirs back.
     fn half_open_in_flight(&self) -> u64 {
         let c = self.window.counts();
@@ -535,68 +343,36 @@ impl<P: TripPolicy> Machine<P> {
         let change = self.refresh(now);
         // An abandoned call is counted as abandoned in the totals, whatever else happens to
         // it; a reported one as its outcome, or as dropped.
-        let reported = match verdict {
-            Verdict::Reported(outcome) => Some(outcome),
-            Verdict::Abandoned => {
-                self.totals.abandoned += 1;
-                None
-            }
-        };
+        let abandoned = verdict == Verdict::Abandoned;
+        self.totals.abandoned += u64::from(abandoned);
         if change.is_some() || ticket.generation != self.generation {
             // Stale: every state change starts a new generation, this very one included.
-            if reported.is_some() {
-                self.totals.dropped += 1;
-            }
+            self.totals.dropped += u64::from(!abandoned);
             return change;
         }
-        let reported_outcome = reported.unwrap_or(match (self.state, self.timing.abandoned) {
-            (State::HalfOpen, (_, AbandonedAs::Failure))
-            | (State::Closed, (AbandonedAs::Failure, _)) => Outcome::Failure,
-            _ => Outcome::Excluded,
-        });
-        // A fatal failure is a failure that trips at once: the policy sees a failure.
-        let fatal = reported_outcome == Outcome::Fatal;
-        let mut outcome = if fatal {
-            Outcome::Failure
-        } else {
-            reported_outcome
-        };
-        // Slower than the policy's threshold (a success or a failure, never an exclusion).
-        // A call counted as slow while in flight is not counted again. It is found by its
-        // admission time (a policy with a threshold measures latency: `now - latency`).
-        let counted_in_flight = match (self.slow_threshold, latency) {
+        // Slower than the policy's threshold: a call counted as slow while in flight is not
+        // counted again. It is found by its admission time (a policy with a threshold
+        // measures latency: `now - latency`).
+        let counted_in_flight = match (self.rules.slow_threshold, latency) {
             (Some(_), Some(latency)) => {
                 let admitted = now.saturating_sub(saturating_nanos(latency));
                 !self.in_flight.complete(admitted)
             }
             _ => false,
         };
-        let slow = outcome != Outcome::Excluded
-            && !counted_in_flight
-            && matches!((latency, self.slow_threshold), (Some(l), Some(t)) if l > t);
-        if self.state == State::HalfOpen && self.slow_threshold.is_some() {
-            if slow {
-                outcome = Outcome::Failure; // a slow probe counts as failed
-            } else if self.probes_on_latency
-                && outcome == Outcome::Failure
-                && !fatal
-                && reported.is_some()
-            {
-                outcome = Outcome::Success; // judged on latency alone (Sentinel)
-            }
-        }
-        let tally = match outcome {
-            Outcome::Success => Tally::Success,
-            Outcome::Excluded => Tally::Exclusion,
-            Outcome::Failure | Outcome::Fatal => Tally::Failure,
-        };
+        let judged = judge(verdict, latency, self.state, &self.rules, counted_in_flight);
+        let Judged {
+            outcome,
+            fatal,
+            slow,
+            reported: totals,
+        } = judged;
         // Abandoned calls are in the totals already.
-        let totals = reported.is_some();
         match self.state {
             State::Closed => {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
-                self.record(ticket.age, tally, totals, slow);
+                self.record(ticket.age, outcome, totals, slow);
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
                 // Forced closed (or exempt): the policy still sees every result, but never
@@ -607,10 +383,10 @@ impl<P: TripPolicy> Machine<P> {
             State::HalfOpen => {
                 if outcome == Outcome::Failure {
                     if totals {
-                        self.totals.on_result(tally);
+                        self.totals.on_result(outcome);
                     }
                 } else {
-                    self.record(ticket.age, tally, totals, slow);
+                    self.record(ticket.age, outcome, totals, slow);
                 }
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
@@ -638,98 +414,13 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Records a result in the window, and (if `totals`) in the totals as counted or
     /// dropped.
-    fn record(&mut self, age: u64, tally: Tally, totals: bool, slow: bool) {
-        let counted = self.window.record_slow(age, tally, slow);
+    fn record(&mut self, age: u64, outcome: Outcome, totals: bool, slow: bool) {
+        let counted = self.window.record_slow(age, outcome, slow);
         match (totals, counted) {
             (false, _) => {}
-            (true, true) => self.totals.on_result(tally),
+            (true, true) => self.totals.on_result(outcome),
             (true, false) => self.totals.dropped += 1,
         }
-    }
-
-    /// Forces the machine open or closed until [`release`](Machine::release): a change to
-    /// `Open` (never to expire) or to `Closed` (a new generation) unless it is in that state
-    /// already. Time-based changes due are not evaluated first: the override acts on the
-    /// state as it stands.
-    pub(crate) fn force(&mut self, forced: Forced, now: Nanos) -> Option<Change> {
-        self.latest = self.latest.max(now);
-        self.forced = Some(forced);
-        match (forced, self.state) {
-            (Forced::Open, State::Open) => {
-                self.expiry = Nanos::MAX;
-                None
-            }
-            (Forced::Open, _) => {
-                Some(self.enter(State::Open, now, Some(Nanos::MAX), Origin::Manual))
-            }
-            (Forced::Closed, State::Closed) => None,
-            (Forced::Closed, _) => Some(self.enter(State::Closed, now, None, Origin::Manual)),
-        }
-    }
-
-    /// Ends any override and closes the machine in a new generation, whatever its state: a
-    /// change unless it was closed already.
-    pub(crate) fn release(&mut self, now: Nanos) -> Option<Change> {
-        self.latest = self.latest.max(now);
-        self.forced = None;
-        // A manual reset is a recovery too: `RecentErr` counts from here.
-        self.failures_at_recovery = self.totals.failures;
-        if self.state == State::Closed {
-            self.new_generation(now);
-            None
-        } else {
-            Some(self.enter(State::Closed, now, None, Origin::Manual))
-        }
-    }
-
-    /// Opens the machine now until at least `now + open_for` (an open period ending later is
-    /// kept), then the usual half-open. No effect while forced: the override wins.
-    pub(crate) fn trip_for(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
-        let until = now.saturating_add(saturating_nanos(open_for));
-        self.open_until(until, now, Origin::Manual)
-    }
-
-    /// Adopts a decision made elsewhere: open until exactly `now + open_for` (zero: half-open
-    /// at the next call), then the usual half-open. From closed or half-open this is a change
-    /// to open (adopted); already open, the open period is replaced. No effect while
-    /// forced: the override wins.
-    pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
-        // Zero: the fleet is half-open already, so the next call, even at this instant, is.
-        let until = match open_for {
-            Duration::ZERO => now.saturating_sub(1),
-            d => now.saturating_add(saturating_nanos(d)),
-        };
-        self.open_until(until, now, Origin::Adopted)
-    }
-
-    /// Opens the machine until `until` for `origin` (a manual trip, or an adopted decision), unless
-    /// forced: a change to open from closed or half-open; already open, the open period ends
-    /// at `until` if that is later (a manual trip only extends it) or whatever it is (the
-    /// adopted deadline governs).
-    fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
-        self.latest = self.latest.max(now);
-        if self.forced.is_some() {
-            return None;
-        }
-        if self.state == State::Open {
-            self.expiry = match origin {
-                Origin::Adopted => until,
-                _ => self.expiry.max(until),
-            };
-            return None;
-        }
-        Some(self.enter(State::Open, now, Some(until), origin))
-    }
-
-    /// Adopts a recovery decided elsewhere: from open or half-open a change to closed in a
-    /// new generation (adopted); already closed, nothing changes (the counts are
-    /// kept). No effect while forced.
-    pub(crate) fn adopt_closed(&mut self, now: Nanos) -> Option<Change> {
-        self.latest = self.latest.max(now);
-        if self.forced.is_some() || self.state == State::Closed {
-            return None;
-        }
-        Some(self.enter(State::Closed, now, None, Origin::Adopted))
     }
 
     /// Moves to `to` because of the policy or the clock: see [`enter`](Machine::enter).
@@ -749,7 +440,7 @@ impl<P: TripPolicy> Machine<P> {
             None => self.expiry_of(to, now),
         };
         if to == State::HalfOpen {
-            self.probes = self.policy.half_open_probes(self.timing.max_requests);
+            self.probes = self.policy.half_open_probes(self.rules.max_requests);
         }
         self.state = to;
         self.transitions.count(from, to);
@@ -784,10 +475,10 @@ impl<P: TripPolicy> Machine<P> {
     /// When a generation of `state` starting at `now` expires (strictly after the result).
     fn expiry_of(&mut self, state: State, now: Nanos) -> Nanos {
         match state {
-            State::Closed if self.timing.interval > 0 => now.saturating_add(self.timing.interval),
+            State::Closed if self.rules.interval > 0 => now.saturating_add(self.rules.interval),
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
-                let timeout = Duration::from_nanos(self.timing.timeout);
+                let timeout = Duration::from_nanos(self.rules.timeout);
                 let open_for = self.policy.open_duration(timeout, now);
                 now.saturating_add(saturating_nanos(open_for))
             }
@@ -819,43 +510,13 @@ mod tests {
         change.map(|c| (c.from, c.to))
     }
 
-    fn machine(timing: Timing, threshold: u64) -> Machine<ConsecutiveFailures> {
-        Machine::new(
-            timing,
-            &Capabilities::default(),
-            ConsecutiveFailures::new(threshold).unwrap(),
-            0,
-        )
-    }
-
-    #[test]
-    fn zero_knobs_take_gobreakers_defaults() {
-        let t = Timing::new(0, Duration::ZERO, ms(5), Duration::ZERO);
-        assert_eq!(t.max_requests, 1);
-        assert_eq!(t.timeout, 60_000 * MS);
-        assert_eq!((t.interval, t.bucket_period, t.buckets), (0, 0, 0));
-    }
-
-    #[test]
-    fn interval_rounds_up_to_whole_buckets() {
-        let t = Timing::new(1, ms(1000), ms(300), ms(1));
-        assert_eq!((t.bucket_period, t.buckets), (300 * MS, 4));
-        // A bucket as long as the interval or longer is a fixed window of one bucket.
-        let t = Timing::new(1, ms(1000), ms(1500), ms(1));
-        assert_eq!((t.interval, t.buckets), (1500 * MS, 0));
-    }
-
-    #[test]
-    fn bucket_count_is_bounded() {
-        let t = Timing::new(1, Duration::from_secs(3600), Duration::from_nanos(1), ms(1));
-        assert_eq!(t.buckets, MAX_BUCKETS);
-        // 3600 s / 1024 rounded up to whole nanoseconds.
-        assert_eq!(t.bucket_period, 3_515_625_000);
+    fn machine(rules: Rules, threshold: u64) -> Machine<ConsecutiveFailures> {
+        Machine::new(rules, ConsecutiveFailures::new(threshold).unwrap(), 0)
     }
 
     #[test]
     fn open_expires_strictly_after_the_timeout() {
-        let mut m = machine(Timing::new(1, Duration::ZERO, Duration::ZERO, ms(10)), 1);
+        let mut m = machine(Rules::new(1, Duration::ZERO, Duration::ZERO, ms(10)), 1);
         let (ticket, _) = m.admit(0);
         let t = moved(m.complete(
             ticket.unwrap(),
@@ -879,7 +540,7 @@ mod tests {
 
     #[test]
     fn half_open_admits_max_requests_and_exclusions_give_slots_back() {
-        let mut m = machine(Timing::new(2, Duration::ZERO, Duration::ZERO, ms(1)), 1);
+        let mut m = machine(Rules::new(2, Duration::ZERO, Duration::ZERO, ms(1)), 1);
         let (t, _) = m.admit(0);
         m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0);
         let (a, _) = m.admit(2 * MS);
@@ -918,7 +579,7 @@ mod tests {
 
     #[test]
     fn a_result_from_an_older_generation_is_dropped() {
-        let mut m = machine(Timing::new(1, ms(10), Duration::ZERO, ms(1)), 1);
+        let mut m = machine(Rules::new(1, ms(10), Duration::ZERO, ms(1)), 1);
         let (t, _) = m.admit(0);
         // The fixed window expires strictly after 10 ms; the result arrives after that.
         assert_eq!(
@@ -938,13 +599,9 @@ mod tests {
     #[test]
     fn a_change_carries_the_counts_that_caused_it() {
         let policy = FailureRatio::new(0.5, 2).unwrap();
-        let caps = policy.capabilities();
-        let mut m = Machine::new(
-            Timing::new(1, Duration::ZERO, Duration::ZERO, ms(1)),
-            &caps,
-            policy,
-            0,
-        );
+        let rules = Rules::new(1, Duration::ZERO, Duration::ZERO, ms(1))
+            .with_capabilities(&policy.capabilities());
+        let mut m = Machine::new(rules, policy, 0);
         let (a, _) = m.admit(0);
         let (b, _) = m.admit(0);
         assert_eq!(
@@ -987,8 +644,7 @@ mod tests {
             }
         }
         let mut m = Machine::new(
-            Timing::new(3, Duration::ZERO, Duration::ZERO, ms(1)),
-            &Capabilities::default(),
+            Rules::new(3, Duration::ZERO, Duration::ZERO, ms(1)),
             Panics,
             0,
         );

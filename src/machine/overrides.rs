@@ -1,0 +1,100 @@
+//! Overrides of the machine's own decisions: manual control ([`Machine::force`],
+//! [`Machine::release`], [`Machine::trip_for`]) and decisions made elsewhere and adopted
+//! ([`Machine::adopt_open`], [`Machine::adopt_closed`]).
+
+use std::time::Duration;
+
+use crate::forced::Forced;
+use crate::nanos::{saturating_nanos, Nanos};
+use crate::origin::Origin;
+use crate::policy::TripPolicy;
+use crate::state::State;
+
+use super::{Change, Machine};
+
+impl<P: TripPolicy> Machine<P> {
+    /// Forces the machine open or closed until [`release`](Machine::release): a change to
+    /// `Open` (never to expire) or to `Closed` (a new generation) unless it is in that state
+    /// already. Time-based changes due are not evaluated first: the override acts on the
+    /// state as it stands.
+    pub(crate) fn force(&mut self, forced: Forced, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        self.forced = Some(forced);
+        match (forced, self.state) {
+            (Forced::Open, State::Open) => {
+                self.expiry = Nanos::MAX;
+                None
+            }
+            (Forced::Open, _) => {
+                Some(self.enter(State::Open, now, Some(Nanos::MAX), Origin::Manual))
+            }
+            (Forced::Closed, State::Closed) => None,
+            (Forced::Closed, _) => Some(self.enter(State::Closed, now, None, Origin::Manual)),
+        }
+    }
+
+    /// Ends any override and closes the machine in a new generation, whatever its state: a
+    /// change unless it was closed already.
+    pub(crate) fn release(&mut self, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        self.forced = None;
+        // A manual reset is a recovery too: `RecentErr` counts from here.
+        self.failures_at_recovery = self.totals.failures;
+        if self.state == State::Closed {
+            self.new_generation(now);
+            None
+        } else {
+            Some(self.enter(State::Closed, now, None, Origin::Manual))
+        }
+    }
+
+    /// Opens the machine now until at least `now + open_for` (an open period ending later is
+    /// kept), then the usual half-open. No effect while forced: the override wins.
+    pub(crate) fn trip_for(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
+        let until = now.saturating_add(saturating_nanos(open_for));
+        self.open_until(until, now, Origin::Manual)
+    }
+
+    /// Adopts a decision made elsewhere: open until exactly `now + open_for` (zero: half-open
+    /// at the next call), then the usual half-open. From closed or half-open this is a change
+    /// to open (adopted); already open, the open period is replaced. No effect while
+    /// forced: the override wins.
+    pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
+        // Zero: the fleet is half-open already, so the next call, even at this instant, is.
+        let until = match open_for {
+            Duration::ZERO => now.saturating_sub(1),
+            d => now.saturating_add(saturating_nanos(d)),
+        };
+        self.open_until(until, now, Origin::Adopted)
+    }
+
+    /// Opens the machine until `until` for `origin` (a manual trip, or an adopted decision), unless
+    /// forced: a change to open from closed or half-open; already open, the open period ends
+    /// at `until` if that is later (a manual trip only extends it) or whatever it is (the
+    /// adopted deadline governs).
+    fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() {
+            return None;
+        }
+        if self.state == State::Open {
+            self.expiry = match origin {
+                Origin::Adopted => until,
+                _ => self.expiry.max(until),
+            };
+            return None;
+        }
+        Some(self.enter(State::Open, now, Some(until), origin))
+    }
+
+    /// Adopts a recovery decided elsewhere: from open or half-open a change to closed in a
+    /// new generation (adopted); already closed, nothing changes (the counts are
+    /// kept). No effect while forced.
+    pub(crate) fn adopt_closed(&mut self, now: Nanos) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() || self.state == State::Closed {
+            return None;
+        }
+        Some(self.enter(State::Closed, now, None, Origin::Adopted))
+    }
+}

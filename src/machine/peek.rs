@@ -1,0 +1,74 @@
+//! Reads of the machine without side effects ([`Machine::peek`], [`Machine::peek_open`]),
+//! and the rejections answered elsewhere that it counts.
+
+use crate::counts::Counts;
+use crate::error::Rejected;
+use crate::forced::Forced;
+use crate::nanos::Nanos;
+use crate::policy::TripPolicy;
+use crate::state::State;
+use std::time::Duration;
+
+use super::Machine;
+
+/// The machine as the next call would find it at some instant, computed without changing
+/// anything: what a snapshot reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Peek {
+    pub(crate) state: State,
+    pub(crate) counts: Counts,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+impl<P: TripPolicy> Machine<P> {
+    /// What the next call would find at `now`, as [`refresh`](Machine::refresh) would make
+    /// it, without making it: the state, the counts it would count in, and how long until a
+    /// probe while open.
+    pub(crate) fn peek(&self, now: Nanos) -> Peek {
+        let now = now.max(self.latest);
+        let (state, counts) = match self.state {
+            State::Open if self.forced.is_none() && now > self.expiry => {
+                (State::HalfOpen, Counts::default())
+            }
+            State::Closed if now > self.expiry => (State::Closed, Counts::default()),
+            State::Closed if self.window.is_rolling() => {
+                let age = now.saturating_sub(self.start) / self.rules.bucket_period;
+                (State::Closed, self.window.counts_at(age))
+            }
+            state => (state, *self.window.counts()),
+        };
+        let retry_after = match (state, self.forced) {
+            (State::Open, None) => Rejected::open_until(self.expiry, now).retry_after(),
+            _ => None,
+        };
+        Peek {
+            state,
+            counts,
+            retry_after,
+        }
+    }
+
+    /// The rejection a call would get at `now` because the breaker is open or forced open,
+    /// without evaluating anything or admitting anything.
+    pub(crate) fn peek_open(&self, now: Nanos) -> Option<Rejected> {
+        match (self.state, self.forced) {
+            (State::Open, Some(Forced::Open)) => Some(Rejected::ForcedOpen),
+            (State::Open, _) if now <= self.expiry => Some(Rejected::open_until(self.expiry, now)),
+            _ => None,
+        }
+    }
+
+    /// Counts a rejection answered elsewhere (by the tower layer, from a peek).
+    pub(crate) fn count_rejection(&mut self, rejected: Rejected) {
+        match rejected {
+            Rejected::Open { .. } => self.totals.rejected_open += 1,
+            Rejected::TooManyRequests => self.totals.rejected_half_open += 1,
+            Rejected::ForcedOpen => self.totals.rejected_forced += 1,
+        }
+    }
+
+    /// Counts `rejected` open-state rejections made elsewhere (the lock-free lane).
+    pub(crate) fn absorb_rejections(&mut self, rejected: u64) {
+        self.totals.rejected_open += rejected;
+    }
+}

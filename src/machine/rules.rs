@@ -1,0 +1,143 @@
+//! [`Rules`]: what a machine runs by, from the breaker's knobs and the policy's
+//! capabilities, after gobreaker's zero-means-default rules.
+
+use std::time::Duration;
+
+use crate::abandoned::AbandonedAs;
+use crate::nanos::{saturating_nanos, Nanos};
+use crate::policy::Capabilities;
+
+use super::MAX_BUCKETS;
+
+/// The rules a machine runs by: the breaker's knobs after gobreaker's zero-means-default
+/// rules were applied, and what the policy's capabilities ask of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// Probes admitted in half-open, and consecutive successes that close it; at least 1.
+    pub(super) max_requests: u64,
+    /// The closed-state fixed window; 0 when counts are never cleared or the window rolls.
+    pub(super) interval: Nanos,
+    /// The rolling window's bucket period; 0 for a fixed window.
+    pub(super) bucket_period: Nanos,
+    /// Number of buckets of a rolling window (0 for a fixed window).
+    pub(super) buckets: u64,
+    /// The configured open duration (before the policy's say).
+    pub(super) timeout: Nanos,
+    /// How an abandoned call counts in closed and in half-open.
+    pub(super) abandoned: (AbandonedAs, AbandonedAs),
+    /// Nothing trips it, not even a fatal result: an exempt key's breaker (it still counts).
+    pub(super) never_trips: bool,
+    /// The policy's slow-call threshold (none without latencies).
+    pub(super) slow_threshold: Option<Duration>,
+    /// Whether half-open probes are judged on latency alone.
+    pub(super) probes_on_latency: bool,
+}
+
+impl Rules {
+    /// gobreaker's defaults: `max_requests` 0 means 1, `timeout` zero means 60 s, `interval`
+    /// zero means counts are never cleared in closed (and `bucket_period` is then ignored).
+    /// With a bucket period, the interval is rounded up to a whole number of buckets, at most
+    /// [`MAX_BUCKETS`] of them; a window of one bucket is a fixed window of that length.
+    pub(crate) fn new(
+        max_requests: u32,
+        interval: Duration,
+        bucket_period: Duration,
+        timeout: Duration,
+    ) -> Self {
+        let max_requests = u64::from(max_requests.max(1));
+        let timeout = match saturating_nanos(timeout) {
+            0 => saturating_nanos(Duration::from_secs(60)),
+            t => t,
+        };
+        let interval = saturating_nanos(interval);
+        let mut bucket_period = saturating_nanos(bucket_period);
+        let (interval, bucket_period, buckets) = if interval == 0 || bucket_period == 0 {
+            (interval, 0, 0)
+        } else {
+            if interval.div_ceil(bucket_period) > MAX_BUCKETS {
+                bucket_period = interval.div_ceil(MAX_BUCKETS);
+            }
+            let buckets = interval.div_ceil(bucket_period);
+            let window = buckets.saturating_mul(bucket_period);
+            if buckets == 1 {
+                (window, 0, 0)
+            } else {
+                (0, bucket_period, buckets)
+            }
+        };
+        Self {
+            max_requests,
+            interval,
+            bucket_period,
+            buckets,
+            timeout,
+            abandoned: (AbandonedAs::default(), AbandonedAs::default()),
+            never_trips: false,
+            slow_threshold: None,
+            probes_on_latency: false,
+        }
+    }
+
+    /// These rules, with what the policy's capabilities ask of the machine: a slow-call
+    /// threshold (only with latencies) and probes judged on latency alone.
+    pub(crate) fn with_capabilities(mut self, caps: &Capabilities) -> Self {
+        self.slow_threshold = caps.effective_slow_threshold();
+        self.probes_on_latency = caps.probes_on_latency_alone;
+        self
+    }
+
+    /// These knobs, for a breaker that nothing trips (`never_trips`): neither its policy nor
+    /// a fatal result; the manual controls still apply.
+    pub(crate) fn never_tripping(mut self, never_trips: bool) -> Self {
+        self.never_trips = never_trips;
+        self
+    }
+
+    /// These knobs, with abandoned calls counting as `closed` in the closed state and
+    /// `half_open` in the half-open state.
+    pub(crate) fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
+        self.abandoned = (closed, half_open);
+        self
+    }
+
+    /// Whether the closed-state window rolls bucket by bucket.
+    pub(crate) fn rolls(&self) -> bool {
+        self.buckets > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn zero_knobs_take_gobreakers_defaults() {
+        let t = Rules::new(0, Duration::ZERO, ms(5), Duration::ZERO);
+        assert_eq!(t.max_requests, 1);
+        assert_eq!(t.timeout, 60_000 * MS);
+        assert_eq!((t.interval, t.bucket_period, t.buckets), (0, 0, 0));
+    }
+
+    #[test]
+    fn interval_rounds_up_to_whole_buckets() {
+        let t = Rules::new(1, ms(1000), ms(300), ms(1));
+        assert_eq!((t.bucket_period, t.buckets), (300 * MS, 4));
+        // A bucket as long as the interval or longer is a fixed window of one bucket.
+        let t = Rules::new(1, ms(1000), ms(1500), ms(1));
+        assert_eq!((t.interval, t.buckets), (1500 * MS, 0));
+    }
+
+    #[test]
+    fn bucket_count_is_bounded() {
+        let t = Rules::new(1, Duration::from_secs(3600), Duration::from_nanos(1), ms(1));
+        assert_eq!(t.buckets, MAX_BUCKETS);
+        // 3600 s / 1024 rounded up to whole nanoseconds.
+        assert_eq!(t.bucket_period, 3_515_625_000);
+    }
+}
