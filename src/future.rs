@@ -10,11 +10,11 @@ use std::task::{ready, Context, Poll};
 use pin_project_lite::pin_project;
 
 use crate::breaker::Breaker;
-use crate::classify::Classifier;
+use crate::breaker::{Permit, Report};
+use crate::classify::{Classify, OkIsSuccess};
 use crate::contain;
 use crate::error::Error;
 use crate::observe::Observer;
-use crate::permit::{Permit, Report};
 use crate::policy::{Outcome, TripPolicy};
 
 pin_project! {
@@ -59,6 +59,77 @@ pin_project! {
     }
 }
 
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// Runs the call that `make` builds, if the breaker admits it, and records its result:
+    /// `Ok` is a success, `Err` a failure. The async twin of [`execute`](Breaker::execute):
+    /// see [`ExecuteAsync`] for when admission happens and what cancellation means.
+    ///
+    /// **Where the deadline goes.** A timeout *around* the returned future cancels the call,
+    /// which the breaker records as abandoned (not as a failure): a dependency that hangs
+    /// would then never trip it. Put the deadline *inside* the call, so that its expiry is
+    /// the call's own error.
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Error};
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     use std::sync::Arc;
+    /// #     use std::task::{Context, Poll, Wake, Waker};
+    /// #     struct Noop;
+    /// #     impl Wake for Noop { fn wake(self: Arc<Self>) {} }
+    /// #     let waker = Waker::from(Arc::new(Noop));
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     let mut cx = Context::from_waker(&waker);
+    /// #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+    /// # }
+    ///
+    /// async fn fetch(id: u32) -> Result<String, std::io::Error> {
+    ///     Ok(format!("item {id}"))
+    /// }
+    ///
+    /// let breaker = Breaker::builder().build();
+    /// let item: Result<String, Error<std::io::Error>> =
+    ///     block_on(breaker.execute_async(|| fetch(7)));
+    /// assert_eq!(item.unwrap(), "item 7");
+    /// assert_eq!(breaker.counts().total_successes, 1);
+    /// ```
+    pub fn execute_async<F, Fut, T, E>(
+        &self,
+        make: F,
+    ) -> ExecuteAsync<'_, P, O, F, Fut, OkIsSuccess>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        ExecuteAsync::new(self, make, OkIsSuccess)
+    }
+
+    /// Like [`execute_async`](Breaker::execute_async), with `classify` deciding how the
+    /// result counts (as [`execute_classified`](Breaker::execute_classified) does).
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute): the call's `Err` is returned as [`Error::Inner`]
+    /// whatever `classify` said of it.
+    pub fn execute_async_classified<F, Fut, T, E, C>(
+        &self,
+        make: F,
+        classify: C,
+    ) -> ExecuteAsync<'_, P, O, F, Fut, C>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Fn(&Result<T, E>) -> Outcome,
+    {
+        ExecuteAsync::new(self, make, classify)
+    }
+}
+
 impl<'a, P: TripPolicy, O: Observer, F, Fut, C> ExecuteAsync<'a, P, O, F, Fut, C> {
     pub(crate) fn new(breaker: &'a Breaker<P, O>, make: F, classify: C) -> Self {
         Self {
@@ -75,7 +146,7 @@ where
     O: Observer,
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    C: Classifier<T, E>,
+    C: Classify<T, E>,
 {
     type Output = Result<T, Error<E>>;
 
@@ -131,7 +202,7 @@ pub(crate) fn poll_admitted<Fut, T, E, R, C>(
 where
     Fut: Future<Output = Result<T, E>>,
     R: Report,
-    C: Classifier<T, E>,
+    C: Classify<T, E>,
 {
     assert!(!permit.reported(), "a call polled after completion");
     let result = match contain::catch(|| call.poll(cx)) {
@@ -139,7 +210,7 @@ where
         Ok(Poll::Ready(result)) => result,
         Err(payload) => permit.report_then_resume(Outcome::Failure, payload),
     };
-    match contain::catch(|| classify.outcome(&result)) {
+    match contain::catch(|| classify.classify(&result)) {
         Ok(outcome) => permit.report(outcome),
         Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
     }

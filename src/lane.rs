@@ -71,11 +71,24 @@
 //! A lock holder closes and opens every stripe (at most 64 cache lines) per locked
 //! operation: failures and state changes pay that, successes do not.
 
+use crate::error::Rejected;
 use crate::generation::Generation;
 use crate::machine::Phase;
 use crate::nanos::Nanos;
 use crate::policy::Capabilities;
 use crate::sync::{self, AtomicU64, Lazy, Ordering};
+
+/// What the lane says of the next call without admitting it ([`Lane::peek_open`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peek {
+    /// Open at the clock's reading: this rejection.
+    Open(Rejected),
+    /// Not rejected for being open (the lane may still send the call to the lock).
+    Passes,
+    /// Every call goes to the lock (half-open, forced, a policy the lane cannot count for):
+    /// only the machine can answer.
+    AskTheLock,
+}
 
 /// What the lane may do for this breaker, whatever its state: decided from the policy's
 /// capabilities and the window when the breaker is built.
@@ -461,25 +474,22 @@ impl Lane {
         }
     }
 
-    /// What the lane says of the next call, without admitting it: `Ok(Some(rejection))` if
-    /// open at the clock's reading (one clock read, no write), `Ok(None)` if it would not be
-    /// rejected here, `Err(())` if every call goes to the lock (half-open, forced, a policy
-    /// the lane cannot count for), which the lane cannot answer for. One load of the mode
-    /// word.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    /// What the lane says of the next call, without admitting it (see [`Peek`]): one load
+    /// of the mode word, and one clock read while open.
     #[inline]
-    pub(crate) fn peek_open(
-        &self,
-        clock: impl FnOnce() -> Nanos,
-    ) -> Result<Option<crate::Rejected>, ()> {
+    pub(crate) fn peek_open(&self, clock: impl FnOnce() -> Nanos) -> Peek {
         match self.word.load(Ordering::Acquire) >> MODE_SHIFT {
             OPEN => {
                 let until = self.open_until.load(Ordering::Acquire);
                 let now = clock();
-                Ok((now <= until).then(|| crate::Rejected::open_until(until, now)))
+                if now <= until {
+                    Peek::Open(Rejected::open_until(until, now))
+                } else {
+                    Peek::Passes
+                }
             }
-            LOCKED => Err(()),
-            _ => Ok(None),
+            LOCKED => Peek::AskTheLock,
+            _ => Peek::Passes,
         }
     }
 

@@ -134,7 +134,6 @@ mod nanos;
 pub mod observe;
 mod origin;
 mod outcome;
-mod permit;
 pub mod policy;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
@@ -157,7 +156,7 @@ pub mod tracing;
 mod window_check;
 
 pub use abandoned::AbandonedAs;
-pub use breaker::{Breaker, Builder};
+pub use breaker::{Breaker, Builder, OwnedPermit, Permit};
 pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
 pub use counts::{Counts, Totals, Transitions};
@@ -165,7 +164,6 @@ pub use error::{ConfigError, Error, Rejected};
 pub use forced::Forced;
 pub use future::ExecuteAsync;
 pub use machine::MAX_BUCKETS;
-pub use permit::{OwnedPermit, Permit};
 pub use registry::{Registry, RegistryFull, RegistryHasher};
 pub use snapshot::Snapshot;
 pub use state::State;

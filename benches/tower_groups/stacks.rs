@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use lazybreaker::classify::OkIsSuccess;
 use lazybreaker::policy::ConsecutiveFailures;
-use lazybreaker::tower::{BreakerLayer, BreakerService, DefaultClassify};
+use lazybreaker::tower::{BreakerLayer, BreakerService};
 use lazybreaker::Breaker;
 use tower::{Layer, Service};
 use tower_resilience_circuitbreaker::{CircuitBreaker, CircuitBreakerLayer, DefaultClassifier};
@@ -43,7 +44,7 @@ const GOBREAKER_TIMEOUT: Duration = Duration::from_secs(60);
 const FAILURES_TO_TRIP: usize = 6;
 
 /// lazybreaker's layer over [`Inner`].
-pub(crate) type Lazy = BreakerService<Inner, ConsecutiveFailures, (), DefaultClassify>;
+pub(crate) type Lazy = BreakerService<Inner, ConsecutiveFailures, (), OkIsSuccess>;
 
 /// tower-resilience's layer over [`Inner`].
 pub(crate) type Resilience = CircuitBreaker<Inner, DefaultClassifier>;

@@ -60,7 +60,7 @@ use super::Breaker;
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
 #[derive(Clone)]
-pub struct Builder<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+pub struct Builder<P = ConsecutiveFailures, O = ()> {
     knobs: Knobs,
     policy: P,
     observer: O,

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
+use super::permit::Grant;
 use crate::contain::{self, FirstPanic};
 use crate::forced::Forced;
 use crate::machine::{Change, Machine, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::permit::Grant;
 use crate::policy::{Outcome, TripPolicy};
 
 use super::Breaker;

@@ -13,24 +13,26 @@ mod adopt;
 mod builder;
 mod control;
 mod outbox;
+mod permit;
+mod seam;
 mod txn;
 
 pub use builder::Builder;
+pub(crate) use permit::Report;
+pub use permit::{OwnedPermit, Permit};
 
-use std::future::Future;
+use permit::Grant;
+
 use std::sync::Arc;
 
-use crate::classify::{Classify, OkIsSuccess};
 use crate::clock::ClockSource;
 use crate::contain::{self, FirstPanic};
 use crate::counts::{Counts, Totals};
 use crate::error::{Error, Rejected};
-use crate::future::ExecuteAsync;
 use crate::lane::{Entry, Lane};
 use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::permit::{Grant, OwnedPermit, Permit};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 use crate::state::State;
 use crate::sync::Mutex;
@@ -89,7 +91,7 @@ use txn::Inner;
 /// assert_eq!(breaker.execute(|| Ok::<_, &str>(1)).unwrap(), 1); // the half-open probe
 /// assert_eq!(breaker.state(), State::Closed);
 /// ```
-pub struct Breaker<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     /// What a call may do without the lock; published by every lock holder.
     lane: Lane,
     inner: Mutex<Inner<P>>,
@@ -231,36 +233,10 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         Ok(OwnedPermit::new(Arc::clone(self), grant))
     }
 
-    /// [`allow_owned`](Breaker::allow_owned) for an `Arc` the caller gives away (a registry
-    /// lookup's): the permit keeps it, with no clone and drop of another. (The admission is
-    /// spelled out in each `allow` variant, as in [`execute`](Breaker::execute): through a
-    /// shared helper returning a `Result` the permit is copied in stalling pieces, which
-    /// doubled `allow()` + `success()` to 20 ns.)
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    #[inline(always)]
-    pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
-        let grant = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { generation } => Grant::unaged(generation),
-            other => self.allow_slow(other)?,
-        };
-        Ok(OwnedPermit::new(self, grant))
-    }
-
-    /// [`allow`](Self::allow) at `now`, a reading of this breaker's clock the caller took
-    /// (a layer in front that needed it first): the clock is not read again.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    #[inline]
-    pub(crate) fn allow_at(&self, now: Nanos) -> Result<Permit<'_, P, O>, Rejected> {
-        match self.lane.admit(|| now) {
-            Entry::Admitted { generation } => Ok(Permit::new(self, Grant::unaged(generation))),
-            other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
-        }
-    }
-
     /// Admission off the lock-free lane: an open breaker's rejection (clock, no lock), or the
     /// lock.
     #[inline(never)]
-    fn allow_slow(&self, entry: Entry) -> Result<Grant, Rejected> {
+    pub(super) fn allow_slow(&self, entry: Entry) -> Result<Grant, Rejected> {
         let now = match entry {
             Entry::Open { until, now } if now <= until => {
                 self.lane.count_rejection();
@@ -359,86 +335,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub fn execute_classified<T, E, F, C>(&self, call: F, classify: C) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
-        C: Classify<T, E>,
+        C: Fn(&Result<T, E>) -> Outcome,
     {
         let permit = self.allow()?;
         let result = call();
-        match contain::catch(|| classify.classify(&result)) {
+        match contain::catch(|| classify(&result)) {
             Ok(outcome) => permit.record(outcome),
             Err(payload) => {
                 self.record_grant_then_resume(permit.into_grant(), Outcome::Excluded, payload)
             }
         }
         result.map_err(Error::Inner)
-    }
-
-    /// Runs the call that `make` builds, if the breaker admits it, and records its result:
-    /// `Ok` is a success, `Err` a failure. The async twin of [`execute`](Breaker::execute):
-    /// see [`ExecuteAsync`] for when admission happens and what cancellation means.
-    ///
-    /// **Where the deadline goes.** A timeout *around* the returned future cancels the call,
-    /// which the breaker records as abandoned (not as a failure): a dependency that hangs
-    /// would then never trip it. Put the deadline *inside* the call, so that its expiry is
-    /// the call's own error.
-    ///
-    /// # Errors
-    ///
-    /// As [`execute`](Breaker::execute).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use lazybreaker::{Breaker, Error};
-    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    /// #     use std::sync::Arc;
-    /// #     use std::task::{Context, Poll, Wake, Waker};
-    /// #     struct Noop;
-    /// #     impl Wake for Noop { fn wake(self: Arc<Self>) {} }
-    /// #     let waker = Waker::from(Arc::new(Noop));
-    /// #     let mut f = std::pin::pin!(f);
-    /// #     let mut cx = Context::from_waker(&waker);
-    /// #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
-    /// # }
-    ///
-    /// async fn fetch(id: u32) -> Result<String, std::io::Error> {
-    ///     Ok(format!("item {id}"))
-    /// }
-    ///
-    /// let breaker = Breaker::builder().build();
-    /// let item: Result<String, Error<std::io::Error>> =
-    ///     block_on(breaker.execute_async(|| fetch(7)));
-    /// assert_eq!(item.unwrap(), "item 7");
-    /// assert_eq!(breaker.counts().total_successes, 1);
-    /// ```
-    pub fn execute_async<F, Fut, T, E>(
-        &self,
-        make: F,
-    ) -> ExecuteAsync<'_, P, O, F, Fut, OkIsSuccess>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        ExecuteAsync::new(self, make, OkIsSuccess)
-    }
-
-    /// Like [`execute_async`](Breaker::execute_async), with `classify` deciding how the
-    /// result counts (as [`execute_classified`](Breaker::execute_classified) does).
-    ///
-    /// # Errors
-    ///
-    /// As [`execute`](Breaker::execute): the call's `Err` is returned as [`Error::Inner`]
-    /// whatever `classify` said of it.
-    pub fn execute_async_classified<F, Fut, T, E, C>(
-        &self,
-        make: F,
-        classify: C,
-    ) -> ExecuteAsync<'_, P, O, F, Fut, C>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<T, E>,
-    {
-        ExecuteAsync::new(self, make, classify)
     }
 
     /// Records `outcome` for the admission `grant` after user code panicked with `payload`,
@@ -482,52 +389,6 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.lane.make_stripes();
     }
 
-    /// The rejection the next call would get because the breaker is open or forced open,
-    /// without admitting anything or evaluating any expiry, or `None` (the breaker may still
-    /// reject the call for another reason: half-open and full). Lock-free unless the lane
-    /// sends every call to the lock anyway (half-open, forced, a policy it cannot count for).
-    #[cfg_attr(not(any(feature = "tower", feature = "redis")), allow(dead_code))]
-    #[inline]
-    pub(crate) fn peek_open(&self) -> Option<Rejected> {
-        match self.lane.peek_open(|| self.clock.now()) {
-            Ok(rejected) => rejected,
-            Err(()) => self.peek_open_locked(),
-        }
-    }
-
-    /// [`peek_open`](Self::peek_open) when the lane cannot answer: under the lock.
-    #[inline(never)]
-    fn peek_open_locked(&self) -> Option<Rejected> {
-        let now = self.clock.now();
-        self.locked(|m| m.peek_open(now))
-    }
-
-    /// Counts `rejected`, a rejection read with [`peek_open`](Self::peek_open) and answered
-    /// to a call without asking the breaker again (the tower layer's `call` after its
-    /// `poll_ready`), as the breaker counts its own.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
-    pub(crate) fn count_rejection(&self, rejected: Rejected) {
-        match rejected {
-            Rejected::Open { .. } => self.lane.count_rejection(),
-            _ => self.locked(|m| m.count_rejection(rejected)),
-        }
-    }
-
-    /// The breaker's clock, in nanoseconds since its epoch: a plain read, for a layer in
-    /// front of the breaker that needs the breaker's timeline before it admits anything (a
-    /// clock that panics then panics out of that layer's call, with nothing admitted).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    #[inline]
-    pub(crate) fn clock_nanos(&self) -> u64 {
-        self.clock.now()
-    }
-
-    /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,
-    /// nothing delivered): what a registry may evict.
-    pub(crate) fn is_closed_and_unforced(&self) -> bool {
-        self.locked(|m| m.state() == State::Closed && m.forced().is_none())
-    }
-
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
@@ -536,14 +397,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         {
             return;
         }
-        // The grant goes as two scalars, not as one 24-byte value: a copy of the whole would
-        // be read back with wide loads that the narrower stores which built it cannot
-        // forward to (a store-forwarding stall of about 10 ns on the hot path).
+        // perf: two scalars, not the grant (see `complete_slow`).
         self.complete_slow(grant.ticket, grant.started, verdict);
     }
 
     /// [`complete`](Self::complete) off the fast path; then lets any panic of user code
-    /// continue.
+    /// continue. (perf: `complete` passes the grant as two scalars, not as one 24-byte
+    /// value: a copy of the whole would be read back with wide loads that the narrower stores
+    /// which built it cannot forward to, a store-forwarding stall of about 10 ns.)
     #[inline(never)]
     fn complete_slow(&self, ticket: Ticket, started: Nanos, verdict: Verdict) {
         let mut panics = FirstPanic::default();
@@ -568,18 +429,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         } else {
             None
         };
-        self.complete_locked(grant, verdict, now, panics);
-    }
-
-    /// Records a result under the lock: anything the lock-free lane cannot take. `now` is the
-    /// clock reading the lane took, if any.
-    fn complete_locked(
-        &self,
-        grant: Grant,
-        verdict: Verdict,
-        now: Option<Nanos>,
-        panics: &mut FirstPanic,
-    ) {
+        // Under the lock: anything the lane cannot take, at the clock reading the lane took if
+        // it took one.
         let now = match now {
             Some(now) => Some(now),
             None if panics.is_some() => None,

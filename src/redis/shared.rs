@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::classify::{ok_is_success, Classify};
+use crate::classify::{Classify, OkIsSuccess};
 use crate::contain::{self, FirstPanic};
 use crate::observe::{FleetEvent, Observer};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
@@ -397,7 +397,8 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.execute_classified(make, ok_is_success).await
+        self.execute_classified(make, |r: &Result<T, E>| OkIsSuccess.classify(r))
+            .await
     }
 
     /// Like [`execute`](Self::execute), with `classify` deciding how the result counts.

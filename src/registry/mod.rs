@@ -82,7 +82,7 @@ type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
 /// registry.force_open_all();
 /// assert_eq!(a.state(), State::Open);
 /// ```
-pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S = RegistryHasher> {
+pub struct Registry<K, P = ConsecutiveFailures, O = (), S = RegistryHasher> {
     shards: Box<[Shard<K, P, O>]>,
     /// Hashes each key once: the high bits pick the shard, the whole hash finds the entry.
     hasher: S,
@@ -105,7 +105,7 @@ pub struct Registry<K, P: TripPolicy = ConsecutiveFailures, O: Observer = (), S 
 /// One shard: its part of the map, on its own cache line so that threads reading different
 /// shards do not share one.
 #[repr(align(128))]
-struct Shard<K, P: TripPolicy, O: Observer> {
+struct Shard<K, P, O> {
     map: RwLock<Table<K, Slot<P, O>>>,
 }
 
@@ -116,7 +116,7 @@ struct Shard<K, P: TripPolicy, O: Observer> {
 /// eviction scan at time `now` moves a set flag into `seen = now` and clears it. A breaker's
 /// last use is therefore known to the granularity of those scans, and never later than it
 /// was: `seen` is the insertion or the latest scan that found it referenced.
-struct Slot<P: TripPolicy, O: Observer> {
+struct Slot<P, O> {
     breaker: Arc<Breaker<P, O>>,
     referenced: AtomicBool,
     /// On the registry's clock.

@@ -5,11 +5,11 @@ use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use crate::classify::Classifier;
+use crate::breaker::OwnedPermit;
+use crate::classify::Classify;
 use crate::error::{Error, Rejected};
 use crate::future::poll_admitted;
 use crate::observe::Observer;
-use crate::permit::OwnedPermit;
 use crate::policy::TripPolicy;
 
 pin_project! {
@@ -62,7 +62,7 @@ where
     F: Future<Output = Result<T, E>>,
     P: TripPolicy,
     O: Observer,
-    C: Classifier<T, E>,
+    C: Classify<T, E>,
 {
     type Output = Result<T, Error<E>>;
 

@@ -9,8 +9,9 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{DefaultClassify, ResponseFuture};
-use crate::classify::Classifier;
+use super::ResponseFuture;
+use crate::classify::Classify;
+use crate::classify::OkIsSuccess;
 use crate::error::Error;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -51,10 +52,10 @@ use crate::registry::{Registry, RegistryHasher};
 pub struct KeyedBreakerLayer<
     K,
     F,
-    P: TripPolicy = ConsecutiveFailures,
-    O: Observer = (),
+    P = ConsecutiveFailures,
+    O = (),
     H = RegistryHasher,
-    C = DefaultClassify,
+    C = OkIsSuccess,
 > {
     registry: Arc<Registry<K, P, O, H>>,
     key: F,
@@ -68,7 +69,7 @@ impl<K, F, P: TripPolicy, O: Observer, H> KeyedBreakerLayer<K, F, P, O, H> {
         Self {
             registry,
             key,
-            classify: DefaultClassify,
+            classify: OkIsSuccess,
         }
     }
 }
@@ -131,7 +132,7 @@ impl<K, F, P: TripPolicy, O: Observer, H, C> fmt::Debug for KeyedBreakerLayer<K,
 /// the inner service's, so unlike [`BreakerService`](super::BreakerService) an open
 /// breaker cannot answer readiness for the inner service. A rejection is a failed response
 /// future, as in the single-breaker layer.
-pub struct KeyedBreakerService<S, K, F, P: TripPolicy, O: Observer, H, C> {
+pub struct KeyedBreakerService<S, K, F, P, O, H, C> {
     inner: S,
     registry: Arc<Registry<K, P, O, H>>,
     key: F,
@@ -158,7 +159,7 @@ where
     P: TripPolicy,
     O: Observer,
     H: BuildHasher + Clone,
-    C: Classifier<S::Response, S::Error> + Clone,
+    C: Classify<S::Response, S::Error> + Clone,
 {
     type Response = S::Response;
     type Error = Error<S::Error>;

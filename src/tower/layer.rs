@@ -3,14 +3,14 @@ use std::sync::Arc;
 
 use tower_layer::Layer;
 
-use super::{BreakerService, DefaultClassify};
+use super::BreakerService;
 use crate::breaker::Breaker;
+use crate::classify::OkIsSuccess;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 
 /// Wraps services in a [`BreakerService`] that calls through `breaker`.
-pub struct BreakerLayer<P: TripPolicy = ConsecutiveFailures, O: Observer = (), C = DefaultClassify>
-{
+pub struct BreakerLayer<P = ConsecutiveFailures, O = (), C = OkIsSuccess> {
     breaker: Arc<Breaker<P, O>>,
     classify: C,
 }
@@ -21,7 +21,7 @@ impl<P: TripPolicy, O: Observer> BreakerLayer<P, O> {
     pub fn new(breaker: Arc<Breaker<P, O>>) -> Self {
         Self {
             breaker,
-            classify: DefaultClassify,
+            classify: OkIsSuccess,
         }
     }
 }

@@ -60,6 +60,3 @@ pub use future::ResponseFuture;
 pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
 pub use service::BreakerService;
-
-/// The layer's default classifier: `Ok` is a success, `Err` a failure, whatever the types.
-pub use crate::classify::OkIsSuccess as DefaultClassify;

@@ -6,13 +6,13 @@ use tower_service::Service;
 
 use super::ResponseFuture;
 use crate::breaker::Breaker;
-use crate::classify::Classifier;
+use crate::classify::Classify;
 use crate::error::{Error, Rejected};
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
 /// A service that calls `S` through a breaker; from [`BreakerLayer`](super::BreakerLayer).
-pub struct BreakerService<S, P: TripPolicy, O: Observer, C> {
+pub struct BreakerService<S, P, O, C> {
     inner: S,
     breaker: Arc<Breaker<P, O>>,
     classify: C,
@@ -48,7 +48,7 @@ where
     S: Service<Req>,
     P: TripPolicy,
     O: Observer,
-    C: Classifier<S::Response, S::Error> + Clone,
+    C: Classify<S::Response, S::Error> + Clone,
 {
     type Response = S::Response;
     type Error = Error<S::Error>;

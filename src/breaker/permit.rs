@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use crate::breaker::Breaker;
+use super::Breaker;
 use crate::contain::Payload;
 use crate::generation::Generation;
 use crate::machine::{Ticket, Verdict};

@@ -1,0 +1,97 @@
+//! The seam: what the layers in front of a breaker may ask of it, beyond the public API.
+//!
+//! | entry point | asked by | why |
+//! |---|---|---|
+//! | [`allow_owning`](Breaker::allow_owning) | the keyed tower layer | an owned permit from the `Arc` a registry lookup returned, with no second clone |
+//! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
+//! | [`allow_at`](Breaker::allow_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission |
+//! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
+//!
+//! Each entry point serves an integration behind its feature, so a build without some of them
+//! leaves some unused: one attribute on the block says so, the one place the breaker knows
+//! that features exist (the entry points stay compiled and checked in every build).
+
+use std::sync::Arc;
+
+use crate::error::Rejected;
+use crate::lane::{Entry, Peek};
+use crate::nanos::Nanos;
+use crate::observe::Observer;
+use crate::policy::TripPolicy;
+use crate::state::State;
+
+use super::permit::{Grant, OwnedPermit, Permit};
+use super::Breaker;
+
+#[cfg_attr(not(all(feature = "tower", feature = "fleet")), allow(dead_code))]
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// [`allow_owned`](Breaker::allow_owned) for an `Arc` the caller gives away (a registry
+    /// lookup's): the permit keeps it, with no clone and drop of another. (The admission is
+    /// spelled out in each `allow` variant, as in [`execute`](Breaker::execute): through a
+    /// shared helper returning a `Result` the permit is copied in stalling pieces, which
+    /// doubled `allow()` + `success()` to 20 ns.)
+    #[inline(always)]
+    pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
+        let grant = match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { generation } => Grant::unaged(generation),
+            other => self.allow_slow(other)?,
+        };
+        Ok(OwnedPermit::new(self, grant))
+    }
+
+    /// [`allow`](Self::allow) at `now`, a reading of this breaker's clock the caller took
+    /// (a layer in front that needed it first): the clock is not read again.
+    #[inline]
+    pub(crate) fn allow_at(&self, now: Nanos) -> Result<Permit<'_, P, O>, Rejected> {
+        match self.lane.admit(|| now) {
+            Entry::Admitted { generation } => Ok(Permit::new(self, Grant::unaged(generation))),
+            other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
+        }
+    }
+
+    /// The rejection the next call would get because the breaker is open or forced open,
+    /// without admitting anything or evaluating any expiry, or `None` (the breaker may still
+    /// reject the call for another reason: half-open and full). Lock-free unless the lane
+    /// sends every call to the lock anyway (half-open, forced, a policy it cannot count for).
+    #[inline]
+    pub(crate) fn peek_open(&self) -> Option<Rejected> {
+        match self.lane.peek_open(|| self.clock.now()) {
+            Peek::Open(rejected) => Some(rejected),
+            Peek::Passes => None,
+            Peek::AskTheLock => self.peek_open_locked(),
+        }
+    }
+
+    /// [`peek_open`](Self::peek_open) when the lane cannot answer: under the lock.
+    #[inline(never)]
+    fn peek_open_locked(&self) -> Option<Rejected> {
+        let now = self.clock.now();
+        self.locked(|m| m.peek_open(now))
+    }
+
+    /// Counts `rejected`, a rejection read with [`peek_open`](Self::peek_open) and answered
+    /// to a call without asking the breaker again (the tower layer's `call` after its
+    /// `poll_ready`), as the breaker counts its own.
+    pub(crate) fn count_rejection(&self, rejected: Rejected) {
+        match rejected {
+            Rejected::Open { .. } => self.lane.count_rejection(),
+            _ => self.locked(|m| m.count_rejection(rejected)),
+        }
+    }
+
+    /// The breaker's clock, in nanoseconds since its epoch: a plain read, for a layer in
+    /// front of the breaker that needs the breaker's timeline before it admits anything (a
+    /// clock that panics then panics out of that layer's call, with nothing admitted).
+    #[inline]
+    pub(crate) fn clock_nanos(&self) -> u64 {
+        self.clock.now()
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// Whether the breaker is closed and not forced, as it stands (no expiry evaluated,
+    /// nothing delivered): what a registry may evict.
+    pub(crate) fn is_closed_and_unforced(&self) -> bool {
+        self.locked(|m| m.state() == State::Closed && m.forced().is_none())
+    }
+}
