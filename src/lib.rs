@@ -109,7 +109,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 // The module graph has no cycles. Leaves: `state`, `generation`, `nanos`, `contain`,
-// `error`, `counts`, `serde_duration`; `window_check` uses `error` and `MAX_BUCKETS`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
+// `error`, `counts`, `serde_duration`; `window_check` uses `error` and `MAX_BUCKETS`; `knobs` uses
+// `abandoned` and `serde_duration`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
 // machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
 // `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
 // the permits and the sync shim.
@@ -128,6 +129,7 @@ mod generation;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod in_flight;
+mod knobs;
 mod lane;
 mod machine;
 mod nanos;
@@ -162,6 +164,7 @@ pub use counts::{Counts, Totals, Transitions};
 pub use error::{ConfigError, Error, Rejected};
 pub use forced::Forced;
 pub use future::ExecuteAsync;
+pub use knobs::{Abandoned, Knobs};
 pub use machine::MAX_BUCKETS;
 pub use permit::{OwnedPermit, Permit};
 pub use registry::{Registry, RegistryFull, RegistryHasher};

@@ -4,14 +4,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::abandoned::AbandonedAs;
 use crate::clock::ClockSource;
 use crate::contain;
+use crate::knobs::{Abandoned, Knobs};
 use crate::lane::{Lane, Plan};
 use crate::machine::{Machine, Timing};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, ReadyToTrip, TripPolicy};
 use crate::sync::Mutex;
-use crate::{AbandonedAs, Clock, ConfigError, Counts, State};
+use crate::{Clock, ConfigError, Counts, State};
 
 use super::outbox::{Observers, Outbox, StateChangeFn};
 use super::txn::Inner;
@@ -57,25 +59,13 @@ use super::Breaker;
 #[must_use = "a builder does nothing until `build` is called"]
 #[derive(Clone)]
 pub struct Builder<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    /// Every plain-value knob, as [`Knobs`] documents them.
     knobs: Knobs,
     policy: P,
     observer: O,
-}
-
-/// Every knob but the policy and the observer (the builder's type parameters).
-#[derive(Clone, Default)]
-struct Knobs {
-    name: String,
-    max_requests: u32,
-    interval: Duration,
-    bucket_period: Duration,
-    timeout: Duration,
-    abandoned: (AbandonedAs, AbandonedAs),
-    on_state_change: Option<Arc<StateChangeFn>>,
-    /// Nothing trips the breaker (an exempt key of a registry's settings).
-    never_trips: bool,
     /// `None`: the default for the policy, chosen at `build`.
     clock: Option<ClockSource>,
+    on_state_change: Option<Arc<StateChangeFn>>,
 }
 
 impl Builder<ConsecutiveFailures> {
@@ -84,6 +74,8 @@ impl Builder<ConsecutiveFailures> {
             knobs: Knobs::default(),
             policy: ConsecutiveFailures::default(),
             observer: (),
+            clock: None,
+            on_state_change: None,
         }
     }
 }
@@ -135,7 +127,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// call is counted in [`Totals::abandoned`](crate::Totals::abandoned) either way, and
     /// never leaves a half-open breaker stuck.
     pub fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
-        self.knobs.abandoned = (closed, half_open);
+        self.knobs.abandoned_as = Abandoned { closed, half_open };
         self
     }
 
@@ -158,6 +150,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             knobs: self.knobs,
             policy,
             observer: self.observer,
+            clock: self.clock,
+            on_state_change: self.on_state_change,
         }
     }
 
@@ -195,13 +189,62 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             knobs: self.knobs,
             policy: self.policy,
             observer: (self.observer, observer),
+            clock: self.clock,
+            on_state_change: self.on_state_change,
         }
     }
 
-    /// A breaker that nothing trips, neither its policy nor a fatal result (it still counts
-    /// every call; the manual controls still apply): an exempt key.
-    pub(crate) fn never_trips(mut self) -> Self {
-        self.knobs.never_trips = true;
+    /// Whether nothing trips the breaker, neither its policy nor a fatal result; `false` by
+    /// default. It still counts every call (for metrics), and the manual controls
+    /// ([`force_open`](Breaker::force_open), [`trip_for`](Breaker::trip_for), a permit's
+    /// `failure_open_for`) still apply. For a dependency that must never be cut off, such as
+    /// a health check; a [`RegistrySettings`](crate::config::RegistrySettings) file sets it
+    /// for its `exempt` keys.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::Outcome;
+    /// use lazybreaker::{Breaker, State};
+    ///
+    /// let breaker = Breaker::builder()
+    ///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+    ///     .never_trips(true)
+    ///     .build();
+    /// for _ in 0..3 {
+    ///     let _ = breaker.execute(|| Err::<(), _>("down"));
+    /// }
+    /// breaker.allow().unwrap().record(Outcome::Fatal); // would open any other breaker at once
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// assert_eq!(breaker.counts().total_failures, 4); // every call counted
+    ///
+    /// breaker.force_open(); // the manual controls still apply
+    /// assert_eq!(breaker.state(), State::Open);
+    /// ```
+    pub fn never_trips(mut self, never_trips: bool) -> Self {
+        self.knobs.never_trips = never_trips;
+        self
+    }
+
+    /// Replaces every plain-value knob at once (the name included) with `knobs`; the policy,
+    /// observer, clock and callback stay. [`Knobs::default`] holds the builder's defaults, so
+    /// `Knobs { timeout, ..Knobs::default() }` sets one knob and resets the others.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Knobs};
+    /// use std::time::Duration;
+    ///
+    /// let knobs = Knobs { name: "search".into(), max_requests: 3, ..Knobs::default() };
+    /// let breaker = Breaker::builder()
+    ///     .timeout(Duration::from_secs(5)) // replaced below: back to the default
+    ///     .knobs(knobs)
+    ///     .build();
+    /// assert_eq!(breaker.name(), "search");
+    /// ```
+    pub fn knobs(mut self, knobs: Knobs) -> Self {
+        self.knobs = knobs;
         self
     }
 
@@ -219,6 +262,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             knobs: self.knobs,
             policy: self.policy,
             observer,
+            clock: self.clock,
+            on_state_change: self.on_state_change,
         }
     }
 
@@ -243,7 +288,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     where
         F: Fn(&str, State, State) + Send + Sync + 'static,
     {
-        self.knobs.on_state_change = Some(Arc::new(callback));
+        self.on_state_change = Some(Arc::new(callback));
         self
     }
 
@@ -256,7 +301,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.knobs.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
         self
     }
 
@@ -267,7 +312,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
 
     /// The clock, as the registry shares it.
     pub(crate) fn clock_source(mut self, clock: ClockSource) -> Self {
-        self.knobs.clock = Some(clock);
+        self.clock = Some(clock);
         self
     }
 
@@ -315,17 +360,17 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             interval,
             bucket_period,
             timeout,
-            abandoned,
-            on_state_change,
+            abandoned_as,
             never_trips,
-            clock,
         } = self.knobs;
         let timing = Timing::new(max_requests, interval, bucket_period, timeout)
-            .abandoned_as(abandoned.0, abandoned.1)
+            .abandoned_as(abandoned_as.closed, abandoned_as.half_open)
             .never_tripping(never_trips);
         // What the lane may do, decided once from the policy's capabilities.
         let plan = Plan::of(&self.policy, timing.rolls());
-        let clock = clock.unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
+        let clock = self
+            .clock
+            .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
         let mut machine = Machine::new(timing, self.policy, now);
         // A policy hook that panicked while the machine asked it (nothing is admitted yet):
@@ -333,7 +378,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         contain::resume(machine.take_panic());
         let observers = Observers {
             observer: self.observer,
-            on_state_change,
+            on_state_change: self.on_state_change,
         };
         let observes = observers.observes_transitions();
         Breaker {
@@ -354,16 +399,11 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
 impl<P: TripPolicy + fmt::Debug, O: Observer + fmt::Debug> fmt::Debug for Builder<P, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
-            .field("name", &self.knobs.name)
-            .field("max_requests", &self.knobs.max_requests)
-            .field("interval", &self.knobs.interval)
-            .field("bucket_period", &self.knobs.bucket_period)
-            .field("timeout", &self.knobs.timeout)
-            .field("abandoned", &self.knobs.abandoned)
+            .field("knobs", &self.knobs)
             .field("policy", &self.policy)
             .field("observer", &self.observer)
-            .field("on_state_change", &self.knobs.on_state_change.is_some())
-            .field("clock", &self.knobs.clock)
+            .field("on_state_change", &self.on_state_change.is_some())
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }

@@ -136,7 +136,7 @@ impl RegistrySettings {
         });
         let builder = builder.name(key);
         if self.exempt.contains(key) {
-            builder.never_trips()
+            builder.never_trips(true)
         } else {
             builder
         }
