@@ -87,10 +87,12 @@
 //!
 //! # Configuration
 //!
-//! [`config`] describes breakers as plain values ([`config::Settings`], a
-//! [`config::PolicyConfig`] for every built-in policy) and builds them
-//! ([`Breaker::from_settings`], [`config::build_all`]), with errors that name the breaker and
-//! the field by its path.
+//! [`Knobs`] holds every plain-value knob once: the [`Builder`] sets it, and [`config`]
+//! describes breakers as plain values around it ([`config::Settings`], a
+//! [`config::PolicyConfig`] for every built-in policy), so a file sets exactly what code can.
+//! Two ways lead to breakers, [`Breaker::from_settings`] for one and [`config::build_all`]
+//! for a map (see [From configuration](config#from-configuration)), with errors that name
+//! the breaker and the field by its path.
 //!
 //! # Features
 //!
