@@ -114,7 +114,7 @@
 //! # #[cfg(feature = "serde")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use lazybreaker::config::Settings;
-//! use lazybreaker::{AbandonedAs, Knobs};
+//! use lazybreaker::{AbandonedAs, Breaker, State};
 //!
 //! let settings: Settings = toml::from_str(r#"
 //!     abandoned_as = { closed = "failure", half_open = "exclusion" }
@@ -122,7 +122,9 @@
 //! "#)?;
 //! assert_eq!(settings.knobs.abandoned_as.closed, AbandonedAs::Failure);
 //! assert!(settings.knobs.never_trips);
-//! assert_eq!(settings.knobs, Knobs { never_trips: true, ..settings.knobs.clone() });
+//! let breaker = Breaker::from_settings(&settings)?;
+//! drop(breaker.allow().unwrap());
+//! assert_eq!((breaker.state(), breaker.counts().total_failures), (State::Closed, 1));
 //! # Ok(())
 //! # }
 //! # #[cfg(not(feature = "serde"))]
@@ -291,9 +293,12 @@
 //! assert_eq!(breakers[0].1.name(), "payments");
 //! assert_eq!(breakers[1].1.state(), State::Closed);
 //!
-//! let err = toml::from_str::<SettingsMap>("[search]\npolicy = { kind = \"ema\", epsilon = \"x\" }")
-//!     .unwrap_err();
-//! assert_eq!(err.message(), r#"breaker `search`: invalid `policy.epsilon` = "x": expected a number"#);
+//! let typo = "[search]\npolicy = { kind = \"ema\", epsilon = \"x\" }";
+//! let err = toml::from_str::<SettingsMap>(typo).unwrap_err();
+//! assert_eq!(
+//!     err.message(),
+//!     r#"breaker `search`: invalid `policy.epsilon` = "x": expected a number"#
+//! );
 //! # Ok(())
 //! # }
 //! # #[cfg(not(feature = "serde"))]
@@ -311,7 +316,11 @@
 //! let map: SettingsMap = [
 //!     ("inventory", Settings::default()),
 //!     ("payments", Settings {
-//!         knobs: Knobs { name: "payments-eu".into(), timeout: Duration::from_secs(5), ..Knobs::default() },
+//!         knobs: Knobs {
+//!             name: "payments-eu".into(),
+//!             timeout: Duration::from_secs(5),
+//!             ..Knobs::default()
+//!         },
 //!         ..Settings::default()
 //!     }),
 //! ]

@@ -1,5 +1,5 @@
 //! Reading configuration (the `serde` feature): every value's `Deserialize`, and the typed
-//! route [`Settings::from_deserializer`](crate::config::Settings::from_deserializer). [`value`] holds the format-agnostic part (the
+//! route [`Settings::from_deserializer`]. [`value`] holds the format-agnostic part (the
 //! value tree, paths, the table reader), [`schema`] this crate's file shape.
 //!
 //! serde's derived internally tagged enums buffer a table before they know its `kind`, and
@@ -8,8 +8,11 @@
 //! (through `deserialize_any`), then converted into its typed value by functions that track
 //! the path (`policy.policies[1].min_requests`) and answer a [`ConfigError`] naming that path,
 //! the value as written, why it does not fit, and the breaker (the table's `name`, or its key
-//! in a [`SettingsMap`](crate::config::SettingsMap)). Through a format crate the message is the
-//! `ConfigError`'s own (`D::Error::custom`); [`Settings::from_deserializer`](crate::config::Settings::from_deserializer) keeps it typed.
+//! in a [`SettingsMap`]). Through a format crate the message is the `ConfigError`'s own
+//! (`D::Error::custom`); [`Settings::from_deserializer`] keeps it typed.
+//!
+//! [`Settings::from_deserializer`]: crate::config::Settings::from_deserializer
+//! [`SettingsMap`]: crate::config::SettingsMap
 
 mod schema;
 mod value;
@@ -22,11 +25,16 @@ use value::Value;
 /// Why configuration could not be read: the input is not valid in its format, or it is but
 /// does not describe valid configuration.
 ///
-/// Returned by [`Settings::from_deserializer`](crate::config::Settings::from_deserializer), [`PolicyConfig::from_deserializer`](crate::config::PolicyConfig::from_deserializer) and
-/// [`SettingsMap::from_deserializer`](crate::config::SettingsMap::from_deserializer), which keep apart what the format crate reports and what
-/// this crate does. (Through `Deserialize`, e.g. `toml::from_str`, both arrive as the format's
+/// Returned by [`Settings::from_deserializer`], [`PolicyConfig::from_deserializer`] and
+/// [`SettingsMap::from_deserializer`], which keep apart what the format crate reports and
+/// what this crate does. (Through `Deserialize`, e.g. `toml::from_str`, both arrive as the format's
 /// error, with the [`ConfigError`]'s message.) A [`ConfigError`] converts into it, so the
-/// range checks of [`Settings::validate`](crate::config::Settings::validate) join with `?`.
+/// range checks of [`Settings::validate`] join with `?`.
+///
+/// [`Settings::from_deserializer`]: crate::config::Settings::from_deserializer
+/// [`PolicyConfig::from_deserializer`]: crate::config::PolicyConfig::from_deserializer
+/// [`SettingsMap::from_deserializer`]: crate::config::SettingsMap::from_deserializer
+/// [`Settings::validate`]: crate::config::Settings::validate
 ///
 /// # Examples
 ///
