@@ -1,4 +1,4 @@
-//! Breakers configured from a TOML file: one per downstream, each with its own policy.
+//! SettingsMap configured from a TOML file: one per downstream, each with its own policy.
 //!
 //! Run it with `cargo run --example from_config --features serde`, or pass another file:
 //! `cargo run --example from_config --features serde -- my_breakers.toml`.
@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use lazybreaker::config::Breakers;
+use lazybreaker::config::{self, SettingsMap};
 use lazybreaker::{Counts, DynBreaker, ManualClock, State, Totals};
 
 const TICK: Duration = Duration::from_millis(10);
@@ -57,7 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         concat!(env!("CARGO_MANIFEST_DIR"), "/examples/breakers.toml").to_owned()
     });
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    let settings: Breakers = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let settings: SettingsMap = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
 
     println!("loaded {} breakers from {path}", settings.len());
     // The settings serialise back out, durations as humantime strings.
@@ -66,21 +66,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", toml::to_string(shipping)?);
     }
 
-    // Every breaker on one simulated clock, printing its state changes.
+    // Every breaker on one simulated clock, printing its state changes: each entry named by
+    // its key unless it has a `name` (as `config::build_all` names them), then built through
+    // `Settings::to_builder`, which takes the clock and the callback.
     let clock = ManualClock::new();
-    let breakers: Vec<(String, DynBreaker)> = settings
-        .builders()?
-        .into_iter()
-        .map(|(key, builder)| {
-            let at = clock.clone();
-            let builder = builder
+    let mut breakers: Vec<(String, DynBreaker)> = Vec::new();
+    for (key, settings) in &settings {
+        let mut settings = settings.clone();
+        if settings.knobs.name.is_empty() {
+            settings.knobs.name = key.clone();
+        }
+        let at = clock.clone();
+        let builder =
+            settings
+                .to_builder()?
                 .clock(clock.clone())
                 .on_state_change(move |name, from, to| {
                     println!("{:>7.3}s  {name}: {from} -> {to}", at.now().as_secs_f64());
                 });
-            (key, builder.build())
-        })
-        .collect();
+        breakers.push((key.clone(), builder.build()));
+    }
 
     println!("state changes during {}s of traffic:\n", RUN.as_secs());
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
@@ -122,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // What a user sees for a broken file.
     println!("\na typo'd field is an error while parsing:\n");
     let typo = "[payments]\ntimeout = \"5s\"\nintervall = \"10s\"\n";
-    match toml::from_str::<Breakers>(typo) {
+    match toml::from_str::<SettingsMap>(typo) {
         Ok(_) => unreachable!("`intervall` is not a field"),
         Err(err) => println!("{err}"),
     }
@@ -136,7 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             { kind = "failure_ratio", ratio = 0.5, min_requests = -1 },
         ]
     "#;
-    match toml::from_str::<Breakers>(wrong_type) {
+    match toml::from_str::<SettingsMap>(wrong_type) {
         Ok(_) => unreachable!("-1 is not a number of requests"),
         Err(err) => println!("{err}"),
     }
@@ -149,8 +154,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [payments]
         policy = { kind = "failure_ratio", ratio = 1.5, min_requests = 10 }
     "#;
-    let settings: Breakers = toml::from_str(out_of_range)?;
-    match settings.build_all() {
+    let settings: SettingsMap = toml::from_str(out_of_range)?;
+    match config::build_all(&settings) {
         Ok(_) => unreachable!("a ratio of 1.5 is out of range"),
         Err(err) => {
             println!("{err}");

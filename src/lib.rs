@@ -87,10 +87,12 @@
 //!
 //! # Configuration
 //!
-//! [`config`] describes breakers as plain values ([`config::Settings`], a
-//! [`config::PolicyConfig`] for every built-in policy) and builds them
-//! ([`Breaker::from_settings`], [`config::build_all`]), with errors that name the breaker and
-//! the field by its path.
+//! [`Knobs`] holds every plain-value knob once: the [`Builder`] sets it, and [`config`]
+//! describes breakers as plain values around it ([`config::Settings`], a
+//! [`config::PolicyConfig`] for every built-in policy), so a file sets exactly what code can.
+//! Two ways lead to breakers, [`Breaker::from_settings`] for one and [`config::build_all`]
+//! for a map (see [From configuration](config#from-configuration)), with errors that name
+//! the breaker and the field by its path.
 //!
 //! # Features
 //!
@@ -109,7 +111,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 // The module graph has no cycles. Leaves: `state`, `generation`, `nanos`, `contain`,
-// `error`, `counts`, `serde_duration`; `window_check` uses `error` and `MAX_BUCKETS`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
+// `error`, `counts`, `serde_duration`; `window_check` uses `error` and `MAX_BUCKETS`; `knobs` uses
+// `abandoned` and `serde_duration`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
 // machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
 // `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
 // the permits and the sync shim.
@@ -128,6 +131,7 @@ mod generation;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod in_flight;
+mod knobs;
 mod lane;
 mod machine;
 mod nanos;
@@ -163,6 +167,7 @@ pub use counts::{Counts, Totals, Transitions};
 pub use error::{ConfigError, Error, Rejected};
 pub use forced::Forced;
 pub use future::ExecuteAsync;
+pub use knobs::{Abandoned, Knobs};
 pub use machine::MAX_BUCKETS;
 pub use registry::{Registry, RegistryFull, RegistryHasher};
 pub use snapshot::Snapshot;

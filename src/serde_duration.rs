@@ -1,7 +1,7 @@
 //! `Duration`s as humantime strings (`"250ms"`, `"1m 30s"`): the serde side of every duration
 //! in the crate's configuration, [`config`](crate::config) and
-//! [`EmaConfig`](crate::policy::EmaConfig) alike. A leaf: it needs only std, serde and
-//! humantime.
+//! [`EmaConfig`](crate::policy::EmaConfig) alike, and the test that leaves a default knob out
+//! of what is written. A leaf: it needs only std, serde and humantime.
 
 use std::time::Duration;
 
@@ -26,6 +26,12 @@ pub(crate) fn serialize_option<S: Serializer>(
         Some(d) => serializer.serialize_some(&humantime::format_duration(*d).to_string()),
         None => serializer.serialize_none(),
     }
+}
+
+/// Whether `value` is its type's default, for `#[serde(skip_serializing_if = "…")]`: a knob
+/// left at its default is not written out, so files stay as short as they were written.
+pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// Reads a humantime string; on error, why it is not a duration (lowercase, no period).

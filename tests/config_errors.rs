@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lazybreaker::config::{Breakers, DeserializeError, OpenDurationConfig, PolicyConfig, Settings};
+use lazybreaker::config::{
+    DeserializeError, OpenDurationConfig, PolicyConfig, Settings, SettingsMap,
+};
 use lazybreaker::policy::EmaConfig;
 use lazybreaker::{Breaker, ConfigError};
 
@@ -702,7 +704,7 @@ const SETTINGS: &[Case] = &[
     ),
 ];
 
-/// Whole files of breakers, as `Breakers`: the key names the breaker without a `name`.
+/// Whole files of breakers, as `SettingsMap`: the key names the breaker without a `name`.
 const FILES: &[Case] = &[
     case(
         Toml("[payments]\ntimeout = \"30s\"\n\n[search]\nintervall = \"10s\""),
@@ -861,10 +863,10 @@ fn every_bad_setting_names_its_field_and_breaker() {
 #[test]
 fn every_bad_file_names_its_breaker_by_name_or_key() {
     for case in FILES {
-        let (typed_result, through) = read::<Breakers>(
+        let (typed_result, through) = read::<SettingsMap>(
             case.input,
-            |de| typed(Breakers::from_deserializer(de)),
-            |de| typed(Breakers::from_deserializer(de)),
+            |de| typed(SettingsMap::from_deserializer(de)),
+            |de| typed(SettingsMap::from_deserializer(de)),
         );
         match case.stage {
             Shape => {
@@ -877,7 +879,9 @@ fn every_bad_file_names_its_breaker_by_name_or_key() {
             Range => {
                 let breakers = typed_result.unwrap_or_else(|e| panic!("{case:?}: {e:?}"));
                 assert!(same(&through.unwrap(), &breakers), "{case:?}");
-                let err = breakers.build_all().map(drop).expect_err(case.field);
+                let err = lazybreaker::config::build_all(&breakers)
+                    .map(drop)
+                    .expect_err(case.field);
                 check_error(case, &err);
             }
         }
@@ -896,8 +900,8 @@ fn a_plain_map_of_settings_names_a_breaker_by_its_name_only() {
     let err = toml::from_str::<BTreeMap<String, Settings>>("[search]\nintervall = \"10s\"\n")
         .unwrap_err();
     assert!(err.message().starts_with("invalid `intervall`"), "{err}");
-    // `Breakers` names it by its key.
-    let err = toml::from_str::<Breakers>("[search]\nintervall = \"10s\"\n").unwrap_err();
+    // `SettingsMap` names it by its key.
+    let err = toml::from_str::<SettingsMap>("[search]\nintervall = \"10s\"\n").unwrap_err();
     assert!(
         err.message()
             .starts_with("breaker `search`: invalid `intervall`"),
@@ -911,7 +915,7 @@ fn a_syntax_error_is_the_formats_own() {
         .unwrap_err();
     assert!(matches!(err, DeserializeError::Format(_)), "{err:?}");
     assert!(err.to_string().contains("EOF"), "{err}");
-    let err = Breakers::from_deserializer(&mut serde_json::Deserializer::from_str(r#"{"a": {"#))
+    let err = SettingsMap::from_deserializer(&mut serde_json::Deserializer::from_str(r#"{"a": {"#))
         .unwrap_err();
     assert!(matches!(err, DeserializeError::Format(_)), "{err:?}");
     // A format's own type error too: JSON numbers beyond f64.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lazybreaker::config::{self, DynBreaker, OpenDurationConfig, PolicyConfig, Settings};
 use lazybreaker::policy::{ConsecutiveFailures, EmaConfig, FailureRatio, TripPolicy};
-use lazybreaker::{Breaker, Builder, Counts, ManualClock, Rejected, State, Totals};
+use lazybreaker::{Breaker, Builder, Counts, Knobs, ManualClock, Rejected, State, Totals};
 
 fn toml_settings(text: &str) -> Settings {
     toml::from_str(text).unwrap_or_else(|e| panic!("{text}\n{e}"))
@@ -41,9 +41,9 @@ fn durations_are_human_strings() {
         timeout = "10s"
         "#,
     );
-    assert_eq!(s.interval, secs(90));
-    assert_eq!(s.bucket_period, ms(250));
-    assert_eq!(s.timeout, secs(10));
+    assert_eq!(s.knobs.interval, secs(90));
+    assert_eq!(s.knobs.bucket_period, ms(250));
+    assert_eq!(s.knobs.timeout, secs(10));
 
     for (text, expected) in [
         ("1m 30s", secs(90)),
@@ -54,18 +54,21 @@ fn durations_are_human_strings() {
         ("0", Duration::ZERO),
     ] {
         let s = toml_settings(&format!("timeout = {text:?}"));
-        assert_eq!(s.timeout, expected, "{text}");
+        assert_eq!(s.knobs.timeout, expected, "{text}");
     }
 }
 
 #[test]
 fn durations_are_written_back_as_human_strings() {
     let settings = Settings {
-        name: "payments".into(),
-        max_requests: 3,
-        interval: secs(10),
-        bucket_period: ms(250),
-        timeout: secs(90),
+        knobs: Knobs {
+            name: "payments".into(),
+            max_requests: 3,
+            interval: secs(10),
+            bucket_period: ms(250),
+            timeout: secs(90),
+            ..Knobs::default()
+        },
         policy: PolicyConfig::FailureRatio {
             ratio: 0.5,
             min_requests: 20,
@@ -177,11 +180,14 @@ fn every_policy() -> Vec<(&'static str, PolicyConfig)> {
 
 fn settings_with(name: &str, policy: PolicyConfig) -> Settings {
     Settings {
-        name: name.into(),
-        max_requests: 2,
-        interval: secs(60),
-        bucket_period: secs(5),
-        timeout: ms(1500),
+        knobs: Knobs {
+            name: name.into(),
+            max_requests: 2,
+            interval: secs(60),
+            bucket_period: secs(5),
+            timeout: ms(1500),
+            ..Knobs::default()
+        },
         policy,
         open_duration: OpenDurationConfig::Policy {},
     }
@@ -249,8 +255,11 @@ fn a_hand_written_file_round_trips() {
     "#;
     let parsed = toml_settings(text);
     let expected = Settings {
-        name: "search".into(),
-        timeout: secs(90),
+        knobs: Knobs {
+            name: "search".into(),
+            timeout: secs(90),
+            ..Knobs::default()
+        },
         policy: PolicyConfig::AnyOf {
             policies: vec![
                 PolicyConfig::ConsecutiveFailures { threshold: 20 },
@@ -358,8 +367,11 @@ fn omitted_fields_take_the_builders_defaults() {
     assert_eq!(trace_settings(&toml_settings("")), expected);
     assert_eq!(
         trace(|clock| {
-            let mut b = config::builders([("x", Settings::default())]).unwrap();
-            b.remove(0).1.clock(clock).build()
+            Settings::default()
+                .to_builder()
+                .unwrap()
+                .clock(clock)
+                .build()
         }),
         expected
     );
@@ -574,7 +586,12 @@ fn bad_values_name_the_breaker_the_field_and_the_value() {
         let map: BTreeMap<String, Settings> = toml::from_str(&file).unwrap();
         let err2 = config::build_all(&map).map(drop).unwrap_err();
         assert_eq!(err2, err, "{body}");
-        assert_eq!(config::builders(&map).map(drop).unwrap_err(), err, "{body}");
+        let as_map: config::SettingsMap = toml::from_str(&file).unwrap();
+        assert_eq!(
+            config::build_all(&as_map).map(drop).unwrap_err(),
+            err,
+            "{body}"
+        );
 
         // Without a name, no breaker is named.
         let unnamed = toml_settings(body);
@@ -754,7 +771,7 @@ fn json_reports_the_same_shape_errors() {
     for (json, message) in [
         (
             r#"{"intervall": "10s"}"#,
-            r#"invalid `intervall` = "10s": unknown field, expected one of `name`, `max_requests`, `interval`, `bucket_period`, `timeout`, `policy`, `open_duration`"#,
+            r#"invalid `intervall` = "10s": unknown field, expected one of `name`, `max_requests`, `interval`, `bucket_period`, `timeout`, `abandoned_as`, `never_trips`, `policy`, `open_duration`"#,
         ),
         (
             r#"{"name": "search", "policy": {"kind": "ema", "epsilonn": 0.1}}"#,
@@ -790,8 +807,8 @@ fn a_typo_in_a_file_of_breakers_points_at_its_table() {
             .starts_with("invalid `intervall` = \"10s\": unknown field, expected one of"),
         "{text}"
     );
-    // `Breakers`: the same place, and the entry's key names the breaker.
-    let err = toml::from_str::<config::Breakers>(file).unwrap_err();
+    // `SettingsMap`: the same place, and the entry's key names the breaker.
+    let err = toml::from_str::<config::SettingsMap>(file).unwrap_err();
     assert_eq!(err.span().map(|s| &file[s]), Some("[search]"));
     assert!(
         err.message().starts_with(
@@ -849,11 +866,11 @@ fn a_file_of_breakers_round_trips_and_builds() {
         kind = "ema"
         min_isolation = "250ms"
     "#;
-    let breakers: config::Breakers = toml::from_str(text).unwrap();
+    let breakers: config::SettingsMap = toml::from_str(text).unwrap();
     let map: BTreeMap<String, Settings> = toml::from_str(text).unwrap();
-    assert_eq!(breakers.as_map(), &map);
+    assert_eq!(*breakers, map);
     assert_eq!(breakers.len(), 2);
-    assert_eq!(breakers.get("payments").unwrap().timeout, secs(30));
+    assert_eq!(breakers.get("payments").unwrap().knobs.timeout, secs(30));
     // Written back as the plain map writes, and read back the same.
     assert_eq!(
         toml::to_string(&breakers).unwrap(),
@@ -862,23 +879,22 @@ fn a_file_of_breakers_round_trips_and_builds() {
     let json = serde_json::to_string(&breakers).unwrap();
     assert_eq!(json, serde_json::to_string(&map).unwrap());
     assert_eq!(
-        serde_json::from_str::<config::Breakers>(&json).unwrap(),
+        serde_json::from_str::<config::SettingsMap>(&json).unwrap(),
         breakers
     );
-    let again: config::Breakers = toml::from_str(&toml::to_string(&breakers).unwrap()).unwrap();
+    let again: config::SettingsMap = toml::from_str(&toml::to_string(&breakers).unwrap()).unwrap();
     assert_eq!(again, breakers);
 
-    let built = breakers.build_all().unwrap();
+    let built = config::build_all(&breakers).unwrap();
     let names: Vec<_> = built.iter().map(|(k, b)| (k.as_str(), b.name())).collect();
     assert_eq!(names, [("payments", "payments"), ("search", "search-eu")]);
-    assert_eq!(breakers.builders().unwrap().len(), 2);
-    assert_eq!(config::build_all(&breakers).unwrap().len(), 2);
+    assert_eq!(config::build_all(breakers.iter()).unwrap().len(), 2);
     let owned: BTreeMap<String, Settings> = breakers.clone().into();
     assert_eq!(owned, map);
-    let mut collected: config::Breakers = breakers.clone().into_iter().collect();
-    collected.extend([("extra", Settings::default())]);
+    let mut collected: config::SettingsMap = breakers.clone().into_iter().collect();
+    collected.insert("extra".into(), Settings::default());
     assert_eq!(collected.len(), 3);
-    assert!(config::Breakers::new().is_empty());
+    assert!(config::SettingsMap::default().is_empty());
 }
 
 #[test]

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::abandoned::AbandonedAs;
-use crate::clock::Clock;
-use crate::clock::ClockSource;
+use crate::clock::{Clock, ClockSource};
 use crate::contain;
 use crate::counts::Counts;
 use crate::error::ConfigError;
+use crate::knobs::{Abandoned, Knobs};
 use crate::lane::{Lane, Plan};
 use crate::machine::{Machine, Rules};
 use crate::observe::Observer;
@@ -61,25 +61,13 @@ use super::Breaker;
 #[must_use = "a builder does nothing until `build` is called"]
 #[derive(Clone)]
 pub struct Builder<P = ConsecutiveFailures, O = ()> {
+    /// Every plain-value knob, as [`Knobs`] documents them.
     knobs: Knobs,
     policy: P,
     observer: O,
-}
-
-/// Every knob but the policy and the observer (the builder's type parameters).
-#[derive(Clone, Default)]
-struct Knobs {
-    name: String,
-    max_requests: u32,
-    interval: Duration,
-    bucket_period: Duration,
-    timeout: Duration,
-    abandoned: (AbandonedAs, AbandonedAs),
-    on_state_change: Option<Arc<StateChangeFn>>,
-    /// Nothing trips the breaker (an exempt key of a registry's settings).
-    never_trips: bool,
     /// `None`: the default for the policy, chosen at `build`.
     clock: Option<ClockSource>,
+    on_state_change: Option<Arc<StateChangeFn>>,
 }
 
 impl Builder<ConsecutiveFailures> {
@@ -88,6 +76,8 @@ impl Builder<ConsecutiveFailures> {
             knobs: Knobs::default(),
             policy: ConsecutiveFailures::default(),
             observer: (),
+            clock: None,
+            on_state_change: None,
         }
     }
 }
@@ -139,7 +129,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// call is counted in [`Totals::abandoned`](crate::Totals::abandoned) either way, and
     /// never leaves a half-open breaker stuck.
     pub fn abandoned_as(mut self, closed: AbandonedAs, half_open: AbandonedAs) -> Self {
-        self.knobs.abandoned = (closed, half_open);
+        self.knobs.abandoned_as = Abandoned { closed, half_open };
         self
     }
 
@@ -162,6 +152,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             knobs: self.knobs,
             policy,
             observer: self.observer,
+            clock: self.clock,
+            on_state_change: self.on_state_change,
         }
     }
 
@@ -199,13 +191,62 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             knobs: self.knobs,
             policy: self.policy,
             observer: (self.observer, observer),
+            clock: self.clock,
+            on_state_change: self.on_state_change,
         }
     }
 
-    /// A breaker that nothing trips, neither its policy nor a fatal result (it still counts
-    /// every call; the manual controls still apply): an exempt key.
-    pub(crate) fn never_trips(mut self) -> Self {
-        self.knobs.never_trips = true;
+    /// Whether nothing trips the breaker, neither its policy nor a fatal result; `false` by
+    /// default. It still counts every call (for metrics), and the manual controls
+    /// ([`force_open`](Breaker::force_open), [`trip_for`](Breaker::trip_for), a permit's
+    /// `failure_open_for`) still apply. For a dependency that must never be cut off, such as
+    /// a health check; a [`RegistrySettings`](crate::config::RegistrySettings) file sets it
+    /// for its `exempt` keys.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::Outcome;
+    /// use lazybreaker::{Breaker, State};
+    ///
+    /// let breaker = Breaker::builder()
+    ///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+    ///     .never_trips(true)
+    ///     .build();
+    /// for _ in 0..3 {
+    ///     let _ = breaker.execute(|| Err::<(), _>("down"));
+    /// }
+    /// breaker.allow().unwrap().record(Outcome::Fatal); // would open any other breaker at once
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// assert_eq!(breaker.counts().total_failures, 4); // every call counted
+    ///
+    /// breaker.force_open(); // the manual controls still apply
+    /// assert_eq!(breaker.state(), State::Open);
+    /// ```
+    pub fn never_trips(mut self, never_trips: bool) -> Self {
+        self.knobs.never_trips = never_trips;
+        self
+    }
+
+    /// Replaces every plain-value knob at once (the name included) with `knobs`; the policy,
+    /// observer, clock and callback stay. [`Knobs::default`] holds the builder's defaults, so
+    /// `Knobs { timeout, ..Knobs::default() }` sets one knob and resets the others.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Knobs};
+    /// use std::time::Duration;
+    ///
+    /// let knobs = Knobs { name: "search".into(), max_requests: 3, ..Knobs::default() };
+    /// let breaker = Breaker::builder()
+    ///     .timeout(Duration::from_secs(5)) // replaced below: back to the default
+    ///     .knobs(knobs)
+    ///     .build();
+    /// assert_eq!(breaker.name(), "search");
+    /// ```
+    pub fn knobs(mut self, knobs: Knobs) -> Self {
+        self.knobs = knobs;
         self
     }
 
@@ -223,6 +264,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             knobs: self.knobs,
             policy: self.policy,
             observer,
+            clock: self.clock,
+            on_state_change: self.on_state_change,
         }
     }
 
@@ -247,7 +290,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     where
         F: Fn(&str, State, State) + Send + Sync + 'static,
     {
-        self.knobs.on_state_change = Some(Arc::new(callback));
+        self.on_state_change = Some(Arc::new(callback));
         self
     }
 
@@ -260,7 +303,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.knobs.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
         self
     }
 
@@ -271,7 +314,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
 
     /// The clock, as the registry shares it.
     pub(crate) fn clock_source(mut self, clock: ClockSource) -> Self {
-        self.knobs.clock = Some(clock);
+        self.clock = Some(clock);
         self
     }
 
@@ -313,37 +356,22 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// Only if user code does: the clock, or a policy hook the breaker asks once here
     /// ([`TripPolicy::capabilities`]); its panic continues from `build`.
     pub fn build(self) -> Breaker<P, O> {
-        let Knobs {
-            name,
-            max_requests,
-            interval,
-            bucket_period,
-            timeout,
-            abandoned,
-            on_state_change,
-            never_trips,
-            clock,
-        } = self.knobs;
-        let rules = Rules::new(max_requests, interval, bucket_period, timeout)
-            .abandoned_as(abandoned.0, abandoned.1)
-            .never_tripping(never_trips);
         // The policy's capabilities, asked once: a panic continues from `build` (nothing is
         // admitted yet), not from some later call.
         let mut panics = contain::FirstPanic::default();
         let caps = panics.catch(Capabilities::default(), || self.policy.capabilities());
         contain::resume(panics);
+        let rules = Rules::from(&self.knobs).with_capabilities(&caps);
         // What the lane may do, decided once from them.
-        let rules = rules.with_capabilities(&caps);
         let plan = Plan::of(&caps, rules.rolls());
-        let clock = clock.unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
+        let clock = self
+            .clock
+            .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
-        let mut machine = Machine::new(rules, self.policy, now);
-        // A policy hook that panicked while the machine asked it (nothing is admitted yet):
-        // the panic continues here, from `build`, not from some later call.
-        contain::resume(machine.take_panic());
+        let machine = Machine::new(rules, self.policy, now);
         let observers = Observers {
             observer: self.observer,
-            on_state_change,
+            on_state_change: self.on_state_change,
         };
         let observes = observers.observes_transitions();
         Breaker {
@@ -353,7 +381,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
                 outbox: Outbox::new(observes),
             }),
             clock,
-            name,
+            name: self.knobs.name,
             observes,
             observers,
             needs_latency: plan.needs_latency(),
@@ -364,16 +392,11 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
 impl<P: TripPolicy + fmt::Debug, O: Observer + fmt::Debug> fmt::Debug for Builder<P, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
-            .field("name", &self.knobs.name)
-            .field("max_requests", &self.knobs.max_requests)
-            .field("interval", &self.knobs.interval)
-            .field("bucket_period", &self.knobs.bucket_period)
-            .field("timeout", &self.knobs.timeout)
-            .field("abandoned", &self.knobs.abandoned)
+            .field("knobs", &self.knobs)
             .field("policy", &self.policy)
             .field("observer", &self.observer)
-            .field("on_state_change", &self.knobs.on_state_change.is_some())
-            .field("clock", &self.knobs.clock)
+            .field("on_state_change", &self.on_state_change.is_some())
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }

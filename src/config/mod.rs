@@ -3,55 +3,261 @@
 //! field by its path, and the reason.
 //!
 //! The values are plain Rust, available without any feature: build them in code, keep them
-//! in your own configuration structs, and turn them into breakers with
-//! [`Breaker::from_settings`], [`Settings::to_builder`] or [`build_all`]. With the `serde`
-//! feature they also serialise and deserialise, so services keep their breakers' settings in
-//! TOML, YAML or JSON next to the rest of their configuration, and change them without a
-//! rebuild. Any self-describing serde format works; the examples here use TOML.
+//! in your own configuration structs, and turn them into breakers. With the `serde` feature
+//! they also serialise and deserialise, so services keep their breakers' settings in TOML,
+//! YAML or JSON next to the rest of their configuration, and change them without a rebuild.
+//! Any self-describing serde format works; the examples here use TOML.
 //!
-//! # Two kinds of error
+//! # From configuration
 //!
-//! - **The file does not fit the shape** (with `serde`): an unknown field (a typo is never
-//!   silently ignored), a wrong type, a duration that does not parse, an unknown policy
-//!   `kind`, a list where a table belongs. Deserializing reports these while parsing, as a
-//!   [`ConfigError`] that names the field by its full path, the value as written, and the
-//!   breaker: `` breaker `payments`: invalid `policy.policies[1].min_requests` = -1: expected
-//!   a non-negative integer ``. Through a format crate (`toml::from_str`,
-//!   `serde_json::from_str`, …) it arrives as the format's error with exactly that message;
-//!   `Settings::from_deserializer` returns it typed, apart from the format's own syntax
-//!   errors. A breaker is named by its table's `name`; in a [`Breakers`] file, by its key
-//!   when it has no `name`.
-//! - **A value is out of range**: a ratio outside `[0, 1]`, a zero window, a bucket period
-//!   that does not fit the interval, an isolation minimum above its maximum. Building the
-//!   breaker ([`Breaker::from_settings`], [`Settings::to_builder`], [`build_all`]) reports these
-//!   as a [`ConfigError`] that names the breaker and the field's path in the settings:
-//!   `` breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1] ``.
+//! Two ways lead from configuration to breakers:
 //!
-//! The range checks are the policies' own constructors ([`ConsecutiveFailures::new`],
-//! [`FailureRatio::new`], [`Ema::new`] with [`EmaConfig::validate`]) and
-//! [`Builder::build_strict`]'s strict reading of the window knobs: a breaker built from a file
-//! is checked exactly as one built in code.
+//! - **One breaker**: [`Breaker::from_settings(&settings)`](Breaker::from_settings).
+//!   [`Settings::to_builder`] is the same path one step earlier, to add a clock, an observer
+//!   or a callback before [`build`](Builder::build).
+//! - **A map of breakers**: [`build_all`], from any `(key, settings)` pairs: a
+//!   `BTreeMap<String, Settings>`, an array, or a [`SettingsMap`], which reads a whole file
+//!   of them and attributes an error inside an entry to that entry's breaker. A breaker is
+//!   named by its `name`, or else by its key.
 //!
-//! # Durations
+//! (A [`Registry`](crate::Registry) has its own: [`RegistrySettings`].)
 //!
-//! In files, durations are strings in [humantime]'s format, and are written back in it:
-//! `"250ms"`, `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m`
-//! (minutes), `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for
-//! `interval`, `bucket_period` and `timeout` means the builder's default.
+//! Each pair below says one thing twice, in code and in a file (with the `serde` feature).
 //!
-//! [humantime]: https://docs.rs/humantime
+//! **One breaker.** In code, then built on a clock of your own:
 //!
-//! # Examples
+//! ```
+//! use lazybreaker::config::{PolicyConfig, Settings};
+//! use lazybreaker::{Knobs, ManualClock, State};
+//! use std::time::Duration;
 //!
-//! Settings made in code:
+//! let settings = Settings {
+//!     knobs: Knobs {
+//!         name: "inventory".into(),
+//!         timeout: Duration::from_secs(90),
+//!         ..Knobs::default()
+//!     },
+//!     policy: PolicyConfig::ConsecutiveFailures { threshold: 3 },
+//!     ..Settings::default()
+//! };
+//!
+//! let clock = ManualClock::new();
+//! let breaker = settings.to_builder()?.clock(clock.clone()).build();
+//! for _ in 0..3 {
+//!     let _ = breaker.execute(|| Err::<(), _>("refused"));
+//! }
+//! assert_eq!(breaker.state(), State::Open);
+//! clock.advance(Duration::from_secs(90));
+//! assert_eq!(breaker.state(), State::Open);
+//! clock.advance(Duration::from_nanos(1));
+//! assert_eq!(breaker.state(), State::HalfOpen);
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! In a file, and written back (durations as humantime strings, defaults left out):
+//!
+//! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use lazybreaker::config::{PolicyConfig, Settings};
+//! use lazybreaker::Breaker;
+//! use std::time::Duration;
+//!
+//! let settings: Settings = toml::from_str(r#"
+//!     name = "inventory"
+//!     timeout = "1m30s"
+//!     [policy]
+//!     kind = "consecutive_failures"
+//!     threshold = 3
+//! "#)?;
+//! assert_eq!(settings.knobs.timeout, Duration::from_secs(90));
+//! assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
+//! assert_eq!(settings.knobs.max_requests, 0); // omitted: the builder's default
+//! let breaker = Breaker::from_settings(&settings)?;
+//! assert_eq!(breaker.name(), "inventory");
+//!
+//! let text = toml::to_string(&settings)?;
+//! assert!(text.contains(r#"timeout = "1m 30s""#));
+//! assert_eq!(toml::from_str::<Settings>(&text)?, settings);
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
+//! ```
+//!
+//! **The knobs** ([`Knobs`], written flat in a file): how an abandoned call counts, and a
+//! breaker that nothing trips. In code:
+//!
+//! ```
+//! use lazybreaker::config::Settings;
+//! use lazybreaker::{Abandoned, AbandonedAs, Breaker, Knobs, State};
+//!
+//! let settings = Settings {
+//!     knobs: Knobs {
+//!         abandoned_as: Abandoned { closed: AbandonedAs::Failure, ..Abandoned::default() },
+//!         never_trips: true,
+//!         ..Knobs::default()
+//!     },
+//!     ..Settings::default()
+//! };
+//! let breaker = Breaker::from_settings(&settings)?;
+//! for _ in 0..10 {
+//!     drop(breaker.allow().unwrap()); // abandoned: a failure, but nothing trips it
+//! }
+//! assert_eq!((breaker.state(), breaker.counts().total_failures), (State::Closed, 10));
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! In a file:
+//!
+//! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use lazybreaker::config::Settings;
+//! use lazybreaker::{AbandonedAs, Breaker, State};
+//!
+//! let settings: Settings = toml::from_str(r#"
+//!     abandoned_as = { closed = "failure", half_open = "exclusion" }
+//!     never_trips = true
+//! "#)?;
+//! assert_eq!(settings.knobs.abandoned_as.closed, AbandonedAs::Failure);
+//! assert!(settings.knobs.never_trips);
+//! let breaker = Breaker::from_settings(&settings)?;
+//! drop(breaker.allow().unwrap());
+//! assert_eq!((breaker.state(), breaker.counts().total_failures), (State::Closed, 1));
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
+//! ```
+//!
+//! **A policy**, composed ([`PolicyConfig`] lists every `kind`). In code:
+//!
+//! ```
+//! use lazybreaker::config::PolicyConfig;
+//! use lazybreaker::policy::{EmaConfig, FailureRatio};
+//! use std::time::Duration;
+//!
+//! let policy = PolicyConfig::AnyOf {
+//!     policies: vec![
+//!         PolicyConfig::ConsecutiveFailures { threshold: 20 },
+//!         PolicyConfig::from(FailureRatio::new(0.5, 10)?),
+//!         PolicyConfig::Ema(EmaConfig {
+//!             max_isolation: Duration::from_secs(10),
+//!             ..EmaConfig::default()
+//!         }),
+//!     ],
+//! };
+//! let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! In a file:
+//!
+//! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use lazybreaker::config::PolicyConfig;
+//! use lazybreaker::policy::EmaConfig;
+//! use std::time::Duration;
+//!
+//! let policy: PolicyConfig = toml::from_str(r#"
+//!     kind = "any_of"
+//!     [[policies]]
+//!     kind = "consecutive_failures"
+//!     threshold = 20
+//!     [[policies]]
+//!     kind = "ema"
+//!     short_window_size = 100
+//!     max_isolation = "10s"
+//! "#)?;
+//! let expected = PolicyConfig::AnyOf {
+//!     policies: vec![
+//!         PolicyConfig::ConsecutiveFailures { threshold: 20 },
+//!         PolicyConfig::Ema(EmaConfig {
+//!             short_window_size: 100,
+//!             max_isolation: Duration::from_secs(10),
+//!             ..EmaConfig::default()
+//!         }),
+//!     ],
+//! };
+//! assert_eq!(policy, expected);
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
+//! ```
+//!
+//! **The open duration** ([`OpenDurationConfig`]): an exponential backoff instead of the
+//! policy's own rule. In code:
+//!
+//! ```
+//! use lazybreaker::config::{OpenDurationConfig, PolicyConfig, Settings};
+//! use lazybreaker::{Breaker, Knobs};
+//! use std::time::Duration;
+//!
+//! let settings = Settings {
+//!     policy: PolicyConfig::ConsecutiveFailures { threshold: 5 },
+//!     open_duration: OpenDurationConfig::Exponential {
+//!         initial: Duration::from_secs(1),
+//!         max: Duration::from_secs(120),
+//!     },
+//!     ..Settings::default()
+//! };
+//! let _breaker = Breaker::from_settings(&settings)?;
+//!
+//! let err = Settings {
+//!     knobs: Knobs { name: "payments".into(), ..Knobs::default() },
+//!     open_duration: OpenDurationConfig::Exponential {
+//!         initial: Duration::from_secs(300),
+//!         max: Duration::from_secs(60),
+//!     },
+//!     ..Settings::default()
+//! }
+//! .validate()
+//! .unwrap_err();
+//! assert_eq!(err.field(), "open_duration.initial");
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! In a file:
+//!
+//! ```
+//! # #[cfg(feature = "serde")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use lazybreaker::config::{OpenDurationConfig, Settings};
+//! use std::time::Duration;
+//!
+//! let settings: Settings = toml::from_str(r#"
+//!     policy = { kind = "consecutive_failures", threshold = 5 }
+//!     open_duration = { kind = "exponential", initial = "1s", max = "2m" }
+//! "#)?;
+//! assert_eq!(
+//!     settings.open_duration,
+//!     OpenDurationConfig::Exponential {
+//!         initial: Duration::from_secs(1),
+//!         max: Duration::from_secs(120),
+//!     }
+//! );
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "serde"))]
+//! # fn main() {}
+//! ```
+//!
+//! **A map of breakers**, one per downstream. In code:
 //!
 //! ```
 //! use lazybreaker::config::{self, PolicyConfig, Settings};
+//! use lazybreaker::Knobs;
 //! use std::time::Duration;
 //!
 //! let payments = Settings {
-//!     interval: Duration::from_secs(10),
-//!     bucket_period: Duration::from_secs(1),
+//!     knobs: Knobs {
+//!         interval: Duration::from_secs(10),
+//!         bucket_period: Duration::from_secs(1),
+//!         ..Knobs::default()
+//!     },
 //!     policy: PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 20 },
 //!     ..Settings::default()
 //! };
@@ -60,14 +266,14 @@
 //! # Ok::<(), lazybreaker::ConfigError>(())
 //! ```
 //!
-//! One breaker per downstream, in one TOML file (with the `serde` feature):
+//! In a file, as a [`SettingsMap`] (a plain `BTreeMap<String, Settings>` reads it too, but
+//! cannot name the breaker in an error inside an entry):
 //!
 //! ```
 //! # #[cfg(feature = "serde")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use lazybreaker::config::{self, Settings};
+//! use lazybreaker::config::{self, SettingsMap};
 //! use lazybreaker::State;
-//! use std::collections::BTreeMap;
 //!
 //! let file = r#"
 //!     [payments]
@@ -81,16 +287,81 @@
 //!     min_isolation = "250ms"
 //!     max_isolation = "1m30s"
 //! "#;
-//! let settings: BTreeMap<String, Settings> = toml::from_str(file)?;
+//! let settings: SettingsMap = toml::from_str(file)?;
 //! let breakers = config::build_all(&settings)?;
-//! assert_eq!(breakers[0].0, "payments"); // the map key names a breaker without a `name`
+//! assert_eq!(breakers[0].0, "payments"); // in key order, each with its key
 //! assert_eq!(breakers[0].1.name(), "payments");
 //! assert_eq!(breakers[1].1.state(), State::Closed);
+//!
+//! let typo = "[search]\npolicy = { kind = \"ema\", epsilon = \"x\" }";
+//! let err = toml::from_str::<SettingsMap>(typo).unwrap_err();
+//! assert_eq!(
+//!     err.message(),
+//!     r#"breaker `search`: invalid `policy.epsilon` = "x": expected a number"#
+//! );
 //! # Ok(())
 //! # }
 //! # #[cfg(not(feature = "serde"))]
 //! # fn main() {}
 //! ```
+//!
+//! To add a clock or an observer to each breaker of a map, give each entry its key as its
+//! name and take the one-breaker path, [`Settings::to_builder`]:
+//!
+//! ```
+//! use lazybreaker::config::{Settings, SettingsMap};
+//! use lazybreaker::{DynBreaker, Knobs, ManualClock};
+//! use std::time::Duration;
+//!
+//! let map: SettingsMap = [
+//!     ("inventory", Settings::default()),
+//!     ("payments", Settings {
+//!         knobs: Knobs {
+//!             name: "payments-eu".into(),
+//!             timeout: Duration::from_secs(5),
+//!             ..Knobs::default()
+//!         },
+//!         ..Settings::default()
+//!     }),
+//! ]
+//! .into_iter()
+//! .collect();
+//! let clock = ManualClock::new();
+//! let mut breakers: Vec<(String, DynBreaker)> = Vec::new();
+//! for (key, settings) in &map {
+//!     let mut settings = settings.clone();
+//!     if settings.knobs.name.is_empty() {
+//!         settings.knobs.name = key.clone(); // as `build_all` names it, errors included
+//!     }
+//!     breakers.push((key.clone(), settings.to_builder()?.clock(clock.clone()).build()));
+//! }
+//! assert_eq!(breakers[0].1.name(), "inventory");
+//! assert_eq!(breakers[1].1.name(), "payments-eu");
+//! # Ok::<(), lazybreaker::ConfigError>(())
+//! ```
+//!
+//! # Two kinds of error
+//!
+//! - **The file does not fit the shape** (with `serde`): an unknown field (a typo is never
+//!   silently ignored), a wrong type, a duration that does not parse, an unknown policy
+//!   `kind`, a list where a table belongs. Deserializing reports these while parsing, as a
+//!   [`ConfigError`] that names the field by its full path, the value as written, and the
+//!   breaker: `` breaker `payments`: invalid `policy.policies[1].min_requests` = -1: expected
+//!   a non-negative integer ``. Through a format crate (`toml::from_str`,
+//!   `serde_json::from_str`, …) it arrives as the format's error with exactly that message;
+//!   `Settings::from_deserializer` returns it typed, apart from the format's own syntax
+//!   errors. A breaker is named by its table's `name`; in a [`SettingsMap`] file, by its key
+//!   when it has no `name`.
+//! - **A value is out of range**: a ratio outside `[0, 1]`, a zero window, a bucket period
+//!   that does not fit the interval, an isolation minimum above its maximum. Building the
+//!   breaker ([`Breaker::from_settings`], [`Settings::to_builder`], [`build_all`]) reports these
+//!   as a [`ConfigError`] that names the breaker and the field's path in the settings:
+//!   `` breaker `payments`: invalid `policy.ratio` = 1.5: must be within [0, 1] ``.
+//!
+//! The range checks are the policies' own constructors ([`ConsecutiveFailures::new`],
+//! [`FailureRatio::new`], [`Ema::new`] with [`EmaConfig::validate`]) and
+//! [`Builder::build_strict`]'s strict reading of the window knobs: a breaker built from a file
+//! is checked exactly as one built in code.
 //!
 //! What a user sees for a value out of range:
 //!
@@ -142,6 +413,15 @@
 //! # #[cfg(not(feature = "serde"))]
 //! # fn main() {}
 //! ```
+//!
+//! # Durations
+//!
+//! In files, durations are strings in [humantime]'s format, and are written back in it:
+//! `"250ms"`, `"10s"`, `"1m30s"` (or `"1m 30s"`), `"2h"`. Units: `ns`, `us`, `ms`, `s`, `m`
+//! (minutes), `h`, `d`, `w`; beware that `M` is months. `"0s"` (or `"0"`) is zero, which for
+//! `interval`, `bucket_period` and `timeout` means the builder's default.
+//!
+//! [humantime]: https://docs.rs/humantime
 
 #[cfg(feature = "serde")]
 mod de;
@@ -149,13 +429,16 @@ mod registry;
 
 use std::borrow::Borrow;
 use std::collections::btree_map::{self, BTreeMap};
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
+use crate::breaker::{Breaker, Builder};
+use crate::error::ConfigError;
+use crate::knobs::Knobs;
 use crate::policy::{
     AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureCount, FailureRatio, SlowCalls,
     TripPolicy,
 };
-use crate::{Breaker, Builder, ConfigError};
 
 pub use crate::{DynBreaker, DynBuilder};
 
@@ -165,20 +448,24 @@ pub use de::DeserializeError;
 pub use registry::RegistrySettings;
 
 /// Everything that configures a [`Breaker`], as a plain value or a table in a configuration
-/// file.
+/// file: its [`Knobs`], its policy and how long it stays open. See
+/// [From configuration](self#from-configuration) for examples in code and in files.
 ///
 /// Every field has the [builder](Breaker::builder)'s default (`..Settings::default()` in code);
 /// in a file every field may be omitted, so an empty table is the default breaker, and
-/// unknown fields are rejected. In files, durations are strings such as `"250ms"` or
-/// `"1m30s"` (see the [module documentation](self)).
+/// unknown fields are rejected. The knobs are written flat, beside `policy`. In files,
+/// durations are strings such as `"250ms"` or `"1m30s"` (see the
+/// [module documentation](self#durations)).
 ///
 /// | field | default | meaning |
 /// |---|---|---|
-/// | `name` | empty | [`Builder::name`]; in a map of breakers, empty means the map key ([`build_all`]) |
-/// | `max_requests` | `0` (means 1) | [`Builder::max_requests`]: half-open probes |
-/// | `interval` | `"0s"` (never cleared) | [`Builder::interval`]: the closed-state count window |
-/// | `bucket_period` | `"0s"` (fixed window) | [`Builder::bucket_period`]: must divide `interval` into at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) whole buckets |
-/// | `timeout` | `"0s"` (means 60 s) | [`Builder::timeout`]: the open duration of the counting policies |
+/// | `name` | empty | [`Knobs::name`]; in a map of breakers, empty means the map key ([`build_all`]) |
+/// | `max_requests` | `0` (means 1) | [`Knobs::max_requests`]: half-open probes |
+/// | `interval` | `"0s"` (never cleared) | [`Knobs::interval`]: the closed-state count window |
+/// | `bucket_period` | `"0s"` (fixed window) | [`Knobs::bucket_period`]: must divide `interval` into at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) whole buckets |
+/// | `timeout` | `"0s"` (means 60 s) | [`Knobs::timeout`]: the open duration of the counting policies |
+/// | `abandoned_as` | `{ closed = "exclusion", half_open = "exclusion" }` | [`Knobs::abandoned_as`]: how a call abandoned without a verdict counts, per state (`"exclusion"` or `"failure"`) |
+/// | `never_trips` | `false` | [`Knobs::never_trips`]: nothing trips the breaker, not even a fatal result |
 /// | `policy` | `consecutive_failures`, threshold 6 | the [`PolicyConfig`] that decides when to trip |
 /// | `open_duration` | `kind = "policy"` | the [`OpenDurationConfig`]: the policy's rule, or an exponential backoff |
 ///
@@ -192,97 +479,16 @@ pub use registry::RegistrySettings;
 /// did, or when a half-open probe failed). `kind = "exponential"` overrides that with a
 /// [`Backoff`]: `initial`, doubled on each failed recovery, up to `max`, whatever the policy.
 ///
-/// # Examples
-///
-/// ```
-/// use lazybreaker::config::{PolicyConfig, Settings};
-/// use lazybreaker::{ManualClock, State};
-/// use std::time::Duration;
-///
-/// let settings = Settings {
-///     name: "inventory".into(),
-///     timeout: Duration::from_secs(90),
-///     policy: PolicyConfig::ConsecutiveFailures { threshold: 3 },
-///     ..Settings::default()
-/// };
-///
-/// // The settings are a builder away from a breaker: add a clock or a callback.
-/// let clock = ManualClock::new();
-/// let breaker = settings.to_builder()?.clock(clock.clone()).build_strict()?;
-/// for _ in 0..3 {
-///     let _ = breaker.execute(|| Err::<(), _>("refused"));
-/// }
-/// assert_eq!(breaker.state(), State::Open);
-/// clock.advance(Duration::from_secs(90));
-/// assert_eq!(breaker.state(), State::Open);
-/// clock.advance(Duration::from_nanos(1));
-/// assert_eq!(breaker.state(), State::HalfOpen);
-/// # Ok::<(), lazybreaker::ConfigError>(())
-/// ```
-///
-/// The same settings in a file (with the `serde` feature), and written back:
-///
-/// ```
-/// # #[cfg(feature = "serde")]
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use lazybreaker::config::{PolicyConfig, Settings};
-/// use std::time::Duration;
-///
-/// let settings: Settings = toml::from_str(r#"
-///     name = "inventory"
-///     timeout = "1m30s"
-///     [policy]
-///     kind = "consecutive_failures"
-///     threshold = 3
-/// "#)?;
-/// assert_eq!(settings.timeout, Duration::from_secs(90));
-/// assert_eq!(settings.policy, PolicyConfig::ConsecutiveFailures { threshold: 3 });
-/// assert_eq!(settings.max_requests, 0); // omitted: the builder's default
-///
-/// // Settings serialise back, durations as humantime strings.
-/// let text = toml::to_string(&settings)?;
-/// assert!(text.contains(r#"timeout = "1m 30s""#));
-/// assert_eq!(toml::from_str::<Settings>(&text)?, settings);
-/// # Ok(())
-/// # }
-/// # #[cfg(not(feature = "serde"))]
-/// # fn main() {}
-/// ```
-///
-/// `Settings::default()` is the builder's defaults: every field's own default (no name,
-/// `max_requests` 0, zero `interval`, `bucket_period` and `timeout`, the default
-/// [`PolicyConfig`] and [`OpenDurationConfig`]).
+/// `Settings::default()` is the builder's defaults: [`Knobs::default`], the default
+/// [`PolicyConfig`] and [`OpenDurationConfig`].
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Settings {
-    /// The breaker's name ([`Builder::name`]), reported by [`ConfigError::breaker`]. Empty by
-    /// default; written out only when not empty.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "String::is_empty"))]
-    pub name: String,
-    /// How many probes the half-open state admits ([`Builder::max_requests`]); 0 means 1.
-    pub max_requests: u32,
-    /// The closed-state count window ([`Builder::interval`]); zero never clears the counts.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize")
-    )]
-    pub interval: Duration,
-    /// The rolling window's bucket length ([`Builder::bucket_period`]); zero means a fixed
-    /// window. Checked strictly, as by [`Builder::build_strict`]: it must divide `interval` into
-    /// whole buckets, at most [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize")
-    )]
-    pub bucket_period: Duration,
-    /// How long the breaker stays open when a counting policy trips it
-    /// ([`Builder::timeout`]); zero means 60 s. `ema` chooses its own duration: see
-    /// [How long the breaker stays open](Settings#how-long-the-breaker-stays-open).
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize")
-    )]
-    pub timeout: Duration,
+    /// The breaker's knobs, written flat in a file (`timeout = "30s"` beside `policy`). Its
+    /// `name` names the breaker in a [`ConfigError`] ([`ConfigError::breaker`]); its
+    /// `bucket_period` is checked strictly, as by [`Builder::build_strict`].
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub knobs: Knobs,
     /// When to trip.
     pub policy: PolicyConfig,
     /// How long to stay open: the policy's own rule (the default), or an exponential backoff.
@@ -297,63 +503,8 @@ pub struct Settings {
 /// How long a breaker built from [`Settings`] stays open each time it opens.
 ///
 /// In a file, a table whose `kind` says which rule: `{ kind = "policy" }` (the default) or
-/// `{ kind = "exponential", initial = "1s", max = "2m" }`.
-///
-/// # Examples
-///
-/// ```
-/// use lazybreaker::config::{OpenDurationConfig, PolicyConfig, Settings};
-/// use lazybreaker::Breaker;
-/// use std::time::Duration;
-///
-/// let settings = Settings {
-///     policy: PolicyConfig::ConsecutiveFailures { threshold: 5 },
-///     open_duration: OpenDurationConfig::Exponential {
-///         initial: Duration::from_secs(1),
-///         max: Duration::from_secs(120),
-///     },
-///     ..Settings::default()
-/// };
-/// let _breaker = Breaker::from_settings(&settings)?;
-///
-/// let err = Settings {
-///     name: "payments".into(),
-///     open_duration: OpenDurationConfig::Exponential {
-///         initial: Duration::from_secs(300),
-///         max: Duration::from_secs(60),
-///     },
-///     ..Settings::default()
-/// }
-/// .validate()
-/// .unwrap_err();
-/// assert_eq!(err.field(), "open_duration.initial");
-/// # Ok::<(), lazybreaker::ConfigError>(())
-/// ```
-///
-/// In a file (with the `serde` feature):
-///
-/// ```
-/// # #[cfg(feature = "serde")]
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use lazybreaker::config::{OpenDurationConfig, Settings};
-/// use std::time::Duration;
-///
-/// let settings: Settings = toml::from_str(r#"
-///     policy = { kind = "consecutive_failures", threshold = 5 }
-///     open_duration = { kind = "exponential", initial = "1s", max = "2m" }
-/// "#)?;
-/// assert_eq!(
-///     settings.open_duration,
-///     OpenDurationConfig::Exponential {
-///         initial: Duration::from_secs(1),
-///         max: Duration::from_secs(120),
-///     }
-/// );
-/// # Ok(())
-/// # }
-/// # #[cfg(not(feature = "serde"))]
-/// # fn main() {}
-/// ```
+/// `{ kind = "exponential", initial = "1s", max = "2m" }`. See
+/// [From configuration](self#from-configuration) for examples in code and in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
@@ -420,12 +571,16 @@ impl Settings {
     ///
     /// ```
     /// use lazybreaker::config::Settings;
+    /// use lazybreaker::Knobs;
     /// use std::time::Duration;
     ///
     /// let settings = Settings {
-    ///     name: "search".into(),
-    ///     interval: Duration::from_secs(10),
-    ///     bucket_period: Duration::from_secs(3),
+    ///     knobs: Knobs {
+    ///         name: "search".into(),
+    ///         interval: Duration::from_secs(10),
+    ///         bucket_period: Duration::from_secs(3),
+    ///         ..Knobs::default()
+    ///     },
     ///     ..Settings::default()
     /// };
     /// let err = settings.to_builder().err().unwrap();
@@ -435,8 +590,9 @@ impl Settings {
     /// );
     /// ```
     pub fn to_builder(&self) -> Result<Builder<Box<dyn TripPolicy>>, ConfigError> {
-        let named = |err: ConfigError| err.for_breaker(&self.name);
-        crate::window_check::check(self.interval, self.bucket_period).map_err(named)?;
+        let knobs = &self.knobs;
+        let named = |err: ConfigError| err.for_breaker(&knobs.name);
+        crate::window_check::check(knobs.interval, knobs.bucket_period).map_err(named)?;
         let policy = self
             .policy
             .build()
@@ -445,13 +601,7 @@ impl Settings {
             .open_duration
             .apply(policy)
             .map_err(|err| named(err.within("open_duration")))?;
-        Ok(Breaker::builder()
-            .name(self.name.as_str())
-            .max_requests(self.max_requests)
-            .interval(self.interval)
-            .bucket_period(self.bucket_period)
-            .timeout(self.timeout)
-            .policy(policy))
+        Ok(Breaker::builder().knobs(knobs.clone()).policy(policy))
     }
 
     /// Checks every field as [`to_builder`](Settings::to_builder) does, without keeping the
@@ -479,10 +629,10 @@ impl Breaker<Box<dyn TripPolicy>> {
     ///
     /// ```
     /// use lazybreaker::config::{PolicyConfig, Settings};
-    /// use lazybreaker::{Breaker, State};
+    /// use lazybreaker::{Breaker, Knobs, State};
     ///
     /// let settings = Settings {
-    ///     name: "payments".into(),
+    ///     knobs: Knobs { name: "payments".into(), ..Knobs::default() },
     ///     policy: PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 4 },
     ///     ..Settings::default()
     /// };
@@ -513,64 +663,8 @@ impl Breaker<Box<dyn TripPolicy>> {
 /// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
 ///
 /// The default is `consecutive_failures` with threshold 6: the builder's default policy,
-/// [`ConsecutiveFailures::default`]. In a file, unknown parameters are rejected.
-///
-/// # Examples
-///
-/// ```
-/// use lazybreaker::config::PolicyConfig;
-/// use lazybreaker::policy::{EmaConfig, FailureRatio};
-/// use std::time::Duration;
-///
-/// let policy = PolicyConfig::AnyOf {
-///     policies: vec![
-///         PolicyConfig::ConsecutiveFailures { threshold: 20 },
-///         PolicyConfig::from(FailureRatio::new(0.5, 10)?),
-///         PolicyConfig::Ema(EmaConfig {
-///             max_isolation: Duration::from_secs(10),
-///             ..EmaConfig::default()
-///         }),
-///     ],
-/// };
-/// let _trip_policy = policy.build()?; // a Box<dyn TripPolicy>
-/// # Ok::<(), lazybreaker::ConfigError>(())
-/// ```
-///
-/// In a file (with the `serde` feature):
-///
-/// ```
-/// # #[cfg(feature = "serde")]
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use lazybreaker::config::PolicyConfig;
-/// use lazybreaker::policy::EmaConfig;
-/// use std::time::Duration;
-///
-/// let policy: PolicyConfig = toml::from_str(r#"
-///     kind = "any_of"
-///     [[policies]]
-///     kind = "consecutive_failures"
-///     threshold = 20
-///     [[policies]]
-///     kind = "ema"
-///     short_window_size = 100
-///     max_isolation = "10s"
-/// "#)?;
-/// let expected = PolicyConfig::AnyOf {
-///     policies: vec![
-///         PolicyConfig::ConsecutiveFailures { threshold: 20 },
-///         PolicyConfig::Ema(EmaConfig {
-///             short_window_size: 100,
-///             max_isolation: Duration::from_secs(10),
-///             ..EmaConfig::default()
-///         }),
-///     ],
-/// };
-/// assert_eq!(policy, expected);
-/// # Ok(())
-/// # }
-/// # #[cfg(not(feature = "serde"))]
-/// # fn main() {}
-/// ```
+/// [`ConsecutiveFailures::default`]. In a file, unknown parameters are rejected. See
+/// [From configuration](self#from-configuration) for examples in code and in a file.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
@@ -751,8 +845,10 @@ impl From<EmaConfig> for PolicyConfig {
     }
 }
 
-/// Builders for a map of named settings (e.g. one breaker per downstream, as a file's tables
-/// name them), in the map's order, each paired with its key.
+/// Breakers for a map of named settings (e.g. one breaker per downstream, as a file's tables
+/// name them: a [`SettingsMap`], a `BTreeMap<String, Settings>`, an array of pairs), in the
+/// map's order, each paired with its key; with the default clock and no callbacks (see
+/// [From configuration](self#from-configuration) to add them).
 ///
 /// A breaker's name is its `name` when that is set, and its map key otherwise: a file can key
 /// its tables by a short id and still give a breaker a longer name. Errors name the breaker
@@ -766,25 +862,35 @@ impl From<EmaConfig> for PolicyConfig {
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::config::{self, Settings};
-/// use lazybreaker::ManualClock;
-/// use std::collections::BTreeMap;
+/// use lazybreaker::config::{self, PolicyConfig, Settings};
+/// use lazybreaker::policy::EmaConfig;
+/// use lazybreaker::Knobs;
 /// use std::time::Duration;
 ///
-/// let settings = BTreeMap::from([
-///     ("inventory", Settings { timeout: Duration::from_secs(5), ..Settings::default() }),
-///     ("payments", Settings { name: "payments-eu".into(), ..Settings::default() }),
-/// ]);
-/// let clock = ManualClock::new();
-/// let breakers: Vec<_> = config::builders(&settings)?
-///     .into_iter()
-///     .map(|(key, builder)| (key, builder.clock(clock.clone()).build()))
-///     .collect();
+/// let with_policy = |policy| Settings { policy, ..Settings::default() };
+/// let settings = [
+///     ("inventory", with_policy(PolicyConfig::ConsecutiveFailures { threshold: 3 })),
+///     ("payments", Settings {
+///         knobs: Knobs { name: "payments-eu".into(), ..Knobs::default() },
+///         ..Settings::default()
+///     }),
+///     ("search", with_policy(PolicyConfig::Ema(EmaConfig {
+///         min_isolation: Duration::from_secs(60),
+///         max_isolation: Duration::from_secs(30),
+///         ..EmaConfig::default()
+///     }))),
+/// ];
+/// let err = config::build_all(settings.clone()).unwrap_err();
+/// assert_eq!(err.breaker(), Some("search"));
+/// assert_eq!(err.field(), "policy.min_isolation");
+///
+/// let fine = settings[..2].iter().map(|(key, settings)| (key, settings));
+/// let breakers = config::build_all(fine)?;
 /// assert_eq!(breakers[0].1.name(), "inventory");
 /// assert_eq!((breakers[1].0.as_str(), breakers[1].1.name()), ("payments", "payments-eu"));
 /// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
-pub fn builders<I, K, S>(settings: I) -> Result<Vec<(String, DynBuilder)>, ConfigError>
+pub fn build_all<I, K, S>(settings: I) -> Result<Vec<(String, DynBreaker)>, ConfigError>
 where
     I: IntoIterator<Item = (K, S)>,
     K: AsRef<str>,
@@ -794,98 +900,35 @@ where
         .into_iter()
         .map(|(key, settings)| {
             let (key, settings) = (key.as_ref(), settings.borrow());
-            let name = breaker_name(key, settings);
+            let name = if settings.knobs.name.is_empty() {
+                key
+            } else {
+                &settings.knobs.name
+            };
+            // `to_builder` checks everything `build_strict` would.
             let builder = settings.to_builder().map_err(|err| err.for_breaker(name))?;
-            Ok((key.to_owned(), builder.name(name)))
+            Ok((key.to_owned(), builder.name(name).build()))
         })
         .collect()
 }
 
-/// A breaker's name in a map of settings: its `name`, or else its key.
-fn breaker_name<'a>(key: &'a str, settings: &'a Settings) -> &'a str {
-    if settings.name.is_empty() {
-        key
-    } else {
-        &settings.name
-    }
-}
-
-/// Breakers for a map of named settings, with the default clock and no callbacks: see
-/// [`builders`] for the naming rule and to customise the builders first.
-///
-/// # Errors
-///
-/// The first invalid entry's [`ConfigError`], naming the breaker.
-///
-/// # Examples
-///
-/// ```
-/// use lazybreaker::config::{self, PolicyConfig, Settings};
-/// use lazybreaker::policy::EmaConfig;
-/// use std::time::Duration;
-///
-/// let with_policy = |policy| Settings { policy, ..Settings::default() };
-/// let settings = [
-///     ("inventory", with_policy(PolicyConfig::ConsecutiveFailures { threshold: 3 })),
-///     ("payments", with_policy(PolicyConfig::FailureRatio { ratio: 0.5, min_requests: 0 })),
-///     ("search", with_policy(PolicyConfig::Ema(EmaConfig {
-///         min_isolation: Duration::from_secs(60),
-///         max_isolation: Duration::from_secs(30),
-///         ..EmaConfig::default()
-///     }))),
-/// ];
-/// let err = config::build_all(settings).unwrap_err();
-/// assert_eq!(err.breaker(), Some("search"));
-/// assert_eq!(err.field(), "policy.min_isolation");
-/// ```
-pub fn build_all<I, K, S>(settings: I) -> Result<Vec<(String, DynBreaker)>, ConfigError>
-where
-    I: IntoIterator<Item = (K, S)>,
-    K: AsRef<str>,
-    S: Borrow<Settings>,
-{
-    // `builders` already checked everything `build_strict` would.
-    Ok(builders(settings)?
-        .into_iter()
-        .map(|(key, builder)| (key, builder.build()))
-        .collect())
-}
-
 /// A file of breakers: [`Settings`] keyed by breaker name, in key order.
 ///
-/// A map, like `BTreeMap<String, Settings>`, that builds its breakers ([`builders`],
-/// [`build_all`]: a breaker is named by its `name`, or else by its key) and, with the `serde`
-/// feature, reads a file whose top-level tables are the breakers. Unlike a plain map, whose
-/// [`Settings`] cannot know the key they are read under, it attributes an error inside an
-/// entry to that entry's breaker: `` breaker `search`: invalid `intervall` = "10s": unknown
-/// field, … `` for a typo in `[search]`.
+/// A `BTreeMap<String, Settings>` (it dereferences to one, and converts both ways) that, with
+/// the `serde` feature, reads a file whose top-level tables are the breakers. Unlike a plain
+/// map, whose [`Settings`] cannot know the key they are read under, it attributes an error
+/// inside an entry to that entry's breaker: `` breaker `search`: invalid `intervall` =
+/// "10s": unknown field, … `` for a typo in `[search]`. [`build_all`] builds its breakers;
+/// see [From configuration](self#from-configuration).
 ///
 /// # Examples
-///
-/// ```
-/// use lazybreaker::config::{Breakers, Settings};
-/// use std::time::Duration;
-///
-/// let breakers: Breakers = [
-///     ("payments", Settings { timeout: Duration::from_secs(30), ..Settings::default() }),
-///     ("search", Settings { name: "search-eu".into(), ..Settings::default() }),
-/// ]
-/// .into_iter()
-/// .collect();
-/// let built = breakers.build_all()?;
-/// assert_eq!(built[0].1.name(), "payments");
-/// assert_eq!(built[1].1.name(), "search-eu");
-/// # Ok::<(), lazybreaker::ConfigError>(())
-/// ```
-///
-/// From a file (with the `serde` feature):
 ///
 /// ```
 /// # #[cfg(feature = "serde")]
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use lazybreaker::config::Breakers;
+/// use lazybreaker::config::SettingsMap;
 ///
-/// let breakers: Breakers = toml::from_str(r#"
+/// let breakers: SettingsMap = toml::from_str(r#"
 ///     [payments]
 ///     timeout = "30s"
 ///     [search.policy]
@@ -895,7 +938,7 @@ where
 /// assert_eq!(breakers.len(), 2);
 /// assert!(breakers.get("search").is_some());
 ///
-/// let err = toml::from_str::<Breakers>(r#"
+/// let err = toml::from_str::<SettingsMap>(r#"
 ///     [payments]
 ///     timeout = "30s"
 ///     [search]
@@ -913,93 +956,41 @@ where
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize), serde(transparent))]
-pub struct Breakers(BTreeMap<String, Settings>);
+pub struct SettingsMap(pub BTreeMap<String, Settings>);
 
-impl Breakers {
-    /// No breakers.
-    pub fn new() -> Self {
-        Self::default()
-    }
+impl Deref for SettingsMap {
+    type Target = BTreeMap<String, Settings>;
 
-    /// The settings of the breaker keyed `key`.
-    pub fn get(&self, key: &str) -> Option<&Settings> {
-        self.0.get(key)
-    }
-
-    /// Adds or replaces the breaker keyed `key`; returns the settings it replaced.
-    pub fn insert(&mut self, key: impl Into<String>, settings: Settings) -> Option<Settings> {
-        self.0.insert(key.into(), settings)
-    }
-
-    /// The breakers' keys and settings, in key order.
-    pub fn iter(&self) -> btree_map::Iter<'_, String, Settings> {
-        self.0.iter()
-    }
-
-    /// How many breakers.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are no breakers.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The map of settings by key.
-    pub fn as_map(&self) -> &BTreeMap<String, Settings> {
+    fn deref(&self) -> &Self::Target {
         &self.0
-    }
-
-    /// The map of settings by key, taken out.
-    pub fn into_map(self) -> BTreeMap<String, Settings> {
-        self.0
-    }
-
-    /// A builder for each breaker, as [`builders`] makes them.
-    ///
-    /// # Errors
-    ///
-    /// The first invalid entry's [`ConfigError`], naming the breaker.
-    pub fn builders(&self) -> Result<Vec<(String, DynBuilder)>, ConfigError> {
-        builders(self)
-    }
-
-    /// Every breaker, as [`build_all`] builds them.
-    ///
-    /// # Errors
-    ///
-    /// The first invalid entry's [`ConfigError`], naming the breaker.
-    pub fn build_all(&self) -> Result<Vec<(String, DynBreaker)>, ConfigError> {
-        build_all(self)
     }
 }
 
-impl From<BTreeMap<String, Settings>> for Breakers {
+impl DerefMut for SettingsMap {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl From<BTreeMap<String, Settings>> for SettingsMap {
     fn from(map: BTreeMap<String, Settings>) -> Self {
         Self(map)
     }
 }
 
-impl From<Breakers> for BTreeMap<String, Settings> {
-    fn from(breakers: Breakers) -> Self {
-        breakers.0
+impl From<SettingsMap> for BTreeMap<String, Settings> {
+    fn from(map: SettingsMap) -> Self {
+        map.0
     }
 }
 
-impl<K: Into<String>> FromIterator<(K, Settings)> for Breakers {
+impl<K: Into<String>> FromIterator<(K, Settings)> for SettingsMap {
     fn from_iter<I: IntoIterator<Item = (K, Settings)>>(iter: I) -> Self {
         Self(iter.into_iter().map(|(k, s)| (k.into(), s)).collect())
     }
 }
 
-impl<K: Into<String>> Extend<(K, Settings)> for Breakers {
-    fn extend<I: IntoIterator<Item = (K, Settings)>>(&mut self, iter: I) {
-        self.0.extend(iter.into_iter().map(|(k, s)| (k.into(), s)));
-    }
-}
-
-impl IntoIterator for Breakers {
+impl IntoIterator for SettingsMap {
     type Item = (String, Settings);
     type IntoIter = btree_map::IntoIter<String, Settings>;
 
@@ -1008,7 +999,7 @@ impl IntoIterator for Breakers {
     }
 }
 
-impl<'a> IntoIterator for &'a Breakers {
+impl<'a> IntoIterator for &'a SettingsMap {
     type Item = (&'a String, &'a Settings);
     type IntoIter = btree_map::Iter<'a, String, Settings>;
 

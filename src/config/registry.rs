@@ -3,10 +3,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::breaker::Breaker;
+use crate::error::ConfigError;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::{Breaker, ConfigError, Registry};
+use crate::registry::Registry;
 
-use super::{Breakers, DynBuilder, Settings};
+use super::{DynBuilder, Settings, SettingsMap};
 
 /// A [`Registry`] of breakers keyed by name (a method, a host, an endpoint): the settings of
 /// the keys listed in `breakers`, `default` for every other key, and `exempt` keys that are
@@ -62,15 +64,16 @@ pub struct RegistrySettings {
     /// The bound on the registry's keys ([`Registry::max_keys`]); none by default.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub max_keys: Option<usize>,
-    /// Keys whose breakers never trip: they count every call (for metrics) with a policy
-    /// that never trips, built from their own entry's other settings if `breakers` lists
-    /// them, else from `default`'s.
+    /// Keys whose breakers never trip ([`Knobs::never_trips`](crate::Knobs::never_trips)):
+    /// they count every call (for metrics), built from their own entry's other settings if
+    /// `breakers` lists them, else from `default`'s. (An entry may also set `never_trips`
+    /// itself.)
     pub exempt: BTreeSet<String>,
     /// The settings of every key not listed in `breakers`. Its `name` is ignored: each
     /// breaker is named after its key.
     pub default: Settings,
     /// Settings per key.
-    pub breakers: Breakers,
+    pub breakers: SettingsMap,
 }
 
 impl RegistrySettings {
@@ -126,19 +129,16 @@ impl RegistrySettings {
         Ok(move |key: &String| settings.builder_for(key))
     }
 
-    /// The builder for `key`, named after it. Every entry was checked by `build`, so the
-    /// fallback (the builder's defaults) is never used.
+    /// The builder for `key`, named after it, never tripping if `key` is exempt. Every entry
+    /// was checked by `factory`, so the fallback (the builder's defaults) is never used.
     fn builder_for(&self, key: &str) -> DynBuilder {
-        let settings = self.breakers.get(key).unwrap_or(&self.default);
-        let builder = settings.to_builder().unwrap_or_else(|_| {
+        let mut settings = self.breakers.get(key).unwrap_or(&self.default).clone();
+        settings.knobs.name = key.to_owned();
+        settings.knobs.never_trips |= self.exempt.contains(key);
+        settings.to_builder().unwrap_or_else(|_| {
             Breaker::builder()
+                .knobs(settings.knobs)
                 .policy(Box::new(ConsecutiveFailures::default()) as Box<dyn TripPolicy>)
-        });
-        let builder = builder.name(key);
-        if self.exempt.contains(key) {
-            builder.never_trips()
-        } else {
-            builder
-        }
+        })
     }
 }

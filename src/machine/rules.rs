@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::abandoned::AbandonedAs;
+use crate::knobs::Knobs;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::policy::Capabilities;
 
@@ -103,6 +104,20 @@ impl Rules {
     /// Whether the closed-state window rolls bucket by bucket.
     pub(crate) fn rolls(&self) -> bool {
         self.buckets > 0
+    }
+}
+
+impl From<&Knobs> for Rules {
+    /// The rules of a breaker with `knobs` (before the policy's capabilities are added).
+    fn from(knobs: &Knobs) -> Self {
+        Self::new(
+            knobs.max_requests,
+            knobs.interval,
+            knobs.bucket_period,
+            knobs.timeout,
+        )
+        .abandoned_as(knobs.abandoned_as.closed, knobs.abandoned_as.half_open)
+        .never_tripping(knobs.never_trips)
     }
 }
 

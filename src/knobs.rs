@@ -1,0 +1,148 @@
+//! [`Knobs`]: every setting of a breaker that is a plain value (everything but its policy,
+//! observer, clock and callback), written once for the builder, configuration files and,
+//! later, the machine's rules. Core: it imports only [`AbandonedAs`] and the serde helpers.
+
+use std::time::Duration;
+
+use crate::abandoned::AbandonedAs;
+
+/// Every plain-value knob of a breaker, with gobreaker's zero-means-default rules: no value
+/// is invalid (the policies own the knobs that can be). [`Builder`](crate::Builder) holds
+/// one and sets it field by field ([`Builder::timeout`](crate::Builder::timeout), …) or at
+/// once ([`Builder::knobs`](crate::Builder::knobs)); [`config::Settings`](crate::config::Settings)
+/// holds one too, its fields written flat in a file (`timeout = "30s"`).
+///
+/// The fields are public and the struct is not `#[non_exhaustive]`, so set the ones you need
+/// and leave the rest to [`Knobs::default`], the builder's defaults. (A knob added later is
+/// then not a breaking change for code written that way.)
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, Knobs};
+/// use std::time::Duration;
+///
+/// let knobs = Knobs {
+///     name: "payments".into(),
+///     timeout: Duration::from_secs(30),
+///     ..Knobs::default()
+/// };
+/// let breaker = Breaker::builder().knobs(knobs).build();
+/// assert_eq!(breaker.name(), "payments");
+/// ```
+///
+/// With the `serde` feature it serialises as a flat table, durations as humantime strings,
+/// and reads back through the configuration's reader, whose errors name the field by its
+/// path:
+///
+/// ```
+/// # #[cfg(feature = "serde")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lazybreaker::{AbandonedAs, Knobs};
+///
+/// let knobs: Knobs = toml::from_str(r#"
+///     timeout = "30s"
+///     abandoned_as = { closed = "failure" }
+///     never_trips = true
+/// "#)?;
+/// assert_eq!(knobs.abandoned_as.closed, AbandonedAs::Failure);
+/// assert_eq!(knobs.abandoned_as.half_open, AbandonedAs::Exclusion); // omitted: the default
+/// assert!(knobs.never_trips);
+/// assert_eq!(toml::from_str::<Knobs>(&toml::to_string(&knobs)?)?, knobs);
+///
+/// let err = toml::from_str::<Knobs>(r#"abandoned_as = { closed = "failed" }"#).unwrap_err();
+/// assert_eq!(
+///     err.message(),
+///     r#"invalid `abandoned_as.closed` = "failed": unknown value, expected `exclusion` or `failure`"#
+/// );
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "serde"))]
+/// # fn main() {}
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Knobs {
+    /// The name passed to `on_state_change` and returned by
+    /// [`Breaker::name`](crate::Breaker::name). Empty by default (in a map of settings, empty
+    /// means the map key: [`config::build_all`](crate::config::build_all)); written out only
+    /// when not empty.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "String::is_empty"))]
+    pub name: String,
+    /// How many probes the half-open state admits at once, and how many consecutive
+    /// successes close it. `0` means 1 (the default).
+    pub max_requests: u32,
+    /// The closed-state count window: the counts are cleared when it expires (strictly after
+    /// `interval` since the window started). Zero (the default) never clears them.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
+    pub interval: Duration,
+    /// Splits `interval` into buckets of this length, so the window rolls bucket by bucket
+    /// instead of clearing at once. Zero (the default) means a fixed window; ignored when
+    /// `interval` is zero. The builder rounds `interval` up to whole buckets and widens a
+    /// period that would make more than [`MAX_BUCKETS`](crate::MAX_BUCKETS) of them;
+    /// [`Builder::build_strict`](crate::Builder::build_strict) and configuration refuse both.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
+    pub bucket_period: Duration,
+    /// How long the breaker stays open before it admits a probe (it goes half-open strictly
+    /// after this much time). Zero (the default) means 60 s. A policy may choose another
+    /// duration for each open period
+    /// ([`TripPolicy::open_duration`](crate::policy::TripPolicy::open_duration)).
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
+    pub timeout: Duration,
+    /// How a call abandoned without a verdict counts, in the closed and in the half-open
+    /// state: an exclusion in both by default (see [`AbandonedAs`] for why). Written out only
+    /// when not the default.
+    #[cfg_attr(
+        feature = "serde",
+        serde(skip_serializing_if = "crate::serde_duration::is_default")
+    )]
+    pub abandoned_as: Abandoned,
+    /// Whether nothing trips the breaker: neither its policy nor a fatal result. It still
+    /// counts every call, and the manual controls ([`Breaker::force_open`](crate::Breaker::force_open),
+    /// a permit's `failure_open_for`, …) still apply. `false` by default; written out only
+    /// when `true`. For a key that must never be cut off (a health check).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    pub never_trips: bool,
+}
+
+/// How an abandoned call counts in each state that admits calls: the
+/// [`Knobs::abandoned_as`] knob.
+///
+/// A struct with a field per state rather than a pair, so that a file says which state it
+/// means and may set one alone, the other keeping its default:
+/// `abandoned_as = { closed = "failure" }` reads plainly where a positional
+/// `["failure", "exclusion"]` would have to be looked up. The default is
+/// [`AbandonedAs::Exclusion`] in both states.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Abandoned, AbandonedAs, Breaker, Knobs, State};
+///
+/// let breaker = Breaker::builder()
+///     .knobs(Knobs {
+///         abandoned_as: Abandoned { closed: AbandonedAs::Failure, ..Abandoned::default() },
+///         ..Knobs::default()
+///     })
+///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+///     .build();
+/// drop(breaker.allow().unwrap()); // abandoned: a failure in the closed state
+/// assert_eq!(breaker.state(), State::Open);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Abandoned {
+    /// How an abandoned call counts in the closed state.
+    pub closed: AbandonedAs,
+    /// How an abandoned probe counts in the half-open state.
+    pub half_open: AbandonedAs,
+}
