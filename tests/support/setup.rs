@@ -15,7 +15,11 @@ pub(crate) fn trip<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) {
         }
         let _ = breaker.execute(|| Err::<(), _>("down"));
     }
-    assert_eq!(breaker.state(), State::Open, "1 000 failures did not trip it");
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "1 000 failures did not trip it"
+    );
 }
 
 /// Trips `breaker` (see [`trip`]), then moves `clock` on by `past`, which must take it past
