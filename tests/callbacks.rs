@@ -202,6 +202,18 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
     assert_eq!(log.last().unwrap().1, breaker.state());
 }
 
+/// Makes a call on `breaker` that panics with "the call blew up"; checks that this panic is
+/// the one that reaches the caller.
+fn call_that_blows_up(breaker: &Breaker<Policy>) {
+    let unwound = catch_unwind(AssertUnwindSafe(|| {
+        breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
+    }));
+    assert_eq!(
+        *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
+        "the call blew up"
+    );
+}
+
 #[test]
 fn a_change_made_by_a_panicking_call_is_delivered_before_the_panic_reaches_the_caller() {
     let clock = ManualClock::new();
@@ -214,13 +226,7 @@ fn a_change_made_by_a_panicking_call_is_delivered_before_the_panic_reaches_the_c
         .build();
     // The call panics: its permit records the failure while unwinding, which trips the
     // breaker; the callback runs (contained) before the panic reaches the caller.
-    let unwound = catch_unwind(AssertUnwindSafe(|| {
-        breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
-    }));
-    assert_eq!(
-        *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
-        "the call blew up"
-    );
+    call_that_blows_up(&breaker);
     assert_eq!(log.entries(), vec![(State::Closed, State::Open)]);
     assert!(breaker.allow().is_err());
     assert_eq!(log.len(), 1, "delivered once");
@@ -234,14 +240,8 @@ fn a_callback_that_panics_while_the_call_unwinds_is_dropped_and_the_first_panic_
         .on_state_change(|_, _, _| panic!("the callback blew up"))
         .clock(clock.clone())
         .build();
-    let unwound = catch_unwind(AssertUnwindSafe(|| {
-        breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
-    }));
     // No abort, and the caller sees the call's panic, not the callback's.
-    assert_eq!(
-        *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
-        "the call blew up"
-    );
+    call_that_blows_up(&breaker);
     assert_eq!(breaker.state(), State::Open);
     let t = breaker.totals();
     assert_eq!((t.admitted, t.failures, t.opened), (1, 1, 1));

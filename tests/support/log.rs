@@ -2,16 +2,15 @@
 //! transition as an owned entry of the test's choosing) or an `on_state_change` callback.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
-use lazybreaker::observe::{Observer, Origin, Transition};
-use lazybreaker::{Counts, Forced, State, Totals};
+use lazybreaker::observe::{Observer, Transition};
+use lazybreaker::State;
 
 /// A state change as a callback or a policy hears of it: `(from, to)`.
 pub(crate) type Change = (State, State);
 
-/// What a [`Log`] observer keeps of each transition. Implemented here for [`Change`] and
-/// [`Seen`]; a test binary implements it for its own tuple (the trait is the binary's own,
+/// What a [`Log`] observer keeps of each transition. Implemented here for [`Change`]; a test
+/// binary implements it for its own tuple (the trait is the binary's own,
 /// so e.g. `impl FromTransition for (State, State, bool)` is allowed there).
 pub(crate) trait FromTransition: Send + 'static {
     fn from_transition(t: &Transition<'_>) -> Self;
@@ -20,36 +19,6 @@ pub(crate) trait FromTransition: Send + 'static {
 impl FromTransition for Change {
     fn from_transition(t: &Transition<'_>) -> Self {
         (t.from, t.to)
-    }
-}
-
-/// A whole [`Transition`] as an owned value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Seen {
-    pub(crate) breaker: String,
-    pub(crate) from: State,
-    pub(crate) to: State,
-    pub(crate) at: Duration,
-    pub(crate) counts: Counts,
-    pub(crate) totals: Totals,
-    pub(crate) origin: Origin,
-    pub(crate) open_for: Option<Duration>,
-    pub(crate) forced: Option<Forced>,
-}
-
-impl FromTransition for Seen {
-    fn from_transition(t: &Transition<'_>) -> Self {
-        Seen {
-            breaker: t.breaker.to_owned(),
-            from: t.from,
-            to: t.to,
-            at: t.at,
-            counts: t.counts,
-            totals: t.totals,
-            origin: t.origin,
-            open_for: t.open_for,
-            forced: t.forced,
-        }
     }
 }
 
