@@ -35,17 +35,9 @@ const TIMEOUT_LATENCY: Duration = Duration::from_millis(200); // every failure i
 const ROWS: u32 = 30; // one timeline row per simulated second
 const BAR: usize = 20; // width of the traffic bar
 
-/// xorshift64*: a tiny deterministic PRNG, so that the example needs no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+// xorshift64*: a tiny deterministic PRNG, so that the example needs no dependency.
+mod common;
+use common::Rng;
 
 /// The dependency's health: healthy (1% errors) until 5 s, hard down (every call times out)
 /// until 12 s, then recovering, its error rate falling from 100% back to 1% over 10 s.

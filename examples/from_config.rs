@@ -18,17 +18,9 @@ const TICK: Duration = Duration::from_millis(10);
 const LATENCY: Duration = Duration::from_millis(5);
 const RUN: Duration = Duration::from_secs(8);
 
-/// xorshift64*: a tiny deterministic PRNG, so every run prints the same thing.
-struct Rng(u64);
-
-impl Rng {
-    fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+// xorshift64*: a tiny deterministic PRNG, so every run prints the same thing.
+mod common;
+use common::Rng;
 
 /// Each downstream's error rate at time `t` (seconds): payments has a 4 s outage, inventory
 /// goes hard down for a second, search fails a third of its calls for a while, shipping

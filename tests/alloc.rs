@@ -15,6 +15,8 @@
 //! Run it with `cargo test --test alloc`; `cargo test --test alloc -- NAME` runs the checks
 //! whose name contains `NAME`.
 
+mod support;
+
 use std::alloc::System;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -83,10 +85,7 @@ fn counting_callbacks() -> (Breaker, ManualClock, Arc<AtomicUsize>) {
 
 fn open_breaker() -> Breaker {
     let breaker = Breaker::builder().timeout(LONG).build();
-    for _ in 0..6 {
-        let _ = breaker.execute(err);
-    }
-    assert_eq!(breaker.state(), State::Open);
+    support::setup::trip(&breaker);
     breaker
 }
 
@@ -97,11 +96,7 @@ fn half_open_full(clock: &ManualClock) -> Breaker {
         .timeout(Duration::from_secs(1))
         .clock(clock.clone())
         .build();
-    for _ in 0..6 {
-        let _ = breaker.execute(err);
-    }
-    clock.advance(Duration::from_secs(2));
-    assert_eq!(breaker.state(), State::HalfOpen);
+    support::setup::half_open(&breaker, clock, Duration::from_secs(2));
     breaker
 }
 

@@ -1,11 +1,14 @@
 //! The public API's contracts: errors, conversions, clock reads, policy hooks.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lazybreaker::policy::{CallResult, Outcome, TripPolicy};
 use lazybreaker::{Breaker, Clock, Error, ManualClock, Rejected, State};
+use support::log::Log;
+use support::policy::trips_on_first_failure;
 
 #[test]
 fn breaker_is_send_and_sync() {
@@ -48,9 +51,7 @@ fn question_mark_converts_a_rejection() {
         permit.success();
         Ok(n)
     }
-    let breaker = Breaker::builder()
-        .policy(lazybreaker::policy::ConsecutiveFailures::new(1).unwrap())
-        .build();
+    let breaker = Breaker::builder().policy(trips_on_first_failure()).build();
     assert_eq!(call(&breaker).unwrap(), 12);
     breaker.allow().unwrap().failure();
     assert!(matches!(
@@ -140,21 +141,16 @@ fn each_call_reads_the_clock_at_most_once() {
     assert_eq!(reads(), 1, "open rejection");
 }
 
-type Shared<T> = Arc<Mutex<Vec<T>>>;
-
 /// A policy that records what it sees and chooses its own open duration.
 #[derive(Debug, Default)]
 struct Spy {
-    seen: Shared<(Outcome, Option<Duration>)>,
-    changes: Shared<(State, State, Duration)>,
+    seen: Log<(Outcome, Option<Duration>)>,
+    changes: Log<(State, State, Duration)>,
 }
 
 impl TripPolicy for Spy {
     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
-        self.seen
-            .lock()
-            .unwrap()
-            .push((result.outcome, result.latency));
+        self.seen.push((result.outcome, result.latency));
         result.outcome == Outcome::Failure
     }
 
@@ -164,7 +160,7 @@ impl TripPolicy for Spy {
     }
 
     fn on_state_change(&mut self, from: State, to: State, now: Duration) {
-        self.changes.lock().unwrap().push((from, to, now));
+        self.changes.push((from, to, now));
     }
 
     fn capabilities(&self) -> lazybreaker::policy::Capabilities {
@@ -176,7 +172,7 @@ impl TripPolicy for Spy {
 fn a_policy_sees_every_closed_outcome_with_its_latency_and_picks_the_open_duration() {
     let clock = ManualClock::new();
     let spy = Spy::default();
-    let (seen, changes) = (Arc::clone(&spy.seen), Arc::clone(&spy.changes));
+    let (seen, changes) = (spy.seen.clone(), spy.changes.clone());
     let breaker = Breaker::builder().policy(spy).clock(clock.clone()).build();
 
     let a = breaker.allow().unwrap();
@@ -190,7 +186,7 @@ fn a_policy_sees_every_closed_outcome_with_its_latency_and_picks_the_open_durati
     c.failure();
 
     assert_eq!(
-        *seen.lock().unwrap(),
+        seen.entries(),
         vec![
             (Outcome::Success, Some(Duration::from_millis(7))),
             (Outcome::Excluded, Some(Duration::from_millis(2))),
@@ -203,7 +199,7 @@ fn a_policy_sees_every_closed_outcome_with_its_latency_and_picks_the_open_durati
     clock.advance(Duration::from_nanos(1));
     assert_eq!(breaker.state(), State::HalfOpen);
     assert_eq!(
-        *changes.lock().unwrap(),
+        changes.entries(),
         vec![
             (State::Closed, State::Open, Duration::from_millis(49)),
             (
@@ -215,26 +211,24 @@ fn a_policy_sees_every_closed_outcome_with_its_latency_and_picks_the_open_durati
     );
     // Results in half-open never reach the policy.
     breaker.allow().unwrap().success();
-    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(seen.len(), 3);
     assert_eq!(breaker.state(), State::Closed);
 }
 
 #[test]
 fn latency_is_not_measured_for_policies_that_do_not_ask() {
     #[derive(Debug)]
-    struct NoLatency(Arc<Mutex<Vec<Option<Duration>>>>);
+    struct NoLatency(Log<Option<Duration>>);
     impl TripPolicy for NoLatency {
         fn on_result(&mut self, result: &CallResult<'_>) -> bool {
-            self.0.lock().unwrap().push(result.latency);
+            self.0.push(result.latency);
             false
         }
     }
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let breaker = Breaker::builder()
-        .policy(NoLatency(Arc::clone(&seen)))
-        .build();
+    let seen = Log::default();
+    let breaker = Breaker::builder().policy(NoLatency(seen.clone())).build();
     breaker.execute(|| Ok::<_, ()>(())).unwrap();
-    assert_eq!(*seen.lock().unwrap(), vec![None]);
+    assert_eq!(seen.entries(), vec![None]);
 }
 
 #[test]
@@ -277,7 +271,7 @@ fn a_rolling_window_forgets_bucket_by_bucket() {
 fn an_open_period_too_long_to_count_saturates_its_retry_hint() {
     let breaker = Breaker::builder()
         .timeout(Duration::MAX)
-        .policy(lazybreaker::policy::ConsecutiveFailures::new(1).unwrap())
+        .policy(trips_on_first_failure())
         .build();
     let _ = breaker.execute(|| Err::<(), _>(()));
     for _ in 0..3 {
@@ -397,23 +391,20 @@ fn a_policy_that_panics_as_a_probe_fails_does_not_leave_half_open_stuck() {
 #[test]
 fn a_policy_that_panics_hearing_of_a_trip_leaves_a_well_formed_open_state_and_delivers_it() {
     let clock = ManualClock::new();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let breaker = {
-        let log = Arc::clone(&log);
-        Breaker::builder()
-            .timeout(FIVE_S)
-            .policy(Panicky {
-                panic_hearing_of_change: true,
-                ..Panicky::default()
-            })
-            .on_state_change(move |_, from, to| log.lock().unwrap().push((from, to)))
-            .clock(clock.clone())
-            .build()
-    };
+    let log = Log::default();
+    let breaker = Breaker::builder()
+        .timeout(FIVE_S)
+        .policy(Panicky {
+            panic_hearing_of_change: true,
+            ..Panicky::default()
+        })
+        .on_state_change(log.callback())
+        .clock(clock.clone())
+        .build();
     assert!(fails_with_panic(&breaker));
     assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
     // The change happened; the panicking call did not deliver it, the next call did.
-    assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
+    assert_eq!(log.entries(), vec![(State::Closed, State::Open)]);
     clock.advance(FIVE_S * 2);
     assert_eq!(
         breaker.state(),

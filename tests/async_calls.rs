@@ -3,6 +3,8 @@
 //! failures, cancellation as an abandoned call. Driven by a hand-written executor: the core
 //! has no async runtime, and neither do these tests.
 
+mod support;
+
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -13,6 +15,7 @@ use std::time::Duration;
 
 use lazybreaker::policy::{ConsecutiveFailures, Outcome};
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use support::policy::trips_on_first_failure;
 
 struct Noop;
 
@@ -70,7 +73,7 @@ fn later<T>(pending: usize, result: T) -> Later<T> {
 fn tripping(clock: &ManualClock) -> Breaker<ConsecutiveFailures> {
     Breaker::builder()
         .timeout(Duration::from_secs(10))
-        .policy(ConsecutiveFailures::new(1).unwrap())
+        .policy(trips_on_first_failure())
         .clock(clock.clone())
         .build()
 }
@@ -226,7 +229,7 @@ fn abandoned_calls_can_count_as_failures_per_state() {
     // completed is no evidence of health).
     let breaker = Breaker::builder()
         .timeout(Duration::from_secs(10))
-        .policy(ConsecutiveFailures::new(1).unwrap())
+        .policy(trips_on_first_failure())
         .abandoned_as(Exclusion, Failure)
         .clock(clock.clone())
         .build();
@@ -251,7 +254,7 @@ fn abandoned_calls_can_count_as_failures_per_state() {
 
     // Failure in closed too: an abandoned call trips a breaker that trips on one failure.
     let strict = Breaker::builder()
-        .policy(ConsecutiveFailures::new(1).unwrap())
+        .policy(trips_on_first_failure())
         .abandoned_as(Failure, Failure)
         .clock(clock.clone())
         .build();

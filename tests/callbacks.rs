@@ -1,6 +1,8 @@
 //! `on_state_change`: delivered outside the lock, once each, in order, one at a time, and
 //! free to call back into the breaker.
 
+mod support;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -10,15 +12,12 @@ use std::time::Duration;
 
 use lazybreaker::policy::ReadyToTrip;
 use lazybreaker::{Breaker, Counts, ManualClock, State};
+use support::log::Log;
+use support::policy::ready_on_first_failure;
 
 type Policy = ReadyToTrip<fn(&Counts) -> bool>;
-type Log = Arc<Mutex<Vec<(State, State)>>>;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
-
-fn trips_on_first_failure(c: &Counts) -> bool {
-    c.consecutive_failures >= 1
-}
 
 /// Runs `f` on another thread and fails the test if it has not finished within a generous
 /// bound: a deadlock becomes a failure instead of a hung test run.
@@ -35,17 +34,17 @@ fn reentrant(
     clock: &ManualClock,
     reenter: impl Fn(&Breaker<Policy>, State, State) + Send + Sync + 'static,
 ) -> (Arc<Breaker<Policy>>, Log) {
-    let log: Log = Arc::default();
+    let log = Log::default();
     let me: Arc<OnceLock<Weak<Breaker<Policy>>>> = Arc::default();
     let breaker = Arc::new({
-        let log = Arc::clone(&log);
+        let log = log.clone();
         let me = Arc::clone(&me);
         Breaker::builder()
             .name("reentrant")
             .timeout(TIMEOUT)
-            .ready_to_trip(trips_on_first_failure as fn(&Counts) -> bool)
+            .ready_to_trip(ready_on_first_failure as fn(&Counts) -> bool)
             .on_state_change(move |_, from, to| {
-                log.lock().unwrap().push((from, to));
+                log.push((from, to));
                 if let Some(breaker) = me.get().and_then(Weak::upgrade) {
                     reenter(&breaker, from, to);
                 }
@@ -70,7 +69,7 @@ fn a_callback_can_read_the_breaker_without_deadlock() {
     let b = Arc::clone(&breaker);
     without_deadlock(move || b.allow().unwrap().failure());
     // Delivered before the call that caused it returned.
-    assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
+    assert_eq!(log.entries(), vec![(State::Closed, State::Open)]);
     assert_eq!(
         *seen.lock().unwrap(),
         vec![(State::Open, Counts::default())]
@@ -109,7 +108,7 @@ fn a_change_made_inside_a_callback_is_delivered_right_after_it() {
         "state() reports the state it evaluated"
     );
     assert_eq!(
-        *log.lock().unwrap(),
+        log.entries(),
         vec![
             (State::Closed, State::Open),
             (State::Open, State::HalfOpen),
@@ -134,7 +133,7 @@ fn a_panicking_callback_propagates_and_does_not_block_later_changes() {
     clock.advance(TIMEOUT * 2);
     assert_eq!(breaker.state(), State::HalfOpen);
     assert_eq!(
-        *log.lock().unwrap(),
+        log.entries(),
         vec![(State::Closed, State::Open), (State::Open, State::HalfOpen)]
     );
 }
@@ -144,18 +143,18 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
     let clock = ManualClock::new();
     let inside = Arc::new(AtomicBool::new(false));
     let overlaps = Arc::new(AtomicUsize::new(0));
-    let log: Log = Arc::default();
+    let log = Log::default();
     let breaker = {
         let (inside, overlaps, log) = (inside.clone(), overlaps.clone(), log.clone());
         Arc::new(
             Breaker::builder()
                 .timeout(Duration::from_millis(1))
-                .ready_to_trip(trips_on_first_failure as fn(&Counts) -> bool)
+                .ready_to_trip(ready_on_first_failure as fn(&Counts) -> bool)
                 .on_state_change(move |_, from, to| {
                     if inside.swap(true, Ordering::SeqCst) {
                         overlaps.fetch_add(1, Ordering::SeqCst);
                     }
-                    log.lock().unwrap().push((from, to));
+                    log.push((from, to));
                     thread::yield_now();
                     inside.store(false, Ordering::SeqCst);
                 })
@@ -190,7 +189,7 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
         0,
         "two callbacks ran at once"
     );
-    let log = log.lock().unwrap();
+    let log = log.entries();
     assert!(
         log.len() > 10,
         "the workload made transitions ({})",
@@ -203,21 +202,9 @@ fn callbacks_never_overlap_and_arrive_in_order_across_threads() {
     assert_eq!(log.last().unwrap().1, breaker.state());
 }
 
-#[test]
-fn a_change_made_by_a_panicking_call_is_delivered_before_the_panic_reaches_the_caller() {
-    let clock = ManualClock::new();
-    let log: Log = Arc::default();
-    let breaker = {
-        let log = Arc::clone(&log);
-        Breaker::builder()
-            .timeout(TIMEOUT)
-            .ready_to_trip(trips_on_first_failure as fn(&Counts) -> bool)
-            .on_state_change(move |_, from, to| log.lock().unwrap().push((from, to)))
-            .clock(clock.clone())
-            .build()
-    };
-    // The call panics: its permit records the failure while unwinding, which trips the
-    // breaker; the callback runs (contained) before the panic reaches the caller.
+/// Makes a call on `breaker` that panics with "the call blew up"; checks that this panic is
+/// the one that reaches the caller.
+fn call_that_blows_up(breaker: &Breaker<Policy>) {
     let unwound = catch_unwind(AssertUnwindSafe(|| {
         breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
     }));
@@ -225,27 +212,36 @@ fn a_change_made_by_a_panicking_call_is_delivered_before_the_panic_reaches_the_c
         *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
         "the call blew up"
     );
-    assert_eq!(*log.lock().unwrap(), vec![(State::Closed, State::Open)]);
+}
+
+#[test]
+fn a_change_made_by_a_panicking_call_is_delivered_before_the_panic_reaches_the_caller() {
+    let clock = ManualClock::new();
+    let log = Log::default();
+    let breaker = Breaker::builder()
+        .timeout(TIMEOUT)
+        .ready_to_trip(ready_on_first_failure as fn(&Counts) -> bool)
+        .on_state_change(log.callback())
+        .clock(clock.clone())
+        .build();
+    // The call panics: its permit records the failure while unwinding, which trips the
+    // breaker; the callback runs (contained) before the panic reaches the caller.
+    call_that_blows_up(&breaker);
+    assert_eq!(log.entries(), vec![(State::Closed, State::Open)]);
     assert!(breaker.allow().is_err());
-    assert_eq!(log.lock().unwrap().len(), 1, "delivered once");
+    assert_eq!(log.len(), 1, "delivered once");
 }
 
 #[test]
 fn a_callback_that_panics_while_the_call_unwinds_is_dropped_and_the_first_panic_wins() {
     let clock = ManualClock::new();
     let breaker = Breaker::builder()
-        .ready_to_trip(trips_on_first_failure as fn(&Counts) -> bool)
+        .ready_to_trip(ready_on_first_failure as fn(&Counts) -> bool)
         .on_state_change(|_, _, _| panic!("the callback blew up"))
         .clock(clock.clone())
         .build();
-    let unwound = catch_unwind(AssertUnwindSafe(|| {
-        breaker.execute(|| -> Result<(), ()> { panic!("the call blew up") })
-    }));
     // No abort, and the caller sees the call's panic, not the callback's.
-    assert_eq!(
-        *unwound.unwrap_err().downcast_ref::<&str>().unwrap(),
-        "the call blew up"
-    );
+    call_that_blows_up(&breaker);
     assert_eq!(breaker.state(), State::Open);
     let t = breaker.totals();
     assert_eq!((t.admitted, t.failures, t.opened), (1, 1, 1));

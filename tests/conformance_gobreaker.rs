@@ -7,12 +7,13 @@ use std::collections::HashMap;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lazybreaker::policy::{ConsecutiveFailures, FailureRatio, TripPolicy};
 use lazybreaker::{Breaker, Counts, ManualClock, Permit, Rejected, State};
 use serde::Deserialize;
+use support::log::Log;
 
 #[derive(Debug, Deserialize)]
 struct Scenario {
@@ -153,10 +154,10 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
     let s = &scenario.settings;
     let clock = ManualClock::new();
     let step_index = Arc::new(AtomicUsize::new(0));
-    let fired = Arc::new(Mutex::new(Vec::new()));
+    let fired = Log::default();
     let breaker = {
         let step_index = Arc::clone(&step_index);
-        let fired = Arc::clone(&fired);
+        let fired = fired.clone();
         Breaker::builder()
             .name(scenario.name.clone())
             .max_requests(s.max_requests)
@@ -165,10 +166,7 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
             .timeout(Duration::from_millis(s.timeout_ms))
             .policy(policy(&s.trip))
             .on_state_change(move |_, from, to| {
-                fired
-                    .lock()
-                    .unwrap()
-                    .push((step_index.load(Ordering::SeqCst), from, to));
+                fired.push((step_index.load(Ordering::SeqCst), from, to));
             })
             .clock(clock.clone())
             .build()
@@ -237,7 +235,7 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
         .iter()
         .map(|t| (t.after_step, State::from(t.from), State::from(t.to)))
         .collect();
-    let got = fired.lock().unwrap().clone();
+    let got = fired.entries();
     if got != want {
         return Err(format!("transitions {got:?}, want {want:?}"));
     }

@@ -1,9 +1,12 @@
 //! Half-open admission, and the permits that must never leave it stuck.
 
+mod support;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use support::policy::ready_on_first_failure;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -13,13 +16,10 @@ fn half_open(max_requests: u32) -> (Breaker<impl lazybreaker::policy::TripPolicy
     let breaker = Breaker::builder()
         .max_requests(max_requests)
         .timeout(TIMEOUT)
-        .ready_to_trip(|c| c.consecutive_failures >= 1)
+        .ready_to_trip(ready_on_first_failure)
         .clock(clock.clone())
         .build();
-    breaker.allow().unwrap().failure();
-    assert_eq!(breaker.state(), State::Open);
-    clock.advance(TIMEOUT + Duration::from_millis(1));
-    assert_eq!(breaker.state(), State::HalfOpen);
+    support::setup::half_open(&breaker, &clock, TIMEOUT + Duration::from_millis(1));
     (breaker, clock)
 }
 
@@ -132,13 +132,11 @@ fn a_late_result_from_before_the_trip_is_stale() {
     let clock = ManualClock::new();
     let breaker = Breaker::builder()
         .timeout(TIMEOUT)
-        .ready_to_trip(|c| c.consecutive_failures >= 1)
+        .ready_to_trip(ready_on_first_failure)
         .clock(clock.clone())
         .build();
     let slow = breaker.allow().unwrap();
-    breaker.allow().unwrap().failure();
-    clock.advance(TIMEOUT * 2);
-    assert_eq!(breaker.state(), State::HalfOpen);
+    support::setup::half_open(&breaker, &clock, TIMEOUT * 2);
     // The slow call from the closed generation finally succeeds: it must not close the
     // half-open breaker nor count as its probe.
     slow.success();

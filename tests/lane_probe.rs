@@ -1,12 +1,15 @@
-//! Stress probes of the lock-free lane's striped counting (`src/lane.rs`): many threads on one
-//! breaker, with mixed verdicts, permits handed between threads, a clock thread, and readers
-//! that check every snapshot they take; then a lone thread after contention, which must count
-//! lock-free again.
+//! Stress probes of the lock-free lane and its striped counting (`src/lane.rs`) under plain
+//! threads (loom's models are in `tests/loom.rs`): many threads on one breaker, with random
+//! verdicts, permits held across calls and handed between threads, a clock moved by another
+//! thread, and readers that check every snapshot they take; afterwards everything must add up.
+//! Then a lone thread after contention, which must count lock-free again.
 //!
-//! Every loop is bounded in count and in time; nothing sleeps. The tests take a file-wide lock
-//! so that they never overlap (timing, and the allocation counts of the striping test).
+//! Every loop is bounded; nothing sleeps. The tests take a file-wide lock so that they never
+//! overlap (timing, and the allocation counts of the striping test).
 //!
 //! Run: `cargo test --release --test lane_probe` (a debug build runs fewer calls).
+
+mod support;
 
 use std::alloc::System;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,10 +17,13 @@ use std::sync::{Arc, Barrier, Mutex, MutexGuard, OnceLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lazybreaker::policy::{CallResult, ConsecutiveFailures, FailureRatio, Outcome, TripPolicy};
+use lazybreaker::policy::{ConsecutiveFailures, FailureRatio, TripPolicy};
 use lazybreaker::{Breaker, Builder, Clock, Counts, Error, ManualClock, OwnedPermit, Rejected};
 use lazybreaker::{State, Totals};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use support::log::{Change, Log};
+use support::policy::{Record, Recorded};
+use support::rng::Rng;
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -42,91 +48,86 @@ const CALLS_PER_TICK: u64 = 128;
 /// Permits a worker holds at most; the shared mailbox holds at most this many per worker.
 const HELD: usize = 4;
 
-type Log = Arc<Mutex<Vec<(State, State)>>>;
-
 /// One test at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// How often the policy was consulted, by outcome: `[successes, failures, exclusions]`.
-type Consulted = Arc<[AtomicU64; 3]>;
-
-/// Wraps a policy: writes down every state change as it happens (under the breaker's lock),
-/// counts how often each outcome reaches `on_result`, and lets closed-state successes go
-/// through the lock-free lane.
-#[derive(Debug)]
-struct Logged<P> {
-    inner: P,
-    happened: Log,
-    consulted: Consulted,
-}
-
-impl<P: TripPolicy> TripPolicy for Logged<P> {
-    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
-        let i = match result.outcome {
-            Outcome::Success => 0,
-            Outcome::Failure => 1,
-            _ => 2,
-        };
-        self.consulted[i].fetch_add(1, Ordering::Relaxed);
-        self.inner.on_result(result)
-    }
-
-    fn on_state_change(&mut self, from: State, to: State, _now: Duration) {
-        self.happened.lock().unwrap().push((from, to));
-    }
-
-    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
-        lazybreaker::policy::Capabilities::default().needs_successes(false)
-    }
-}
-
-/// xorshift64*: a deterministic stream per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 struct Built<P: TripPolicy> {
-    breaker: Arc<Breaker<Logged<P>>>,
-    happened: Log,
+    breaker: Arc<Breaker<Recorded<P>>>,
+    /// What the policy was told, under the lock: every change as it happened, and how often
+    /// each outcome reached it.
+    record: Record,
+    /// Every change the `on_state_change` callback received.
     delivered: Log,
-    consulted: Consulted,
 }
 
 fn build<P: TripPolicy>(
-    policy: P,
+    policy: Recorded<P>,
     clock: impl Clock + 'static,
-    configure: impl FnOnce(Builder<Logged<P>>) -> Builder<Logged<P>>,
+    configure: impl FnOnce(Builder<Recorded<P>>) -> Builder<Recorded<P>>,
 ) -> Built<P> {
-    let (happened, delivered): (Log, Log) = Default::default();
-    let consulted: Consulted = Arc::default();
-    let builder = Breaker::builder().policy(Logged {
-        inner: policy,
-        happened: Arc::clone(&happened),
-        consulted: Arc::clone(&consulted),
-    });
-    let breaker = {
-        let delivered = Arc::clone(&delivered);
-        configure(builder)
-            .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
-            .clock(clock)
-            .build()
-    };
+    let record = policy.record();
+    let delivered = Log::default();
+    let breaker = configure(Breaker::builder().policy(policy))
+        .on_state_change(delivered.callback())
+        .clock(clock)
+        .build();
     Built {
         breaker: Arc::new(breaker),
-        happened,
+        record,
         delivered,
-        consulted,
     }
+}
+
+/// The breaker of a stress run, on a manual clock: at most 3 probes, open for `timeout`,
+/// and the settings `configure` adds.
+fn stressed<P: TripPolicy>(
+    policy: Recorded<P>,
+    timeout: Duration,
+    configure: impl FnOnce(Builder<Recorded<P>>) -> Builder<Recorded<P>>,
+) -> (ManualClock, Built<P>) {
+    let clock = ManualClock::new();
+    let built = build(policy, clock.clone(), |b| {
+        configure(b.max_requests(3).timeout(timeout))
+    });
+    (clock, built)
+}
+
+/// Every admitted call is accounted for, once, and every change that happened was delivered,
+/// once, in order, along a legal walk from closed, each trip counted in `opened`. Returns
+/// the state the walk ends in.
+fn check_accounts(
+    totals: &Totals,
+    admitted: u64,
+    happened: &[Change],
+    delivered: &[Change],
+) -> State {
+    assert_eq!(totals.admitted, admitted, "{totals:?}");
+    assert_eq!(
+        totals.successes + totals.failures + totals.exclusions + totals.abandoned + totals.dropped,
+        admitted,
+        "{totals:?}"
+    );
+    assert_eq!(delivered, happened);
+    let legal = [
+        (State::Closed, State::Open),
+        (State::Open, State::HalfOpen),
+        (State::HalfOpen, State::Open),
+        (State::HalfOpen, State::Closed),
+    ];
+    let mut now = State::Closed;
+    for &(from, to) in happened {
+        assert_eq!(from, now, "a change from a state the breaker was not in");
+        assert!(legal.contains(&(from, to)), "illegal change {from} -> {to}");
+        now = to;
+    }
+    assert_eq!(
+        totals.opened as usize,
+        happened.iter().filter(|t| t.1 == State::Open).count()
+    );
+    now
 }
 
 /// What a thread saw and did.
@@ -220,20 +221,17 @@ fn stress<P: TripPolicy + 'static>(
     name: &str,
     policy: P,
     timeout: Duration,
-    configure: impl FnOnce(Builder<Logged<P>>) -> Builder<Logged<P>>,
+    configure: impl FnOnce(Builder<Recorded<P>>) -> Builder<Recorded<P>>,
 ) {
     let _serial = serial();
-    let clock = ManualClock::new();
+    let (clock, built) = stressed(Recorded::new(policy), timeout, configure);
     let Built {
         breaker,
-        happened,
+        record,
         delivered,
-        ..
-    } = build(policy, clock.clone(), |b| {
-        configure(b.max_requests(3).timeout(timeout))
-    });
+    } = built;
     let deadline = Instant::now() + BUDGET;
-    let mailbox: Arc<Mutex<Vec<OwnedPermit<Logged<P>>>>> = Arc::default();
+    let mailbox: Arc<Mutex<Vec<OwnedPermit<Recorded<P>>>>> = Arc::default();
     let start = Arc::new(Barrier::new(WORKERS + READERS + 2));
     let workers_done = Arc::new(AtomicBool::new(false));
     let clock_done = Arc::new(AtomicBool::new(false));
@@ -310,9 +308,9 @@ fn stress<P: TripPolicy + 'static>(
             thread::spawn(move || {
                 let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1).wrapping_mul(0xabcd));
                 let mut me = Tally::default();
-                let mut held: Vec<OwnedPermit<Logged<P>>> = Vec::new();
+                let mut held: Vec<OwnedPermit<Recorded<P>>> = Vec::new();
                 start.wait();
-                let verdict = |rng: &mut Rng, permit: OwnedPermit<Logged<P>>, me: &mut Tally| {
+                let verdict = |rng: &mut Rng, permit: OwnedPermit<Recorded<P>>, me: &mut Tally| {
                     // Outages: in the first half of every 100 ms, 60 % of calls fail.
                     let outage = clock.now().as_millis() % 100 < 50;
                     match rng.next() % 20 {
@@ -430,8 +428,8 @@ fn stress<P: TripPolicy + 'static>(
     let totals = breaker.totals();
     let counts = breaker.counts();
     let state = breaker.state();
-    let happened = happened.lock().unwrap().clone();
-    let delivered = delivered.lock().unwrap().clone();
+    let happened = record.happened.entries();
+    let delivered = delivered.entries();
     println!(
         "[{name}] {} calls by {WORKERS} workers, {ticks} ms ticked, reads {reads:?}: \
          {} admitted, {} rejected open (longest retry_after {:?}), {} rejected half-open, \
@@ -448,13 +446,10 @@ fn stress<P: TripPolicy + 'static>(
         all.admitted + all.rejected_open + all.rejected_busy,
         all.calls
     );
-    // Every admitted call is accounted for, once.
-    assert_eq!(totals.admitted, all.admitted, "{totals:?}");
-    assert_eq!(
-        totals.successes + totals.failures + totals.exclusions + totals.abandoned + totals.dropped,
-        all.admitted,
-        "{totals:?}"
-    );
+    // Every admitted call is accounted for, once; every change that happened was delivered,
+    // once, in order, along a legal walk that ends where the breaker is.
+    let now = check_accounts(&totals, all.admitted, &happened, &delivered);
+    assert_eq!(now, state);
     assert_eq!(all.reported.iter().sum::<u64>(), all.admitted);
     // Nothing was counted as what it was not.
     assert!(totals.successes <= all.reported[0], "{totals:?} {all:?}");
@@ -462,25 +457,6 @@ fn stress<P: TripPolicy + 'static>(
     assert!(totals.exclusions <= all.reported[2], "{totals:?} {all:?}");
     assert_eq!(totals.abandoned, all.reported[3], "{totals:?} {all:?}");
     assert!(counts_ok(&counts), "{counts:?}");
-    // Every change that happened was delivered, once, in order, along a legal walk.
-    assert_eq!(delivered, happened);
-    let legal = [
-        (State::Closed, State::Open),
-        (State::Open, State::HalfOpen),
-        (State::HalfOpen, State::Open),
-        (State::HalfOpen, State::Closed),
-    ];
-    let mut now = State::Closed;
-    for &(from, to) in &happened {
-        assert_eq!(from, now, "a change from a state the breaker was not in");
-        assert!(legal.contains(&(from, to)), "illegal change {from} -> {to}");
-        now = to;
-    }
-    assert_eq!(now, state);
-    assert_eq!(
-        totals.opened as usize,
-        happened.iter().filter(|t| t.1 == State::Open).count()
-    );
     // An open rejection never reported a deadline beyond an open period (a window's end).
     assert_eq!(all.too_long, 0, "longest {:?}", all.longest_retry);
     // Every snapshot a reader took was one a locked breaker could have shown.
@@ -534,6 +510,143 @@ fn stress_with_windows_longer_than_the_open_period() {
     );
 }
 
+/// Threads of the second workload ([`stress_held`]).
+const THREADS: usize = 8;
+/// Calls each of its workers makes at least; they keep calling until the clock has stopped.
+const MIN_CALLS: u64 = 5_000;
+/// Milliseconds its clock thread advances, one at a time, while the workers call.
+const HELD_TICKS: u64 = 1_000;
+
+/// Everything under the lock: a rolling window and a ratio policy that sees every result.
+#[test]
+fn everything_adds_up_under_contention_on_the_lock() {
+    let policy = Recorded::new(FailureRatio::new(0.4, 10).unwrap()).needs_successes(true);
+    stress_held(policy, |b| {
+        b.interval(Duration::from_millis(50))
+            .bucket_period(Duration::from_millis(10))
+    });
+}
+
+/// gobreaker's defaults: closed-state admissions and successes on the lock-free lane, open
+/// rejections without the lock, failures and half-open under it.
+#[test]
+fn everything_adds_up_under_contention_on_the_lock_free_lane() {
+    let policy = Recorded::new(ConsecutiveFailures::new(4).unwrap()).needs_successes(false);
+    stress_held(policy, |b| b);
+}
+
+/// A fixed closed-state window on the lock-free lane: every window's end races the calls.
+#[test]
+fn everything_adds_up_under_contention_on_the_windowed_lane() {
+    let policy = Recorded::new(FailureRatio::new(0.4, 10).unwrap()).needs_successes(false);
+    stress_held(policy, |b| b.interval(Duration::from_millis(10)));
+}
+
+/// The second workload: `THREADS` workers whose permits are all held a while, then finished
+/// in random order with random verdicts (some excluded or dropped), on a breaker with
+/// `policy` and the settings `configure` adds, and a clock thread. Then everything must add
+/// up.
+fn stress_held<P: TripPolicy + 'static>(
+    policy: Recorded<P>,
+    configure: impl FnOnce(Builder<Recorded<P>>) -> Builder<Recorded<P>>,
+) {
+    let _serial = serial();
+    let (clock, built) = stressed(policy, Duration::from_millis(20), configure);
+    let Built {
+        breaker,
+        record,
+        delivered,
+    } = built;
+
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let done = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (clock, start, done) = (clock.clone(), Arc::clone(&start), Arc::clone(&done));
+        thread::spawn(move || {
+            start.wait();
+            for _ in 0..HELD_TICKS {
+                clock.advance(Duration::from_millis(1));
+                thread::yield_now();
+            }
+            done.store(true, Ordering::Release);
+        })
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (breaker, start, done) =
+                (Arc::clone(&breaker), Arc::clone(&start), Arc::clone(&done));
+            let clock = clock.clone();
+            thread::spawn(move || {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1));
+                let (mut calls, mut admitted, mut open, mut busy) = (0u64, 0u64, 0u64, 0u64);
+                let mut held = Vec::new();
+                start.wait();
+                while calls < MIN_CALLS || !done.load(Ordering::Acquire) {
+                    calls += 1;
+                    if calls % 256 == 0 {
+                        // Lock-free calls never block: leave the clock thread room to run.
+                        thread::yield_now();
+                    }
+                    match breaker.allow_owned() {
+                        Ok(permit) => {
+                            admitted += 1;
+                            held.push(permit);
+                        }
+                        Err(Rejected::Open { .. }) => open += 1,
+                        Err(Rejected::TooManyRequests) => busy += 1,
+                        Err(other) => panic!("unexpected rejection {other:?}"),
+                    }
+                    // Finish a random number of the calls in flight, in random order, with a
+                    // random verdict; some are excluded or abandoned. The dependency has
+                    // outages: in the first half of every 100 ms, 80 % of calls fail, in the
+                    // second half 10 %.
+                    let outage = clock.now().as_millis() % 100 < 50;
+                    while !held.is_empty() && rng.next() % 3 != 0 {
+                        let i = (rng.next() % held.len() as u64) as usize;
+                        let permit = held.swap_remove(i);
+                        match rng.next() % 20 {
+                            0..=1 => permit.exclude(),
+                            2 => drop(permit),
+                            r if r < if outage { 19 } else { 5 } => permit.failure(),
+                            _ => permit.success(),
+                        }
+                    }
+                }
+                for permit in held {
+                    permit.success();
+                }
+                (calls, admitted, open, busy)
+            })
+        })
+        .collect();
+    let (mut calls, mut admitted, mut rejected_open, mut rejected_busy) = (0, 0, 0, 0);
+    for w in workers {
+        let (c, a, o, b) = w.join().unwrap();
+        calls += c;
+        admitted += a;
+        rejected_open += o;
+        rejected_busy += b;
+    }
+    ticker.join().unwrap();
+
+    // Every call was either admitted or rejected, and every admitted call is accounted for;
+    // every call has returned: every change that happened was delivered, once, in order,
+    // along a legal walk from closed.
+    assert_eq!(admitted + rejected_open + rejected_busy, calls);
+    let totals = breaker.totals();
+    let history = record.happened.entries();
+    check_accounts(&totals, admitted, &history, &delivered.entries());
+
+    // The workload really exercised the machine (tripping, probing, rejecting).
+    assert!(totals.opened >= 2, "tripped only {} times", totals.opened);
+    assert!(rejected_open > 0 && totals.dropped > 0, "{totals:?}");
+    println!(
+        "{calls} calls: {admitted} admitted, {rejected_open} rejected open, {rejected_busy} \
+         rejected half-open, {} state changes over {HELD_TICKS} ms; {totals:?}",
+        history.len()
+    );
+}
+
 /// Only successes, several threads, and a reader draining the lane all the time: the reader's
 /// snapshots must never show a success without its admission (threads move between
 /// stripes when they collide, between a call's admission and its success).
@@ -542,7 +655,7 @@ fn snapshots_never_show_a_success_without_its_admission() {
     let _serial = serial();
     const THREADS: usize = 4;
     let Built { breaker, .. } = build(
-        ConsecutiveFailures::new(1000).unwrap(),
+        Recorded::new(ConsecutiveFailures::new(1000).unwrap()),
         ManualClock::new(),
         |b| b,
     );
@@ -608,9 +721,11 @@ fn successes_after_their_window_are_dropped_not_counted() {
     const ROUNDS: u64 = if cfg!(debug_assertions) { 200 } else { 1_000 };
     const WINDOW: Duration = Duration::from_millis(10);
     let clock = ManualClock::new();
-    let Built { breaker, .. } = build(ConsecutiveFailures::new(1).unwrap(), clock.clone(), |b| {
-        b.interval(WINDOW)
-    });
+    let Built { breaker, .. } = build(
+        Recorded::new(ConsecutiveFailures::new(1).unwrap()),
+        clock.clone(),
+        |b| b.interval(WINDOW),
+    );
     let deadline = Instant::now() + BUDGET;
     let before = Arc::new(Barrier::new(LATE + 2));
     let after = Arc::new(Barrier::new(LATE + 2));
@@ -689,11 +804,11 @@ fn successes_after_their_window_are_dropped_not_counted() {
 /// Runs `n` successes on this thread alone; returns how many of them reached the policy
 /// (each of which took the lock).
 fn lone_successes<P: TripPolicy>(built: &Built<P>, n: u64) -> u64 {
-    let before = built.consulted[0].load(Ordering::Relaxed);
+    let before = built.record.consulted(0);
     for _ in 0..n {
         built.breaker.allow().unwrap().success();
     }
-    built.consulted[0].load(Ordering::Relaxed) - before
+    built.record.consulted(0) - before
 }
 
 /// After a burst of contention (which makes the stripes), a thread alone counts lock-free
@@ -702,7 +817,7 @@ fn back_to_the_lane_after_a_burst(window: Option<Duration>) {
     let _serial = serial();
     let clock = ManualClock::new();
     let built = build(
-        ConsecutiveFailures::new(1).unwrap(),
+        Recorded::new(ConsecutiveFailures::new(1).unwrap()),
         clock.clone(),
         |b| match window {
             Some(w) => b.interval(w),
@@ -730,11 +845,11 @@ fn back_to_the_lane_after_a_burst(window: Option<Duration>) {
                 })
             })
             .collect();
-        let before = built.consulted[0].load(Ordering::Relaxed);
+        let before = built.record.consulted(0);
         for t in threads {
             t.join().unwrap();
         }
-        let locked = built.consulted[0].load(Ordering::Relaxed) - before;
+        let locked = built.record.consulted(0) - before;
         locked_in_bursts += locked;
         // A call that met its stripe closed (made since the last publish) took the lock,
         // which opened every stripe; since then, the lone thread must not need it again.
@@ -771,7 +886,7 @@ fn a_lone_thread_counts_lock_free_after_contention_with_a_window() {
 #[derive(Debug)]
 struct Colliding {
     time: ManualClock,
-    breaker: OnceLock<Weak<Breaker<Logged<ConsecutiveFailures>>>>,
+    breaker: OnceLock<Weak<Breaker<Recorded<ConsecutiveFailures>>>>,
     armed: AtomicBool,
 }
 
@@ -796,9 +911,11 @@ fn stripes_made_by_a_collision_are_opened_and_used() {
         breaker: OnceLock::new(),
         armed: AtomicBool::new(false),
     });
-    let built = build(ConsecutiveFailures::new(1).unwrap(), clock.clone(), |b| {
-        b.interval(Duration::from_secs(3600))
-    });
+    let built = build(
+        Recorded::new(ConsecutiveFailures::new(1).unwrap()),
+        clock.clone(),
+        |b| b.interval(Duration::from_secs(3600)),
+    );
     clock.breaker.set(Arc::downgrade(&built.breaker)).unwrap();
     assert_eq!(lone_successes(&built, 1_000), 0, "on the base, lock-free");
 
@@ -831,9 +948,9 @@ fn stripes_made_by_a_collision_are_opened_and_used() {
 #[test]
 fn handed_over_permits_never_make_a_torn_snapshot() {
     let _serial = serial();
-    type Slot = Mutex<Option<OwnedPermit<Logged<ConsecutiveFailures>>>>;
+    type Slot = Mutex<Option<OwnedPermit<Recorded<ConsecutiveFailures>>>>;
     let Built { breaker, .. } = build(
-        ConsecutiveFailures::new(1000).unwrap(),
+        Recorded::new(ConsecutiveFailures::new(1000).unwrap()),
         ManualClock::new(),
         |b| b,
     );

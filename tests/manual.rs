@@ -2,12 +2,15 @@
 //! answer after it, the change delivered (marked manual) or none, and what the next call gets.
 //! Expected values come from the text, not from the code.
 
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::Arc;
 use std::time::Duration;
 
-use lazybreaker::observe::{Observer, Transition};
+use lazybreaker::observe::{Origin, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, Forced, ManualClock, Rejected, State};
+use support::log::FromTransition;
 
 const OPEN_FOR: Duration = Duration::from_secs(10);
 /// Past an open period of `OPEN_FOR` (it ends strictly after).
@@ -16,22 +19,11 @@ const SHORT: Duration = Duration::from_secs(3);
 const LONG: Duration = Duration::from_secs(300);
 
 /// Every transition delivered: (from, to, manual).
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<(State, State, bool)>>>);
+type Log = support::log::Log<(State, State, bool)>;
 
-impl Observer for Log {
-    fn on_transition(&self, t: &Transition<'_>) {
-        self.0.lock().unwrap().push((
-            t.from,
-            t.to,
-            t.origin == lazybreaker::observe::Origin::Manual,
-        ));
-    }
-}
-
-impl Log {
-    fn take(&self) -> Vec<(State, State, bool)> {
-        std::mem::take(&mut *self.0.lock().unwrap())
+impl FromTransition for (State, State, bool) {
+    fn from_transition(t: &Transition<'_>) -> Self {
+        (t.from, t.to, t.origin == Origin::Manual)
     }
 }
 
@@ -60,12 +52,10 @@ fn ok(b: &Breaker<ConsecutiveFailures, Log>) -> Result<(), Error<&'static str>> 
 /// A breaker in `state`, with the log of how it got there cleared.
 fn in_state(state: State) -> (Breaker<ConsecutiveFailures, Log>, ManualClock, Log) {
     let (b, clock, log) = breaker();
-    if state != State::Closed {
-        fail(&b);
-        fail(&b);
-        if state == State::HalfOpen {
-            clock.advance(PAST_OPEN);
-        }
+    match state {
+        State::Closed => {}
+        State::Open => support::setup::trip(&b),
+        _ => support::setup::half_open(&b, &clock, PAST_OPEN),
     }
     assert_eq!(b.state(), state);
     log.take();

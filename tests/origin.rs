@@ -4,28 +4,22 @@
 //! a trip opens for the configured timeout (or the policy's backoff), `trip_for(d)` for `d`,
 //! `adopt_open(d)` for exactly `d`, a forced open for no fixed time.
 
-use std::sync::{Arc, Mutex};
+mod support;
+
 use std::time::Duration;
 
-use lazybreaker::observe::{Observer, Origin, Transition};
+use lazybreaker::observe::{Origin, Transition};
 use lazybreaker::policy::{ConsecutiveFailures, TripPolicy};
 use lazybreaker::{Breaker, Forced, ManualClock, State};
+use support::log::FromTransition;
+use support::policy::trips_on_first_failure;
 
 type Seen = (State, State, Origin, Option<Duration>, Option<Forced>);
+type Log = support::log::Log<Seen>;
 
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<Seen>>>);
-
-impl Observer for Log {
-    fn on_transition(&self, t: &Transition<'_>) {
-        let seen = (t.from, t.to, t.origin, t.open_for, t.forced);
-        self.0.lock().unwrap().push(seen);
-    }
-}
-
-impl Log {
-    fn take(&self) -> Vec<Seen> {
-        std::mem::take(&mut *self.0.lock().unwrap())
+impl FromTransition for Seen {
+    fn from_transition(t: &Transition<'_>) -> Self {
+        (t.from, t.to, t.origin, t.open_for, t.forced)
     }
 }
 
@@ -49,7 +43,7 @@ fn fail<P: TripPolicy>(b: &Breaker<P, Log>) {
 
 #[test]
 fn a_trip_and_its_recovery_are_the_breakers_own() {
-    let (b, clock, log) = breaker(ConsecutiveFailures::new(1).unwrap());
+    let (b, clock, log) = breaker(trips_on_first_failure());
     fail(&b);
     clock.advance(TIMEOUT + Duration::from_nanos(1));
     b.execute(|| Ok::<_, ()>(())).unwrap();
@@ -67,8 +61,7 @@ fn a_trip_and_its_recovery_are_the_breakers_own() {
 #[test]
 fn a_failed_probe_reopens_for_the_backoffs_next_period() {
     let initial = Duration::from_secs(1);
-    let policy = ConsecutiveFailures::new(1)
-        .unwrap()
+    let policy = trips_on_first_failure()
         .with_backoff(initial, Duration::from_secs(60))
         .unwrap();
     let (b, clock, log) = breaker(policy);

@@ -1,16 +1,17 @@
 //! `Registry` (issue #12): breakers per key, made on first use, bounded without timers.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, ManualClock, Registry, RegistryFull, State};
 
 fn trips_on_first_failure(_: &String) -> lazybreaker::Builder {
     Breaker::builder()
-        .policy(ConsecutiveFailures::new(1).unwrap())
+        .policy(support::policy::trips_on_first_failure())
         .timeout(Duration::from_secs(10))
 }
 

@@ -1,6 +1,8 @@
 //! `Breaker::snapshot` and the rejection counters (issue #13): exact, and without side
 //! effects.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -8,6 +10,7 @@ use std::time::Duration;
 
 use lazybreaker::policy::{ConsecutiveFailures, Ema, EmaConfig, FailureRatio};
 use lazybreaker::{Breaker, Forced, ManualClock, Rejected, State};
+use support::policy::trips_on_first_failure;
 
 const OPEN_FOR: Duration = Duration::from_secs(10);
 
@@ -65,7 +68,7 @@ fn open_rejections_from_many_threads_are_all_counted() {
     const CALLS: usize = 50_000;
     let b = Arc::new(
         Breaker::builder()
-            .policy(ConsecutiveFailures::new(1).unwrap())
+            .policy(trips_on_first_failure())
             .timeout(Duration::from_secs(3_600))
             .build(),
     );

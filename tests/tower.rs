@@ -2,6 +2,8 @@
 //! failed futures, an open breaker ready at once even when the inner service is not, timeouts
 //! inside and outside the breaker, and `Error<BoxError>` composing with outer layers.
 
+mod support;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +19,7 @@ use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt};
 fn trips_on_first_failure() -> Arc<Breaker> {
     Arc::new(
         Breaker::builder()
-            .policy(ConsecutiveFailures::new(1).unwrap())
+            .policy(support::policy::trips_on_first_failure())
             .timeout(Duration::from_secs(60))
             .build(),
     )

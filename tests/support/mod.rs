@@ -1,9 +1,23 @@
-//! Helpers shared by the integration tests that replay recorded conformance vectors.
+//! Helpers shared by the integration tests (each includes this with `mod support;`):
+//!
+//! - [`log`]: [`log::Log`], a shared list of what a breaker told: an observer (each transition
+//!   as an owned entry) or an `on_state_change` callback;
+//! - [`policy`]: [`policy::Recorded`], a policy wrapper writing down every hook call, and the
+//!   policies that trip on the first failure;
+//! - [`rng`]: one small deterministic [`rng::Rng`];
+//! - [`setup`]: a breaker tripped, or half-open;
+//! - [`load`] and [`replay_suite`] (here), with [`brpc`]: the recorded conformance vectors.
+//!
+//! Nothing here needs a cargo feature.
 // Each test binary compiles this module and uses only part of it.
 #![allow(dead_code)]
 
 pub(crate) mod brpc;
 pub(crate) mod hooks;
+pub(crate) mod log;
+pub(crate) mod policy;
+pub(crate) mod rng;
+pub(crate) mod setup;
 
 use std::fs::File;
 use std::io::Read;
