@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lazybreaker::fleet::FleetStore;
 use lazybreaker::observe::{FleetEvent, Observer, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::redis::SharedBreaker;
@@ -503,7 +504,7 @@ fn a_vanished_record_is_recreated_from_the_local_state() {
         assert_eq!(a.shared.stats().recreated, 1);
         assert_eq!(a.events(), ["recreated"]);
         let store = store(&server.client()).await;
-        let record = store.read("vanish").await.unwrap();
+        let record = store.read("vanish", Duration::ZERO).await.unwrap();
         assert_eq!(record.generation, 1);
         assert!(record.open_for().is_some(), "open again, as A is");
         assert!(is_open_rejection(&b.ok_after_sync().await));
@@ -635,7 +636,7 @@ fn eight_tasks_on_three_instances_lose_no_update() {
             m.shared.sync().await;
         }
         let store = store(&server.client()).await;
-        let record = store.read("hammer").await.unwrap();
+        let record = store.read("hammer", Duration::ZERO).await.unwrap();
         let published: u64 = members.iter().map(|m| m.shared.stats().published).sum();
         assert!(
             published >= 2,
@@ -701,7 +702,7 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
         assert!(probe.is_ok(), "{probe:?}");
         assert_eq!(shared.state(), State::Closed);
         let store = store(&server.client()).await;
-        let record = store.read("slow-probe").await.unwrap();
+        let record = store.read("slow-probe", Duration::ZERO).await.unwrap();
         assert_eq!(
             (record.generation, record.open_until_us),
             (2, None),

@@ -12,6 +12,7 @@
 mod adopt;
 mod builder;
 mod control;
+mod fleet_seam;
 mod outbox;
 mod txn;
 
@@ -242,17 +243,6 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             other => self.allow_slow(other)?,
         };
         Ok(OwnedPermit::new(self, grant))
-    }
-
-    /// [`allow`](Self::allow) at `now`, a reading of this breaker's clock the caller took
-    /// (a layer in front that needed it first): the clock is not read again.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    #[inline]
-    pub(crate) fn allow_at(&self, now: Nanos) -> Result<Permit<'_, P, O>, Rejected> {
-        match self.lane.admit(|| now) {
-            Entry::Admitted { generation } => Ok(Permit::new(self, Grant::unaged(generation))),
-            other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
-        }
     }
 
     /// Admission off the lock-free lane: an open breaker's rejection (clock, no lock), or the
