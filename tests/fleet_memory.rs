@@ -10,7 +10,7 @@ use std::time::Duration;
 use lazybreaker::fleet::{FleetEvent, FleetStore, MemoryStore, SharedBreaker};
 use lazybreaker::observe::{Observer, Origin, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
-use lazybreaker::{Breaker, Clock, Error, ManualClock, Rejected, State};
+use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 
 const SYNC: Duration = Duration::from_millis(100);
 const OPEN: Duration = Duration::from_secs(10);

@@ -4,7 +4,7 @@
 //! from a [`redis::Client`].
 //!
 //! The protocol (what is shared, when, what a store outage does, the quorum against one bad
-//! instance) is the [`fleet`](crate::fleet) module's, and holds for every store; what Redis
+//! instance) is the [`fleet`] module's, and holds for every store; what Redis
 //! adds:
 //!
 //! - **One timeline.** Deadlines are kept in the Redis server's time (`TIME`, read inside
@@ -65,7 +65,7 @@ pub use store::RedisStore;
 
 /// A breaker shared by a fleet through Redis: the [fleet's shared
 /// breaker](crate::fleet::SharedBreaker) on a [`RedisStore`], built from a
-/// [`redis::Client`] (see [why a type of its own](self#why-redisssharedbreaker-is-a-type-of-its-own)).
+/// [`redis::Client`] (see [why a type of its own](self#why-redissharedbreaker-is-a-type-of-its-own)).
 /// Every method is the generic one's, through `Deref`.
 ///
 /// # Examples

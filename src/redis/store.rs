@@ -320,7 +320,7 @@ impl FleetStore for RedisStore {
         Ok(())
     }
 
-    /// The [`PUBLISH`] script. One round trip.
+    /// One Lua script (`PUBLISH`), on the server's clock. One round trip.
     async fn publish(
         &self,
         breaker: &str,
@@ -346,13 +346,13 @@ impl FleetStore for RedisStore {
         Ok(record(reply))
     }
 
-    /// The [`READ`] script: the record with the server time. One round trip.
+    /// One Lua script (`READ`): the record with the server time. One round trip.
     async fn read(&self, breaker: &str, _now: Duration) -> Result<SharedRecord, StoreError> {
         let reply: Reply = self.run(&self.read, breaker, &[], &[]).await?;
         Ok(record(reply))
     }
 
-    /// The [`LEASE_PROBE`] script (server time). One round trip.
+    /// One Lua script (`LEASE_PROBE`), on the server's clock. One round trip.
     async fn lease_probe(
         &self,
         breaker: &str,
@@ -376,7 +376,7 @@ impl FleetStore for RedisStore {
         })
     }
 
-    /// The [`FINISH_PROBE`] script. One round trip.
+    /// One Lua script (`FINISH_PROBE`). One round trip.
     async fn finish_probe(
         &self,
         breaker: &str,
