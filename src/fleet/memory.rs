@@ -223,8 +223,9 @@ impl FleetStore for MemoryStore {
             let mut write = r.generation < generation;
             if let (true, Decision::Open(_), true) = (write, decision, vote.quorum > 1) {
                 r.votes.insert(vote.instance.to_owned(), now_us);
-                let since = now_us.saturating_sub(micros(vote.window));
-                r.votes.retain(|_, at| *at > since);
+                // Kept while in the window (as Redis's ZREMRANGEBYSCORE up to now - window).
+                let window = micros(vote.window);
+                r.votes.retain(|_, at| at.saturating_add(window) > now_us);
                 write = r.votes.len() >= vote.quorum as usize;
             }
             if write {

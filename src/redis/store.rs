@@ -245,6 +245,20 @@ impl RedisStore {
         Ok(store)
     }
 
+    /// This store, whose every operation (connecting included) gives up after `timeout`
+    /// (zero: the default, 50 ms).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.set_timeout(timeout);
+        self
+    }
+
+    /// This store, whose keys live `key_ttl` after their last update, never less than an
+    /// open period (zero: the default, one hour).
+    pub fn with_key_ttl(mut self, key_ttl: Duration) -> Self {
+        self.set_key_ttl(key_ttl);
+        self
+    }
+
     /// Each operation gives up after `timeout` (zero: the default, 50 ms).
     pub(crate) fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = if timeout.is_zero() { TIMEOUT } else { timeout };
