@@ -25,7 +25,9 @@ use super::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 /// [`FleetStore`]'s "Time"): it never runs backwards, and it moves only when a breaker that
 /// uses the store reads a later time. With every breaker on one
 /// [`ManualClock`](crate::ManualClock), advancing that clock advances the store, and no
-/// other call is needed.
+/// other call is needed. Breakers on clocks that disagree (each its own `ManualClock`,
+/// advanced apart) share the fastest one's timeline: a deadline set when that clock was
+/// ahead comes later on the others.
 ///
 /// # Examples
 ///
