@@ -7,6 +7,7 @@
 //! | local | `Breaker::builder().name("bench").build()` (gobreaker's defaults), `execute_async(\|\| async { operation(true) })` |
 //! | local_windowed | the same with `.interval(10 s)`: a closed-state window, so one clock read per call, as the shared breaker's staleness check makes (closed only) |
 //! | lazybreaker | the same breaker in `SharedBreaker::builder(client).build(..)` (sync interval 250 ms, store timeout 50 ms), `execute(\|\| async { operation(true) })` |
+//! | lazybreaker_memory | the same on `fleet::MemoryStore::new()` (closed only): the protocol's cost without a server |
 //!
 //! Both run inside one current-thread tokio runtime's `block_on`, a loop of `iters` calls
 //! (`iter_custom`), so neither pays a runtime entry per call. On the real clock, the shared
@@ -23,6 +24,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use lazybreaker::fleet::{self, MemoryStore};
 use lazybreaker::redis::SharedBreaker;
 use lazybreaker::{Breaker, Error, Rejected};
 
@@ -81,7 +83,14 @@ fn closed_1t(c: &mut Criterion) {
     g.bench_function("lazybreaker", |b| {
         b.iter_custom(|iters| timed(&rt, iters, || shared.execute(|| async { operation(true) })))
     });
+    let memory = fleet::SharedBreaker::builder(MemoryStore::new())
+        .build(Breaker::builder().name("bench-closed"))
+        .unwrap();
+    g.bench_function("lazybreaker_memory", |b| {
+        b.iter_custom(|iters| timed(&rt, iters, || memory.execute(|| async { operation(true) })))
+    });
     g.finish();
+    assert!(memory.stats().round_trips > 0);
     let stats = shared.stats();
     assert!(
         stats.round_trips > 0 && stats.store_errors == 0,

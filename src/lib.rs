@@ -124,6 +124,9 @@ pub mod config;
 mod contain;
 mod counts;
 mod error;
+#[cfg(feature = "fleet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
+pub mod fleet;
 mod forced;
 mod future;
 mod generation;

@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lazybreaker::fleet::{self, FleetStore, MemoryStore};
 use lazybreaker::observe::{FleetEvent, Observer, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
-use lazybreaker::redis::SharedBreaker;
+use lazybreaker::redis::{RedisStore, SharedBreaker};
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 
 mod redis_server;
@@ -47,15 +48,34 @@ impl Observer for Seen {
     }
 }
 
-type Instance = SharedBreaker<ConsecutiveFailures, Arc<Seen>>;
+/// Where the instances share their record: a real `redis-server`, or a `MemoryStore`. The
+/// tests that do not depend on Redis itself run on both (see `on_both!`).
+trait Backend {
+    type Store: FleetStore;
+    fn store(&self) -> Self::Store;
+}
 
-struct Member {
-    shared: Instance,
+impl Backend for Server {
+    type Store = RedisStore;
+    fn store(&self) -> RedisStore {
+        RedisStore::from(self.client()).with_timeout(Duration::from_millis(300))
+    }
+}
+
+impl Backend for MemoryStore {
+    type Store = MemoryStore;
+    fn store(&self) -> MemoryStore {
+        self.clone()
+    }
+}
+
+struct Member<S = RedisStore> {
+    shared: fleet::SharedBreaker<S, ConsecutiveFailures, Arc<Seen>>,
     clock: ManualClock,
     seen: Arc<Seen>,
 }
 
-impl Member {
+impl<S: FleetStore> Member<S> {
     fn transitions(&self) -> Vec<(State, State, bool)> {
         self.seen.transitions.lock().unwrap().clone()
     }
@@ -82,35 +102,40 @@ impl Member {
 
 /// An instance of breaker `name`: trips at the first failure, open for `open`, probes as
 /// `max_requests` says.
-fn member(server: &Server, name: &str, open: Duration, max_requests: u32) -> Member {
-    member_with(server, name, open, max_requests, 1)
+fn member<B: Backend>(
+    backend: &B,
+    name: &str,
+    open: Duration,
+    max_requests: u32,
+) -> Member<B::Store> {
+    member_with(backend, name, open, max_requests, 1)
 }
 
 /// `N` instances of breaker `name` (as [`member`] makes them), each synced once by a
 /// healthy call at its time zero.
-async fn synced<const N: usize>(
-    server: &Server,
+async fn synced<const N: usize, B: Backend>(
+    backend: &B,
     name: &str,
     open: Duration,
     max_requests: u32,
-) -> [Member; N] {
-    let members = std::array::from_fn(|_| member(server, name, open, max_requests));
+) -> [Member<B::Store>; N] {
+    let members = std::array::from_fn(|_| member(backend, name, open, max_requests));
     for m in &members {
         m.ok().await.unwrap();
     }
     members
 }
 
-fn member_with(
-    server: &Server,
+fn member_with<B: Backend>(
+    backend: &B,
     name: &str,
     open: Duration,
     max_requests: u32,
     quorum: u32,
-) -> Member {
+) -> Member<B::Store> {
     let clock = ManualClock::new();
     let seen = Arc::new(Seen::default());
-    let shared = SharedBreaker::builder(server.client())
+    let shared = fleet::SharedBreaker::builder(backend.store())
         .sync_interval(SYNC)
         .store_timeout(Duration::from_millis(300))
         .lease_for(Duration::from_secs(5))
@@ -136,28 +161,24 @@ fn is_open_rejection<E>(r: &Result<(), Error<E>>) -> bool {
     matches!(r, Err(Error::Rejected(Rejected::Open { .. })))
 }
 
-#[test]
-fn closed_calls_and_open_rejections_do_no_store_io_between_refreshes() {
-    let server = Server::start();
-    run(async {
-        let a = member(&server, "hot", Duration::from_secs(30), 1);
+async fn closed_calls_and_open_rejections_do_no_store_io_between_refreshes<B: Backend>(fleet: &B) {
+    let a = member(fleet, "hot", Duration::from_secs(30), 1);
+    a.ok().await.unwrap();
+    assert_eq!(a.shared.stats().round_trips, 1, "the first call syncs");
+    for _ in 0..1_000 {
         a.ok().await.unwrap();
-        assert_eq!(a.shared.stats().round_trips, 1, "the first call syncs");
-        for _ in 0..1_000 {
-            a.ok().await.unwrap();
-        }
-        assert_eq!(a.shared.stats().round_trips, 1, "closed: no store I/O");
-        a.ok_after_sync().await.unwrap();
-        assert_eq!(a.shared.stats().round_trips, 2, "stale: one refresh");
-        // A trip: one round trip to publish it, then rejections cost nothing.
-        assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
-        let stats = a.shared.stats();
-        assert_eq!((stats.round_trips, stats.published), (3, 1));
-        for _ in 0..1_000 {
-            assert!(is_open_rejection(&a.ok().await));
-        }
-        assert_eq!(a.shared.stats().round_trips, 3, "open: no store I/O");
-    });
+    }
+    assert_eq!(a.shared.stats().round_trips, 1, "closed: no store I/O");
+    a.ok_after_sync().await.unwrap();
+    assert_eq!(a.shared.stats().round_trips, 2, "stale: one refresh");
+    // A trip: one round trip to publish it, then rejections cost nothing.
+    assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
+    let stats = a.shared.stats();
+    assert_eq!((stats.round_trips, stats.published), (3, 1));
+    for _ in 0..1_000 {
+        assert!(is_open_rejection(&a.ok().await));
+    }
+    assert_eq!(a.shared.stats().round_trips, 3, "open: no store I/O");
 }
 
 /// The store round trips of 10 000 calls, one a millisecond (10 s of the instance's clock),
@@ -194,28 +215,24 @@ fn store_round_trips_per_10_000_calls() {
     });
 }
 
-#[test]
-fn one_refresh_in_flight_while_the_other_calls_go_on() {
-    let server = Server::start();
-    run(async {
-        let a = member(&server, "flight", Duration::from_secs(30), 1);
-        a.ok().await.unwrap();
-        a.clock.advance(SYNC);
-        let calls = AtomicU32::new(0);
-        let call = || async {
-            a.shared
-                .execute(|| async {
-                    calls.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, ()>(())
-                })
-                .await
-        };
-        // Eight calls find the view stale at once: one refreshes, seven go on.
-        let results = futures_join8(call).await;
-        assert!(results.iter().all(Result::is_ok));
-        assert_eq!(calls.load(Ordering::Relaxed), 8);
-        assert_eq!(a.shared.stats().round_trips, 2, "one refresh for all eight");
-    });
+async fn one_refresh_in_flight_while_the_other_calls_go_on<B: Backend>(fleet: &B) {
+    let a = member(fleet, "flight", Duration::from_secs(30), 1);
+    a.ok().await.unwrap();
+    a.clock.advance(SYNC);
+    let calls = AtomicU32::new(0);
+    let call = || async {
+        a.shared
+            .execute(|| async {
+                calls.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, ()>(())
+            })
+            .await
+    };
+    // Eight calls find the view stale at once: one refreshes, seven go on.
+    let results = futures_join8(call).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(calls.load(Ordering::Relaxed), 8);
+    assert_eq!(a.shared.stats().round_trips, 2, "one refresh for all eight");
 }
 
 /// Runs eight calls concurrently on this task.
@@ -237,66 +254,62 @@ where
     vec![a, b, c, d, e, f, g, h]
 }
 
-#[test]
-fn a_trip_is_seen_by_the_others_within_the_sync_interval_and_delivered_as_from_the_fleet() {
-    let server = Server::start();
-    run(async {
-        let open = Duration::from_secs(30);
-        let [a, b, c] = synced(&server, "payments", open, 1).await;
-        assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
-        assert_eq!(a.shared.state(), State::Open);
-        assert_eq!(a.transitions(), [(State::Closed, State::Open, false)]);
-        // Within the sync interval B and C still use their cached view...
-        b.clock.advance(SYNC / 2);
-        b.ok().await.unwrap();
-        // ...and their first call after it stops sending.
-        for m in [&b, &c] {
-            m.clock.advance(SYNC);
-            let sent = AtomicU32::new(0);
-            let r = m
-                .shared
-                .execute(|| async {
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, ()>(())
-                })
-                .await;
-            assert!(is_open_rejection(&r), "{r:?}");
-            assert_eq!(sent.load(Ordering::Relaxed), 0);
-            assert_eq!(
-                m.transitions(),
-                [(State::Closed, State::Open, true)],
-                "adopted, marked as from the fleet"
-            );
-            assert_eq!(m.shared.stats().adopted, 1);
-        }
-        // Everyone follows one record: generation 1.
-        for m in [&a, &b, &c] {
-            assert_eq!(m.shared.stats().generation, 1);
-        }
-    });
+async fn a_trip_is_seen_by_the_others_within_the_sync_interval_and_delivered_as_from_the_fleet<
+    B: Backend,
+>(
+    fleet: &B,
+) {
+    let open = Duration::from_secs(30);
+    let [a, b, c] = synced(fleet, "payments", open, 1).await;
+    assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
+    assert_eq!(a.shared.state(), State::Open);
+    assert_eq!(a.transitions(), [(State::Closed, State::Open, false)]);
+    // Within the sync interval B and C still use their cached view...
+    b.clock.advance(SYNC / 2);
+    b.ok().await.unwrap();
+    // ...and their first call after it stops sending.
+    for m in [&b, &c] {
+        m.clock.advance(SYNC);
+        let sent = AtomicU32::new(0);
+        let r = m
+            .shared
+            .execute(|| async {
+                sent.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, ()>(())
+            })
+            .await;
+        assert!(is_open_rejection(&r), "{r:?}");
+        assert_eq!(sent.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            m.transitions(),
+            [(State::Closed, State::Open, true)],
+            "adopted, marked as from the fleet"
+        );
+        assert_eq!(m.shared.stats().adopted, 1);
+    }
+    // Everyone follows one record: generation 1.
+    for m in [&a, &b, &c] {
+        assert_eq!(m.shared.stats().generation, 1);
+    }
 }
 
-#[test]
-fn a_second_trip_at_the_same_generation_adopts_the_first() {
-    let server = Server::start();
-    run(async {
-        let (a, b) = (
-            member(&server, "race", Duration::from_secs(30), 1),
-            member(&server, "race", Duration::from_secs(5), 1),
-        );
-        a.ok().await.unwrap();
-        b.ok().await.unwrap();
-        let _ = a.fail().await;
-        let _ = b.fail().await; // tripped locally at the same generation, for 5 s
-        let (sa, sb) = (a.shared.stats(), b.shared.stats());
-        assert_eq!((sa.published, sb.published, sb.adopted), (1, 0, 1));
-        assert_eq!((sa.generation, sb.generation), (1, 1));
-        // B follows A's 30 s deadline, not its own 5 s.
-        let Err(Error::Rejected(Rejected::Open { retry_after })) = b.ok().await else {
-            panic!("open")
-        };
-        assert!(retry_after > Duration::from_secs(25), "{retry_after:?}");
-    });
+async fn a_second_trip_at_the_same_generation_adopts_the_first<B: Backend>(fleet: &B) {
+    let (a, b) = (
+        member(fleet, "race", Duration::from_secs(30), 1),
+        member(fleet, "race", Duration::from_secs(5), 1),
+    );
+    a.ok().await.unwrap();
+    b.ok().await.unwrap();
+    let _ = a.fail().await;
+    let _ = b.fail().await; // tripped locally at the same generation, for 5 s
+    let (sa, sb) = (a.shared.stats(), b.shared.stats());
+    assert_eq!((sa.published, sb.published, sb.adopted), (1, 0, 1));
+    assert_eq!((sa.generation, sb.generation), (1, 1));
+    // B follows A's 30 s deadline, not its own 5 s.
+    let Err(Error::Rejected(Rejected::Open { retry_after })) = b.ok().await else {
+        panic!("open")
+    };
+    assert!(retry_after > Duration::from_secs(25), "{retry_after:?}");
 }
 
 #[test]
@@ -503,32 +516,28 @@ fn a_vanished_record_is_recreated_from_the_local_state() {
         assert_eq!(a.shared.stats().recreated, 1);
         assert_eq!(a.events(), ["recreated"]);
         let store = store(&server.client()).await;
-        let record = store.read("vanish").await.unwrap();
+        let record = store.read("vanish", Duration::ZERO).await.unwrap();
         assert_eq!(record.generation, 1);
         assert!(record.open_for().is_some(), "open again, as A is");
         assert!(is_open_rejection(&b.ok_after_sync().await));
     });
 }
 
-#[test]
-fn a_quorum_keeps_one_bad_instance_from_opening_the_fleet() {
-    let server = Server::start();
-    run(async {
-        let open = Duration::from_secs(30);
-        let [a, b, c] = [0, 1, 2].map(|_| member_with(&server, "quorum", open, 1, 2));
-        for m in [&a, &b, &c] {
-            m.ok().await.unwrap();
-        }
-        // A alone trips: it is open, the fleet is not.
-        let _ = a.fail().await;
-        assert!(is_open_rejection(&a.ok().await));
-        b.ok_after_sync().await.unwrap();
-        assert_eq!(b.shared.stats().generation, 0);
-        // C trips too: two votes, the fleet opens.
-        let _ = c.fail().await;
-        assert_eq!(c.shared.stats().generation, 1);
-        assert!(is_open_rejection(&b.ok_after_sync().await));
-    });
+async fn a_quorum_keeps_one_bad_instance_from_opening_the_fleet<B: Backend>(fleet: &B) {
+    let open = Duration::from_secs(30);
+    let [a, b, c] = [0, 1, 2].map(|_| member_with(fleet, "quorum", open, 1, 2));
+    for m in [&a, &b, &c] {
+        m.ok().await.unwrap();
+    }
+    // A alone trips: it is open, the fleet is not.
+    let _ = a.fail().await;
+    assert!(is_open_rejection(&a.ok().await));
+    b.ok_after_sync().await.unwrap();
+    assert_eq!(b.shared.stats().generation, 0);
+    // C trips too: two votes, the fleet opens.
+    let _ = c.fail().await;
+    assert_eq!(c.shared.stats().generation, 1);
+    assert!(is_open_rejection(&b.ok_after_sync().await));
 }
 
 #[test]
@@ -635,7 +644,7 @@ fn eight_tasks_on_three_instances_lose_no_update() {
             m.shared.sync().await;
         }
         let store = store(&server.client()).await;
-        let record = store.read("hammer").await.unwrap();
+        let record = store.read("hammer", Duration::ZERO).await.unwrap();
         let published: u64 = members.iter().map(|m| m.shared.stats().published).sum();
         assert!(
             published >= 2,
@@ -678,7 +687,8 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
     run(async {
         let clock = ManualClock::new();
         let open = Duration::from_millis(100);
-        let shared = SharedBreaker::builder(server.client())
+        // The 0.1 type and builder, on a `redis::Client`.
+        let shared: SharedBreaker<ConsecutiveFailures> = SharedBreaker::builder(server.client())
             .sync_interval(SYNC)
             .store_timeout(Duration::from_millis(30))
             .build(
@@ -701,7 +711,7 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
         assert!(probe.is_ok(), "{probe:?}");
         assert_eq!(shared.state(), State::Closed);
         let store = store(&server.client()).await;
-        let record = store.read("slow-probe").await.unwrap();
+        let record = store.read("slow-probe", Duration::ZERO).await.unwrap();
         assert_eq!(
             (record.generation, record.open_until_us),
             (2, None),
@@ -709,3 +719,36 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
         );
     });
 }
+
+/// The store-agnostic tests above, once on a `MemoryStore` and once on a real `redis-server`
+/// of their own: one body each.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod on_memory {
+            $(
+                #[test]
+                fn $name() {
+                    let store = lazybreaker::fleet::MemoryStore::new();
+                    super::run(super::$name(&store));
+                }
+            )*
+        }
+        mod on_redis {
+            $(
+                #[test]
+                fn $name() {
+                    let server = super::Server::start();
+                    super::run(super::$name(&server));
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    closed_calls_and_open_rejections_do_no_store_io_between_refreshes,
+    one_refresh_in_flight_while_the_other_calls_go_on,
+    a_trip_is_seen_by_the_others_within_the_sync_interval_and_delivered_as_from_the_fleet,
+    a_second_trip_at_the_same_generation_adopts_the_first,
+    a_quorum_keeps_one_bad_instance_from_opening_the_fleet,
+);

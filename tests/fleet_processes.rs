@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use lazybreaker::fleet::FleetStore;
 use lazybreaker::observe::{Observer, Transition};
 use lazybreaker::redis::SharedBreaker;
 use lazybreaker::{Breaker, Error, State};
@@ -83,7 +84,7 @@ fn member(index: usize, url: &str) {
         let mut admitted_after_trip = 0u32;
         while started.elapsed() < Duration::from_secs(8) {
             let r = shared.execute(|| async { Ok::<_, ()>(()) }).await;
-            let record = store.read("processes").await.unwrap();
+            let record = store.read("processes", Duration::ZERO).await.unwrap();
             let trip_at = record
                 .open_until_us
                 .map(|until| until - OPEN.as_micros() as u64);

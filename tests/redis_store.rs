@@ -8,7 +8,11 @@
 
 use std::time::{Duration, Instant};
 
+use lazybreaker::fleet::{Decision, FleetStore, Vote};
 use lazybreaker::redis::{Lease, RedisStore, StoreError};
+
+/// The caller's clock reading, which Redis ignores (its own `TIME` governs).
+const NOW: Duration = Duration::ZERO;
 
 mod redis_server;
 use redis_server::{keys, run, Server};
@@ -31,7 +35,7 @@ fn a_trip_is_published_once_and_adopted_by_the_others() {
             store(&server).await,
             store(&server).await,
         );
-        let fresh = a.read("payments").await.unwrap();
+        let fresh = a.read("payments", NOW).await.unwrap();
         assert_eq!(
             (fresh.generation, fresh.open_until_us),
             (0, None),
@@ -39,7 +43,13 @@ fn a_trip_is_published_once_and_adopted_by_the_others() {
         );
         // A trips first at generation 1, for 30 s of server time.
         let published = a
-            .publish_open("payments", 1, Duration::from_secs(30))
+            .publish(
+                "payments",
+                1,
+                Decision::Open(Duration::from_secs(30)),
+                Vote::NONE,
+                NOW,
+            )
             .await
             .unwrap();
         assert_eq!(published.generation, 1);
@@ -47,7 +57,13 @@ fn a_trip_is_published_once_and_adopted_by_the_others() {
         assert!(open_for <= Duration::from_secs(30) && open_for > Duration::from_secs(29));
         // B trips too, from the same generation: the record has moved on, B adopts it.
         let adopted = b
-            .publish_open("payments", 1, Duration::from_secs(5))
+            .publish(
+                "payments",
+                1,
+                Decision::Open(Duration::from_secs(5)),
+                Vote::NONE,
+                NOW,
+            )
             .await
             .unwrap();
         assert_eq!(adopted.generation, 1);
@@ -56,13 +72,22 @@ fn a_trip_is_published_once_and_adopted_by_the_others() {
             "A's deadline, not B's"
         );
         // C, behind (generation 0 view), reads the same decision.
-        let seen = c.read("payments").await.unwrap();
+        let seen = c.read("payments", NOW).await.unwrap();
         assert_eq!(seen.open_until_us, published.open_until_us);
         // A recovery at generation 2 closes it for everyone; an older trip cannot reopen it.
-        let closed = c.publish_closed("payments", 2).await.unwrap();
+        let closed = c
+            .publish("payments", 2, Decision::Closed, Vote::NONE, NOW)
+            .await
+            .unwrap();
         assert_eq!((closed.generation, closed.open_until_us), (2, None));
         let late = b
-            .publish_open("payments", 1, Duration::from_secs(30))
+            .publish(
+                "payments",
+                1,
+                Decision::Open(Duration::from_secs(30)),
+                Vote::NONE,
+                NOW,
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -83,7 +108,7 @@ fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
             store(&server).await,
         ];
         stores[0]
-            .publish_open("search", 7, Duration::ZERO)
+            .publish("search", 7, Decision::Open(Duration::ZERO), Vote::NONE, NOW)
             .await
             .unwrap();
         let lease = Duration::from_millis(200);
@@ -91,7 +116,11 @@ fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
         for (i, s) in stores.iter().enumerate() {
             for j in 0..2 {
                 let holder = format!("instance-{i}-probe-{j}");
-                taken.push(s.lease_probe("search", 7, 2, lease, &holder).await.unwrap());
+                taken.push(
+                    s.lease_probe("search", 7, 2, lease, &holder, NOW)
+                        .await
+                        .unwrap(),
+                );
             }
         }
         let n = taken.iter().filter(|l| **l == Lease::Taken).count();
@@ -107,7 +136,7 @@ fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
         );
         assert_eq!(
             stores[1]
-                .lease_probe("search", 6, 2, lease, "old")
+                .lease_probe("search", 6, 2, lease, "old", NOW)
                 .await
                 .unwrap(),
             Lease::Stale,
@@ -115,12 +144,12 @@ fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
         );
         // A released lease frees its slot at once.
         stores[0]
-            .release_probe("search", "instance-0-probe-0")
+            .finish_probe("search", 7, "instance-0-probe-0", false, 2, NOW)
             .await
             .unwrap();
         assert_eq!(
             stores[2]
-                .lease_probe("search", 7, 2, lease, "next")
+                .lease_probe("search", 7, 2, lease, "next", NOW)
                 .await
                 .unwrap(),
             Lease::Taken
@@ -131,7 +160,7 @@ fn probes_are_leased_fleet_wide_and_a_dead_holders_lease_expires() {
             let holder = format!("after-{k}");
             assert_eq!(
                 stores[1]
-                    .lease_probe("search", 7, 2, lease, &holder)
+                    .lease_probe("search", 7, 2, lease, &holder, NOW)
                     .await
                     .unwrap(),
                 Lease::Taken
@@ -146,15 +175,21 @@ fn a_dead_store_fails_fast_and_a_restarted_one_is_recreated() {
     let port = server.port;
     run(async {
         let s = store(&server).await;
-        s.publish_open("inventory", 3, Duration::from_secs(30))
-            .await
-            .unwrap();
+        s.publish(
+            "inventory",
+            3,
+            Decision::Open(Duration::from_secs(30)),
+            Vote::NONE,
+            NOW,
+        )
+        .await
+        .unwrap();
         // The server dies (a restart without persistence, say).
         server.stop();
         let started = Instant::now();
-        let err = s.read("inventory").await.unwrap_err();
+        let err = s.read("inventory", NOW).await.unwrap_err();
         assert!(
-            matches!(err, StoreError::Redis(_) | StoreError::Timeout(_)),
+            matches!(err, StoreError::Backend(_) | StoreError::Timeout(_)),
             "{err}"
         );
         assert!(
@@ -164,9 +199,15 @@ fn a_dead_store_fails_fast_and_a_restarted_one_is_recreated() {
         // It comes back empty: the record vanished, and reads as a fresh breaker.
         server = Server::on(port);
         let s = store(&server).await;
-        assert_eq!(s.read("inventory").await.unwrap().generation, 0);
+        assert_eq!(s.read("inventory", NOW).await.unwrap().generation, 0);
         let again = s
-            .publish_open("inventory", 4, Duration::from_secs(1))
+            .publish(
+                "inventory",
+                4,
+                Decision::Open(Duration::from_secs(1)),
+                Vote::NONE,
+                NOW,
+            )
             .await
             .unwrap();
         assert_eq!(again.generation, 4, "recreated");
@@ -181,12 +222,18 @@ fn keys_expire_when_unused_and_share_a_hash_tag() {
             .await
             .unwrap();
         // Open for 50 ms: the record lives that long plus the 100 ms TTL.
-        s.publish_open("users", 1, Duration::from_millis(50))
-            .await
-            .unwrap();
+        s.publish(
+            "users",
+            1,
+            Decision::Open(Duration::from_millis(50)),
+            Vote::NONE,
+            NOW,
+        )
+        .await
+        .unwrap();
         tokio::time::sleep(Duration::from_millis(60)).await; // half-open now
         let lease = s
-            .lease_probe("users", 1, 1, Duration::from_secs(30), "p")
+            .lease_probe("users", 1, 1, Duration::from_secs(30), "p", NOW)
             .await
             .unwrap();
         assert_eq!(lease, Lease::Taken);
@@ -207,17 +254,23 @@ fn a_probe_lease_needs_the_open_period_to_have_passed() {
     run(async {
         let s = store(&server).await;
         assert_eq!(
-            s.lease_probe("cart", 0, 1, Duration::from_secs(1), "p")
+            s.lease_probe("cart", 0, 1, Duration::from_secs(1), "p", NOW)
                 .await
                 .unwrap(),
             Lease::Stale,
             "closed: nothing to probe"
         );
-        s.publish_open("cart", 1, Duration::from_secs(30))
-            .await
-            .unwrap();
+        s.publish(
+            "cart",
+            1,
+            Decision::Open(Duration::from_secs(30)),
+            Vote::NONE,
+            NOW,
+        )
+        .await
+        .unwrap();
         assert_eq!(
-            s.lease_probe("cart", 1, 1, Duration::from_secs(1), "p")
+            s.lease_probe("cart", 1, 1, Duration::from_secs(1), "p", NOW)
                 .await
                 .unwrap(),
             Lease::Stale,
@@ -233,11 +286,17 @@ fn an_open_record_outlives_a_shorter_key_ttl() {
         let s = RedisStore::connect(&server.client(), TIMEOUT, Duration::from_millis(50))
             .await
             .unwrap();
-        s.publish_open("orders", 2, Duration::from_secs(30))
-            .await
-            .unwrap();
+        s.publish(
+            "orders",
+            2,
+            Decision::Open(Duration::from_secs(30)),
+            Vote::NONE,
+            NOW,
+        )
+        .await
+        .unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;
-        let r = s.read("orders").await.unwrap();
+        let r = s.read("orders", NOW).await.unwrap();
         assert_eq!(r.generation, 2, "kept through its open period");
         assert!(r.open_for().is_some());
     });
@@ -248,7 +307,10 @@ fn a_huge_open_period_comes_back_whole() {
     let server = Server::start();
     run(async {
         let s = store(&server).await;
-        let r = s.publish_open("forever", 1, Duration::MAX).await.unwrap();
+        let r = s
+            .publish("forever", 1, Decision::Open(Duration::MAX), Vote::NONE, NOW)
+            .await
+            .unwrap();
         assert!(r.open_for().unwrap() > Duration::from_secs(100 * 365 * 24 * 3600));
     });
 }

@@ -62,11 +62,11 @@ use super::Breaker;
 #[derive(Clone)]
 pub struct Builder<P = ConsecutiveFailures, O = ()> {
     /// Every plain-value knob, as [`Knobs`] documents them.
-    knobs: Knobs,
+    pub(super) knobs: Knobs,
     policy: P,
     observer: O,
     /// `None`: the default for the policy, chosen at `build`.
-    clock: Option<ClockSource>,
+    pub(super) clock: Option<ClockSource>,
     on_state_change: Option<Arc<StateChangeFn>>,
 }
 
@@ -250,12 +250,6 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
-    /// The `max_requests` knob as the breaker will use it (at least 1).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn max_requests_or_default(&self) -> u32 {
-        self.knobs.max_requests.max(1)
-    }
-
     /// Uses `observer` to observe the breaker (see [`crate::observe`]); replaces the observer.
     /// The default, `()`, observes nothing at no cost. [`on_state_change`](Self::on_state_change)
     /// is independent of it: both are told of every state change (the callback first).
@@ -304,17 +298,6 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
         self.clock = Some(ClockSource::Custom(Arc::new(clock)));
-        self
-    }
-
-    /// Whether no name was given (the registry then names the breaker after its key).
-    pub(crate) fn unnamed(&self) -> bool {
-        self.knobs.name.is_empty()
-    }
-
-    /// The clock, as the registry shares it.
-    pub(crate) fn clock_source(mut self, clock: ClockSource) -> Self {
-        self.clock = Some(clock);
         self
     }
 

@@ -30,7 +30,7 @@ use crate::contain::{self, FirstPanic};
 use crate::counts::{Counts, Totals};
 use crate::error::{Error, Rejected};
 use crate::lane::{Entry, Lane};
-use crate::machine::{Ticket, Verdict};
+use crate::machine::{Machine, Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
@@ -237,6 +237,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// lock.
     #[inline(never)]
     pub(super) fn allow_slow(&self, entry: Entry) -> Result<Grant, Rejected> {
+        self.admit_slow(entry, |_| ()).map(|(grant, ())| grant)
+    }
+
+    /// [`allow_slow`](Self::allow_slow), with `note` also asked of the machine right after
+    /// it admitted the call (under the same lock).
+    #[inline(always)]
+    pub(super) fn admit_slow<R>(
+        &self,
+        entry: Entry,
+        note: impl FnOnce(&Machine<P>) -> R,
+    ) -> Result<(Grant, R), Rejected> {
         let now = match entry {
             Entry::Open { until, now } if now <= until => {
                 self.lane.count_rejection();
@@ -251,12 +262,13 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // measures from it is on the machine's own timeline.
         let admitted = self.transact(Some(now), &mut panics, |m, now| {
             let (ticket, change) = m.admit(now);
-            (ticket.map(|ticket| Grant::new(ticket, now)), change)
+            let noted = ticket.map(|ticket| (Grant::new(ticket, now), note(m)));
+            (noted, change)
         });
         if panics.will_resume() {
             // The policy or an observer panicked on the way: the call will not be made, so
             // its admission is given back, as an exclusion, before the panic continues.
-            if let Ok(grant) = admitted {
+            if let Ok((grant, _)) = admitted {
                 self.complete_with(grant, Verdict::Reported(Outcome::Excluded), &mut panics);
             }
             contain::resume(panics);

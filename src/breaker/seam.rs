@@ -4,8 +4,10 @@
 //! |---|---|---|
 //! | [`allow_owning`](Breaker::allow_owning) | the keyed tower layer | an owned permit from the `Arc` a registry lookup returned, with no second clone |
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
-//! | [`allow_at`](Breaker::allow_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission |
+//! | [`allow_probing_at`](Breaker::allow_probing_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission, which says whether the call is a half-open probe |
+//! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
+//! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry | a breaker named after its key, on the registry's clock |
 //!
 //! Each entry point serves an integration behind its feature, so a build without some of them
 //! leaves some unused: one attribute on the block says so, the one place the breaker knows
@@ -13,6 +15,7 @@
 
 use std::sync::Arc;
 
+use crate::clock::ClockSource;
 use crate::error::Rejected;
 use crate::lane::{Entry, Peek};
 use crate::nanos::Nanos;
@@ -21,7 +24,7 @@ use crate::policy::TripPolicy;
 use crate::state::State;
 
 use super::permit::{Grant, OwnedPermit, Permit};
-use super::Breaker;
+use super::{Breaker, Builder};
 
 #[cfg_attr(not(all(feature = "tower", feature = "fleet")), allow(dead_code))]
 impl<P: TripPolicy, O: Observer> Breaker<P, O> {
@@ -39,14 +42,30 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         Ok(OwnedPermit::new(self, grant))
     }
 
-    /// [`allow`](Self::allow) at `now`, a reading of this breaker's clock the caller took
-    /// (a layer in front that needed it first): the clock is not read again.
+    /// [`allow`](Self::allow) at `now`, a reading of this breaker's clock the caller took (a
+    /// layer in front that needed it first; the clock is not read again), with whether the
+    /// call admitted is a probe of a half-open period: decided by the admission itself, not
+    /// by what observers were told (a delivery can lag the change behind a slow observer).
+    /// An admission off the lock-free lane is a closed one; under the lock, the machine's
+    /// state at the admission says.
     #[inline]
-    pub(crate) fn allow_at(&self, now: Nanos) -> Result<Permit<'_, P, O>, Rejected> {
+    pub(crate) fn allow_probing_at(
+        &self,
+        now: Nanos,
+    ) -> Result<(Permit<'_, P, O>, bool), Rejected> {
         match self.lane.admit(|| now) {
-            Entry::Admitted { generation } => Ok(Permit::new(self, Grant::unaged(generation))),
-            other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
+            Entry::Admitted { generation } => {
+                Ok((Permit::new(self, Grant::unaged(generation)), false))
+            }
+            other => self.allow_probing_slow(other),
         }
+    }
+
+    /// [`allow_probing_at`](Self::allow_probing_at) off the lock-free lane.
+    #[inline(never)]
+    fn allow_probing_slow(&self, entry: Entry) -> Result<(Permit<'_, P, O>, bool), Rejected> {
+        let (grant, probe) = self.admit_slow(entry, |m| m.state() == State::HalfOpen)?;
+        Ok((Permit::new(self, grant), probe))
     }
 
     /// The rejection the next call would get because the breaker is open or forced open,
@@ -85,6 +104,27 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline]
     pub(crate) fn clock_nanos(&self) -> u64 {
         self.clock.now()
+    }
+}
+
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+impl<P, O> Builder<P, O> {
+    /// The `max_requests` knob as the breaker will use it (at least 1).
+    pub(crate) fn max_requests_or_default(&self) -> u32 {
+        self.knobs.max_requests.max(1)
+    }
+}
+
+impl<P, O> Builder<P, O> {
+    /// Whether no name was given (the registry then names the breaker after its key).
+    pub(crate) fn unnamed(&self) -> bool {
+        self.knobs.name.is_empty()
+    }
+
+    /// The clock, as the registry shares it.
+    pub(crate) fn clock_source(mut self, clock: ClockSource) -> Self {
+        self.clock = Some(clock);
+        self
     }
 }
 

@@ -1,62 +1,24 @@
-//! A fleet-wide breaker on Redis (feature `redis`): processes share one breaker's
-//! *decisions*, never its calls.
+//! The fleet-wide breaker on Redis (feature `redis`): [`RedisStore`], a
+//! [`FleetStore`](crate::fleet::FleetStore) whose every operation is one Lua script, and
+//! [`SharedBreaker`], the [fleet's shared breaker](crate::fleet::SharedBreaker) on it, built
+//! from a [`redis::Client`].
 //!
-//! Every process keeps its own [`Breaker`](crate::Breaker), with its own counts and policy;
-//! a [`SharedBreaker`] puts it in a fleet. What the fleet shares is one small record per
-//! breaker, "open until T, at generation G", and the half-open probe slots:
+//! The protocol (what is shared, when, what a store outage does, the quorum against one bad
+//! instance) is the [`fleet`] module's, and holds for every store; what Redis
+//! adds:
 //!
-//! - **Nothing on the hot path.** A closed-state call or an open rejection does no store
-//!   I/O. The shared view is refreshed lazily, at most once per
-//!   [`sync_interval`](SharedBuilder::sync_interval) per process, by the call that finds it
-//!   stale; one refresh is in flight at a time, and the other calls go on with the cached
-//!   view. There is no background task and no timer.
-//! - **One round trip per decision.** A local trip publishes "open until T, generation G+1"
-//!   with one Lua compare-and-set fenced by the generation; if the record has moved on
-//!   already, the process adopts it instead. The others stop sending at their next call
-//!   after their view goes stale (within `sync_interval`). A recovery (a probe that closes
-//!   the breaker) is published the same way.
-//! - **Probes leased fleet-wide.** In half-open a probe must first lease one of
-//!   `max_requests` slots of the fleet's half-open period (an atomic lease that expires if
-//!   its holder dies), so the sick dependency sees at most `max_requests` probes per period
-//!   across the fleet, not per process; their result closes or reopens the breaker for
-//!   everyone, with the local policy's backoff.
-//! - **One timeline.** Deadlines are kept in the Redis server's time (`TIME`) and mapped
-//!   onto each process's clock when read, so clock skew between hosts does not matter.
-//! - **The store is never a single point of failure.** Every store call is bounded by
-//!   [`store_timeout`](SharedBuilder::store_timeout). On a failure the process decides
-//!   locally (its breaker keeps protecting the dependency), tells its observers once
-//!   ([`FleetEvent::Degraded`](crate::observe::FleetEvent)), counts it
-//!   ([`FleetStats::store_errors`]), reconnects lazily at the next refresh and re-syncs when
-//!   the store is back; a record that vanished (Redis restarted without persistence) is
-//!   written again from the local state. No call fails because of the store, and none
-//!   waits on it longer than the store timeout (a call that refreshes, publishes or leases
-//!   waits for that one round trip).
-//! - **Transitions everywhere.** A change adopted from the fleet is delivered to the local
-//!   observers and `on_state_change` like any other, with
-//!   [`Transition::origin`](crate::observe::Transition::origin) set to
-//!   [`Origin::Adopted`](crate::observe::Origin::Adopted).
+//! - **One timeline.** Deadlines are kept in the Redis server's time (`TIME`, read inside
+//!   each script) and mapped onto each process's clock when read, so clock skew between
+//!   hosts does not matter.
+//! - **One round trip per operation**: a read, a publication (a compare-and-set fenced by
+//!   the generation, with the quorum's vote), a lease and the end of a probe are each one
+//!   Lua script, atomic on the server.
+//! - **Connection.** The store connects at its first operation (within the store timeout)
+//!   and again at the next operation after a failure; nothing is connected when a shared
+//!   breaker is built.
 //! - **Keys expire** when unused ([`key_ttl`](SharedBuilder::key_ttl) after their last
 //!   update, and never before an open period ends), and the keys of one breaker share a
-//!   Redis Cluster hash tag.
-//!
-//! What is published: every change to open or closed that this process's policy, clock or
-//! [`trip_for`](crate::Breaker::trip_for) made. Forced modes
-//! ([`force_open`](crate::Breaker::force_open), [`force_closed`](crate::Breaker::force_closed))
-//! stay local: an operator's override of one instance.
-//!
-//! # One bad instance
-//!
-//! Sharing decisions means one instance can open everyone's breaker: an instance whose own
-//! network is broken sees every call fail, trips, and the whole fleet stops calling a
-//! healthy dependency for an open period (and then probes it, and closes again: the damage
-//! is bounded by one open period per trip, but it repeats while the instance stays bad).
-//! The mitigation offered is a **quorum**: with [`quorum(k)`](SharedBuilder::quorum) a local
-//! trip is a vote, and the fleet opens only once `k` distinct instances voted within
-//! [`vote_window`](SharedBuilder::vote_window); until then the tripped instance stays open on
-//! its own (it protects itself) and probes on its own. It costs nothing extra: the vote is
-//! the same single round trip. `k = 1` (the default) shares every trip at once. A quorum
-//! suits fleets of more than a few instances; it delays the fleet's reaction until `k`
-//! instances have seen the failures.
+//!   Redis Cluster hash tag (so a breaker's name may not hold `{` or `}`).
 //!
 //! # Compared with gobreaker's `DistributedCircuitBreaker`
 //!
@@ -71,16 +33,159 @@
 //! # Keys
 //!
 //! One hash per breaker, `lazybreaker:{<name>}:state` (the braces are the hash tag), with the
-//! fields `generation`, `state` (`open` or `closed`) and `until` (server time, in
-//! microseconds since the epoch, while open); a sorted set of half-open probe leases,
-//! `lazybreaker:{<name>}:probes`; and with a quorum, a sorted set of trip votes,
-//! `lazybreaker:{<name>}:votes`. A record that expired or vanished reads as a fresh breaker:
-//! closed, generation 0.
+//! fields `generation`, `state` (`open` or `closed`), `until` (server time, in
+//! microseconds since the epoch, while open) and `ok` (probe successes of the half-open
+//! period); a sorted set of half-open probe leases, `lazybreaker:{<name>}:probes`; and with a
+//! quorum, a sorted set of trip votes, `lazybreaker:{<name>}:votes`. A record that expired
+//! or vanished reads as a fresh breaker: closed, generation 0.
+//!
+//! # Why `redis::SharedBreaker` is a type of its own
+//!
+//! It is [`fleet::SharedBreaker<RedisStore, P, O>`](crate::fleet::SharedBreaker) (it
+//! dereferences to it, so every method of that one is at hand), wrapped so that its
+//! `builder` can take a [`redis::Client`] as 0.1's did: a type alias would resolve
+//! `SharedBreaker::builder` to the generic `builder(store: RedisStore)`, and a generic
+//! `builder(impl Into<S>)` would leave the store type to be inferred from nothing. Code
+//! that wants the generic type spells `fleet::SharedBreaker::builder(RedisStore::from(client))`
+//! or takes [`into_inner`](SharedBreaker::into_inner).
 
-mod link;
-mod shared;
 mod store;
 
-pub use link::Link;
-pub use shared::{FleetStats, LinkedBreaker, SharedBreaker, SharedBuilder};
-pub use store::{Lease, RedisStore, SharedRecord, StoreError, Vote};
+use std::ops::Deref;
+use std::time::Duration;
+
+use crate::breaker::Builder;
+use crate::error::ConfigError;
+use crate::fleet;
+use crate::observe::Observer;
+use crate::policy::{ConsecutiveFailures, TripPolicy};
+
+pub use crate::fleet::{FleetStats, Lease, SharedRecord, StoreError, Vote};
+pub use store::RedisStore;
+
+/// A breaker shared by a fleet through Redis: the [fleet's shared
+/// breaker](crate::fleet::SharedBreaker) on a [`RedisStore`], built from a
+/// [`redis::Client`] (see [why a type of its own](self#why-redissharedbreaker-is-a-type-of-its-own)).
+/// Every method is the generic one's, through `Deref`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use lazybreaker::redis::SharedBreaker;
+/// use lazybreaker::Breaker;
+/// use std::time::Duration;
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+/// let shared = SharedBreaker::builder(client)
+///     .sync_interval(Duration::from_millis(200))
+///     .store_timeout(Duration::from_millis(20))
+///     .build(
+///         Breaker::builder()
+///             .name("payments")
+///             .max_requests(2)
+///             .timeout(Duration::from_secs(30)),
+///     )?;
+/// let reply = shared.execute(|| async { Ok::<_, std::io::Error>("paid") }).await;
+/// assert_eq!(reply.unwrap(), "paid");
+/// # Ok(())
+/// # }
+/// # let _ = example;
+/// ```
+pub struct SharedBreaker<P = ConsecutiveFailures, O = ()>(
+    fleet::SharedBreaker<RedisStore, P, O>,
+);
+
+impl<P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreaker<P, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl SharedBreaker {
+    /// A builder for a shared breaker on `client`'s Redis server.
+    pub fn builder(client: redis::Client) -> SharedBuilder {
+        SharedBuilder(fleet::SharedBreaker::builder(RedisStore::new(client)))
+    }
+}
+
+impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
+    /// The generic shared breaker this is.
+    pub fn into_inner(self) -> fleet::SharedBreaker<RedisStore, P, O> {
+        self.0
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Deref for SharedBreaker<P, O> {
+    type Target = fleet::SharedBreaker<RedisStore, P, O>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<P: TripPolicy, O: Observer> From<SharedBreaker<P, O>>
+    for fleet::SharedBreaker<RedisStore, P, O>
+{
+    fn from(shared: SharedBreaker<P, O>) -> Self {
+        shared.0
+    }
+}
+
+/// Configures a [`SharedBreaker`] on Redis: from [`SharedBreaker::builder`]. The knobs are
+/// [`fleet::SharedBuilder`]'s, and [`key_ttl`](Self::key_ttl); every knob follows the
+/// zero-means-default rule of the breaker's own builder.
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SharedBuilder(fleet::SharedBuilder<RedisStore>);
+
+impl SharedBuilder {
+    /// See [`fleet::SharedBuilder::sync_interval`]. Default (and zero): 250 ms.
+    pub fn sync_interval(self, sync_interval: Duration) -> Self {
+        Self(self.0.sync_interval(sync_interval))
+    }
+
+    /// See [`fleet::SharedBuilder::store_timeout`]; also each Redis operation's own limit
+    /// (connecting included). Default (and zero): 50 ms.
+    pub fn store_timeout(mut self, store_timeout: Duration) -> Self {
+        self.0.store_mut().set_timeout(store_timeout);
+        Self(self.0.store_timeout(store_timeout))
+    }
+
+    /// How long the shared keys live after their last update (never less than an open
+    /// period): a breaker nobody uses any more leaves nothing behind. Default (and zero):
+    /// one hour.
+    pub fn key_ttl(mut self, key_ttl: Duration) -> Self {
+        self.0.store_mut().set_key_ttl(key_ttl);
+        self
+    }
+
+    /// See [`fleet::SharedBuilder::lease_for`]. Default (and zero): 10 s.
+    pub fn lease_for(self, lease_for: Duration) -> Self {
+        Self(self.0.lease_for(lease_for))
+    }
+
+    /// See [`fleet::SharedBuilder::quorum`]. Default (and zero): 1.
+    pub fn quorum(self, quorum: u32) -> Self {
+        Self(self.0.quorum(quorum))
+    }
+
+    /// See [`fleet::SharedBuilder::vote_window`]. Default (and zero): 60 s.
+    pub fn vote_window(self, vote_window: Duration) -> Self {
+        Self(self.0.vote_window(vote_window))
+    }
+
+    /// The shared breaker around the breaker `breaker` builds; its name names the shared
+    /// record. Nothing is connected yet: the first call connects (within the store timeout).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] for field `name` if the breaker's name is empty (it keys the shared
+    /// record) or holds `{` or `}` (they would break the Redis Cluster hash tag).
+    pub fn build<P: TripPolicy, O: Observer>(
+        self,
+        breaker: Builder<P, O>,
+    ) -> Result<SharedBreaker<P, O>, ConfigError> {
+        self.0.build(breaker).map(SharedBreaker)
+    }
+}

@@ -1,48 +1,21 @@
-//! [`RedisStore`]: the shared record of one breaker's decision in Redis and the atomic
-//! operations on it, each one round trip (one Lua script, atomic on the server), deadlines
-//! read from the server's clock (`TIME`), every call bounded by the store timeout.
+//! [`RedisStore`]: the [`FleetStore`] on Redis. The shared record of one breaker's decision
+//! and the atomic operations on it, each one round trip (one Lua script, atomic on the
+//! server), deadlines read from the server's clock (`TIME`), every call bounded by the store
+//! timeout; the connection is made lazily and made again after a failure.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::Script;
 
-/// What went wrong talking to the store. Every store error means the same thing to a
-/// breaker: decide locally.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The store did not answer within the store timeout.
-    #[error("the breaker store did not answer within {0:?}")]
-    Timeout(Duration),
-    /// The store answered with an error, or the connection failed.
-    #[error("the breaker store failed: {0}")]
-    Redis(#[from] redis::RedisError),
-}
+use crate::error::ConfigError;
+use crate::fleet::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
+use crate::sync::Mutex;
 
-/// The shared state of one breaker, as the store holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SharedRecord {
-    /// Fences every update: a record only ever moves to a higher generation.
-    pub generation: u64,
-    /// Open until this server time (microseconds since the Unix epoch); `None`: closed.
-    pub open_until_us: Option<u64>,
-    /// The server's time when the record was read or written (microseconds since the epoch).
-    pub server_now_us: u64,
-    /// Whether the operation that returned the record wrote it: a publication that won, or
-    /// the probe that completed a recovery. `false` for a read, and for a publication that
-    /// found the record moved on (adopt it) or a vote short of its quorum.
-    pub written: bool,
-}
-
-impl SharedRecord {
-    /// How long the breaker stays open after the moment this record was read, in the
-    /// server's time; `None` when closed or already past.
-    pub fn open_for(&self) -> Option<Duration> {
-        self.open_until_us
-            .filter(|until| *until > self.server_now_us)
-            .map(|until| Duration::from_micros(until - self.server_now_us))
+impl From<redis::RedisError> for StoreError {
+    fn from(error: redis::RedisError) -> Self {
+        StoreError::Backend(Box::new(error))
     }
 }
 
@@ -147,59 +120,35 @@ redis.call('PEXPIRE', KEYS[2], ttl_ms)
 return 1
 ";
 
-/// A trip's vote, for [`RedisStore::publish_open_voted`]: the record opens once `quorum`
-/// distinct instances voted within `window`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Vote<'a> {
-    /// How many distinct instances must have voted (1: the trip opens the record at once).
-    pub quorum: u32,
-    /// How long a vote counts.
-    pub window: Duration,
-    /// The voting instance, unique in the fleet.
-    pub instance: &'a str,
-}
-
-impl Vote<'_> {
-    /// No vote: a trip opens the record at once.
-    pub(super) const NONE: Vote<'static> = Vote {
-        quorum: 1,
-        window: Duration::ZERO,
-        instance: "",
-    };
-}
-
-/// The outcome of [`RedisStore::lease_probe`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lease {
-    /// A probe slot was taken; release it with [`RedisStore::release_probe`].
-    Taken,
-    /// Every probe slot of this half-open period is held.
-    Full,
-    /// The record is not half-open at this generation (another generation, or still open
-    /// in the server's time): the caller's view is stale.
-    Stale,
-}
-
 /// One breaker's shared record in Redis: see the [module documentation](crate::redis).
 ///
 /// # Examples
 ///
+/// Its operations are [`FleetStore`]'s (the caller's clock reading they are given is
+/// ignored: deadlines are in the server's time). Clones share one connection, made at the
+/// first operation (or by [`connect`](Self::connect)) and made again at the next one after
+/// a failure.
+///
 /// ```no_run
-/// use lazybreaker::redis::{Lease, RedisStore};
+/// use lazybreaker::fleet::{Decision, FleetStore, Lease, Vote};
+/// use lazybreaker::redis::RedisStore;
 /// use std::time::Duration;
 ///
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
 /// let store = RedisStore::connect(&client, Duration::from_millis(50), Duration::from_secs(600)).await?;
+/// let now = Duration::ZERO; // ignored: the server's clock governs
 /// // This process tripped at generation 4: publish it, or adopt what the fleet decided.
-/// let record = store.publish_open("payments", 4, Duration::from_secs(30)).await?;
+/// let open = Decision::Open(Duration::from_secs(30));
+/// let record = store.publish("payments", 4, open, Vote::NONE, now).await?;
 /// if record.generation != 4 {
 ///     // another instance got there first: follow `record`
 /// }
 /// // Later, half-open: take one of the fleet's two probe slots.
-/// if store.lease_probe("payments", 4, 2, Duration::from_secs(5), "host-a/1").await? == Lease::Taken {
+/// let holder = "host-a/1";
+/// if store.lease_probe("payments", 4, 2, Duration::from_secs(5), holder, now).await? == Lease::Taken {
 ///     // send the probe, then
-///     store.release_probe("payments", "host-a/1").await?;
+///     store.finish_probe("payments", 4, holder, true, 2, now).await?;
 /// }
 /// # Ok(())
 /// # }
@@ -207,7 +156,10 @@ pub enum Lease {
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: MultiplexedConnection,
+    client: redis::Client,
+    /// The connection, shared by the clones: `None` until the first operation and after a
+    /// failure (the next operation connects again).
+    connection: Arc<Mutex<Option<MultiplexedConnection>>>,
     timeout: Duration,
     key_ttl: Duration,
     publish: Script,
@@ -215,6 +167,11 @@ pub struct RedisStore {
     lease: Script,
     finish: Script,
 }
+
+/// The default timeout of one operation and of connecting.
+const TIMEOUT: Duration = Duration::from_millis(50);
+/// The default time the keys live after their last update.
+const KEY_TTL: Duration = Duration::from_secs(3600);
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -245,7 +202,31 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
+/// A store that connects at its first operation, with the defaults of
+/// [`RedisStore::new`].
+impl From<redis::Client> for RedisStore {
+    fn from(client: redis::Client) -> Self {
+        Self::new(client)
+    }
+}
+
 impl RedisStore {
+    /// A store on `client`'s server, not connected yet: the first operation connects. Each
+    /// operation (connecting included) gives up after 50 ms; keys expire an hour after their
+    /// last update (never during an open period).
+    pub fn new(client: redis::Client) -> Self {
+        Self {
+            client,
+            connection: Arc::new(Mutex::new(None)),
+            timeout: TIMEOUT,
+            key_ttl: KEY_TTL,
+            publish: Script::new(PUBLISH),
+            read: Script::new(READ),
+            lease: Script::new(LEASE_PROBE),
+            finish: Script::new(FINISH_PROBE),
+        }
+    }
+
     /// A store on `client`'s server, connecting now (within `timeout`), whose every
     /// operation gives up after `timeout`; keys expire `key_ttl` after their last update.
     ///
@@ -257,18 +238,49 @@ impl RedisStore {
         timeout: Duration,
         key_ttl: Duration,
     ) -> Result<Self, StoreError> {
-        let connection = tokio::time::timeout(timeout, client.get_multiplexed_async_connection())
+        let mut store = Self::new(client.clone());
+        store.set_timeout(timeout);
+        store.set_key_ttl(key_ttl);
+        store.connection().await?;
+        Ok(store)
+    }
+
+    /// This store, whose every operation (connecting included) gives up after `timeout`
+    /// (zero: the default, 50 ms).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.set_timeout(timeout);
+        self
+    }
+
+    /// This store, whose keys live `key_ttl` after their last update, never less than an
+    /// open period (zero: the default, one hour).
+    pub fn with_key_ttl(mut self, key_ttl: Duration) -> Self {
+        self.set_key_ttl(key_ttl);
+        self
+    }
+
+    /// Each operation gives up after `timeout` (zero: the default, 50 ms).
+    pub(crate) fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = if timeout.is_zero() { TIMEOUT } else { timeout };
+    }
+
+    /// The keys live `key_ttl` after their last update (zero: the default, one hour).
+    pub(crate) fn set_key_ttl(&mut self, key_ttl: Duration) {
+        self.key_ttl = if key_ttl.is_zero() { KEY_TTL } else { key_ttl };
+    }
+
+    /// The connection, connecting if there is none (within the timeout).
+    async fn connection(&self) -> Result<MultiplexedConnection, StoreError> {
+        let connected = self.connection.lock().clone();
+        if let Some(connection) = connected {
+            return Ok(connection);
+        }
+        let connect = self.client.get_multiplexed_async_connection();
+        let connection = tokio::time::timeout(self.timeout, connect)
             .await
-            .map_err(|_| StoreError::Timeout(timeout))??;
-        Ok(Self {
-            connection,
-            timeout,
-            key_ttl,
-            publish: Script::new(PUBLISH),
-            read: Script::new(READ),
-            lease: Script::new(LEASE_PROBE),
-            finish: Script::new(FINISH_PROBE),
-        })
+            .map_err(|_| StoreError::Timeout(self.timeout))??;
+        *self.connection.lock() = Some(connection.clone());
+        Ok(connection)
     }
 
     /// Runs `script` on `breaker`'s keys within the store timeout, with `numbers` then
@@ -289,76 +301,52 @@ impl RedisStore {
         for arg in strings {
             invocation.arg(*arg);
         }
-        let mut connection = self.connection.clone();
-        tokio::time::timeout(self.timeout, invocation.invoke_async(&mut connection))
+        let mut connection = self.connection().await?;
+        let answer = tokio::time::timeout(self.timeout, invocation.invoke_async(&mut connection))
             .await
-            .map_err(|_| StoreError::Timeout(self.timeout))?
-            .map_err(StoreError::from)
+            .map_err(|_| StoreError::Timeout(self.timeout))
+            .and_then(|answer| answer.map_err(StoreError::from));
+        if answer.is_err() {
+            // Connect again at the next operation: this connection may be dead.
+            *self.connection.lock() = None;
+        }
+        answer
+    }
+}
+
+impl FleetStore for RedisStore {
+    /// Refuses an empty name, and `{` or `}` (they would break the Redis Cluster hash tag).
+    fn check_name(&self, name: &str) -> Result<(), ConfigError> {
+        if name.is_empty() {
+            return Err(ConfigError::new(
+                "name",
+                "\"\"",
+                "must name the shared record: not empty",
+            ));
+        }
+        if name.contains(['{', '}']) {
+            return Err(ConfigError::new(
+                "name",
+                format!("{name:?}"),
+                "must not contain `{` or `}` (the Redis Cluster hash tag)",
+            ));
+        }
+        Ok(())
     }
 
-    /// Publishes a trip: open for `open_for` from now (server time) at `generation`, unless
-    /// the record is at `generation` or later already; either way, the record as it stands
-    /// (adopt it if its generation is not yours). One round trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: decide locally.
-    pub async fn publish_open(
+    /// One Lua script (`PUBLISH`), on the server's clock. One round trip.
+    async fn publish(
         &self,
         breaker: &str,
         generation: u64,
-        open_for: Duration,
-    ) -> Result<SharedRecord, StoreError> {
-        let vote = Vote::NONE;
-        self.publish(breaker, generation, "open", open_for, vote)
-            .await
-    }
-
-    /// Publishes a trip that needs `vote.quorum` distinct instances: this one's vote is
-    /// counted, and the record opens (as [`publish_open`](Self::publish_open) opens it) once
-    /// `quorum` instances voted within `vote.window` at this generation. The record comes
-    /// back unchanged (at an older generation than `generation`) while the vote is short.
-    /// One round trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: decide locally.
-    pub async fn publish_open_voted(
-        &self,
-        breaker: &str,
-        generation: u64,
-        open_for: Duration,
+        decision: Decision,
         vote: Vote<'_>,
+        _now: Duration,
     ) -> Result<SharedRecord, StoreError> {
-        self.publish(breaker, generation, "open", open_for, vote)
-            .await
-    }
-
-    /// Publishes a recovery: closed at `generation`, unless the record moved on. One round
-    /// trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: decide locally.
-    pub async fn publish_closed(
-        &self,
-        breaker: &str,
-        generation: u64,
-    ) -> Result<SharedRecord, StoreError> {
-        let vote = Vote::NONE;
-        self.publish(breaker, generation, "closed", Duration::ZERO, vote)
-            .await
-    }
-
-    /// The [`PUBLISH`] script: `state` at `generation`, open for `open_for` if `"open"`.
-    pub(super) async fn publish(
-        &self,
-        breaker: &str,
-        generation: u64,
-        state: &str,
-        open_for: Duration,
-        vote: Vote<'_>,
-    ) -> Result<SharedRecord, StoreError> {
+        let (state, open_for) = match decision {
+            Decision::Open(d) => ("open", d),
+            Decision::Closed => ("closed", Duration::ZERO),
+        };
         let numbers = [
             generation,
             micros(open_for),
@@ -372,31 +360,21 @@ impl RedisStore {
         Ok(record(reply))
     }
 
-    /// The record as it stands, with the server time (closed at generation 0 if there is
-    /// none: a record that vanished reads as a fresh breaker). One round trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: decide locally.
-    pub async fn read(&self, breaker: &str) -> Result<SharedRecord, StoreError> {
+    /// One Lua script (`READ`): the record with the server time. One round trip.
+    async fn read(&self, breaker: &str, _now: Duration) -> Result<SharedRecord, StoreError> {
         let reply: Reply = self.run(&self.read, breaker, &[], &[]).await?;
         Ok(record(reply))
     }
 
-    /// Takes one of `max_requests` fleet-wide probe leases of the half-open period at
-    /// `generation`, held by `holder` (unique per call) for at most `lease_for`. One round
-    /// trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: decide locally.
-    pub async fn lease_probe(
+    /// One Lua script (`LEASE_PROBE`), on the server's clock. One round trip.
+    async fn lease_probe(
         &self,
         breaker: &str,
         generation: u64,
         max_requests: u64,
         lease_for: Duration,
         holder: &str,
+        _now: Duration,
     ) -> Result<Lease, StoreError> {
         let args = [
             generation,
@@ -412,21 +390,15 @@ impl RedisStore {
         })
     }
 
-    /// Ends the half-open probe `holder` of the period at `generation`: gives its lease back
-    /// and, if it `succeeded`, counts the success; the probe whose success is the
-    /// `max_requests`-th of the period closes the record at `generation + 1` (then the
-    /// record comes back with [`written`](SharedRecord::written) set). One round trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: the lease then expires by itself, and the success is not counted.
-    pub async fn finish_probe(
+    /// One Lua script (`FINISH_PROBE`). One round trip.
+    async fn finish_probe(
         &self,
         breaker: &str,
         generation: u64,
         holder: &str,
         succeeded: bool,
         max_requests: u64,
+        _now: Duration,
     ) -> Result<SharedRecord, StoreError> {
         let numbers = [
             generation,
@@ -437,33 +409,12 @@ impl RedisStore {
         let reply: Reply = self.run(&self.finish, breaker, &numbers, &[holder]).await?;
         Ok(record(reply))
     }
-
-    /// Gives a probe lease back (the probe ended). One round trip.
-    ///
-    /// # Errors
-    ///
-    /// [`StoreError`]: the lease then expires by itself.
-    pub async fn release_probe(&self, breaker: &str, holder: &str) -> Result<(), StoreError> {
-        let [_, probes, _] = keys(breaker);
-        let mut connection = self.connection.clone();
-        let mut command = redis::cmd("ZREM");
-        command.arg(probes).arg(holder);
-        let release = command.query_async::<i64>(&mut connection);
-        tokio::time::timeout(self.timeout, release)
-            .await
-            .map_err(|_| StoreError::Timeout(self.timeout))??;
-        Ok(())
-    }
 }
 
 /// What the scripts answer: generation, state, until, server time, written (0 or 1).
 type Reply = (u64, Option<String>, u64, u64, u8);
 
 fn record((generation, state, until, now, written): Reply) -> SharedRecord {
-    SharedRecord {
-        generation,
-        open_until_us: (state.as_deref() == Some("open")).then_some(until),
-        server_now_us: now,
-        written: written == 1,
-    }
+    let open_until_us = (state.as_deref() == Some("open")).then_some(until);
+    SharedRecord::new(generation, open_until_us, now, written == 1)
 }

@@ -1,5 +1,6 @@
 //! [`SharedBreaker`]: a local breaker that follows, and feeds, the fleet's shared decision
-//! (see the [module documentation](crate::redis)), and [`SharedBuilder`], which makes one.
+//! (see the [module documentation](super)), and [`SharedBuilder`], which makes one. Generic
+//! over the [`FleetStore`]: nothing here names a store.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,26 +9,30 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::breaker::Permit;
+use crate::breaker::{Breaker, Builder};
 use crate::classify::{Classify, OkIsSuccess};
 use crate::contain::{self, FirstPanic};
-use crate::observe::{FleetEvent, Observer};
+use crate::error::{ConfigError, Error, Rejected};
+use crate::observe::{FleetEvent, Observer, Origin};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
+use crate::state::State;
 use crate::sync::Mutex;
-use crate::{Breaker, Builder, ConfigError, Error, Rejected, State};
 
 use super::link::Link;
-use super::store::{Lease, RedisStore, SharedRecord, StoreError, Vote};
+use super::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 
 /// The breaker type a [`SharedBreaker`] runs: yours, with its [`Link`] beside your observer.
-pub type LinkedBreaker<P, O> = Breaker<P, (O, Arc<Link>)>;
+/// Crate-private: users see it as what [`SharedBreaker::breaker`] returns.
+pub(crate) type LinkedBreaker<P, O> = Breaker<P, (O, Arc<Link>)>;
 
 /// Configures a [`SharedBreaker`]: from [`SharedBreaker::builder`].
 ///
 /// Every knob follows the zero-means-default rule of the breaker's own builder.
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct SharedBuilder {
-    client: redis::Client,
+pub struct SharedBuilder<S> {
+    store: S,
     knobs: Knobs,
 }
 
@@ -36,13 +41,12 @@ pub struct SharedBuilder {
 struct Knobs {
     sync_interval: Duration,
     store_timeout: Duration,
-    key_ttl: Duration,
     lease_for: Duration,
     quorum: u32,
     vote_window: Duration,
 }
 
-impl SharedBuilder {
+impl<S: FleetStore> SharedBuilder<S> {
     /// How often at most this process reads the shared record: the first call after the
     /// view is this old refreshes it (one round trip), the others go on with the cached
     /// view meanwhile. The bound on how late this process follows a trip elsewhere. Default
@@ -60,14 +64,6 @@ impl SharedBuilder {
         self
     }
 
-    /// How long the shared keys live after their last update (never less than an open
-    /// period): a breaker nobody uses any more leaves nothing behind. Default (and zero):
-    /// one hour.
-    pub fn key_ttl(mut self, key_ttl: Duration) -> Self {
-        self.knobs.key_ttl = key_ttl;
-        self
-    }
-
     /// How long a half-open probe's fleet-wide lease lasts if its holder never gives it
     /// back (it died): make it longer than a probe call takes. Default (and zero): 10 s.
     pub fn lease_for(mut self, lease_for: Duration) -> Self {
@@ -76,7 +72,7 @@ impl SharedBuilder {
     }
 
     /// How many distinct instances must trip before the fleet opens (see
-    /// [One bad instance](crate::redis#one-bad-instance)); until then an instance that tripped is
+    /// [One bad instance](super#one-bad-instance)); until then an instance that tripped is
     /// open on its own. Default (and zero): 1, every trip opens the fleet.
     pub fn quorum(mut self, quorum: u32) -> Self {
         self.knobs.quorum = quorum;
@@ -90,45 +86,39 @@ impl SharedBuilder {
         self
     }
 
+    /// The store, for a store's own builder in front of this one (Redis's key TTL).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
     /// The shared breaker around the breaker `breaker` builds; its name names the shared
-    /// record. Nothing is connected yet: the first call connects (within the store timeout).
+    /// record. Nothing is asked of the store yet: the first call syncs (within the store
+    /// timeout).
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] for field `name` if the breaker's name is empty (it keys the shared
-    /// record) or holds `{` or `}` (they would break the Redis Cluster hash tag).
+    /// [`ConfigError`] for field `name` if the store cannot key a record by the breaker's
+    /// name ([`FleetStore::check_name`]: never an empty one).
     pub fn build<P: TripPolicy, O: Observer>(
         self,
         breaker: Builder<P, O>,
-    ) -> Result<SharedBreaker<P, O>, ConfigError> {
+    ) -> Result<SharedBreaker<S, P, O>, ConfigError> {
         let max_requests = u64::from(breaker.max_requests_or_default());
         let link = Arc::new(Link::new());
         let breaker = breaker.and_observer(Arc::clone(&link)).build();
         let name = breaker.name();
-        if name.is_empty() {
-            return Err(ConfigError::new(
-                "name",
-                "\"\"",
-                "must name the shared record: not empty",
-            ));
-        }
-        if name.contains(['{', '}']) {
-            return Err(ConfigError::new(
-                "name",
-                format!("{name:?}"),
-                "must not contain `{` or `}` (the Redis Cluster hash tag)",
-            )
-            .for_breaker(name));
-        }
+        self.store
+            .check_name(name)
+            .map_err(|e| e.for_breaker(name))?;
         Ok(SharedBreaker {
             breaker,
             link,
             fleet: Fleet {
-                client: self.client,
+                store: self.store,
                 knobs: self.knobs.defaulted(),
                 max_requests,
                 instance: instance_id(),
-                store: Mutex::new(None),
                 next_sync: AtomicU64::new(0),
                 syncing: AtomicBool::new(false),
                 view: Mutex::new(View::default()),
@@ -146,7 +136,6 @@ impl Knobs {
         Self {
             sync_interval: or(self.sync_interval, Duration::from_millis(250)),
             store_timeout: or(self.store_timeout, Duration::from_millis(50)),
-            key_ttl: or(self.key_ttl, Duration::from_secs(3600)),
             lease_for: or(self.lease_for, Duration::from_secs(10)),
             quorum: self.quorum.max(1),
             vote_window: or(self.vote_window, Duration::from_secs(60)),
@@ -165,7 +154,8 @@ fn instance_id() -> String {
     format!("{}-{started:x}-{n}", std::process::id())
 }
 
-/// A breaker shared by a fleet through Redis: see the [module documentation](crate::redis).
+/// A breaker shared by a fleet through a [`FleetStore`]: see the
+/// [module documentation](super).
 ///
 /// Each process makes one per breaker name, around a local [`Breaker`] configured as usual,
 /// and calls through it with [`execute`](Self::execute); the local breaker stays reachable
@@ -173,14 +163,13 @@ fn instance_id() -> String {
 ///
 /// # Examples
 ///
-/// ```no_run
-/// use lazybreaker::redis::SharedBreaker;
+/// ```
+/// use lazybreaker::fleet::{MemoryStore, SharedBreaker};
 /// use lazybreaker::Breaker;
 /// use std::time::Duration;
 ///
-/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
-/// let shared = SharedBreaker::builder(client)
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let shared = SharedBreaker::builder(MemoryStore::new())
 ///     .sync_interval(Duration::from_millis(200))
 ///     .store_timeout(Duration::from_millis(20))
 ///     .build(
@@ -189,27 +178,29 @@ fn instance_id() -> String {
 ///             .max_requests(2)
 ///             .timeout(Duration::from_secs(30)),
 ///     )?;
-/// let reply = shared.execute(|| async { Ok::<_, std::io::Error>("paid") }).await;
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// let reply = rt.block_on(shared.execute(|| async { Ok::<_, std::io::Error>("paid") }));
 /// assert_eq!(reply.unwrap(), "paid");
+/// assert_eq!(shared.stats().round_trips, 1, "the first call synced");
 /// # Ok(())
 /// # }
-/// # let _ = example;
 /// ```
-pub struct SharedBreaker<P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+///
+/// The store has no bound here (bounds are on the impls); the policy and observer carry
+/// the bounds [`Breaker`] itself has.
+pub struct SharedBreaker<S, P = ConsecutiveFailures, O = ()> {
     breaker: LinkedBreaker<P, O>,
     link: Arc<Link>,
-    fleet: Fleet,
+    fleet: Fleet<S>,
 }
 
 /// Everything about the fleet: the store, the view of the shared record, the counters.
-struct Fleet {
-    client: redis::Client,
+struct Fleet<S> {
+    /// The store; it connects and reconnects by itself.
+    store: S,
     knobs: Knobs,
     max_requests: u64,
     instance: String,
-    /// The connection, if connected: `None` until the first refresh and after a failure
-    /// (the next refresh reconnects).
-    store: Mutex<Option<RedisStore>>,
     /// When the view goes stale, on the breaker's clock (nanoseconds).
     next_sync: AtomicU64,
     /// A refresh or publication is in flight.
@@ -300,13 +291,13 @@ impl Budget {
 
 /// Clears the in-flight mark of a refresh when it ends, however it ends (a cancelled
 /// call's refresh too); and puts back a decision it took but did not publish.
-struct SyncGuard<'a> {
-    fleet: &'a Fleet,
+struct SyncGuard<'a, S> {
+    fleet: &'a Fleet<S>,
     link: &'a Link,
     unpublished: bool,
 }
 
-impl Drop for SyncGuard<'_> {
+impl<S> Drop for SyncGuard<'_, S> {
     fn drop(&mut self) {
         if self.unpublished {
             self.link.restore_pending();
@@ -325,6 +316,8 @@ struct Held {
 enum Local {
     /// Forced open or closed: an operator's override, which stays local.
     Forced,
+    /// Following the fleet: the latest change was adopted.
+    Followed,
     /// Open for this much longer.
     Open(Duration),
     /// Half-open: its open period is over and its probes decide.
@@ -332,20 +325,21 @@ enum Local {
     Closed,
 }
 
-impl SharedBreaker {
-    /// A builder for a shared breaker on `client`'s Redis server.
-    pub fn builder(client: redis::Client) -> SharedBuilder {
+impl<S: FleetStore> SharedBreaker<S> {
+    /// A builder for a shared breaker on `store`.
+    pub fn builder(store: S) -> SharedBuilder<S> {
         SharedBuilder {
-            client,
+            store,
             knobs: Knobs::default(),
         }
     }
 }
 
-impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
+impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// The local breaker: its state, counts, snapshot and manual controls. Calls made on it
     /// directly are counted as usual, and its changes are published at this shared
-    /// breaker's next call.
+    /// breaker's next call. Its observer is yours, paired with the shared breaker's own
+    /// (`breaker().observer().0` is yours).
     pub fn breaker(&self) -> &LinkedBreaker<P, O> {
         &self.breaker
     }
@@ -358,6 +352,11 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     /// The local breaker's state (see [`Breaker::state`]).
     pub fn state(&self) -> State {
         self.breaker.state()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.fleet.store
     }
 
     /// What this shared breaker did with its store so far.
@@ -397,8 +396,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.execute_classified(make, |r: &Result<T, E>| OkIsSuccess.classify(r))
-            .await
+        self.execute_with(make, OkIsSuccess).await
     }
 
     /// Like [`execute`](Self::execute), with `classify` deciding how the result counts.
@@ -414,6 +412,17 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
+        C: Fn(&Result<T, E>) -> Outcome,
+    {
+        self.execute_with(make, classify).await
+    }
+
+    /// [`execute_classified`](Self::execute_classified) with any [`Classify`] (the public
+    /// method asks for the closure trait, so that a closure's argument is inferred).
+    async fn execute_with<F, Fut, T, E, C>(&self, make: F, classify: C) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
         // The fast path: a fresh view, and the local breaker closed or rejecting. Every store
@@ -423,14 +432,17 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         // it, so that one call never waits on the store longer than the store timeout.
         let mut left = self.fleet.knobs.store_timeout;
         let now = self.breaker.clock_nanos();
-        let permit = if self.is_stale(now) {
+        let (permit, probe) = if self.is_stale(now) {
             left = Box::pin(self.sync_before()).await;
-            self.breaker.allow()?
+            self.breaker.allow_probing_at(self.breaker.clock_nanos())?
         } else {
             // One clock read for the staleness check and the admission both.
-            self.breaker.allow_at(now)?
+            self.breaker.allow_probing_at(now)?
         };
-        if !self.link.closed() {
+        // Whether the call is a half-open probe is the admission's answer, not the link's:
+        // the link hears of a change only when it is delivered, which a slow observer on
+        // another thread can delay past this admission.
+        if probe {
             return Box::pin(self.probe(permit, make, classify, left)).await;
         }
         let result = make().await;
@@ -459,11 +471,11 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         contain::resume(budget.panics);
     }
 
-    /// A call the local breaker admitted while not closed (a half-open probe, most likely):
-    /// leased fleet-wide, made, and settled, within `left` of store time.
+    /// A half-open probe the local breaker admitted: leased fleet-wide, made, and settled,
+    /// within `left` of store time.
     async fn probe<F, Fut, T, E, C>(
         &self,
-        permit: crate::Permit<'_, P, (O, Arc<Link>)>,
+        permit: Permit<'_, P, (O, Arc<Link>)>,
         make: F,
         classify: C,
         left: Duration,
@@ -531,44 +543,17 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         fleet
             .next_sync
             .store(now.saturating_add(interval), Ordering::Relaxed);
-        let Some(store) = self.connection(budget).await else {
-            guard.unpublished = self.link.take_pending();
-            return;
-        };
         if self.link.take_pending() {
             guard.unpublished = true;
-            guard.unpublished = !self.publish_local(&store, budget).await;
+            guard.unpublished = !self.publish_local(budget).await;
         } else {
-            self.refresh(&store, budget, follow_equal).await;
+            self.refresh(budget, follow_equal).await;
         }
     }
 
-    /// The store connection, connecting if there is none (within the budget); `None` if
-    /// the store cannot be reached (reported) or the budget is spent.
-    async fn connection(&self, budget: &mut Budget) -> Option<RedisStore> {
-        let connected = self.fleet.store.lock().clone();
-        if let Some(store) = connected {
-            return Some(store);
-        }
-        let left = budget.left()?;
-        let knobs = &self.fleet.knobs;
-        let started = Instant::now();
-        let connect = RedisStore::connect(&self.fleet.client, knobs.store_timeout, knobs.key_ttl);
-        let connected = match tokio::time::timeout(left, connect).await {
-            Ok(connected) => connected,
-            Err(_) => Err(StoreError::Timeout(left)),
-        };
-        budget.spend(started);
-        match connected {
-            Ok(store) => {
-                *self.fleet.store.lock() = Some(store.clone());
-                Some(store)
-            }
-            Err(e) => {
-                self.degrade(&e, budget);
-                None
-            }
-        }
+    /// The breaker's clock, as the store operations are given it.
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.breaker.clock_nanos())
     }
 
     /// Runs one store operation within what is left of the budget, counting it and
@@ -577,7 +562,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     async fn op<T>(
         &self,
         budget: &mut Budget,
-        op: impl Future<Output = Result<T, StoreError>>,
+        op: impl Future<Output = Result<T, StoreError>> + Send,
     ) -> Option<T> {
         let left = budget.left()?;
         self.fleet.stats.round_trips.fetch_add(1, Ordering::Relaxed);
@@ -600,15 +585,16 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     }
 
     /// Reads the record and follows it: adopts a newer one, or writes a vanished one again.
-    async fn refresh(&self, store: &RedisStore, budget: &mut Budget, follow_equal: bool) {
-        let Some(record) = self.op(budget, store.read(self.name())).await else {
+    async fn refresh(&self, budget: &mut Budget, follow_equal: bool) {
+        let read = self.fleet.store.read(self.name(), self.now());
+        let Some(record) = self.op(budget, read).await else {
             return;
         };
         let view = *self.fleet.view.lock();
         if record.generation > view.generation {
             self.adopt(record);
         } else if record.generation < view.generation {
-            self.recreate(store, view, budget).await;
+            self.recreate(view, budget).await;
         } else if follow_equal && !view.local_only {
             self.follow(record);
         }
@@ -616,15 +602,19 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
 
     /// Writes the record again, at the generation this process follows, from the local
     /// state: it vanished (the store restarted without persistence, or it expired).
-    async fn recreate(&self, store: &RedisStore, view: View, budget: &mut Budget) {
+    async fn recreate(&self, view: View, budget: &mut Budget) {
         let name = self.name();
-        let (state, open_for) = match self.local() {
-            Local::Open(d) if !view.local_only => ("open", d),
+        let decision = match self.fresh() {
+            Local::Open(d) if !view.local_only => Decision::Open(d),
             // Half-open (its probes decide) in an open fleet: open, with the period over.
-            Local::HalfOpen if view.open => ("open", Duration::ZERO),
-            _ => ("closed", Duration::ZERO),
+            Local::HalfOpen if view.open => Decision::Open(Duration::ZERO),
+            _ => Decision::Closed,
         };
-        let write = store.publish(name, view.generation, state, open_for, Vote::NONE);
+        let now = self.now();
+        let write = self
+            .fleet
+            .store
+            .publish(name, view.generation, decision, Vote::NONE, now);
         let Some(record) = self.op(budget, write).await else {
             return;
         };
@@ -643,13 +633,13 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
 
     /// Publishes the local decision that waits, at the next generation, or adopts the
     /// newer record found instead. `false` if the store could not take it (it waits again).
-    async fn publish_local(&self, store: &RedisStore, budget: &mut Budget) -> bool {
+    async fn publish_local(&self, budget: &mut Budget) -> bool {
         let view = *self.fleet.view.lock();
         let next = view.generation + 1;
         let name = self.name();
         let knobs = &self.fleet.knobs;
         let open_for = match self.local() {
-            Local::Forced => return true,
+            Local::Forced | Local::Followed => return true,
             // Open here while the fleet is open and its period not over: adopted already.
             Local::Open(_) if view.open && self.breaker.clock_nanos() < view.open_until => {
                 return true;
@@ -667,15 +657,15 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
             Local::Closed => None,
         };
         // A trip is a vote when the fleet needs a quorum (the script opens at once for 1).
-        let vote = Vote {
-            quorum: knobs.quorum,
-            window: knobs.vote_window,
-            instance: &self.fleet.instance,
+        let (decision, vote) = match open_for {
+            Some(d) => (
+                Decision::Open(d),
+                Vote::new(knobs.quorum, knobs.vote_window, &self.fleet.instance),
+            ),
+            None => (Decision::Closed, Vote::NONE),
         };
-        let write = match open_for {
-            Some(d) => store.publish(name, next, "open", d, vote),
-            None => store.publish(name, next, "closed", Duration::ZERO, Vote::NONE),
-        };
+        let now = self.now();
+        let write = self.fleet.store.publish(name, next, decision, vote, now);
         let published = self.op(budget, write).await;
         let Some(record) = published else {
             return false;
@@ -692,8 +682,42 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         true
     }
 
-    /// The local breaker as it stands.
+    /// The local breaker as a publication sees it: what the latest change delivered
+    /// decided, as the link noted it (its open period mapped onto the clock now), and the
+    /// override read fresh. A change not delivered yet raises the pending flag when it is,
+    /// and is published then. The override cannot come from the link: forcing a breaker
+    /// already in that state, or releasing a closed one, changes no state, and no
+    /// transition tells of it.
     fn local(&self) -> Local {
+        let noted = self.link.latest();
+        if noted.forced.is_some() || self.breaker.forced().is_some() {
+            return Local::Forced;
+        }
+        if noted.origin == Origin::Adopted {
+            // The latest change is the fleet's own decision, made after the local one
+            // that waits: that one is overtaken, and the breaker follows the fleet already.
+            return Local::Followed;
+        }
+        match (noted.to, noted.open_for) {
+            (State::HalfOpen, _) => Local::HalfOpen,
+            (State::Closed, _) => Local::Closed,
+            // Forced open, released since (the release is on its way to the link).
+            (State::Open, None) => Local::Forced,
+            (State::Open, Some(open_for)) => {
+                let until = noted.at.saturating_add(open_for);
+                match until.checked_sub(self.now()) {
+                    Some(left) => Local::Open(left),
+                    // Inclusive, as the breaker's open period: half-open strictly after.
+                    None => Local::HalfOpen,
+                }
+            }
+        }
+    }
+
+    /// The local breaker as it stands, read fresh (three reads): for writing a vanished
+    /// record again, which no delivered change prompted (the link's latest change may be
+    /// older than the state, when a delivery lags).
+    fn fresh(&self) -> Local {
         if self.breaker.forced().is_some() {
             return Local::Forced;
         }
@@ -758,35 +782,28 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         }
     }
 
-    /// A call the local breaker admitted while not closed: a half-open probe first leases a
-    /// fleet-wide slot (its holder id is returned). A stale lease answer re-syncs and admits
-    /// once more.
+    /// A half-open probe the local breaker admitted first leases a fleet-wide slot (its
+    /// holder id is returned). A stale lease answer re-syncs and admits once more, as a
+    /// closed call only.
     async fn lease<'a>(
         &'a self,
-        permit: crate::Permit<'a, P, (O, Arc<Link>)>,
+        permit: Permit<'a, P, (O, Arc<Link>)>,
         budget: &mut Budget,
-    ) -> Result<(crate::Permit<'a, P, (O, Arc<Link>)>, Option<Held>), Rejected> {
-        if self.breaker.state() != State::HalfOpen {
-            return Ok((permit, None));
-        }
+    ) -> Result<(Permit<'a, P, (O, Arc<Link>)>, Option<Held>), Rejected> {
         let view = *self.fleet.view.lock();
-        let store = self.fleet.store.lock().clone();
-        let (Some(store), false, false) = (
-            store,
-            view.local_only,
-            self.fleet.degraded.load(Ordering::Relaxed),
-        ) else {
+        if view.local_only || self.fleet.degraded.load(Ordering::Relaxed) {
             return Ok((permit, None)); // a local probe
-        };
+        }
         let n = self.fleet.probes.fetch_add(1, Ordering::Relaxed);
         let holder = format!("{}/{n}", self.fleet.instance);
         let knobs = &self.fleet.knobs;
-        let lease = store.lease_probe(
+        let lease = self.fleet.store.lease_probe(
             self.name(),
             view.generation,
             self.fleet.max_requests,
             knobs.lease_for,
             &holder,
+            self.now(),
         );
         match self.op(budget, lease).await {
             Some(Lease::Taken) => Ok((
@@ -810,11 +827,8 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
                 // and if it recovered meanwhile, this call goes ahead as a closed one.
                 permit.exclude();
                 self.sync_with(budget, true).await;
-                if self.breaker.state() != State::Closed {
-                    return Err(Rejected::TooManyRequests);
-                }
-                let again = self.breaker.allow()?;
-                if self.breaker.state() != State::Closed {
+                let (again, probe) = self.breaker.allow_probing_at(self.breaker.clock_nanos())?;
+                if probe {
                     again.exclude();
                     return Err(Rejected::TooManyRequests);
                 }
@@ -836,13 +850,13 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         if self.fleet.view.lock().generation != generation {
             return; // a new generation: every lease of the old one is gone
         }
-        let connected = self.fleet.store.lock().clone();
-        let Some(store) = connected else {
-            return; // the lease expires by itself
-        };
         let succeeded = outcome == Outcome::Success;
         let max = self.fleet.max_requests;
-        let finish = store.finish_probe(self.name(), generation, &holder, succeeded, max);
+        let now = self.now();
+        let finish =
+            self.fleet
+                .store
+                .finish_probe(self.name(), generation, &holder, succeeded, max, now);
         let Some(record) = self.op(budget, finish).await else {
             return;
         };
@@ -855,14 +869,13 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
         }
     }
 
-    /// The store failed: decide locally, reconnect at the next refresh, and tell the
+    /// The store failed: decide locally (the store reconnects by itself), and tell the
     /// observers once per outage.
     fn degrade(&self, error: &StoreError, budget: &mut Budget) {
         self.fleet
             .stats
             .store_errors
             .fetch_add(1, Ordering::Relaxed);
-        *self.fleet.store.lock() = None;
         if !self.fleet.degraded.swap(true, Ordering::AcqRel) {
             self.tell(
                 &FleetEvent::Degraded {
@@ -897,7 +910,7 @@ impl<P: TripPolicy, O: Observer> SharedBreaker<P, O> {
     }
 }
 
-impl<P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreaker<P, O> {
+impl<S: FleetStore, P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreaker<S, P, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedBreaker")
             .field("name", &self.name())
@@ -908,5 +921,5 @@ impl<P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreaker<P, O> {
 }
 
 fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    crate::nanos::saturating_nanos(d)
 }
