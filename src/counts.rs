@@ -45,7 +45,7 @@ pub struct Counts {
     /// Failures since the last success.
     pub consecutive_failures: u64,
     /// Results (successes and failures) slower than the policy's slow-call threshold
-    /// ([`TripPolicy::slow_call_threshold`](crate::policy::TripPolicy::slow_call_threshold));
+    /// ([`Capabilities::slow_call_threshold`](crate::policy::Capabilities::slow_call_threshold));
     /// always zero for a policy without one. Rolls with the window like every count.
     pub slow_calls: u64,
 }

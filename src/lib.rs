@@ -104,18 +104,19 @@
 //! - `http`: `http::StatusRules`, `http::status_classifier`, `http::rejected_response`.
 //! - `prometheus`: `prometheus::BreakerCollector`, metrics read at scrape time.
 //! - `tracing`: `tracing::TracingObserver`, one event per state change.
-//! - `redis`: `redis::SharedBreaker`, a fleet-wide breaker that shares its decisions
-//!   through Redis (async, tokio), on `redis::RedisStore`.
+//! - `fleet`: `fleet::SharedBreaker`, a fleet-wide breaker that shares its decisions
+//!   through a `fleet::FleetStore` (async, tokio), and `fleet::MemoryStore`, a store in this
+//!   process for tests.
+//! - `redis`: `redis::RedisStore`, the fleet's store on Redis, and `redis::SharedBreaker`
+//!   built from a `redis::Client`.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
-// The module graph has no cycles. Leaves: `state`, `generation`, `nanos`, `contain`,
-// `error`, `counts`, `serde_duration`; `window_check` uses `error` and `MAX_BUCKETS`; `knobs` uses
-// `abandoned` and `serde_duration`. The sans-IO `machine` uses the leaves and `policy`; `lane` uses the
-// machine's phase; `breaker` and `permit` (one concept: owner and handle) use everything.
-// `.ci/check-dag` keeps the machine, the counts and the policies off the breaker, the lane,
-// the permits and the sync shim.
+// Three layers, no cycles (`.ci/check-dag`; CONTRIBUTING.md has a row per file): core
+// (`machine`, `counts`, `policy`, `classify` and the leaf values) imports core only; the
+// engine (`lane`, `breaker` with its permits, `future`, `clock`, `sync`, `observe`) imports
+// core and engine; each integration imports what it declares there.
 mod abandoned;
 mod breaker;
 pub mod classify;

@@ -1,3 +1,5 @@
+//! [`AnyOf`]: trips when either of two policies trips (`a.or(b)`).
+
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, TripPolicy};

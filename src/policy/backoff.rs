@@ -1,3 +1,5 @@
+//! [`Backoff`]: a policy whose open periods double on each failed recovery.
+
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, TripPolicy};

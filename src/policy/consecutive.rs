@@ -1,3 +1,5 @@
+//! [`ConsecutiveFailures`]: trips on a run of failures (the default policy).
+
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::error::ConfigError;
 

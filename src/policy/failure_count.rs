@@ -1,3 +1,5 @@
+//! [`FailureCount`]: trips on a number of failures within the window.
+
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::error::ConfigError;
 

@@ -1,3 +1,5 @@
+//! [`FailureRatio`]: trips on a share of failures, once enough requests were made.
+
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::error::ConfigError;
 

@@ -1,3 +1,5 @@
+//! [`ReadyToTrip`]: gobreaker's `ReadyToTrip` closure over the counts, as a policy.
+
 use std::fmt;
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};

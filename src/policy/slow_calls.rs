@@ -1,3 +1,5 @@
+//! [`SlowCalls`]: trips on a share of slow calls (resilience4j's and Sentinel's slow-call rule).
+
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};

@@ -92,9 +92,7 @@ pub use store::RedisStore;
 /// # }
 /// # let _ = example;
 /// ```
-pub struct SharedBreaker<P = ConsecutiveFailures, O = ()>(
-    fleet::SharedBreaker<RedisStore, P, O>,
-);
+pub struct SharedBreaker<P = ConsecutiveFailures, O = ()>(fleet::SharedBreaker<RedisStore, P, O>);
 
 impl<P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreaker<P, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,3 +1,5 @@
+//! [`ResponseFuture`]: the named future of a call through the breaker's services.
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

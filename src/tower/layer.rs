@@ -1,3 +1,5 @@
+//! [`BreakerLayer`]: wraps a service in a [`BreakerService`](super::BreakerService).
+
 use std::fmt;
 use std::sync::Arc;
 

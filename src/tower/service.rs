@@ -1,3 +1,5 @@
+//! [`BreakerService`]: a service that calls through a breaker, failing fast while it is open.
+
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
