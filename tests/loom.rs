@@ -42,8 +42,8 @@ impl TripPolicy for Truth {
     }
 
     // Like the counting policies: closed-state calls go through the lock-free lane.
-    fn needs_successes(&self) -> bool {
-        false
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_successes(false)
     }
 }
 
