@@ -98,8 +98,8 @@ impl<S: FleetStore> SharedBuilder<S> {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] for field `name` if the store cannot key a record by the breaker's
-    /// name ([`FleetStore::check_name`]: never an empty one).
+    /// [`ConfigError`] for field `name` if the breaker's name is empty, or if the store
+    /// cannot key a record by it ([`FleetStore::check_name`]).
     pub fn build<P: TripPolicy, O: Observer>(
         self,
         breaker: Builder<P, O>,
@@ -108,6 +108,13 @@ impl<S: FleetStore> SharedBuilder<S> {
         let link = Arc::new(Link::new());
         let breaker = breaker.and_observer(Arc::clone(&link)).build();
         let name = breaker.name();
+        if name.is_empty() {
+            return Err(ConfigError::new(
+                "name",
+                "\"\"",
+                "must name the shared record: not empty",
+            ));
+        }
         self.store
             .check_name(name)
             .map_err(|e| e.for_breaker(name))?;

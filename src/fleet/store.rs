@@ -146,20 +146,15 @@ pub enum Lease {
 ///
 /// The methods return `impl Future + Send`, so an implementation may write `async fn`.
 pub trait FleetStore: Send + Sync + 'static {
-    /// Whether `name` can name a record in this store, asked once when a shared breaker is
-    /// built. The default refuses only an empty name.
+    /// Whether `name` (never empty: the shared breaker refuses an empty name itself) can
+    /// name a record in this store, asked once when a shared breaker is built. The default
+    /// accepts every name.
     ///
     /// # Errors
     ///
     /// [`ConfigError`] for field `name`.
     fn check_name(&self, name: &str) -> Result<(), ConfigError> {
-        if name.is_empty() {
-            return Err(ConfigError::new(
-                "name",
-                "\"\"",
-                "must name the shared record: not empty",
-            ));
-        }
+        let _ = name;
         Ok(())
     }
 

@@ -315,15 +315,8 @@ impl RedisStore {
 }
 
 impl FleetStore for RedisStore {
-    /// Refuses an empty name, and `{` or `}` (they would break the Redis Cluster hash tag).
+    /// Refuses `{` and `}`: they would break the Redis Cluster hash tag.
     fn check_name(&self, name: &str) -> Result<(), ConfigError> {
-        if name.is_empty() {
-            return Err(ConfigError::new(
-                "name",
-                "\"\"",
-                "must name the shared record: not empty",
-            ));
-        }
         if name.contains(['{', '}']) {
             return Err(ConfigError::new(
                 "name",
