@@ -98,6 +98,21 @@ pub struct Knobs {
         serde(serialize_with = "crate::serde_duration::serialize")
     )]
     pub timeout: Duration,
+    /// The longest any open period lasts, whatever opens it: the policy (a backoff, brpc's
+    /// doubling isolation), [`trip_for`](crate::Breaker::trip_for), a permit's
+    /// `failure_open_for` (an upstream's `Retry-After`), a decision adopted from a fleet. A
+    /// longer one is cut to this length, so that no mistake (a misparsed header, a stray
+    /// record) keeps a dependency cut off for good. Zero (the default) means one hour, or
+    /// `timeout` if that is longer. A forced open ([`force_open`](crate::Breaker::force_open))
+    /// is an operator's, and lasts until released. Written out only when set.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::serde_duration::serialize",
+            skip_serializing_if = "Duration::is_zero"
+        )
+    )]
+    pub max_open_duration: Duration,
     /// How a call abandoned without a verdict counts, in the closed and in the half-open
     /// state: an exclusion in both by default (see [`AbandonedAs`] for why). Written out only
     /// when not the default.

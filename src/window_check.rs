@@ -41,6 +41,26 @@ pub(crate) fn check(interval: Duration, bucket_period: Duration) -> Result<(), C
     ))
 }
 
+/// Checks that an explicit `max_open_duration` is not shorter than `timeout` (the builder
+/// would cut every open period to it); zero (the default) always fits.
+///
+/// # Errors
+///
+/// A [`ConfigError`] naming `max_open_duration`.
+pub(crate) fn check_open(
+    timeout: Duration,
+    max_open_duration: Duration,
+) -> Result<(), ConfigError> {
+    if max_open_duration.is_zero() || max_open_duration >= timeout {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        "max_open_duration",
+        format_args!("{max_open_duration:?}"),
+        "must not be shorter than `timeout`",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::check;

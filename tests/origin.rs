@@ -118,7 +118,8 @@ fn adopted_decisions_are_adopted_with_the_fleets_deadline() {
     clock.advance(d + Duration::from_nanos(1));
     assert_eq!(b.state(), State::HalfOpen);
     b.adopt_closed();
-    b.adopt_open(Duration::ZERO); // the fleet is half-open already
+    b.adopt_open(Duration::ZERO); // the fleet is half-open already: so is this breaker
+    assert_eq!(b.state(), State::HalfOpen);
     use State::*;
     assert_eq!(
         log.take(),
@@ -127,6 +128,7 @@ fn adopted_decisions_are_adopted_with_the_fleets_deadline() {
             (Open, HalfOpen, Origin::Breaker, None, None),
             (HalfOpen, Closed, Origin::Adopted, None, None),
             (Closed, Open, Origin::Adopted, Some(Duration::ZERO), None),
+            (Open, HalfOpen, Origin::Breaker, None, None),
         ]
     );
 }

@@ -13,8 +13,10 @@ use super::Breaker;
 
 impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Follows a trip decided elsewhere: open for exactly `open_for` from now (on this
-    /// breaker's clock), then the usual half-open. `Duration::ZERO` means the fleet is
-    /// half-open already: the next call, even at this instant, is a probe.
+    /// breaker's clock; at most its [`max_open_duration`](crate::Builder::max_open_duration)),
+    /// then the usual half-open. `Duration::ZERO` means the fleet is half-open already: the
+    /// breaker goes half-open at once (a second change, delivered right after the first), so
+    /// the next call, even at this instant, is a probe.
     ///
     /// From closed or half-open this is a change to open (delivered to observers with
     /// [`Origin::Adopted`](crate::observe::Origin::Adopted), counted in
@@ -57,7 +59,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// );
     /// ```
     pub fn adopt_open(&self, open_for: Duration) {
-        self.control(|m, now| m.adopt_open(open_for, now));
+        self.control(|m, now| m.adopt_open(open_for, now).into_iter().flatten());
     }
 
     /// Follows a recovery decided elsewhere: from open or half-open, a change to closed in a

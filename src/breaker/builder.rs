@@ -124,6 +124,32 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// The longest any open period lasts, whatever opens the breaker (its policy,
+    /// [`trip_for`](Breaker::trip_for), a permit's `failure_open_for`, a decision adopted
+    /// from a fleet): a longer one is cut to this. `Duration::ZERO` (the default) means one
+    /// hour, or [`timeout`](Self::timeout) if that is longer. A forced open lasts until
+    /// released. [`build_strict`](Self::build_strict) refuses one shorter than `timeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, ManualClock, Rejected};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .max_open_duration(Duration::from_secs(300))
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// breaker.trip_for(Duration::from_secs(10 * 365 * 24 * 3600)); // a misparsed Retry-After
+    /// let Err(Rejected::Open { retry_after }) = breaker.allow() else { panic!("open") };
+    /// assert_eq!(retry_after, Duration::from_secs(300));
+    /// ```
+    pub fn max_open_duration(mut self, max_open_duration: Duration) -> Self {
+        self.knobs.max_open_duration = max_open_duration;
+        self
+    }
+
     /// How a call abandoned without a verdict counts, in the closed and in the half-open
     /// state: see [`AbandonedAs`] (the default, an exclusion in both, and why). An abandoned
     /// call is counted in [`Totals::abandoned`](crate::Totals::abandoned) either way, and
@@ -329,6 +355,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// ```
     pub fn build_strict(self) -> Result<Breaker<P, O>, ConfigError> {
         crate::window_check::check(self.knobs.interval, self.knobs.bucket_period)?;
+        crate::window_check::check_open(self.knobs.timeout, self.knobs.max_open_duration)?;
         Ok(self.build())
     }
 

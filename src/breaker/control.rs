@@ -141,7 +141,10 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
 
     /// Runs one manual control as a change transaction, at the clock's time (or the latest
     /// the machine saw, if the clock panics), then lets any panic of user code continue.
-    pub(super) fn control(&self, op: impl FnOnce(&mut Machine<P>, Nanos) -> Option<Change>) {
+    pub(super) fn control<C: IntoIterator<Item = Change>>(
+        &self,
+        op: impl FnOnce(&mut Machine<P>, Nanos) -> C,
+    ) {
         let mut panics = FirstPanic::default();
         let now = self.clock.try_now(&mut panics);
         self.transact(now, &mut panics, |m, now| ((), op(m, now)));

@@ -479,8 +479,8 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
                 let timeout = Duration::from_nanos(self.rules.timeout);
-                let open_for = self.policy.open_duration(timeout, now);
-                now.saturating_add(saturating_nanos(open_for))
+                let open_for = saturating_nanos(self.policy.open_duration(timeout, now));
+                now.saturating_add(open_for.min(self.rules.max_open))
             }
         }
     }

@@ -49,23 +49,23 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// Opens the machine now until at least `now + open_for` (an open period ending later is
-    /// kept), then the usual half-open. No effect while forced: the override wins.
+    /// kept; at most the longest open period), then the usual half-open. No effect while forced: the override wins.
     pub(crate) fn trip_for(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
         let until = now.saturating_add(saturating_nanos(open_for));
         self.open_until(until, now, Origin::Manual)
     }
 
-    /// Adopts a decision made elsewhere: open until exactly `now + open_for` (zero: half-open
-    /// at the next call), then the usual half-open. From closed or half-open this is a change
-    /// to open (adopted); already open, the open period is replaced. No effect while
-    /// forced: the override wins.
-    pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {
-        // Zero: the fleet is half-open already, so the next call, even at this instant, is.
-        let until = match open_for {
-            Duration::ZERO => now.saturating_sub(1),
-            d => now.saturating_add(saturating_nanos(d)),
-        };
-        self.open_until(until, now, Origin::Adopted)
+    /// Adopts a decision made elsewhere: open until exactly `now + open_for` (at most the
+    /// longest open period), then the usual half-open. From closed or half-open this is a
+    /// change to open (adopted); already open, the open period is replaced. Zero: the fleet
+    /// is half-open already, and so is this machine at once (a second change, to half-open,
+    /// whatever `now` reads). No effect while forced: the override wins.
+    pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> [Option<Change>; 2] {
+        let until = now.saturating_add(saturating_nanos(open_for));
+        let opened = self.open_until(until, now, Origin::Adopted);
+        let half_open = (open_for.is_zero() && self.state == State::Open && self.forced.is_none())
+            .then(|| self.set_state(State::HalfOpen, now));
+        [opened, half_open]
     }
 
     /// Opens the machine until `until` for `origin` (a manual trip, or an adopted decision), unless
@@ -74,6 +74,8 @@ impl<P: TripPolicy> Machine<P> {
     /// adopted deadline governs).
     fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
         self.latest = self.latest.max(now);
+        // No open period lasts longer than the rules allow, whoever asks for it.
+        let until = until.min(now.saturating_add(self.rules.max_open));
         if self.forced.is_some() {
             return None;
         }

@@ -10,6 +10,9 @@ use crate::policy::Capabilities;
 
 use super::MAX_BUCKETS;
 
+/// The longest open period by default: one hour (or the timeout, if longer).
+const DEFAULT_MAX_OPEN: Nanos = 3_600_000_000_000;
+
 /// The rules a machine runs by: the breaker's knobs after gobreaker's zero-means-default
 /// rules were applied, and what the policy's capabilities ask of the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +27,8 @@ pub(crate) struct Rules {
     pub(super) buckets: u64,
     /// The configured open duration (before the policy's say).
     pub(super) timeout: Nanos,
+    /// The longest any open period lasts (a forced open excepted).
+    pub(super) max_open: Nanos,
     /// How an abandoned call counts in closed and in half-open.
     pub(super) abandoned: (AbandonedAs, AbandonedAs),
     /// Nothing trips it, not even a fatal result: an exempt key's breaker (it still counts).
@@ -72,11 +77,22 @@ impl Rules {
             bucket_period,
             buckets,
             timeout,
+            max_open: timeout.max(DEFAULT_MAX_OPEN),
             abandoned: (AbandonedAs::default(), AbandonedAs::default()),
             never_trips: false,
             slow_threshold: None,
             probes_on_latency: false,
         }
+    }
+
+    /// These rules, with no open period longer than `max_open` (zero: the default, one hour
+    /// or the timeout if longer; a shorter one than the timeout cuts the timeout too).
+    pub(crate) fn max_open(mut self, max_open: Duration) -> Self {
+        if !max_open.is_zero() {
+            self.max_open = saturating_nanos(max_open);
+            self.timeout = self.timeout.min(self.max_open);
+        }
+        self
     }
 
     /// These rules, with what the policy's capabilities ask of the machine: a slow-call
@@ -116,6 +132,7 @@ impl From<&Knobs> for Rules {
             knobs.bucket_period,
             knobs.timeout,
         )
+        .max_open(knobs.max_open_duration)
         .abandoned_as(knobs.abandoned_as.closed, knobs.abandoned_as.half_open)
         .never_tripping(knobs.never_trips)
     }

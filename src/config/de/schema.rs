@@ -247,7 +247,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 7] = [
+static KNOB_FIELDS: [Field<Settings>; 8] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -260,6 +260,9 @@ static KNOB_FIELDS: [Field<Settings>; 7] = [
     }),
     Field::optional("timeout", |s, v, p| {
         set(&mut s.knobs.timeout, duration(v, p))
+    }),
+    Field::optional("max_open_duration", |s, v, p| {
+        set(&mut s.knobs.max_open_duration, duration(v, p))
     }),
     Field::optional("abandoned_as", |s, v, p| {
         set(&mut s.knobs.abandoned_as, abandoned(v, p))
@@ -282,7 +285,8 @@ static SETTINGS: Table<Settings> = Table {
     ],
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
-        `bucket_period`, `timeout`, `abandoned_as`, `never_trips`, `policy`, `open_duration`",
+        `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
+        `policy`, `open_duration`",
     missing: "",
 };
 
@@ -291,7 +295,7 @@ static KNOBS_ONLY: Table<Settings> = Table {
     fields: &[&KNOB_FIELDS],
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
-        `bucket_period`, `timeout`, `abandoned_as`, `never_trips`",
+        `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`",
     missing: "",
 };
 

@@ -123,9 +123,15 @@ impl TripPolicy for Ema {
         self.recorder.isolation_duration()
     }
 
-    fn on_state_change(&mut self, _from: State, to: State, now: Duration) {
-        if to == State::HalfOpen {
-            self.recorder.reset(now);
+    /// Starts the windows afresh when the breaker goes half-open (its probation), and when it
+    /// closes from open or half-open, whatever closed it (a probe, a release, a forced close,
+    /// a fleet's recovery): brpc's revive. The outage's error cost is then never held
+    /// against the first calls after it.
+    fn on_state_change(&mut self, from: State, to: State, now: Duration) {
+        match to {
+            State::HalfOpen => self.recorder.reset(now),
+            State::Closed if from != State::Closed => self.recorder.revive_closed(now),
+            _ => {}
         }
     }
 

@@ -606,6 +606,17 @@ impl EmaRecorder {
         }
     }
 
+    /// Revives the recorder for a breaker that closed from open or half-open, whatever
+    /// closed it: as [`reset`](Self::reset), but no probation follows (the breaker is closed
+    /// already, and a probation under way ends). The isolation duration and count are kept.
+    pub(crate) fn revive_closed(&mut self, now: Duration) {
+        self.long.reset();
+        self.short.reset();
+        self.last_reset_ms = Some(whole_millis(now));
+        self.broken = false;
+        self.half_open = false;
+    }
+
     /// How long to isolate after the last break (brpc's `isolation_duration_ms()`), in whole
     /// milliseconds; `min_isolation` before any break.
     pub fn isolation_duration(&self) -> Duration {
