@@ -27,6 +27,16 @@
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
 //! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
+//! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
+//!
+//! **A scrape never panics.** A policy's [`gauges`](TripPolicy::gauges) (or a clock) that
+//! panics costs that breaker its policy figures (or, for a clock, all its series) in that
+//! scrape, and is reported as `circuit_breaker_scrape_panicked`; every other breaker's
+//! series are encoded as usual. This is the one place the crate ends a user panic instead of
+//! letting it continue: a scrape runs for the monitoring system, which can neither handle the
+//! panic nor afford to lose every breaker's series to one. Elsewhere
+//! ([`Breaker::snapshot`], [`BreakerCollector::snapshots`]) the panic continues to the
+//! caller, after the breaker's bookkeeping.
 //!
 //! The state is one gauge with three values rather than one series per state: a single
 //! series cannot contradict itself (one series per state pushed from transitions is how
@@ -65,6 +75,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
 use crate::breaker::Breaker;
+use crate::contain::{self, FirstPanic};
 use crate::forced::Forced;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
@@ -72,8 +83,32 @@ use crate::registry::Registry;
 use crate::snapshot::Snapshot;
 use crate::state::State;
 
-/// Where a collector gets snapshots from.
-type Source = Box<dyn Fn(&mut Vec<Snapshot>) + Send + Sync>;
+/// Where a collector gets snapshots from: each breaker's, and whether its user code (the
+/// policy's gauges, the clock) panicked while it was taken (the first panic kept in the
+/// `FirstPanic`).
+type Source = Box<dyn Fn(&mut Vec<(Snapshot, bool)>, &mut FirstPanic) + Send + Sync>;
+
+/// Takes `breaker`'s snapshot into `out`, containing its user code's panics: a breaker whose
+/// clock panics has no snapshot; one whose policy's gauges panic has the figures reported
+/// before the panic. The first panic is kept in `panics`.
+fn take<P: TripPolicy, O: Observer>(
+    breaker: &Breaker<P, O>,
+    out: &mut Vec<(Snapshot, bool)>,
+    panics: &mut FirstPanic,
+) {
+    let mut own = FirstPanic::default();
+    match contain::catch(|| breaker.snapshot_keeping(&mut own)) {
+        Ok(snapshot) => {
+            let panicked = own.is_some();
+            panics.merge(own);
+            out.push((snapshot, panicked));
+        }
+        Err(payload) => {
+            panics.merge(own);
+            panics.keep(payload);
+        }
+    }
+}
 
 /// A `prometheus-client` [`Collector`] that reads the breakers it was given at each scrape:
 /// see the [module documentation](self) for the metrics. Register it with
@@ -97,7 +132,7 @@ impl BreakerCollector {
         O: Observer + Send + Sync + 'static,
     {
         self.sources
-            .push(Box::new(move |out| out.push(breaker.snapshot())));
+            .push(Box::new(move |out, panics| take(&breaker, out, panics)));
         self
     }
 
@@ -110,25 +145,38 @@ impl BreakerCollector {
         O: Observer + Send + Sync + 'static,
         S: std::hash::BuildHasher + Clone + Send + Sync + 'static,
     {
-        self.sources.push(Box::new(move |out| {
+        self.sources.push(Box::new(move |out, panics| {
             let from = out.len();
-            registry.for_each(|breaker| out.push(breaker.snapshot()));
+            registry.for_each(|breaker| take(breaker, out, panics));
             // A stable exposition: the registry's breakers by name.
-            out[from..].sort_by(|a, b| a.name.cmp(&b.name));
+            out[from..].sort_by(|a, b| a.0.name.cmp(&b.0.name));
         }));
         self
     }
 
     /// The snapshots a scrape would encode now, in the order the breakers and registries
     /// were added (a registry's breakers by name), the first of each name only.
+    ///
+    /// # Panics
+    ///
+    /// If a breaker's user code does (its policy's gauges, its clock): every snapshot is
+    /// taken first, then the first panic continues. (A scrape does not panic: see the
+    /// [module documentation](self).)
     pub fn snapshots(&self) -> Vec<Snapshot> {
-        let mut out = Vec::new();
+        let (snapshots, panics) = self.collect();
+        contain::resume(panics);
+        snapshots.into_iter().map(|(s, _)| s).collect()
+    }
+
+    /// Every snapshot, whether its user code panicked, and the first panic.
+    fn collect(&self) -> (Vec<(Snapshot, bool)>, FirstPanic) {
+        let (mut out, mut panics) = (Vec::new(), FirstPanic::default());
         for source in &self.sources {
-            source(&mut out);
+            source(&mut out, &mut panics);
         }
         let mut seen = std::collections::HashSet::new();
-        out.retain(|s| seen.insert(s.name.clone()));
-        out
+        out.retain(|(s, _)| seen.insert(s.name.clone()));
+        (out, panics)
     }
 }
 
@@ -226,7 +274,12 @@ impl<N: prometheus_client::encoding::EncodeGaugeValue> Value for Level<N> {
 
 impl Collector for BreakerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
-        let snapshots = self.snapshots();
+        // One breaker's panicking user code must not take every series down: the panic is
+        // reported as a series, not resumed (see the module documentation).
+        let (taken, panics) = self.collect();
+        contain::reported(panics);
+        let panicked: Vec<_> = taken.iter().map(|(s, p)| (s.name.clone(), *p)).collect();
+        let snapshots: Vec<Snapshot> = taken.into_iter().map(|(s, _)| s).collect();
         let e = &mut encoder;
         let name = |s: &Snapshot| [("breaker", s.name.clone())];
         family(
@@ -313,6 +366,15 @@ impl Collector for BreakerCollector {
                 let secs = s.retry_after.map_or(0.0, |d| d.as_secs_f64());
                 (name(s), Level(secs))
             }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_scrape_panicked",
+            "1 if the breaker's policy panicked while its figures were read for this scrape.",
+            MetricType::Gauge,
+            panicked
+                .iter()
+                .map(|(breaker, p)| ([("breaker", breaker.clone())], Level(i64::from(*p)))),
         )?;
         family(
             e,

@@ -319,3 +319,52 @@ fn every_scraped_value_matches_the_snapshot() {
         1.0
     );
 }
+
+/// The sixth finding of the third reliability round: one breaker's panicking
+/// `TripPolicy::gauges` took the whole scrape down, every breaker's series lost. Now the
+/// scrape encodes every breaker, marks the one whose policy panicked, and does not panic;
+/// `snapshots()`, a call of the user's own, still lets the panic continue.
+#[test]
+fn item_6_one_breakers_panicking_gauges_do_not_take_the_scrape_down() {
+    use lazybreaker::policy::{CallResult, TripPolicy};
+
+    #[derive(Debug)]
+    struct BadGauges;
+    impl TripPolicy for BadGauges {
+        fn on_result(&mut self, _: &CallResult<'_>) -> bool {
+            false
+        }
+        fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+            report("before_the_panic", 1.5);
+            panic!("gauges");
+        }
+    }
+    let bad = Arc::new(Breaker::builder().name("bad").policy(BadGauges).build());
+    let good = Arc::new(Breaker::builder().name("good").build());
+    let _ = good.execute(|| Ok::<_, ()>(()));
+    let collector = BreakerCollector::new()
+        .breaker(Arc::clone(&bad))
+        .breaker(Arc::clone(&good));
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(collector));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("a scrape");
+    for line in [
+        r#"circuit_breaker_state{breaker="bad"} 0"#,
+        r#"circuit_breaker_state{breaker="good"} 0"#,
+        r#"circuit_breaker_calls_total{breaker="good",outcome="success"} 1"#,
+        r#"circuit_breaker_scrape_panicked{breaker="bad"} 1"#,
+        r#"circuit_breaker_scrape_panicked{breaker="good"} 0"#,
+        r#"circuit_breaker_policy{breaker="bad",figure="before_the_panic"} 1.5"#,
+    ] {
+        assert!(text.contains(line), "{line} in:\n{text}");
+    }
+    // The user's own read still panics, after taking every snapshot.
+    let again = BreakerCollector::new().breaker(bad).breaker(good);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| again.snapshots()));
+    assert_eq!(
+        caught.unwrap_err().downcast_ref::<&str>(),
+        Some(&"gauges"),
+        "the panic continues from snapshots()"
+    );
+}

@@ -34,6 +34,7 @@ use crate::machine::{Machine, Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
+use crate::snapshot::Snapshot;
 use crate::state::State;
 use crate::sync::Mutex;
 
@@ -155,17 +156,25 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     ///
     /// Reads the clock once; takes the state lock once (folding in what the lock-free lane
     /// counted, so every call that returned before is in it).
-    pub fn snapshot(&self) -> crate::Snapshot {
-        let now = self.clock.now();
+    pub fn snapshot(&self) -> Snapshot {
         let mut panics = FirstPanic::default();
-        let snapshot = self.read(|m| {
+        let snapshot = self.snapshot_keeping(&mut panics);
+        contain::resume(panics);
+        snapshot
+    }
+
+    /// [`snapshot`](Self::snapshot), keeping a panic of the policy's gauges in `panics`
+    /// (the snapshot then holds the figures reported before it).
+    pub(crate) fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot {
+        let now = self.clock.now();
+        self.read(|m| {
             let peek = m.peek(now);
             let mut policy = std::collections::BTreeMap::new();
             m.policy_gauges(&mut |name, value| {
                 policy.insert(name, value);
             });
             panics.merge(m.take_panic());
-            crate::Snapshot {
+            Snapshot {
                 name: self.name.clone(),
                 at: crate::nanos::instant(now.max(m.latest())),
                 state: peek.state,
@@ -178,9 +187,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 recent_failures: m.recent_failures(),
                 policy,
             }
-        });
-        contain::resume(panics);
-        snapshot
+        })
     }
 
     /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure
