@@ -779,8 +779,14 @@ fn item_3_a_negative_generation_in_the_store_degrades() {
     let server = Server::start();
     run(async {
         hset(&server, "neg", "generation", "-1").await;
-        let read = store(&server.client()).await.read("neg", Duration::ZERO).await;
-        assert!(matches!(read, Err(lazybreaker::redis::StoreError::Invalid(_))), "{read:?}");
+        let read = store(&server.client())
+            .await
+            .read("neg", Duration::ZERO)
+            .await;
+        assert!(
+            matches!(read, Err(lazybreaker::redis::StoreError::Invalid(_))),
+            "{read:?}"
+        );
         let m = member(&server, "neg", Duration::from_secs(10), 1);
         m.ok().await.expect("decided locally");
         assert!(m.shared.stats().degraded);
@@ -802,11 +808,18 @@ fn item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back(
         let m = member(&server, "big", Duration::from_secs(10), 1);
         m.ok().await.expect("decided locally");
         let stats = m.shared.stats();
-        assert!(stats.degraded, "sharing cannot work at this generation: said so");
+        assert!(
+            stats.degraded,
+            "sharing cannot work at this generation: said so"
+        );
         assert_eq!((stats.generation, m.events().len()), (0, 1));
         // The record is removed: the breaker shares again from generation 0, and writes
         // no huge generation back.
-        let mut con = server.client().get_multiplexed_async_connection().await.unwrap();
+        let mut con = server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
         let () = redis::cmd("DEL")
             .arg("lazybreaker:{big}:state")
             .query_async(&mut con)
@@ -815,7 +828,11 @@ fn item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back(
         m.ok_after_sync().await.unwrap();
         assert!(!m.shared.stats().degraded);
         assert!(m.fail().await.is_err());
-        let record = store(&server.client()).await.read("big", Duration::ZERO).await.unwrap();
+        let record = store(&server.client())
+            .await
+            .read("big", Duration::ZERO)
+            .await
+            .unwrap();
         assert_eq!(record.generation, 1, "shared again, from the bottom");
     });
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lazybreaker::fleet::{
-    Decision, FleetEvent, FleetStore, Lease, MemoryStore, SharedBreaker, SharedRecord,
-    StoreError, Vote,
+    Decision, FleetEvent, FleetStore, Lease, MemoryStore, SharedBreaker, SharedRecord, StoreError,
+    Vote,
 };
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::{ConsecutiveFailures, Outcome};
@@ -91,10 +91,20 @@ async fn record_open_for(store: &MemoryStore, clock: &ManualClock) -> Option<Dur
 
 #[test]
 fn item_2_a_record_opened_for_a_decade_elsewhere_is_followed_for_at_most_the_maximum() {
-    let (store, clock, seen) = (MemoryStore::new(), ManualClock::new(), Degradations::default());
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
     run(async {
         // Another client opens the record for ten years.
-        let far = store.publish("payments", 1, Decision::Open(DECADE), Vote::NONE, clock.now());
+        let far = store.publish(
+            "payments",
+            1,
+            Decision::Open(DECADE),
+            Vote::NONE,
+            clock.now(),
+        );
         assert!(far.await.unwrap().written);
         let m = member(store.clone(), &clock, &seen);
         m.sync().await;
@@ -118,21 +128,32 @@ fn item_2_a_record_opened_for_a_decade_elsewhere_is_followed_for_at_most_the_max
 
 #[test]
 fn item_2_a_local_trip_for_a_decade_is_published_and_written_back_bounded() {
-    let (store, clock, seen) = (MemoryStore::new(), ManualClock::new(), Degradations::default());
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
     run(async {
         let m = member(store.clone(), &clock, &seen);
         ok(&m).await.unwrap();
         m.breaker().trip_for(DECADE);
         assert!(ok(&m).await.is_err(), "open");
-        let published = record_open_for(&store, &clock).await.expect("published open");
+        let published = record_open_for(&store, &clock)
+            .await
+            .expect("published open");
         assert!(published <= MAX_OPEN, "published for {published:?}");
         // The record vanishes: what is written back from the local state is bounded too.
         store.remove("payments");
         clock.advance(SYNC);
         assert!(ok(&m).await.is_err(), "still open");
         assert_eq!(m.stats().recreated, 1);
-        let written_back = record_open_for(&store, &clock).await.expect("written back open");
-        assert!(written_back <= MAX_OPEN, "written back for {written_back:?}");
+        let written_back = record_open_for(&store, &clock)
+            .await
+            .expect("written back open");
+        assert!(
+            written_back <= MAX_OPEN,
+            "written back for {written_back:?}"
+        );
     });
 }
 
@@ -181,9 +202,9 @@ impl FleetStore for Garbage {
         holder: &str,
         now: Duration,
     ) -> Result<Lease, StoreError> {
-        let lease = self
-            .inner
-            .lease_probe(breaker, generation, max_requests, lease_for, holder, now);
+        let lease =
+            self.inner
+                .lease_probe(breaker, generation, max_requests, lease_for, holder, now);
         lease.await
     }
 
@@ -196,9 +217,9 @@ impl FleetStore for Garbage {
         max_requests: u64,
         now: Duration,
     ) -> Result<SharedRecord, StoreError> {
-        let finish = self
-            .inner
-            .finish_probe(breaker, generation, holder, succeeded, max_requests, now);
+        let finish =
+            self.inner
+                .finish_probe(breaker, generation, holder, succeeded, max_requests, now);
         finish.await
     }
 }
@@ -258,7 +279,11 @@ fn item_3_the_memory_store_refuses_generations_above_2_53() {
 
 #[test]
 fn item_3_a_trip_at_the_last_generation_degrades_instead_of_wrapping() {
-    let (store, clock, seen) = (MemoryStore::new(), ManualClock::new(), Degradations::default());
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
     run(async {
         let max = SharedRecord::MAX_GENERATION;
         let last = store.publish("payments", max, Decision::Closed, Vote::NONE, clock.now());
@@ -293,7 +318,11 @@ fn call_with_a_panicking_classifier<S: FleetStore>(m: &Member<S>) {
 
 #[test]
 fn item_5_a_panicking_classifier_is_an_exclusion_in_closed() {
-    let (store, clock, seen) = (MemoryStore::new(), ManualClock::new(), Degradations::default());
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
     let m = member(store.clone(), &clock, &seen);
     run(ok(&m)).unwrap();
     call_with_a_panicking_classifier(&m);
@@ -306,7 +335,11 @@ fn item_5_a_panicking_classifier_is_an_exclusion_in_closed() {
 
 #[test]
 fn item_5_a_panicking_classifier_in_half_open_does_not_reopen_the_fleet() {
-    let (store, clock, seen) = (MemoryStore::new(), ManualClock::new(), Degradations::default());
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
     let (a, b) = (
         member(store.clone(), &clock, &seen),
         member(store.clone(), &clock, &seen),
@@ -335,7 +368,10 @@ fn item_5_a_panicking_classifier_in_half_open_does_not_reopen_the_fleet() {
         ok(&b).await.expect("the probe slot is free");
     });
     assert_eq!(b.state(), State::Closed);
-    assert_eq!(run(store.read("payments", clock.now())).unwrap().generation, 2);
+    assert_eq!(
+        run(store.read("payments", clock.now())).unwrap().generation,
+        2
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -343,19 +379,35 @@ fn item_5_a_panicking_classifier_in_half_open_does_not_reopen_the_fleet() {
 
 #[test]
 fn item_11_check_store_returns_the_error_of_a_failing_store_and_degrades() {
-    let (store, clock, seen) = (MemoryStore::new(), ManualClock::new(), Degradations::default());
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
     let m = member(store.clone(), &clock, &seen);
     run(async {
         store.set_failing(true);
         let checked = m.check_store().await;
-        assert!(matches!(checked, Err(StoreError::Backend(_))), "{checked:?}");
+        assert!(
+            matches!(checked, Err(StoreError::Backend(_))),
+            "{checked:?}"
+        );
         let stats = m.stats();
         assert!(stats.degraded);
-        assert_eq!((stats.store_errors, stats.round_trips, seen.count()), (1, 1, 1));
+        assert_eq!(
+            (stats.store_errors, stats.round_trips, seen.count()),
+            (1, 1, 1)
+        );
         store.set_failing(false);
         // Another instance tripped meanwhile: a successful check syncs the view.
         let open = Decision::Open(OPEN);
-        assert!(store.publish("payments", 1, open, Vote::NONE, clock.now()).await.unwrap().written);
+        assert!(
+            store
+                .publish("payments", 1, open, Vote::NONE, clock.now())
+                .await
+                .unwrap()
+                .written
+        );
         m.check_store().await.expect("the store answers");
         let stats = m.stats();
         assert!(!stats.degraded);

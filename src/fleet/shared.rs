@@ -416,6 +416,11 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
 
     /// Like [`execute`](Self::execute), with `classify` deciding how the result counts.
     ///
+    /// A panic in `classify` counts as an exclusion, as in
+    /// [`Breaker::execute_classified`] (the breaker cannot know what the result meant): a
+    /// half-open probe's lease is given back, counting nothing toward the fleet's recovery
+    /// and reopening nothing; the panic continues once the call's bookkeeping is done.
+    ///
     /// # Errors
     ///
     /// As [`execute`](Self::execute).

@@ -417,5 +417,10 @@ fn record((generation, state, until, now, written): Reply) -> Result<SharedRecor
     let until = unsigned("until", until)?;
     let now = unsigned("server time", now)?;
     let open_until_us = (state.as_deref() == Some("open")).then_some(until);
-    Ok(SharedRecord::new(generation, open_until_us, now, written == 1))
+    Ok(SharedRecord::new(
+        generation,
+        open_until_us,
+        now,
+        written == 1,
+    ))
 }
