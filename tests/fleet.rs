@@ -752,3 +752,111 @@ on_both!(
     a_second_trip_at_the_same_generation_adopts_the_first,
     a_quorum_keeps_one_bad_instance_from_opening_the_fleet,
 );
+
+// ---------------------------------------------------------------------------------------
+// "Reliability, third round", the fleet's part against a real server (the MemoryStore ones
+// are in tests/reliability_fleet.rs).
+
+/// Sets field `field` of breaker `name`'s record to `value` by hand, as another client could.
+async fn hset(server: &Server, name: &str, field: &str, value: &str) {
+    let mut con = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let key = format!("lazybreaker:{{{name}}}:state");
+    let () = redis::cmd("HSET")
+        .arg(&key)
+        .arg(field)
+        .arg(value)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+}
+
+#[test]
+fn item_3_a_negative_generation_in_the_store_degrades() {
+    let server = Server::start();
+    run(async {
+        hset(&server, "neg", "generation", "-1").await;
+        let read = store(&server.client())
+            .await
+            .read("neg", Duration::ZERO)
+            .await;
+        assert!(
+            matches!(read, Err(lazybreaker::redis::StoreError::Invalid(_))),
+            "{read:?}"
+        );
+        let m = member(&server, "neg", Duration::from_secs(10), 1);
+        m.ok().await.expect("decided locally");
+        assert!(m.shared.stats().degraded);
+        assert_eq!(m.shared.stats().generation, 0);
+        // The next local trip: no overflow panic out of `execute`.
+        assert!(m.fail().await.is_err());
+        assert_eq!(m.shared.state(), State::Open);
+        assert_eq!(m.events(), ["degraded"], "reported once");
+        assert!(m.shared.stats().store_errors >= 1);
+    });
+}
+
+#[test]
+fn item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back() {
+    let server = Server::start();
+    run(async {
+        let above = (fleet::SharedRecord::MAX_GENERATION + 10).to_string();
+        hset(&server, "big", "generation", &above).await;
+        let m = member(&server, "big", Duration::from_secs(10), 1);
+        m.ok().await.expect("decided locally");
+        let stats = m.shared.stats();
+        assert!(
+            stats.degraded,
+            "sharing cannot work at this generation: said so"
+        );
+        assert_eq!((stats.generation, m.events().len()), (0, 1));
+        // The record is removed: the breaker shares again from generation 0, and writes
+        // no huge generation back.
+        let mut con = server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let () = redis::cmd("DEL")
+            .arg("lazybreaker:{big}:state")
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        m.ok_after_sync().await.unwrap();
+        assert!(!m.shared.stats().degraded);
+        assert!(m.fail().await.is_err());
+        let record = store(&server.client())
+            .await
+            .read("big", Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(record.generation, 1, "shared again, from the bottom");
+    });
+}
+
+#[test]
+fn item_11_check_store_refuses_a_missing_password_and_accepts_the_right_one() {
+    let server = Server::start_with(&["--requirepass", "secret"]);
+    run(async {
+        let build = |url: String| {
+            SharedBreaker::builder(redis::Client::open(url).unwrap())
+                .store_timeout(Duration::from_millis(500))
+                .build(Breaker::builder().name("payments"))
+                .unwrap()
+        };
+        let without = build(server.url());
+        let checked = without.check_store().await;
+        assert!(checked.is_err(), "no password: {checked:?}");
+        assert!(without.stats().degraded);
+        let wrong = build(format!("redis://:wrong@127.0.0.1:{}/", server.port));
+        assert!(wrong.check_store().await.is_err(), "a wrong password");
+        let with = build(format!("redis://:secret@127.0.0.1:{}/", server.port));
+        with.check_store().await.expect("the right password");
+        let stats = with.stats();
+        assert!(!stats.degraded);
+        assert_eq!((stats.round_trips, stats.store_errors), (1, 0));
+    });
+}

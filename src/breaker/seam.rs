@@ -6,6 +6,7 @@
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
 //! | [`allow_probing_at`](Breaker::allow_probing_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission, which says whether the call is a half-open probe |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
+//! | [`Builder::max_open_duration_or_default`] | the fleet | no open period adopted, followed or published longer than the breaker's own |
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
 //! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry | a breaker named after its key, on the registry's clock |
 //!
@@ -14,10 +15,12 @@
 //! that features exist (the entry points stay compiled and checked in every build).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::clock::ClockSource;
 use crate::error::Rejected;
 use crate::lane::{Entry, Peek};
+use crate::machine::Rules;
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
@@ -112,6 +115,13 @@ impl<P, O> Builder<P, O> {
     /// The `max_requests` knob as the breaker will use it (at least 1).
     pub(crate) fn max_requests_or_default(&self) -> u32 {
         self.knobs.max_requests.max(1)
+    }
+
+    /// The longest open period the breaker will hold (a forced open excepted): its
+    /// `max_open_duration` knob with the default rule applied (one hour, or the timeout if
+    /// longer), read from the knobs at build time, as the machine's rules make it.
+    pub(crate) fn max_open_duration_or_default(&self) -> Duration {
+        Rules::from(&self.knobs).max_open_duration()
     }
 }
 

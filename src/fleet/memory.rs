@@ -221,6 +221,12 @@ impl FleetStore for MemoryStore {
         vote: Vote<'_>,
         now: Duration,
     ) -> Result<SharedRecord, StoreError> {
+        if generation > SharedRecord::MAX_GENERATION {
+            // As Redis, whose scripts compute in doubles: refused, never wrapped or rounded.
+            return Err(StoreError::Invalid(format!(
+                "generation {generation} is above 2^53"
+            )));
+        }
         self.with(breaker, now, |r, now_us| {
             let mut write = r.generation < generation;
             if let (true, Decision::Open(_), true) = (write, decision, vote.quorum > 1) {
@@ -278,13 +284,19 @@ impl FleetStore for MemoryStore {
             let held = r.probes.remove(holder).is_some();
             let mut written = false;
             if held && succeeded && r.generation == generation && r.open_until_us.is_some() {
-                r.ok += 1;
+                r.ok = r.ok.saturating_add(1);
                 if r.ok >= max_requests {
-                    r.write(generation + 1, None);
+                    let next = generation
+                        .checked_add(1)
+                        .filter(|next| *next <= SharedRecord::MAX_GENERATION)
+                        .ok_or_else(|| {
+                            StoreError::Invalid(format!("generation {generation} is the last"))
+                        })?;
+                    r.write(next, None);
                     written = true;
                 }
             }
-            r.answer(now_us, written)
-        })
+            Ok(r.answer(now_us, written))
+        })?
     }
 }

@@ -61,6 +61,38 @@
 //! suits fleets of more than a few instances; it delays the fleet's reaction until `k`
 //! instances have seen the failures.
 //!
+//! # Bounds on what the store says
+//!
+//! No open period longer than the local breaker's
+//! [`max_open_duration`](crate::Builder::max_open_duration) is adopted, followed or
+//! published, whoever wrote the record: a record open for longer is followed for that
+//! maximum, and then cut to half-open (published at the next generation), so the fleet
+//! probes as the local breaker does. A record no breaker writes (a negative generation or
+//! one above [`SharedRecord::MAX_GENERATION`], a deadline beyond
+//! [`SharedRecord::MAX_TIME_US`]) is a store error ([`StoreError::Invalid`]): the breaker
+//! degrades to local decisions until it is repaired or removed.
+//!
+//! # Start-up
+//!
+//! Building a shared breaker asks nothing of the store, and a store that fails only makes
+//! the breaker decide locally; to learn of a misconfigured store (a wrong address or
+//! password) at start-up, call [`check_store`](SharedBreaker::check_store): one read, whose
+//! error it returns.
+//!
+//! ```
+//! use lazybreaker::fleet::{MemoryStore, SharedBreaker};
+//! use lazybreaker::Breaker;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let shared = SharedBreaker::builder(MemoryStore::new())
+//!     .build(Breaker::builder().name("payments"))?;
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+//! rt.block_on(shared.check_store())?; // the store answers: the view is synced
+//! assert_eq!(shared.stats().round_trips, 1);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Testing
 //!
 //! [`MemoryStore`] runs the protocol in this process, on the breakers' clocks: with every

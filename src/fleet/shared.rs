@@ -105,6 +105,7 @@ impl<S: FleetStore> SharedBuilder<S> {
         breaker: Builder<P, O>,
     ) -> Result<SharedBreaker<S, P, O>, ConfigError> {
         let max_requests = u64::from(breaker.max_requests_or_default());
+        let max_open = breaker.max_open_duration_or_default();
         let link = Arc::new(Link::new());
         let breaker = breaker.and_observer(Arc::clone(&link)).build();
         let name = breaker.name();
@@ -125,6 +126,7 @@ impl<S: FleetStore> SharedBuilder<S> {
                 store: self.store,
                 knobs: self.knobs.defaulted(),
                 max_requests,
+                max_open,
                 instance: instance_id(),
                 next_sync: AtomicU64::new(0),
                 syncing: AtomicBool::new(false),
@@ -207,6 +209,9 @@ struct Fleet<S> {
     store: S,
     knobs: Knobs,
     max_requests: u64,
+    /// The local breaker's longest open period: none longer is adopted, followed or
+    /// published, whatever the record says.
+    max_open: Duration,
     instance: String,
     /// When the view goes stale, on the breaker's clock (nanoseconds).
     next_sync: AtomicU64,
@@ -231,6 +236,9 @@ struct View {
     /// This process tripped on its own and the fleet has not followed (its vote fell short
     /// of the quorum): it probes on its own, and its recovery is not published.
     local_only: bool,
+    /// The record's open period was longer than the local breaker's longest, and was cut
+    /// to it: once the cut period is over, the record is cut too (published half-open).
+    capped: bool,
 }
 
 #[derive(Debug, Default)]
@@ -408,6 +416,11 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
 
     /// Like [`execute`](Self::execute), with `classify` deciding how the result counts.
     ///
+    /// A panic in `classify` counts as an exclusion, as in
+    /// [`Breaker::execute_classified`] (the breaker cannot know what the result meant): a
+    /// half-open probe's lease is given back, counting nothing toward the fleet's recovery
+    /// and reopening nothing; the panic continues once the call's bookkeeping is done.
+    ///
     /// # Errors
     ///
     /// As [`execute`](Self::execute).
@@ -453,10 +466,11 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             return Box::pin(self.probe(permit, make, classify, left)).await;
         }
         let result = make().await;
-        let outcome = classify.classify(&result);
-        permit.record(outcome);
+        let (outcome, panics) = classified(&classify, &result, permit);
         if self.link.pending() {
-            Box::pin(self.settle_after(None, outcome, left)).await;
+            Box::pin(self.settle_after(None, outcome, left, panics)).await;
+        } else {
+            contain::resume(panics);
         }
         result.map_err(Error::Inner)
     }
@@ -471,9 +485,17 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         budget.left
     }
 
-    /// The store work after a call, within `left`; an observer's panic then continues.
-    async fn settle_after(&self, lease: Option<Held>, outcome: Outcome, left: Duration) {
+    /// The store work after a call, within `left`; the classifier's panic in `panics`, or
+    /// else an observer's, then continues.
+    async fn settle_after(
+        &self,
+        lease: Option<Held>,
+        outcome: Outcome,
+        left: Duration,
+        panics: FirstPanic,
+    ) {
         let mut budget = Budget::new(left);
+        budget.panics = panics;
         self.settle(lease, outcome, &mut budget).await;
         contain::resume(budget.panics);
     }
@@ -501,8 +523,8 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             }
         };
         let result = make().await;
-        let outcome = classify.classify(&result);
-        permit.record(outcome);
+        let (outcome, panics) = classified(&classify, &result, permit);
+        budget.panics.merge(panics);
         if lease.is_some() || self.link.pending() {
             self.settle(lease, outcome, &mut budget).await;
         }
@@ -517,6 +539,55 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         let mut budget = Budget::new(self.fleet.knobs.store_timeout);
         self.sync_now(&mut budget).await;
         contain::resume(budget.panics);
+    }
+
+    /// Checks that the store answers, at start-up say: one read, within the store timeout.
+    /// A misconfigured store (a wrong address or password) otherwise shows only through
+    /// [`FleetEvent::Degraded`] and [`FleetStats::store_errors`], while the breaker decides
+    /// locally. On success the view is synced, as [`sync`](Self::sync) does; on failure the
+    /// breaker degrades, as a failed sync does (and re-syncs when the store answers), and
+    /// the error is returned.
+    ///
+    /// # Errors
+    ///
+    /// The [`StoreError`] of the read: the store could not be reached, refused the read
+    /// (authentication), did not answer within the store timeout, or holds an invalid
+    /// record.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::fleet::{MemoryStore, SharedBreaker};
+    /// use lazybreaker::Breaker;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = MemoryStore::new();
+    /// let shared = SharedBreaker::builder(store.clone()).build(Breaker::builder().name("payments"))?;
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// rt.block_on(shared.check_store())?; // fails fast on a store that does not answer
+    /// store.set_failing(true);
+    /// assert!(rt.block_on(shared.check_store()).is_err());
+    /// assert!(shared.stats().degraded);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn check_store(&self) -> Result<(), StoreError> {
+        let mut budget = Budget::new(self.fleet.knobs.store_timeout);
+        let now = self.breaker.clock_nanos();
+        let interval = nanos(self.fleet.knobs.sync_interval);
+        self.fleet
+            .next_sync
+            .store(now.saturating_add(interval), Ordering::Relaxed);
+        let read = self.fleet.store.read(self.name(), self.now());
+        let checked = match self.op_result(&mut budget, validated(read)).await {
+            Ok(record) => {
+                self.follow_read(record, &mut budget, false).await;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        contain::resume(budget.panics);
+        checked
     }
 
     /// The hot-path check at `now`: one or two atomic loads. Stale: the view is
@@ -571,7 +642,17 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         budget: &mut Budget,
         op: impl Future<Output = Result<T, StoreError>> + Send,
     ) -> Option<T> {
-        let left = budget.left()?;
+        budget.left()?;
+        self.op_result(budget, op).await.ok()
+    }
+
+    /// [`op`](Self::op), returning the error; the budget has time left.
+    async fn op_result<T>(
+        &self,
+        budget: &mut Budget,
+        op: impl Future<Output = Result<T, StoreError>> + Send,
+    ) -> Result<T, StoreError> {
+        let left = budget.left;
         self.fleet.stats.round_trips.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let result = match tokio::time::timeout(left, op).await {
@@ -582,11 +663,11 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         match result {
             Ok(value) => {
                 self.recovered(budget);
-                Some(value)
+                Ok(value)
             }
             Err(e) => {
                 self.degrade(&e, budget);
-                None
+                Err(e)
             }
         }
     }
@@ -594,17 +675,71 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// Reads the record and follows it: adopts a newer one, or writes a vanished one again.
     async fn refresh(&self, budget: &mut Budget, follow_equal: bool) {
         let read = self.fleet.store.read(self.name(), self.now());
-        let Some(record) = self.op(budget, read).await else {
+        let Some(record) = self.op(budget, validated(read)).await else {
             return;
         };
+        self.follow_read(record, budget, follow_equal).await;
+    }
+
+    /// Follows the record a read returned: adopts a newer one, writes a vanished one again,
+    /// or cuts one whose open period outlasts the local breaker's longest.
+    async fn follow_read(&self, record: SharedRecord, budget: &mut Budget, follow_equal: bool) {
         let view = *self.fleet.view.lock();
         if record.generation > view.generation {
             self.adopt(record);
         } else if record.generation < view.generation {
             self.recreate(view, budget).await;
+        } else if view.capped
+            && view.open
+            && self.breaker.clock_nanos() >= view.open_until
+            && record.open_for().is_some()
+        {
+            self.cut(view, budget).await;
         } else if follow_equal && !view.local_only {
             self.follow(record);
         }
+    }
+
+    /// The record is open for longer than the local breaker's longest open period, and the
+    /// cut period this process followed is over: publishes the record half-open (its open
+    /// period over) at the next generation, so that the fleet probes, as the local breaker
+    /// does, instead of following the long period again.
+    async fn cut(&self, view: View, budget: &mut Budget) {
+        let Some(next) = self.next_generation(view, budget) else {
+            return;
+        };
+        let now = self.now();
+        let decision = Decision::Open(Duration::ZERO);
+        let write = self
+            .fleet
+            .store
+            .publish(self.name(), next, decision, Vote::NONE, now);
+        let Some(record) = self.op(budget, validated(write)).await else {
+            return;
+        };
+        if record.written {
+            self.fleet.stats.published.fetch_add(1, Ordering::Relaxed);
+            self.follow(record);
+        } else if record.generation >= next {
+            self.adopt(record);
+        }
+    }
+
+    /// The generation after the view's, or `None` (degraded) if the view is at the last
+    /// one a store can hold ([`SharedRecord::MAX_GENERATION`]).
+    fn next_generation(&self, view: View, budget: &mut Budget) -> Option<u64> {
+        let next = view
+            .generation
+            .checked_add(1)
+            .filter(|next| *next <= SharedRecord::MAX_GENERATION);
+        if next.is_none() {
+            let error = StoreError::Invalid(format!(
+                "generation {} is the last a store can hold",
+                view.generation
+            ));
+            self.degrade(&error, budget);
+        }
+        next
     }
 
     /// Writes the record again, at the generation this process follows, from the local
@@ -612,7 +747,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     async fn recreate(&self, view: View, budget: &mut Budget) {
         let name = self.name();
         let decision = match self.fresh() {
-            Local::Open(d) if !view.local_only => Decision::Open(d),
+            Local::Open(d) if !view.local_only => Decision::Open(d.min(self.fleet.max_open)),
             // Half-open (its probes decide) in an open fleet: open, with the period over.
             Local::HalfOpen if view.open => Decision::Open(Duration::ZERO),
             _ => Decision::Closed,
@@ -622,7 +757,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             .fleet
             .store
             .publish(name, view.generation, decision, Vote::NONE, now);
-        let Some(record) = self.op(budget, write).await else {
+        let Some(record) = self.op(budget, validated(write)).await else {
             return;
         };
         if record.written {
@@ -642,7 +777,6 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// newer record found instead. `false` if the store could not take it (it waits again).
     async fn publish_local(&self, budget: &mut Budget) -> bool {
         let view = *self.fleet.view.lock();
-        let next = view.generation + 1;
         let name = self.name();
         let knobs = &self.fleet.knobs;
         let open_for = match self.local() {
@@ -651,7 +785,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             Local::Open(_) if view.open && self.breaker.clock_nanos() < view.open_until => {
                 return true;
             }
-            Local::Open(d) => Some(d),
+            Local::Open(d) => Some(d.min(self.fleet.max_open)),
             // Tripped here and half-open already, before the trip was published: the
             // fleet must still hear of it (its period over: the probes decide).
             Local::HalfOpen if !view.open && !view.local_only => Some(Duration::ZERO),
@@ -671,9 +805,12 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             ),
             None => (Decision::Closed, Vote::NONE),
         };
+        let Some(next) = self.next_generation(view, budget) else {
+            return false;
+        };
         let now = self.now();
         let write = self.fleet.store.publish(name, next, decision, vote, now);
-        let published = self.op(budget, write).await;
+        let published = self.op(budget, validated(write)).await;
         let Some(record) = published else {
             return false;
         };
@@ -752,12 +889,16 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             if record.generation < view.generation {
                 return; // an older answer overtaken by a newer one
             }
+            // Never longer than the local breaker's longest open period (which the breaker
+            // holds to as well): a record opened for years by anyone is followed that long.
             let left = record.open_for().map_or(0, nanos);
+            let max = nanos(self.fleet.max_open);
             *view = View {
                 generation: record.generation,
                 open: record.open_until_us.is_some(),
-                open_until: self.breaker.clock_nanos().saturating_add(left),
+                open_until: self.breaker.clock_nanos().saturating_add(left.min(max)),
                 local_only: false,
+                capped: left > max,
             };
             *view
         };
@@ -864,7 +1005,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             self.fleet
                 .store
                 .finish_probe(self.name(), generation, &holder, succeeded, max, now);
-        let Some(record) = self.op(budget, finish).await else {
+        let Some(record) = self.op(budget, validated(finish)).await else {
             return;
         };
         if record.written {
@@ -925,6 +1066,42 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreake
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
+}
+
+/// The classifier's answer for `result`, recorded on `permit`; a panicking classifier
+/// records an exclusion (the breaker cannot know what the result meant), as the local
+/// breaker's calls do, and its panic is returned to continue once the call's bookkeeping is
+/// done (a panic recording the outcome is dropped: the classifier's came first).
+fn classified<T, E, C, P, O>(
+    classify: &C,
+    result: &Result<T, E>,
+    permit: Permit<'_, P, O>,
+) -> (Outcome, FirstPanic)
+where
+    C: Classify<T, E>,
+    P: TripPolicy,
+    O: Observer,
+{
+    let mut panics = FirstPanic::default();
+    match contain::catch(|| classify.classify(result)) {
+        Ok(outcome) => {
+            permit.record(outcome);
+            (outcome, panics)
+        }
+        Err(payload) => {
+            panics.keep(payload);
+            panics.catch((), || permit.record(Outcome::Excluded));
+            (Outcome::Excluded, panics)
+        }
+    }
+}
+
+/// A store operation's record, validated ([`SharedRecord::validated`]): every record a
+/// store returns goes through here, so that one no breaker writes is a store error.
+async fn validated(
+    op: impl Future<Output = Result<SharedRecord, StoreError>> + Send,
+) -> Result<SharedRecord, StoreError> {
+    op.await.and_then(SharedRecord::validated)
 }
 
 fn nanos(d: Duration) -> u64 {

@@ -19,6 +19,13 @@ pub enum StoreError {
     /// The store answered with an error, or could not be reached.
     #[error("the breaker store failed: {0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),
+    /// The store answered with a record no breaker writes: a negative generation or one
+    /// above [`SharedRecord::MAX_GENERATION`], or a deadline or a time beyond
+    /// [`SharedRecord::MAX_TIME_US`] (written by hand, or by a client that is not a shared
+    /// breaker). The breaker decides locally, as for any store error, until the record is
+    /// repaired or removed.
+    #[error("the breaker store holds an invalid record: {0}")]
+    Invalid(String),
 }
 
 impl StoreError {
@@ -45,6 +52,40 @@ pub struct SharedRecord {
 }
 
 impl SharedRecord {
+    /// The highest generation a record may hold: 2^53. Redis's scripts compute in doubles,
+    /// in which the generations above it are not all distinct, so the generation fence
+    /// would not hold there; every store keeps to the same bound.
+    pub const MAX_GENERATION: u64 = 1 << 53;
+
+    /// The latest deadline or store time a record may hold, in microseconds: 2^53 (about
+    /// 285 years after the store's epoch), what a double holds exactly.
+    pub const MAX_TIME_US: u64 = 1 << 53;
+
+    /// This record, if a shared breaker may follow it: its generation at most
+    /// [`MAX_GENERATION`](Self::MAX_GENERATION), its deadline and its time at most
+    /// [`MAX_TIME_US`](Self::MAX_TIME_US). The one check every record a store returns goes
+    /// through.
+    pub(crate) fn validated(self) -> Result<Self, StoreError> {
+        if self.generation > Self::MAX_GENERATION {
+            return Err(StoreError::Invalid(format!(
+                "generation {} is above 2^53",
+                self.generation
+            )));
+        }
+        if let Some(until) = self.open_until_us.filter(|u| *u > Self::MAX_TIME_US) {
+            return Err(StoreError::Invalid(format!(
+                "deadline {until} us is beyond 2^53 us"
+            )));
+        }
+        if self.server_now_us > Self::MAX_TIME_US {
+            return Err(StoreError::Invalid(format!(
+                "store time {} us is beyond 2^53 us",
+                self.server_now_us
+            )));
+        }
+        Ok(self)
+    }
+
     /// A record as a store answers it: at `generation`, open until `open_until_us` (store
     /// time) or closed, read or written at `server_now_us`.
     pub fn new(

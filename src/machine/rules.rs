@@ -117,6 +117,12 @@ impl Rules {
         self
     }
 
+    /// The longest any open period lasts (a forced open excepted), with the default rule
+    /// applied: for a layer in front that must not hold a period longer than the machine.
+    pub(crate) fn max_open_duration(&self) -> Duration {
+        Duration::from_nanos(self.max_open)
+    }
+
     /// Whether the closed-state window rolls bucket by bucket.
     pub(crate) fn rolls(&self) -> bool {
         self.buckets > 0

@@ -15,7 +15,9 @@
 //!   Lua script, atomic on the server.
 //! - **Connection.** The store connects at its first operation (within the store timeout)
 //!   and again at the next operation after a failure; nothing is connected when a shared
-//!   breaker is built.
+//!   breaker is built. A wrong address or password then only degrades the breaker to local
+//!   decisions: [`check_store`](crate::fleet::SharedBreaker::check_store) at start-up
+//!   returns the error instead.
 //! - **Keys expire** when unused ([`key_ttl`](SharedBuilder::key_ttl) after their last
 //!   update, and never before an open period ends), and the keys of one breaker share a
 //!   Redis Cluster hash tag (so a breaker's name may not hold `{` or `}`).
@@ -86,6 +88,8 @@ pub use store::RedisStore;
 ///             .max_requests(2)
 ///             .timeout(Duration::from_secs(30)),
 ///     )?;
+/// // Nothing is connected yet: at start-up, check the address and the password (one read).
+/// shared.check_store().await?;
 /// let reply = shared.execute(|| async { Ok::<_, std::io::Error>("paid") }).await;
 /// assert_eq!(reply.unwrap(), "paid");
 /// # Ok(())

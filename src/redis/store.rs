@@ -350,13 +350,13 @@ impl FleetStore for RedisStore {
         let reply: Reply = self
             .run(&self.publish, breaker, &numbers, &[state, vote.instance])
             .await?;
-        Ok(record(reply))
+        record(reply)
     }
 
     /// One Lua script (`READ`): the record with the server time. One round trip.
     async fn read(&self, breaker: &str, _now: Duration) -> Result<SharedRecord, StoreError> {
         let reply: Reply = self.run(&self.read, breaker, &[], &[]).await?;
-        Ok(record(reply))
+        record(reply)
     }
 
     /// One Lua script (`LEASE_PROBE`), on the server's clock. One round trip.
@@ -400,14 +400,27 @@ impl FleetStore for RedisStore {
             u64::from(succeeded),
         ];
         let reply: Reply = self.run(&self.finish, breaker, &numbers, &[holder]).await?;
-        Ok(record(reply))
+        record(reply)
     }
 }
 
 /// What the scripts answer: generation, state, until, server time, written (0 or 1).
-type Reply = (u64, Option<String>, u64, u64, u8);
+/// Read signed: a negative number (a field set by hand) is refused, never wrapped.
+type Reply = (i64, Option<String>, i64, i64, i64);
 
-fn record((generation, state, until, now, written): Reply) -> SharedRecord {
+/// The record a script answered; a negative number in it is a [`StoreError::Invalid`].
+fn record((generation, state, until, now, written): Reply) -> Result<SharedRecord, StoreError> {
+    let unsigned = |field: &str, n: i64| {
+        u64::try_from(n).map_err(|_| StoreError::Invalid(format!("{field} {n} is negative")))
+    };
+    let generation = unsigned("generation", generation)?;
+    let until = unsigned("until", until)?;
+    let now = unsigned("server time", now)?;
     let open_until_us = (state.as_deref() == Some("open")).then_some(until);
-    SharedRecord::new(generation, open_until_us, now, written == 1)
+    Ok(SharedRecord::new(
+        generation,
+        open_until_us,
+        now,
+        written == 1,
+    ))
 }

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct Server {
     child: Child,
     pub(crate) port: u16,
+    /// Extra arguments the server was started with (`--requirepass secret`, say).
+    args: Vec<String>,
 }
 
 /// The next port to try: 20000 + 60 ports per process slot, so test binaries (and parallel
@@ -41,6 +43,18 @@ impl Server {
     /// [`start`](Self::start), or `None` if no server can be started: `redis-server` is not
     /// installed (for the example, which then says how to get one), or no port is free.
     pub(crate) fn try_start() -> Option<Self> {
+        Self::try_start_with(&[])
+    }
+
+    /// [`start`](Self::start) with extra server arguments (`["--requirepass", "secret"]`);
+    /// the harness authenticates with `--requirepass`'s password to check the server is ours.
+    pub(crate) fn start_with(args: &[&str]) -> Self {
+        Self::try_start_with(args)
+            .unwrap_or_else(|| panic!("no free loopback port for redis-server after 50 tries"))
+    }
+
+    fn try_start_with(args: &[&str]) -> Option<Self> {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         let binary = binary();
         let installed = Command::new(&binary)
             .arg("--version")
@@ -56,7 +70,7 @@ impl Server {
             if TcpListener::bind(("127.0.0.1", port)).is_err() {
                 continue; // taken by something else
             }
-            if let Some(server) = Self::try_on(port) {
+            if let Some(server) = Self::try_on(port, &args) {
                 return Some(server);
             }
         }
@@ -67,7 +81,7 @@ impl Server {
     pub(crate) fn on(port: u16) -> Self {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Some(server) = Self::try_on(port) {
+            if let Some(server) = Self::try_on(port, &[]) {
                 return server;
             }
             assert!(
@@ -79,24 +93,34 @@ impl Server {
     }
 
     /// Starts a server on `port`; `None` if it exited or another process answers there.
-    fn try_on(port: u16) -> Option<Self> {
+    fn try_on(port: u16, args: &[String]) -> Option<Self> {
         let binary = binary();
+        let password = args
+            .iter()
+            .position(|a| a == "--requirepass")
+            .and_then(|at| args.get(at + 1))
+            .cloned();
         let child = Command::new(&binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!("cannot start `{binary}` ({e}): run `bash .ci/test`, which installs it")
             });
-        let mut server = Self { child, port };
+        let mut server = Self {
+            child,
+            port,
+            args: args.to_vec(),
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(_)) = server.child.try_wait() {
                 return None; // it exited: the port was taken
             }
-            if let Some(pid) = answering_pid(port) {
+            if let Some(pid) = answering_pid(port, password.as_deref()) {
                 // Ours, or someone else's server on that port (then ours will exit).
                 return (pid == server.child.id()).then_some(server);
             }
@@ -168,9 +192,14 @@ pub(crate) async fn keys(client: &redis::Client, pattern: &str) -> Vec<String> {
 }
 
 /// The pid of the Redis server answering on `port` (`INFO server`), if one answers.
-fn answering_pid(port: u16) -> Option<u32> {
+fn answering_pid(port: u16, password: Option<&str>) -> Option<u32> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    if let Some(password) = password {
+        stream
+            .write_all(format!("AUTH {password}\r\n").as_bytes())
+            .ok()?;
+    }
     stream.write_all(b"INFO server\r\n").ok()?;
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
