@@ -186,6 +186,85 @@ pub enum Lease {
 /// breaker never asks it to.
 ///
 /// The methods return `impl Future + Send`, so an implementation may write `async fn`.
+///
+/// # Examples
+///
+/// A store of one's own, here one that counts the round trips of another (a store on etcd
+/// or Postgres implements the four operations the same way, each as one atomic step):
+///
+/// ```
+/// use lazybreaker::fleet::{
+///     Decision, FleetStore, Lease, MemoryStore, SharedBreaker, SharedRecord, StoreError, Vote,
+/// };
+/// use lazybreaker::Breaker;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// #[derive(Clone, Default)]
+/// struct Counted {
+///     inner: MemoryStore,
+///     trips: Arc<AtomicU64>,
+/// }
+///
+/// impl FleetStore for Counted {
+///     async fn read(&self, breaker: &str, now: Duration) -> Result<SharedRecord, StoreError> {
+///         self.trips.fetch_add(1, Ordering::Relaxed);
+///         self.inner.read(breaker, now).await
+///     }
+///
+///     async fn publish(
+///         &self,
+///         breaker: &str,
+///         generation: u64,
+///         decision: Decision,
+///         vote: Vote<'_>,
+///         now: Duration,
+///     ) -> Result<SharedRecord, StoreError> {
+///         self.trips.fetch_add(1, Ordering::Relaxed);
+///         self.inner.publish(breaker, generation, decision, vote, now).await
+///     }
+///
+///     async fn lease_probe(
+///         &self,
+///         breaker: &str,
+///         generation: u64,
+///         max_requests: u64,
+///         lease_for: Duration,
+///         holder: &str,
+///         now: Duration,
+///     ) -> Result<Lease, StoreError> {
+///         self.trips.fetch_add(1, Ordering::Relaxed);
+///         let inner = &self.inner;
+///         inner.lease_probe(breaker, generation, max_requests, lease_for, holder, now).await
+///     }
+///
+///     async fn finish_probe(
+///         &self,
+///         breaker: &str,
+///         generation: u64,
+///         holder: &str,
+///         succeeded: bool,
+///         max_requests: u64,
+///         now: Duration,
+///     ) -> Result<SharedRecord, StoreError> {
+///         self.trips.fetch_add(1, Ordering::Relaxed);
+///         let inner = &self.inner;
+///         inner.finish_probe(breaker, generation, holder, succeeded, max_requests, now).await
+///     }
+/// }
+///
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+/// rt.block_on(async {
+///     let store = Counted::default();
+///     let shared = SharedBreaker::builder(store.clone())
+///         .build(Breaker::builder().name("payments"))
+///         .unwrap();
+///     shared.execute(|| async { Ok::<_, ()>(()) }).await.unwrap(); // syncs once
+///     shared.execute(|| async { Ok::<_, ()>(()) }).await.unwrap(); // no store I/O
+///     assert_eq!(store.trips.load(Ordering::Relaxed), 1);
+/// });
+/// ```
 pub trait FleetStore: Send + Sync + 'static {
     /// Whether `name` (never empty: the shared breaker refuses an empty name itself) can
     /// name a record in this store, asked once when a shared breaker is built. The default
