@@ -636,7 +636,7 @@ const SETTINGS: &[Case] = &[
         None,
         "must be zero or at least 1us",
     ),
-    // Buckets that do not fit the interval, beyond 584 years too.
+    // Buckets that do not fit the interval.
     case(
         Toml(r#"bucket_period = "1s""#),
         Range,
@@ -669,21 +669,22 @@ const SETTINGS: &[Case] = &[
         None,
         "makes more than MAX_BUCKETS (1024) buckets",
     ),
+    // Beyond 584 years (the clock's u64 nanoseconds), refused when read.
     case(
         Toml("interval = \"800y\"\nbucket_period = \"700y\""),
-        Range,
+        Shape,
         "bucket_period",
-        "22090320000s",
+        r#""700y""#,
         None,
-        "must divide `interval` into whole buckets",
+        "exceeds the clock's range",
     ),
     case(
         Json(r#"{"interval": "700y", "bucket_period": "800y"}"#),
-        Range,
-        "bucket_period",
-        "25246080000s",
+        Shape,
+        "interval",
+        r#""700y""#,
         None,
-        "must not exceed `interval`",
+        "exceeds the clock's range",
     ),
     // Exponential open durations.
     case(
@@ -1002,11 +1003,17 @@ fn standalone_values_name_their_fields_relative_to_themselves() {
 }
 
 #[test]
-fn windows_beyond_584_years_that_fit_are_accepted() {
-    let settings: Settings =
-        toml::from_str("interval = \"1000y\"\nbucket_period = \"1y\"").unwrap();
-    settings.validate().unwrap();
-    let settings: Settings =
-        serde_json::from_str(r#"{"interval": "1200y", "bucket_period": "600y"}"#).unwrap();
-    Breaker::from_settings(&settings).unwrap();
+fn windows_beyond_584_years_are_refused_when_read() {
+    // They would saturate the clock's u64 nanoseconds: both lengths cut to one, a fixed window.
+    let err =
+        toml::from_str::<Settings>("interval = \"1000y\"\nbucket_period = \"1y\"").unwrap_err();
+    assert!(
+        err.message()
+            .starts_with("invalid `interval` = \"1000y\": exceeds the clock's range"),
+        "{}",
+        err.message()
+    );
+    let err = serde_json::from_str::<Settings>(r#"{"interval": "1200y", "bucket_period": "600y"}"#)
+        .unwrap_err();
+    assert!(err.to_string().starts_with("invalid `interval`"), "{err}");
 }

@@ -334,7 +334,7 @@ mod from_configuration {
         );
         let err = toml::from_str::<RegistrySettings>("exempted = []").unwrap_err();
         assert!(
-            err.message().contains("unknown field `exempted`"),
+            err.message().contains("invalid `exempted`") && err.message().contains("unknown field"),
             "{}",
             err.message()
         );

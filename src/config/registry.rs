@@ -58,10 +58,11 @@ use super::{DynBuilder, Settings, SettingsMap};
 /// # fn main() {}
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RegistrySettings {
-    /// The bound on the registry's keys ([`Registry::max_keys`]); none by default.
+    /// The bound on the registry's keys ([`Registry::max_keys`]); none by default. Zero is
+    /// refused (by a file and by [`build`](RegistrySettings::build)): a registry holds at
+    /// least one key, and an unbounded one leaves `max_keys` out.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub max_keys: Option<usize>,
     /// Keys whose breakers never trip ([`Knobs::never_trips`](crate::Knobs::never_trips)):
@@ -82,9 +83,17 @@ impl RegistrySettings {
     ///
     /// # Errors
     ///
-    /// The first invalid entry's [`ConfigError`]: a listed key's names its breaker; the
-    /// default's names the field under `default` (`default.policy.ratio`).
+    /// A `max_keys` of zero; or the first invalid entry's [`ConfigError`]: a listed key's
+    /// names its breaker; the default's names the field under `default`
+    /// (`default.policy.ratio`).
     pub fn build(&self) -> Result<Registry<String, Box<dyn TripPolicy>>, ConfigError> {
+        if self.max_keys == Some(0) {
+            return Err(ConfigError::new(
+                "max_keys",
+                0,
+                "must be at least 1 (leave `max_keys` out for a registry without a bound)",
+            ));
+        }
         let registry = Registry::new(self.factory()?);
         Ok(match self.max_keys {
             Some(max) => registry.max_keys(max),

@@ -1,8 +1,20 @@
 //! Eviction, evaluated lazily: when a bounded registry is full, the insertion that needs
-//! room evicts idle breakers, least recently used first, in batches (and, when nothing can
-//! be evicted, skips the scans of the next batch of insertions), so that a flood of new keys
-//! costs a bounded amount per key, amortised; and the sweeps callers run themselves
+//! room evicts idle breakers, least recently used first, in batches (and, when a scan finds
+//! nothing idle at all, skips the scans of the next batch of insertions), so that a flood of
+//! new keys costs a bounded amount per key, amortised; and the sweeps callers run themselves
 //! ([`remove_idle`](super::Registry::remove_idle)).
+//!
+//! An insertion answers [`RegistryFull`](super::RegistryFull) only after a scan that found no
+//! idle breaker at all. A scan that found idle breakers but evicted none (a concurrent scan
+//! evicted them first), or an eviction whose room another insertion took, is retried: some
+//! other insertion made progress meanwhile, so the retries end. The skip counter is the one
+//! approximation: it is set only by a scan that found nothing idle, and cleared by every
+//! control of the registry that can make a breaker idle
+//! ([`release_all`](super::Registry::release_all),
+//! [`force_closed_all`](super::Registry::force_closed_all)). A breaker that becomes idle
+//! behind the registry's back (its last permit or `Arc` dropped, a probe closing it, a control
+//! called on the breaker itself) is found by the first scan after the skipped ones: at most
+//! `max_keys / 16 - 1` new keys later.
 //!
 //! A breaker can be evicted when it is *idle*: closed and not forced (an open or half-open
 //! breaker is protecting its dependency, a forced one carries an operator's decision), and
@@ -40,10 +52,12 @@ where
     K: Hash + Eq,
     S: BuildHasher + Clone,
 {
-    /// Makes room for one insertion into a full registry: whether it evicted anything. After
-    /// a scan that found nothing to evict (every breaker open, forced or in use), the next
-    /// `batch - 1` full insertions are answered at once without scanning, so that a flood of
-    /// new keys into a registry that cannot make room costs a bounded amount per key too.
+    /// Makes room for one insertion into a full registry: whether the insertion should try
+    /// again (a scan found idle breakers, whether it or a concurrent scan evicted them). After
+    /// a scan that found nothing idle (every breaker open, half-open, forced or in use), the
+    /// next `batch - 1` full insertions are answered at once without scanning, so that a flood
+    /// of new keys into a registry that cannot make room costs a bounded amount per key too:
+    /// one scan of `max_keys` slots per `max_keys / 16` keys, at most 16 slots per key.
     pub(super) fn evict_for_room(&self, max_keys: usize) -> bool {
         let skipped = self
             .skip_scans
@@ -52,7 +66,7 @@ where
         if skipped {
             return false;
         }
-        if self.evict_lru(max_keys) > 0 {
+        if self.evict_lru(max_keys).is_some() {
             return true;
         }
         let batch = (max_keys / BATCH_DIVISOR).max(1);
@@ -60,8 +74,14 @@ where
         false
     }
 
-    /// Evicts up to a batch of idle breakers, least recently used first; returns how many.
-    fn evict_lru(&self, max_keys: usize) -> usize {
+    /// The skipped scans end: something may have become idle (see the module documentation).
+    pub(super) fn rescan(&self) {
+        self.skip_scans.store(0, Ordering::Relaxed);
+    }
+
+    /// Evicts up to a batch of idle breakers, least recently used first; returns how many,
+    /// or `None` if the scan found none idle (`Some(0)`: a concurrent scan took them first).
+    fn evict_lru(&self, max_keys: usize) -> Option<usize> {
         let batch = (max_keys / BATCH_DIVISOR).max(1);
         let now = self.clock.now();
         // The `batch` oldest idle last-use times: the threshold to evict at or below.
@@ -76,7 +96,7 @@ where
             );
         }
         if oldest.is_empty() {
-            return 0;
+            return None;
         }
         let nth = batch.min(oldest.len()) - 1;
         let (_, &mut threshold, _) = oldest.select_nth_unstable(nth);
@@ -87,7 +107,7 @@ where
             }
             evicted += self.evict_from(shard, |slot| slot.seen() <= threshold, batch - evicted);
         }
-        evicted
+        Some(evicted)
     }
 
     /// Evicts from `shard` up to `limit` idle breakers that `pick` chooses; returns how

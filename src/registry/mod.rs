@@ -361,11 +361,14 @@ where
     /// [`Breaker::force_closed`] on every breaker the registry holds now.
     pub fn force_closed_all(&self) {
         self.for_each(Breaker::force_closed);
+        self.rescan();
     }
 
-    /// [`Breaker::release`] on every breaker the registry holds now.
+    /// [`Breaker::release`] on every breaker the registry holds now; a full registry then
+    /// finds the breakers that became idle at its next insertion.
     pub fn release_all(&self) {
         self.for_each(Breaker::release);
+        self.rescan();
     }
 
     /// The key's shard and hash.
@@ -484,7 +487,6 @@ where
         let breaker = Arc::new(builder.build());
         // Read before any lock: the clock may be user code.
         let now = self.clock.now();
-        let mut evicted_once = false;
         loop {
             {
                 let mut map = shard.map.write();
@@ -496,11 +498,12 @@ where
                     return Ok(breaker);
                 }
             }
+            // Again while a scan finds idle breakers: if another insertion took the room it
+            // made, or another scan evicted what it found, that insertion made progress.
             let max_keys = self.max_keys.unwrap_or(usize::MAX);
-            if evicted_once || !self.evict_for_room(max_keys) {
+            if !self.evict_for_room(max_keys) {
                 return Err((RegistryFull { max_keys }, breaker));
             }
-            evicted_once = true;
         }
     }
 

@@ -16,7 +16,7 @@ use super::value::{
 };
 use super::{into_format_error, read, DeserializeError};
 use crate::abandoned::AbandonedAs;
-use crate::config::{OpenDurationConfig, PolicyConfig, Settings, SettingsMap};
+use crate::config::{OpenDurationConfig, PolicyConfig, RegistrySettings, Settings, SettingsMap};
 use crate::error::ConfigError;
 use crate::knobs::{Abandoned, Knobs};
 use crate::policy::{ConsecutiveFailures, EmaConfig};
@@ -580,6 +580,71 @@ fn open_duration(value: &Value, path: Path<'_>) -> Result<OpenDurationConfig, Co
 }
 
 // -----------------------------------------------------------------------------------------
+// A registry's settings
+
+impl<'de> Deserialize<'de> for RegistrySettings {
+    /// A table, as [`Settings`] is: a positional array is refused, and every error names its
+    /// field by its full path (`max_keys`, `exempt[1]`, `default.policy.ratio`) and, inside
+    /// `breakers`, the entry's breaker.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        read(deserializer, |value| {
+            let root = Path::Root("registry");
+            let entries = table(value, root, "expected a table (map) of registry settings")?;
+            REGISTRY.read(entries, root, RegistrySettings::default())
+        })
+        .map_err(into_format_error)
+    }
+}
+
+const REGISTRY: Table<RegistrySettings> = Table {
+    fields: &[&[
+        Field::optional("max_keys", |s, v, p| {
+            let n = u64_of(v, p)?;
+            match usize::try_from(n) {
+                Ok(0) => Err(p.error(v, MAX_KEYS_ZERO)),
+                Ok(n) => set(&mut s.max_keys, Ok(Some(n))),
+                Err(_) => Err(p.error(v, "exceeds this platform's `usize`")),
+            }
+        }),
+        Field::optional("exempt", |s, v, p| {
+            let Value::Seq(keys) = v else {
+                return Err(p.error(v, "expected a list (array) of keys"));
+            };
+            s.exempt = keys
+                .iter()
+                .enumerate()
+                .map(|(i, key)| string(key, p.index(i)))
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        }),
+        Field::optional("default", |s, v, p| {
+            set(
+                &mut s.default,
+                named(v, p, "expected a table (map) of settings", &SETTINGS),
+            )
+        }),
+        Field::optional("breakers", |s, v, p| {
+            let entries = table(v, p, "expected a table (map) of breakers keyed by name")?;
+            let mut breakers = BTreeMap::new();
+            for (key, entry) in entries {
+                let entry =
+                    settings(entry, Path::Root("settings")).map_err(|err| err.for_breaker(key))?;
+                breakers.insert(key.clone(), entry);
+            }
+            s.breakers = SettingsMap::from(breakers);
+            Ok(())
+        }),
+    ]],
+    tag: None,
+    unknown: "unknown field, expected one of `max_keys`, `exempt`, `default`, `breakers`",
+    missing: "required",
+};
+
+/// Why `max_keys = 0` is refused (as [`RegistrySettings::build`] says it).
+const MAX_KEYS_ZERO: &str =
+    "must be at least 1 (leave `max_keys` out for a registry without a bound)";
+
+// -----------------------------------------------------------------------------------------
 // A map of breakers
 
 /// Reads a table of breakers entry by entry, so that a format that knows where each entry is
@@ -617,7 +682,7 @@ impl<'de> Visitor<'de> for MapVisitor<'_> {
     // Anything but a table: read it whole, to show it in the error.
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<SettingsMap, A::Error> {
-        let value = ValueVisitor.visit_seq(seq)?;
+        let value = ValueVisitor(None).visit_seq(seq)?;
         Err(self.not_a_table(&value))
     }
 

@@ -3,10 +3,11 @@
 //! [`Table`], the one table-driven reader of a table's fields. Nothing here knows this
 //! crate's file shape (that is [`super::schema`]).
 
+use std::cell::Cell;
 use std::fmt::{self, Display, Write as _};
 use std::time::Duration;
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::error::ConfigError;
@@ -37,13 +38,39 @@ pub(super) const JSON_NUMBER: &str = "$serde_json::private::Number";
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ValueVisitor)
+        let named = Cell::new(false);
+        deserializer.deserialize_any(ValueVisitor(Some((Path::Root("value"), &named))))
     }
 }
 
-pub(super) struct ValueVisitor;
+/// Reads a [`Value`]; with a place, a format's error inside it (a JSON number beyond `f64`)
+/// names the field it failed at, once (`named`: the innermost table or list did).
+#[derive(Clone, Copy)]
+pub(super) struct ValueVisitor<'p>(pub(super) Option<(Path<'p>, &'p Cell<bool>)>);
 
-impl<'de> Visitor<'de> for ValueVisitor {
+/// A table's or a list's item, at `path`.
+struct Item<'p> {
+    path: Path<'p>,
+    named: &'p Cell<bool>,
+}
+
+impl<'de> DeserializeSeed<'de> for Item<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer
+            .deserialize_any(ValueVisitor(Some((self.path, self.named))))
+            .map_err(|err| {
+                if self.named.replace(true) {
+                    err
+                } else {
+                    de::Error::custom(format_args!("invalid `{}`: {err}", self.path.render()))
+                }
+            })
+    }
+}
+
+impl<'de> Visitor<'de> for ValueVisitor<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -103,28 +130,38 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        Value::deserialize(deserializer)
+        deserializer.deserialize_any(self)
     }
 
     fn visit_newtype_struct<D: Deserializer<'de>>(
         self,
         deserializer: D,
     ) -> Result<Value, D::Error> {
-        Value::deserialize(deserializer)
+        deserializer.deserialize_any(self)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
+        let unnamed = Cell::new(true);
+        let (parent, named) = self.0.unwrap_or((Path::Root("value"), &unnamed));
+        loop {
+            let path = parent.index(items.len());
+            match seq.next_element_seed(Item { path, named })? {
+                Some(item) => items.push(item),
+                None => break,
+            }
         }
         Ok(Value::Seq(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
-        while let Some(key) = map.next_key::<Key>()? {
-            entries.push((key.0, map.next_value()?));
+        let unnamed = Cell::new(true);
+        let (parent, named) = self.0.unwrap_or((Path::Root("value"), &unnamed));
+        while let Some(Key(key)) = map.next_key::<Key>()? {
+            let path = parent.key(&key);
+            let value = map.next_value_seed(Item { path, named })?;
+            entries.push((key, value));
         }
         if let [(key, Value::Str(number))] = entries.as_slice() {
             if key == JSON_NUMBER {
@@ -289,8 +326,10 @@ pub(super) fn table<'v>(
     let Value::Map(entries) = value else {
         return Err(path.error(value, expected));
     };
-    for (i, (key, value)) in entries.iter().enumerate() {
-        if entries[..i].iter().any(|(earlier, _)| earlier == key) {
+    // A set, not a pairwise check: a table of n keys costs O(n), not O(n²).
+    let mut keys = std::collections::HashSet::with_capacity(entries.len());
+    for (key, value) in entries {
+        if !keys.insert(key.as_str()) {
             return Err(path.key(key).error(value, "duplicate field"));
         }
     }
@@ -341,11 +380,20 @@ pub(super) fn bool_of(value: &Value, path: Path<'_>) -> Result<bool, ConfigError
     }
 }
 
+/// A duration, at most the clock's range (`u64` nanoseconds, about 584 years): a longer one
+/// would be cut to it silently (an interval and its bucket period both, into one window).
 pub(super) fn duration(value: &Value, path: Path<'_>) -> Result<Duration, ConfigError> {
-    match value {
+    let read = match value {
         Value::Str(text) => serde_duration::parse(text).map_err(|reason| path.error(value, reason)),
         _ => Err(path.error(value, serde_duration::EXPECTED)),
+    }?;
+    if read.as_nanos() > u128::from(u64::MAX) {
+        return Err(path.error(
+            value,
+            "exceeds the clock's range (18446744073709551615ns, about 584 years)",
+        ));
     }
+    Ok(read)
 }
 
 // -----------------------------------------------------------------------------------------
