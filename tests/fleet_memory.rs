@@ -326,7 +326,7 @@ impl Observer for Gate {
 /// fleet-wide lease. The admission decides now: the probe leases its slot, and its success
 /// closes the fleet's record.
 #[test]
-fn a_probe_leases_its_slot_while_a_slow_observer_holds_up_delivery() {
+fn item_10_a_probe_leases_its_slot_while_a_slow_observer_holds_up_delivery() {
     let (store, clock) = (MemoryStore::new(), ManualClock::new());
     let gate = Arc::new(Gate::default());
     let a = member(&store, &clock, 1, Arc::clone(&gate));
