@@ -63,21 +63,6 @@ pub(crate) fn resume_now(panic: FirstPanic) -> ! {
     }
 }
 
-/// Ends a caught panic without letting it continue: for the one caller that reports it
-/// instead (a metrics scrape, which must not lose every breaker's series to one breaker's
-/// policy). Whether there was one. A payload whose destructor panics is leaked.
-pub(crate) fn reported(panic: FirstPanic) -> bool {
-    match panic.0 {
-        Some(payload) => {
-            if let Err(again) = catch(|| drop(payload)) {
-                std::mem::forget(again);
-            }
-            true
-        }
-        None => false,
-    }
-}
-
 /// Lets a caught panic continue at once.
 pub(crate) fn resume_payload(payload: Payload) -> ! {
     panic::resume_unwind(payload)

@@ -272,12 +272,22 @@ impl<N: prometheus_client::encoding::EncodeGaugeValue> Value for Level<N> {
     }
 }
 
+/// Ends a caught panic without letting it continue: resumed where it is caught again, and
+/// dropped (a payload whose destructor panics is leaked). A scrape reports it instead.
+fn end(panics: FirstPanic) {
+    if let Err(payload) = contain::catch(|| contain::resume(panics)) {
+        if let Err(again) = contain::catch(|| drop(payload)) {
+            std::mem::forget(again);
+        }
+    }
+}
+
 impl Collector for BreakerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
         // One breaker's panicking user code must not take every series down: the panic is
         // reported as a series, not resumed (see the module documentation).
         let (taken, panics) = self.collect();
-        contain::reported(panics);
+        end(panics);
         let panicked: Vec<_> = taken.iter().map(|(s, p)| (s.name.clone(), *p)).collect();
         let snapshots: Vec<Snapshot> = taken.into_iter().map(|(s, _)| s).collect();
         let e = &mut encoder;
