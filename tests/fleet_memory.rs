@@ -3,9 +3,12 @@
 //! server, no sleeping for time to pass (the store's time is the latest clock reading it was
 //! given).
 
+mod support;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+use support::runtime::run;
 
 use lazybreaker::fleet::{FleetEvent, FleetStore, MemoryStore, SharedBreaker};
 use lazybreaker::observe::{Observer, Origin, Transition};
@@ -63,18 +66,6 @@ fn member<O: Observer>(
                 .observer(observer),
         )
         .unwrap()
-}
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(10), f)
-                .await
-                .expect("bounded")
-        })
 }
 
 async fn ok<O: Observer>(m: &Instance<O>) -> Result<(), Error<&'static str>> {

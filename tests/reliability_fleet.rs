@@ -2,10 +2,13 @@
 //! in-process `MemoryStore` and a store answering garbage: no server, time from one
 //! `ManualClock`. Each test is named after its item; the Redis ones are in `tests/fleet.rs`.
 
+mod support;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::runtime::run;
 
 use lazybreaker::fleet::{
     Decision, FleetEvent, FleetStore, Lease, MemoryStore, SharedBreaker, SharedRecord, StoreError,
@@ -55,18 +58,6 @@ fn member<S: FleetStore>(store: S, clock: &ManualClock, seen: &Degradations) -> 
                 .observer(seen.clone()),
         )
         .unwrap()
-}
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(10), f)
-                .await
-                .expect("bounded")
-        })
 }
 
 async fn ok<S: FleetStore>(m: &Member<S>) -> Result<(), Error<&'static str>> {
