@@ -128,7 +128,7 @@ fn adopted_decisions_are_adopted_with_the_fleets_deadline() {
             (Open, HalfOpen, Origin::Breaker, None, None),
             (HalfOpen, Closed, Origin::Adopted, None, None),
             (Closed, Open, Origin::Adopted, Some(Duration::ZERO), None),
-            (Open, HalfOpen, Origin::Breaker, None, None),
+            (Open, HalfOpen, Origin::Adopted, None, None),
         ]
     );
 }

@@ -15,7 +15,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Follows a trip decided elsewhere: open for exactly `open_for` from now (on this
     /// breaker's clock; at most its [`max_open_duration`](crate::Builder::max_open_duration)),
     /// then the usual half-open. `Duration::ZERO` means the fleet is half-open already: the
-    /// breaker goes half-open at once (a second change, delivered right after the first), so
+    /// breaker goes half-open at once (a second change, adopted too, delivered right after
+    /// the first), so
     /// the next call, even at this instant, is a probe.
     ///
     /// From closed or half-open this is a change to open (delivered to observers with

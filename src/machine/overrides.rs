@@ -59,12 +59,12 @@ impl<P: TripPolicy> Machine<P> {
     /// longest open period), then the usual half-open. From closed or half-open this is a
     /// change to open (adopted); already open, the open period is replaced. Zero: the fleet
     /// is half-open already, and so is this machine at once (a second change, to half-open,
-    /// whatever `now` reads). No effect while forced: the override wins.
+    /// adopted too, whatever `now` reads). No effect while forced: the override wins.
     pub(crate) fn adopt_open(&mut self, open_for: Duration, now: Nanos) -> [Option<Change>; 2] {
         let until = now.saturating_add(saturating_nanos(open_for));
         let opened = self.open_until(until, now, Origin::Adopted);
         let half_open = (open_for.is_zero() && self.state == State::Open && self.forced.is_none())
-            .then(|| self.set_state(State::HalfOpen, now));
+            .then(|| self.enter(State::HalfOpen, now, None, Origin::Adopted));
         [opened, half_open]
     }
 

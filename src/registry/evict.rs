@@ -107,6 +107,18 @@ where
             }
             evicted += self.evict_from(shard, |slot| slot.seen() <= threshold, batch - evicted);
         }
+        // None at or below the threshold any more (a concurrent scan or sweep marked them
+        // used again since): any idle one will do, so that two scans that keep marking each
+        // other's candidates cannot both retry for ever. `Some(0)` is left only when nothing
+        // is idle at this second look, because another scan evicted it or a caller holds it.
+        if evicted == 0 {
+            for shard in self.shards.iter() {
+                evicted += self.evict_from(shard, |_| true, 1);
+                if evicted > 0 {
+                    break;
+                }
+            }
+        }
         Some(evicted)
     }
 
