@@ -1,6 +1,6 @@
 //! [`Knobs`]: every setting of a breaker that is a plain value (everything but its policy,
-//! observer, clock and callback), written once for the builder, configuration files and,
-//! later, the machine's rules. Core: it imports only [`AbandonedAs`] and the serde helpers.
+//! observer, clock and callback), written once for the builder, configuration files and the
+//! machine's rules. Core: it imports only [`AbandonedAs`] and the serde helpers.
 
 use std::time::Duration;
 

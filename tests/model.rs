@@ -104,7 +104,7 @@ struct Config {
     timeout: u64,
     window: Window,
     trip: Trip,
-    /// `true`: the crate's own counting policy (`needs_successes() == false`, so closed-state
+    /// `true`: the crate's own counting policy (`capabilities().needs_successes == false`, so closed-state
     /// successes may take the lock-free lane); `false`: [`LockedTrip`].
     lane: bool,
     /// `true`: read `state()` (which evaluates expiries) after every step; `false`: only at
