@@ -1,5 +1,5 @@
-//! Errors: a rejected call ([`Rejected`]), a wrapped call's result ([`Error`]) and invalid
-//! configuration ([`ConfigError`]).
+//! Errors: a rejected call ([`Rejected`], and [`RejectedBy`] naming its breaker), a wrapped
+//! call's result ([`Error`]) and invalid configuration ([`ConfigError`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -94,11 +94,129 @@ impl Rejected {
     }
 }
 
+/// A [`Rejected`] that names the breaker that made it: what the keyed tower layer, the
+/// `reqwest` middleware and [`Registry::allow`](crate::Registry::allow) return, so that a log
+/// line says *which* of many per-key breakers is open.
+///
+/// Its `Display` reads "circuit breaker \`api.example.com:443\` is open (retry after 30s)";
+/// its [`source`](std::error::Error::source) is the [`Rejected`], so an error chain (an
+/// `anyhow::Error`, a `BoxError`) can be searched for either type.
+///
+/// The name is copied from the breaker on the rejected path only (a read of the breaker, no
+/// shared write): an admitted call pays nothing for it.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, Registry, Rejected};
+/// use std::time::Duration;
+///
+/// let registry = Registry::new(|_: &String| Breaker::builder());
+/// registry.breaker("search").trip_for(Duration::from_secs(30));
+/// let rejected = registry.allow("search").unwrap_err();
+/// assert_eq!(rejected.breaker(), "search");
+/// assert_eq!(rejected.rejected(), Rejected::Open { retry_after: Duration::from_secs(30) });
+/// assert_eq!(rejected.to_string(), "circuit breaker `search` is open (retry after 30s)");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RejectedBy {
+    breaker: String,
+    rejected: Rejected,
+}
+
+impl RejectedBy {
+    /// The rejection `rejected`, made by the breaker called `breaker`.
+    pub fn new(breaker: impl Into<String>, rejected: Rejected) -> Self {
+        Self {
+            breaker: breaker.into(),
+            rejected,
+        }
+    }
+
+    /// The name of the breaker that rejected the call.
+    pub fn breaker(&self) -> &str {
+        &self.breaker
+    }
+
+    /// Why it rejected the call.
+    pub fn rejected(&self) -> Rejected {
+        self.rejected
+    }
+
+    /// As [`Rejected::retry_after`].
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.rejected.retry_after()
+    }
+}
+
+impl AsRef<Rejected> for RejectedBy {
+    fn as_ref(&self) -> &Rejected {
+        &self.rejected
+    }
+}
+
+impl AsRef<Rejected> for Rejected {
+    fn as_ref(&self) -> &Rejected {
+        self
+    }
+}
+
+impl From<RejectedBy> for Rejected {
+    fn from(by: RejectedBy) -> Self {
+        by.rejected
+    }
+}
+
+impl fmt::Display for RejectedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = &self.breaker;
+        match self.rejected {
+            Rejected::Open { retry_after } => write!(
+                f,
+                "circuit breaker `{name}` is open (retry after {})",
+                ShortDuration(retry_after)
+            ),
+            Rejected::TooManyRequests => write!(
+                f,
+                "circuit breaker `{name}` is half-open and has as many probes in flight as it admits"
+            ),
+            Rejected::ForcedOpen => write!(f, "circuit breaker `{name}` is forced open"),
+        }
+    }
+}
+
+impl std::error::Error for RejectedBy {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.rejected)
+    }
+}
+
+/// A duration as people read it in a log line: `30s`, `1.5s`, `250ms`, `3µs`, `7ns`.
+struct ShortDuration(Duration);
+
+impl fmt::Display for ShortDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d.as_secs() > 0 || d.is_zero() {
+            let secs = d.as_secs_f64();
+            write!(f, "{secs}s")
+        } else if d.subsec_millis() > 0 {
+            write!(f, "{}ms", d.as_secs_f64() * 1e3)
+        } else if d.subsec_micros() > 0 {
+            write!(f, "{}µs", d.as_secs_f64() * 1e6)
+        } else {
+            write!(f, "{}ns", d.subsec_nanos())
+        }
+    }
+}
+
 /// The result of a call made through [`Breaker::execute`](crate::Breaker::execute): the call
 /// was rejected, or it ran and returned its own error.
 ///
 /// Exactly two variants, so a `match` needs no wildcard: the ways a call can be rejected grow
-/// inside [`Rejected`], which is `#[non_exhaustive]`.
+/// inside [`Rejected`], which is `#[non_exhaustive]`. The rejection is a [`Rejected`] by
+/// default; where a breaker is one of many (the keyed tower layer) it is a [`RejectedBy`],
+/// which names it (`R` is any type that holds a [`Rejected`]).
 ///
 /// A [`Rejected`] converts into `Error<E>` for every `E`, so `breaker.allow()?` works in a
 /// function that returns `Result<_, Error<E>>`. `Error<E>` is a [`std::error::Error`]
@@ -126,14 +244,14 @@ impl Rejected {
 /// assert_eq!(boxed.to_string(), "too many requests");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Error<E> {
+pub enum Error<E, R = Rejected> {
     /// The breaker did not make the call, and says why.
-    Rejected(Rejected),
+    Rejected(R),
     /// The call was made and returned this error, untouched.
     Inner(E),
 }
 
-impl<E> Error<E> {
+impl<E, R> Error<E, R> {
     /// The call's own error, if the call was made.
     pub fn into_inner(self) -> Option<E> {
         match self {
@@ -150,24 +268,26 @@ impl<E> Error<E> {
         }
     }
 
-    /// The rejection, if the breaker did not make the call.
-    pub fn rejection(&self) -> Option<Rejected> {
-        match *self {
-            Error::Rejected(rejected) => Some(rejected),
-            Error::Inner(_) => None,
-        }
-    }
-
     /// Whether the breaker rejected the call (it was never made).
     pub fn is_rejected(&self) -> bool {
         matches!(self, Error::Rejected(_))
     }
 
     /// The same error with the call's own error mapped by `f`.
-    pub fn map_inner<F>(self, f: impl FnOnce(E) -> F) -> Error<F> {
+    pub fn map_inner<F>(self, f: impl FnOnce(E) -> F) -> Error<F, R> {
         match self {
             Error::Rejected(rejected) => Error::Rejected(rejected),
             Error::Inner(e) => Error::Inner(f(e)),
+        }
+    }
+}
+
+impl<E, R: AsRef<Rejected>> Error<E, R> {
+    /// The rejection, if the breaker did not make the call.
+    pub fn rejection(&self) -> Option<Rejected> {
+        match self {
+            Error::Rejected(rejected) => Some(*rejected.as_ref()),
+            Error::Inner(_) => None,
         }
     }
 }
@@ -178,7 +298,13 @@ impl<E> From<Rejected> for Error<E> {
     }
 }
 
-impl<E: fmt::Display> fmt::Display for Error<E> {
+impl<E> From<RejectedBy> for Error<E, RejectedBy> {
+    fn from(rejected: RejectedBy) -> Self {
+        Error::Rejected(rejected)
+    }
+}
+
+impl<E: fmt::Display, R: fmt::Display> fmt::Display for Error<E, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Rejected(rejected) => fmt::Display::fmt(rejected, f),
@@ -190,7 +316,7 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
 /// The inner error is shown by `Display`, not reported again as a `source` (a `source` would
 /// need `E: Error + 'static`, which would keep `Error<BoxError>` from being an error at all):
 /// reach it with [`Error::inner`] or [`Error::into_inner`].
-impl<E: fmt::Debug + fmt::Display> std::error::Error for Error<E> {}
+impl<E: fmt::Debug + fmt::Display, R: fmt::Debug + fmt::Display> std::error::Error for Error<E, R> {}
 
 /// An invalid parameter, named: which breaker, which field, what value, and why.
 ///

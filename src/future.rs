@@ -210,11 +210,27 @@ where
         Ok(Poll::Ready(result)) => result,
         Err(payload) => permit.report_then_resume(Outcome::Failure, payload),
     };
-    match contain::catch(|| classify.classify(&result)) {
-        Ok(outcome) => permit.report(outcome),
+    match contain::catch(|| judge(classify, &result)) {
+        Ok((outcome, None)) => permit.report(outcome),
+        Ok((_, Some(open_for))) => permit.report_failure_open_for(open_for),
         Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
     }
     Poll::Ready(result)
+}
+
+/// How `result` counts, and for a failure, how long the dependency asked the breaker to stay
+/// open ([`Classify::open_for`]).
+#[inline]
+pub(crate) fn judge<T, E, C: Classify<T, E>>(
+    classify: &C,
+    result: &Result<T, E>,
+) -> (Outcome, Option<std::time::Duration>) {
+    let outcome = classify.classify(result);
+    let open_for = match outcome {
+        Outcome::Failure | Outcome::Fatal => classify.open_for(result),
+        _ => None,
+    };
+    (outcome, open_for)
 }
 
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {

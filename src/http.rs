@@ -32,25 +32,58 @@
 //! assert_eq!(rules.outcome(StatusCode::TOO_MANY_REQUESTS), Outcome::Excluded);
 //! ```
 
-use http::{header, HeaderValue, Response, StatusCode};
+use std::any::Any;
+use std::time::{Duration, SystemTime};
 
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+
+use crate::classify::Classify;
 use crate::error::Rejected;
 use crate::policy::Outcome;
 
-/// How HTTP statuses count: the table of the [module documentation](self), with 429 and 408
-/// configurable.
+/// How HTTP responses count: the table of the [module documentation](self), with 429 and 408
+/// configurable, and the upstream's `Retry-After` honoured on request.
+///
+/// `StatusRules` is itself a [`Classify`] of `Result<Response<B>, E>` for every error type:
+/// give it to a layer as it is (`BreakerLayer::new(b).classify(StatusRules::new())`). A
+/// transport error is a failure; a refused connection or an unreachable host (an
+/// `std::io::Error` of that kind, found among the causes of a `BoxError`, an `io::Error` or
+/// a [`crate::Error`] around one) is [`Outcome::Fatal`] and opens the breaker at once.
+///
+/// # Examples
+///
+/// ```
+/// use http::Response;
+/// use lazybreaker::classify::Classify;
+/// use lazybreaker::http::StatusRules;
+/// use lazybreaker::policy::Outcome;
+/// use std::time::Duration;
+///
+/// type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// let rules = StatusRules::new().honor_retry_after();
+/// let busy: Result<Response<()>, BoxError> =
+///     Ok(Response::builder().status(503).header("retry-after", "120").body(()).unwrap());
+/// assert_eq!(rules.classify(&busy), Outcome::Failure);
+/// assert_eq!(rules.open_for(&busy), Some(Duration::from_secs(120)));
+///
+/// let refused: Result<Response<()>, BoxError> =
+///     Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into());
+/// assert_eq!(rules.classify(&refused), Outcome::Fatal);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StatusRules {
     too_many_requests: Outcome,
     request_timeout: Outcome,
+    honor_retry_after: bool,
 }
 
 impl StatusRules {
-    /// The default rules: 429 and 408 are failures.
+    /// The default rules: 429 and 408 are failures; `Retry-After` is not honoured.
     pub const fn new() -> Self {
         Self {
             too_many_requests: Outcome::Failure,
             request_timeout: Outcome::Failure,
+            honor_retry_after: false,
         }
     }
 
@@ -68,6 +101,19 @@ impl StatusRules {
         self
     }
 
+    /// Honours the upstream's `Retry-After` on a 503 Service Unavailable and a 429 Too Many
+    /// Requests that count as failures: the breaker opens at once for as long as the header
+    /// says (in seconds, or until an HTTP date), whatever its policy says, bounded by its
+    /// [`max_open_duration`](crate::Builder::max_open_duration); then it probes as usual.
+    /// The upstream that asked for time is not called again before then. A header that does
+    /// not parse, or a date in the past, is ignored: the response counts as a failure, as
+    /// without this rule.
+    #[must_use]
+    pub const fn honor_retry_after(mut self) -> Self {
+        self.honor_retry_after = true;
+        self
+    }
+
     /// How a response with `status` counts.
     pub fn outcome(&self, status: StatusCode) -> Outcome {
         match status {
@@ -77,6 +123,23 @@ impl StatusRules {
             s if s.is_client_error() => Outcome::Excluded,
             _ => Outcome::Success,
         }
+    }
+
+    /// How long a response asks the breaker to stay open: its `Retry-After`, when these
+    /// rules honour it ([`honor_retry_after`](StatusRules::honor_retry_after)), the status
+    /// is 503 or 429 and counts as a failure; `None` otherwise. An HTTP date is measured
+    /// from the system's wall clock.
+    pub fn open_for_response(&self, status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+        if !self.honor_retry_after
+            || !matches!(
+                status,
+                StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+            )
+            || !matches!(self.outcome(status), Outcome::Failure | Outcome::Fatal)
+        {
+            return None;
+        }
+        retry_after(headers.get(header::RETRY_AFTER)?, SystemTime::now())
     }
 
     /// How a transport error counts: as [`classify::io_error_in`](crate::classify::io_error_in)
@@ -98,36 +161,45 @@ impl StatusRules {
         crate::classify::io_error_in(error).unwrap_or(Outcome::Failure)
     }
 
-    /// These rules as a classifier of `Result<Response<B>, BoxError>` (tower's boxed error,
-    /// what a `timeout` layer or a boxed client returns): a response counts by its status, a
-    /// transport error as [`transport`](StatusRules::transport) says, so a refused
-    /// connection under the layers trips the breaker at once.
+    /// How a transport error of any type counts: [`transport`](StatusRules::transport) for
+    /// the error types that can carry an `std::io::Error` without naming a client's types
+    /// (a `BoxError`, an `io::Error`, a [`crate::Error`] around either), else a failure.
+    fn transport_any<E: 'static>(&self, error: &E) -> Outcome {
+        type BoxError = Box<dyn std::error::Error + Send + Sync>;
+        let any: &dyn Any = error;
+        if let Some(e) = any.downcast_ref::<BoxError>() {
+            return self.transport(e.as_ref());
+        }
+        if let Some(e) = any.downcast_ref::<std::io::Error>() {
+            return self.transport(e);
+        }
+        if let Some(crate::Error::Inner(e)) = any.downcast_ref::<crate::Error<BoxError>>() {
+            return self.transport(e.as_ref());
+        }
+        Outcome::Failure
+    }
+
+    /// These rules as a closure over `Result<Response<B>, BoxError>`: the same as the rules
+    /// themselves ([`StatusRules`] is a [`Classify`]), for code that wants a closure.
     pub fn classifier_with_io<B>(
         self,
     ) -> impl Fn(&Result<Response<B>, Box<dyn std::error::Error + Send + Sync>>) -> Outcome
            + Clone
            + Send
            + Sync {
-        move |result: &Result<Response<B>, Box<dyn std::error::Error + Send + Sync>>| match result {
-            Ok(response) => self.outcome(response.status()),
-            Err(error) => {
-                let error: &(dyn std::error::Error + 'static) = error.as_ref();
-                self.transport(error)
-            }
+        move |result: &Result<Response<B>, Box<dyn std::error::Error + Send + Sync>>| {
+            self.classify(result)
         }
     }
 
-    /// These rules as a [`Classify`](crate::Classify) of `Result<Response<B>, E>`: a
-    /// transport error (`Err`) is a failure, a response counts by its status (see
-    /// [`classifier_with_io`](StatusRules::classifier_with_io) to tell a refused
-    /// connection apart).
-    pub fn classifier<B, E>(
+    /// These rules as a closure over `Result<Response<B>, E>`, for code that wants a closure
+    /// (such as [`Breaker::execute_classified`](crate::Breaker::execute_classified)): a
+    /// response counts by its status, a transport error as the rules say. Without
+    /// `Retry-After`, which only a [`Classify`] can report.
+    pub fn classifier<B, E: 'static>(
         self,
     ) -> impl Fn(&Result<Response<B>, E>) -> Outcome + Clone + Send + Sync {
-        move |result: &Result<Response<B>, E>| match result {
-            Ok(response) => self.outcome(response.status()),
-            Err(_) => Outcome::Failure,
-        }
+        move |result: &Result<Response<B>, E>| self.classify(result)
     }
 }
 
@@ -137,9 +209,55 @@ impl Default for StatusRules {
     }
 }
 
-/// The default rules ([`StatusRules::new`]) as a classifier of `Result<Response<B>, E>`.
-pub fn status_classifier<B, E>() -> impl Fn(&Result<Response<B>, E>) -> Outcome + Clone + Send + Sync
-{
+impl<B, E: 'static> Classify<Response<B>, E> for StatusRules {
+    #[inline]
+    fn classify(&self, result: &Result<Response<B>, E>) -> Outcome {
+        match result {
+            Ok(response) => self.outcome(response.status()),
+            Err(error) => self.transport_any(error),
+        }
+    }
+
+    #[inline]
+    fn open_for(&self, result: &Result<Response<B>, E>) -> Option<Duration> {
+        match result {
+            Ok(response) => self.open_for_response(response.status(), response.headers()),
+            Err(_) => None,
+        }
+    }
+}
+
+/// The wait a `Retry-After` header value asks for, at wall-clock time `now`: delay-seconds
+/// (`"120"`) or an HTTP date (`"Wed, 21 Oct 2026 07:28:00 GMT"`, measured from `now`). `None`
+/// when it does not parse, or the date is not after `now`.
+///
+/// # Examples
+///
+/// ```
+/// use http::HeaderValue;
+/// use lazybreaker::http::retry_after;
+/// use std::time::{Duration, SystemTime};
+///
+/// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480); // 21 Oct 2015 07:28:00
+/// assert_eq!(retry_after(&HeaderValue::from_static("120"), now), Some(Duration::from_secs(120)));
+/// let date = HeaderValue::from_static("Wed, 21 Oct 2015 07:30:00 GMT");
+/// assert_eq!(retry_after(&date, now), Some(Duration::from_secs(120)));
+/// assert_eq!(retry_after(&HeaderValue::from_static("soon"), now), None);
+/// ```
+pub fn retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duration> {
+    let text = value.to_str().ok()?.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits to count is still "a very long time": the breaker's longest open
+        // period bounds it anyway.
+        return Some(Duration::from_secs(text.parse().unwrap_or(u64::MAX)));
+    }
+    let until = httpdate::parse_http_date(text).ok()?;
+    until.duration_since(now).ok().filter(|d| !d.is_zero())
+}
+
+/// The default rules ([`StatusRules::new`]) as a closure over `Result<Response<B>, E>`.
+pub fn status_classifier<B, E: 'static>(
+) -> impl Fn(&Result<Response<B>, E>) -> Outcome + Clone + Send + Sync {
     StatusRules::new().classifier()
 }
 

@@ -168,7 +168,7 @@ pub use breaker::{Breaker, Builder, OwnedPermit, Permit};
 pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
 pub use counts::{Counts, Totals, Transitions};
-pub use error::{ConfigError, Error, Rejected};
+pub use error::{ConfigError, Error, Rejected, RejectedBy};
 pub use forced::Forced;
 pub use future::ExecuteAsync;
 pub use knobs::{Abandoned, Knobs};

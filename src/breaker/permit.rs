@@ -205,6 +205,9 @@ pub(crate) trait Report {
     fn reported(&self) -> bool;
     /// Reports `outcome`, unless reported already.
     fn report(&mut self, outcome: Outcome);
+    /// Reports a failure after which the dependency asked for `open_for` (unless reported
+    /// already): [`failure_open_for`](Permit::failure_open_for).
+    fn report_failure_open_for(&mut self, open_for: std::time::Duration);
     /// Reports `outcome` (unless reported already) after user code panicked with
     /// `payload`, then lets that panic continue (it comes first: a panic while reporting is
     /// dropped).
@@ -221,6 +224,12 @@ impl<P: TripPolicy, O: Observer> Report for Option<Permit<'_, P, O>> {
     fn report(&mut self, outcome: Outcome) {
         if let Some(permit) = self.take() {
             permit.record(outcome);
+        }
+    }
+
+    fn report_failure_open_for(&mut self, open_for: std::time::Duration) {
+        if let Some(permit) = self.take() {
+            permit.failure_open_for(open_for);
         }
     }
 
@@ -245,6 +254,12 @@ impl<P: TripPolicy, O: Observer> Report for OwnedPermit<P, O> {
     fn report(&mut self, outcome: Outcome) {
         if let Some(breaker) = self.breaker.take() {
             breaker.complete(self.grant, Verdict::Reported(outcome));
+        }
+    }
+
+    fn report_failure_open_for(&mut self, open_for: std::time::Duration) {
+        if let Some(breaker) = self.breaker.take() {
+            breaker.complete_open_for(self.grant, open_for);
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! | entry point | asked by | why |
 //! |---|---|---|
-//! | [`allow_owning`](Breaker::allow_owning) | the keyed tower layer | an owned permit from the `Arc` a registry lookup returned, with no second clone |
+//! | [`allow_owning`](Breaker::allow_owning), [`rejected_by`](Breaker::rejected_by) | the registry, the keyed tower layer | an owned permit from the `Arc` a registry lookup returned, with no second clone; a rejection that names the breaker |
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
 //! | [`allow_probing_at`](Breaker::allow_probing_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission, which says whether the call is a half-open probe |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::ClockSource;
-use crate::error::Rejected;
+use crate::error::{Rejected, RejectedBy};
 use crate::lane::{Entry, Peek};
 use crate::machine::Rules;
 use crate::nanos::Nanos;
@@ -36,13 +36,26 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// spelled out in each `allow` variant, as in [`execute`](Breaker::execute): through a
     /// shared helper returning a `Result` the permit is copied in stalling pieces, which
     /// doubled `allow()` + `success()` to 20 ns.)
+    ///
+    /// A rejection names this breaker (the caller is one of many: a registry's): the name is
+    /// copied on the rejected path only.
     #[inline(always)]
-    pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
+    pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, RejectedBy> {
         let grant = match self.lane.admit(|| self.clock.now()) {
             Entry::Admitted { generation } => Grant::unaged(generation),
-            other => self.allow_slow(other)?,
+            other => match self.allow_slow(other) {
+                Ok(grant) => grant,
+                Err(rejected) => return Err(self.rejected_by(rejected)),
+            },
         };
         Ok(OwnedPermit::new(self, grant))
+    }
+
+    /// `rejected`, naming this breaker.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn rejected_by(&self, rejected: Rejected) -> RejectedBy {
+        RejectedBy::new(self.name(), rejected)
     }
 
     /// [`allow`](Self::allow) at `now`, a reading of this breaker's clock the caller took (a

@@ -7,11 +7,17 @@
 //! `Fn(&Result<T, E>) -> Outcome` closure or function is one. [`OkIsSuccess`] is the
 //! classifier of the unclassified calls: `Ok` succeeds, `Err` fails. [`io_error`],
 //! [`io_errors`] and [`io_error_in`] classify transport errors by `std::io::ErrorKind` (a
-//! refused connection is [`Outcome::Fatal`]: it opens the breaker at once).
+//! refused connection is [`Outcome::Fatal`]: it opens the breaker at once). [`deadline`]
+//! classifies a call with a deadline inside it (`Result<Result<T, E>, Elapsed>`), so that
+//! neither an elapsed deadline nor the call's own error counts as a success.
 
+mod deadline;
 mod io;
 
+pub use deadline::deadline;
 pub use io::{io_error, io_error_in, io_errors};
+
+use std::time::Duration;
 
 use crate::policy::Outcome;
 
@@ -42,6 +48,42 @@ use crate::policy::Outcome;
 pub trait Classify<T, E> {
     /// How `result` counts.
     fn classify(&self, result: &Result<T, E>) -> Outcome;
+
+    /// For a result this classifier counted as a failure: how long the dependency asked to
+    /// be left alone (an HTTP `Retry-After`, say), if it did. The breaker then opens for
+    /// that long at once, whatever the policy says, bounded by its
+    /// [`max_open_duration`](crate::Builder::max_open_duration) (what
+    /// [`Permit::failure_open_for`](crate::Permit::failure_open_for) does). `None`, the
+    /// default, leaves the opening to the policy.
+    ///
+    /// Asked only of failures (and fatal results), so a classifier that never says anything
+    /// here costs nothing on the success path. A panic here is contained like one in
+    /// [`classify`](Classify::classify): the call counts as excluded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::classify::Classify;
+    /// use lazybreaker::policy::Outcome;
+    /// use std::time::Duration;
+    ///
+    /// /// `Err(Some(secs))`: the dependency said "come back in `secs` seconds".
+    /// struct Backoff;
+    /// impl Classify<(), Option<u64>> for Backoff {
+    ///     fn classify(&self, result: &Result<(), Option<u64>>) -> Outcome {
+    ///         if result.is_ok() { Outcome::Success } else { Outcome::Failure }
+    ///     }
+    ///     fn open_for(&self, result: &Result<(), Option<u64>>) -> Option<Duration> {
+    ///         result.as_ref().err().copied().flatten().map(Duration::from_secs)
+    ///     }
+    /// }
+    /// assert_eq!(Backoff.open_for(&Err(Some(30))), Some(Duration::from_secs(30)));
+    /// ```
+    #[inline]
+    fn open_for(&self, result: &Result<T, E>) -> Option<Duration> {
+        let _ = result;
+        None
+    }
 }
 
 impl<T, E, F> Classify<T, E> for F

@@ -24,9 +24,10 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 
-use crate::breaker::{Breaker, Builder};
+use crate::breaker::{Breaker, Builder, OwnedPermit};
 use crate::clock::Clock;
 use crate::clock::ClockSource;
+use crate::error::RejectedBy;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -425,6 +426,37 @@ where
                 breaker
             }
         }
+    }
+
+    /// Asks the key's breaker (built on first use, as [`breaker`](Registry::breaker) does)
+    /// to admit a call: a permit that holds the breaker, or a rejection that names it (so a
+    /// log line says which key is open).
+    ///
+    /// # Errors
+    ///
+    /// [`RejectedBy`] when the key's breaker does not admit the call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Registry};
+    ///
+    /// let registry = Registry::new(|_: &String| {
+    ///     Breaker::builder().ready_to_trip(|c| c.consecutive_failures >= 1)
+    /// });
+    /// registry.allow("payments")?.failure();
+    /// let rejected = registry.allow("payments").unwrap_err();
+    /// assert_eq!(rejected.breaker(), "payments");
+    /// assert!(rejected.to_string().starts_with("circuit breaker `payments` is open"));
+    /// registry.allow("search")?.success(); // another key, another breaker
+    /// # Ok::<(), lazybreaker::RejectedBy>(())
+    /// ```
+    pub fn allow<Q>(&self, key: &Q) -> Result<OwnedPermit<P, O>, RejectedBy>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.breaker(key).allow_owning()
     }
 
     /// The key's breaker, built on first use; [`RegistryFull`] when the registry holds

@@ -9,10 +9,10 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::ResponseFuture;
+use super::{FailFast, Fallback, OnRejected, ResponseFuture};
 use crate::classify::Classify;
 use crate::classify::OkIsSuccess;
-use crate::error::Error;
+use crate::error::{Rejected, RejectedBy};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 use crate::registry::{Registry, RegistryHasher};
@@ -45,6 +45,8 @@ use crate::registry::{Registry, RegistryHasher};
 ///     // "Sub" is open now; "Get" has a breaker of its own.
 ///     let err = service.ready().await.unwrap().call(("Sub", false)).await.unwrap_err();
 ///     assert!(err.is_rejected());
+///     // The rejection names the key's breaker.
+///     assert!(err.to_string().starts_with("circuit breaker `Sub` is open"));
 ///     assert_eq!(service.ready().await.unwrap().call(("Get", false)).await.unwrap(), "pong");
 /// });
 /// assert_eq!(registry.len(), 2);
@@ -56,10 +58,12 @@ pub struct KeyedBreakerLayer<
     O = (),
     H = RegistryHasher,
     C = OkIsSuccess,
+    J = FailFast,
 > {
     registry: Arc<Registry<K, P, O, H>>,
     key: F,
     classify: C,
+    on_rejected: J,
 }
 
 impl<K, F, P: TripPolicy, O: Observer, H> KeyedBreakerLayer<K, F, P, O, H> {
@@ -70,17 +74,34 @@ impl<K, F, P: TripPolicy, O: Observer, H> KeyedBreakerLayer<K, F, P, O, H> {
             registry,
             key,
             classify: OkIsSuccess,
+            on_rejected: FailFast,
         }
     }
 }
 
-impl<K, F, P: TripPolicy, O: Observer, H, C> KeyedBreakerLayer<K, F, P, O, H, C> {
+impl<K, F, P: TripPolicy, O: Observer, H, C, J> KeyedBreakerLayer<K, F, P, O, H, C, J> {
     /// The same layer, with `classify` deciding how each response counts.
-    pub fn classify<D>(self, classify: D) -> KeyedBreakerLayer<K, F, P, O, H, D> {
+    pub fn classify<D>(self, classify: D) -> KeyedBreakerLayer<K, F, P, O, H, D, J> {
         KeyedBreakerLayer {
             registry: self.registry,
             key: self.key,
             classify,
+            on_rejected: self.on_rejected,
+        }
+    }
+
+    /// The same layer, answering a rejected request with `fallback(&rejected)` instead of
+    /// an error, as [`BreakerLayer::fallback`](super::BreakerLayer::fallback) does: the
+    /// service's error type is then the inner service's own.
+    pub fn fallback<G, T>(self, fallback: G) -> KeyedBreakerLayer<K, F, P, O, H, C, Fallback<G>>
+    where
+        G: Fn(&Rejected) -> T + Clone,
+    {
+        KeyedBreakerLayer {
+            registry: self.registry,
+            key: self.key,
+            classify: self.classify,
+            on_rejected: Fallback(fallback),
         }
     }
 
@@ -90,10 +111,10 @@ impl<K, F, P: TripPolicy, O: Observer, H, C> KeyedBreakerLayer<K, F, P, O, H, C>
     }
 }
 
-impl<S, K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone> Layer<S>
-    for KeyedBreakerLayer<K, F, P, O, H, C>
+impl<S, K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone, J: Clone> Layer<S>
+    for KeyedBreakerLayer<K, F, P, O, H, C, J>
 {
-    type Service = KeyedBreakerService<S, K, F, P, O, H, C>;
+    type Service = KeyedBreakerService<S, K, F, P, O, H, C, J>;
 
     fn layer(&self, inner: S) -> Self::Service {
         KeyedBreakerService {
@@ -101,23 +122,27 @@ impl<S, K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone> Layer<S>
             registry: Arc::clone(&self.registry),
             key: self.key.clone(),
             classify: self.classify.clone(),
+            on_rejected: self.on_rejected.clone(),
         }
     }
 }
 
-impl<K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone> Clone
-    for KeyedBreakerLayer<K, F, P, O, H, C>
+impl<K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone, J: Clone> Clone
+    for KeyedBreakerLayer<K, F, P, O, H, C, J>
 {
     fn clone(&self) -> Self {
         Self {
             registry: Arc::clone(&self.registry),
             key: self.key.clone(),
             classify: self.classify.clone(),
+            on_rejected: self.on_rejected.clone(),
         }
     }
 }
 
-impl<K, F, P: TripPolicy, O: Observer, H, C> fmt::Debug for KeyedBreakerLayer<K, F, P, O, H, C> {
+impl<K, F, P: TripPolicy, O: Observer, H, C, J> fmt::Debug
+    for KeyedBreakerLayer<K, F, P, O, H, C, J>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedBreakerLayer")
             .field("registry", &self.registry)
@@ -131,15 +156,18 @@ impl<K, F, P: TripPolicy, O: Observer, H, C> fmt::Debug for KeyedBreakerLayer<K,
 /// Admission happens in `call`, once the request (and so its key) is known: `poll_ready` is
 /// the inner service's, so unlike [`BreakerService`](super::BreakerService) an open
 /// breaker cannot answer readiness for the inner service. A rejection is a failed response
-/// future, as in the single-breaker layer.
-pub struct KeyedBreakerService<S, K, F, P, O, H, C> {
+/// future, as in the single-breaker layer, whose error names the key's breaker
+/// ([`RejectedBy`]: the error type is `Error<S::Error, RejectedBy>`); or, with a
+/// [fallback](KeyedBreakerLayer::fallback), the fallback's response.
+pub struct KeyedBreakerService<S, K, F, P, O, H, C, J = FailFast> {
     inner: S,
     registry: Arc<Registry<K, P, O, H>>,
     key: F,
     classify: C,
+    on_rejected: J,
 }
 
-impl<S, K, F, P: TripPolicy, O: Observer, H, C> KeyedBreakerService<S, K, F, P, O, H, C> {
+impl<S, K, F, P: TripPolicy, O: Observer, H, C, J> KeyedBreakerService<S, K, F, P, O, H, C, J> {
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -151,7 +179,7 @@ impl<S, K, F, P: TripPolicy, O: Observer, H, C> KeyedBreakerService<S, K, F, P, 
     }
 }
 
-impl<S, Req, K, F, P, O, H, C> Service<Req> for KeyedBreakerService<S, K, F, P, O, H, C>
+impl<S, Req, K, F, P, O, H, C, J> Service<Req> for KeyedBreakerService<S, K, F, P, O, H, C, J>
 where
     S: Service<Req>,
     K: Hash + Eq + Clone + fmt::Display,
@@ -160,13 +188,14 @@ where
     O: Observer,
     H: BuildHasher + Clone,
     C: Classify<S::Response, S::Error> + Clone,
+    J: OnRejected<S::Response, S::Error, RejectedBy> + Clone,
 {
     type Response = S::Response;
-    type Error = Error<S::Error>;
-    type Future = ResponseFuture<S::Future, P, O, C>;
+    type Error = J::Error;
+    type Future = ResponseFuture<S::Future, P, O, C, J, RejectedBy>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Error::Inner)
+        self.inner.poll_ready(cx).map_err(J::inner)
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
@@ -175,13 +204,13 @@ where
             Ok(permit) => {
                 ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
             }
-            Err(rejected) => ResponseFuture::rejected(rejected),
+            Err(rejected) => ResponseFuture::rejected(rejected, self.on_rejected.clone()),
         }
     }
 }
 
-impl<S: Clone, K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone> Clone
-    for KeyedBreakerService<S, K, F, P, O, H, C>
+impl<S: Clone, K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone, J: Clone> Clone
+    for KeyedBreakerService<S, K, F, P, O, H, C, J>
 {
     fn clone(&self) -> Self {
         Self {
@@ -189,12 +218,13 @@ impl<S: Clone, K, F: Clone, P: TripPolicy, O: Observer, H, C: Clone> Clone
             registry: Arc::clone(&self.registry),
             key: self.key.clone(),
             classify: self.classify.clone(),
+            on_rejected: self.on_rejected.clone(),
         }
     }
 }
 
-impl<S: fmt::Debug, K, F, P: TripPolicy, O: Observer, H, C> fmt::Debug
-    for KeyedBreakerService<S, K, F, P, O, H, C>
+impl<S: fmt::Debug, K, F, P: TripPolicy, O: Observer, H, C, J> fmt::Debug
+    for KeyedBreakerService<S, K, F, P, O, H, C, J>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedBreakerService")

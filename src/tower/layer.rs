@@ -5,16 +5,22 @@ use std::sync::Arc;
 
 use tower_layer::Layer;
 
-use super::BreakerService;
+use super::{BreakerService, FailFast, Fallback};
 use crate::breaker::Breaker;
 use crate::classify::OkIsSuccess;
+use crate::error::Rejected;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 
 /// Wraps services in a [`BreakerService`] that calls through `breaker`.
-pub struct BreakerLayer<P = ConsecutiveFailures, O = (), C = OkIsSuccess> {
+///
+/// `C` decides how each response counts ([`classify`](BreakerLayer::classify)); `J` what a
+/// rejected request gets: an [`Error::Rejected`](crate::Error::Rejected) by default, or a
+/// response of its own ([`fallback`](BreakerLayer::fallback)).
+pub struct BreakerLayer<P = ConsecutiveFailures, O = (), C = OkIsSuccess, J = FailFast> {
     breaker: Arc<Breaker<P, O>>,
     classify: C,
+    on_rejected: J,
 }
 
 impl<P: TripPolicy, O: Observer> BreakerLayer<P, O> {
@@ -24,17 +30,57 @@ impl<P: TripPolicy, O: Observer> BreakerLayer<P, O> {
         Self {
             breaker,
             classify: OkIsSuccess,
+            on_rejected: FailFast,
         }
     }
 }
 
-impl<P: TripPolicy, O: Observer, C> BreakerLayer<P, O, C> {
+impl<P: TripPolicy, O: Observer, C, J> BreakerLayer<P, O, C, J> {
     /// The same layer, with `classify` deciding how each response counts (any
-    /// [`Classify`](crate::Classify), e.g. a closure over `&Result<Response, Error>`).
-    pub fn classify<D>(self, classify: D) -> BreakerLayer<P, O, D> {
+    /// [`Classify`](crate::Classify): [`http::StatusRules`](crate::http::StatusRules) for
+    /// HTTP, a closure over `&Result<Response, Error>`).
+    pub fn classify<D>(self, classify: D) -> BreakerLayer<P, O, D, J> {
         BreakerLayer {
             breaker: self.breaker,
             classify,
+            on_rejected: self.on_rejected,
+        }
+    }
+
+    /// The same layer, answering a rejected request with `fallback(&rejected)` instead of
+    /// an error: the service's error type is then the inner service's own, so the layer fits
+    /// where errors are not allowed (an axum `Router`, no `HandleErrorLayer`). See
+    /// [`Fallback`] for how such answers are counted.
+    ///
+    /// # Examples
+    ///
+    /// An axum route behind a breaker that answers 503 with `Retry-After` while open:
+    ///
+    /// ```
+    /// # #[cfg(feature = "http")] {
+    /// use axum::{routing::get, Router};
+    /// use lazybreaker::http::{rejected_response, StatusRules};
+    /// use lazybreaker::tower::BreakerLayer;
+    /// use lazybreaker::Breaker;
+    /// use std::sync::Arc;
+    ///
+    /// let breaker = Arc::new(Breaker::builder().name("upstream").build());
+    /// let app: Router = Router::new().route("/", get(|| async { "hello" })).layer(
+    ///     BreakerLayer::new(breaker)
+    ///         .classify(StatusRules::new())
+    ///         .fallback(rejected_response),
+    /// );
+    /// # let _ = app;
+    /// # }
+    /// ```
+    pub fn fallback<F, T>(self, fallback: F) -> BreakerLayer<P, O, C, Fallback<F>>
+    where
+        F: Fn(&Rejected) -> T + Clone,
+    {
+        BreakerLayer {
+            breaker: self.breaker,
+            classify: self.classify,
+            on_rejected: Fallback(fallback),
         }
     }
 
@@ -44,24 +90,30 @@ impl<P: TripPolicy, O: Observer, C> BreakerLayer<P, O, C> {
     }
 }
 
-impl<S, P: TripPolicy, O: Observer, C: Clone> Layer<S> for BreakerLayer<P, O, C> {
-    type Service = BreakerService<S, P, O, C>;
+impl<S, P: TripPolicy, O: Observer, C: Clone, J: Clone> Layer<S> for BreakerLayer<P, O, C, J> {
+    type Service = BreakerService<S, P, O, C, J>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        BreakerService::new(inner, Arc::clone(&self.breaker), self.classify.clone())
+        BreakerService::with_answer(
+            inner,
+            Arc::clone(&self.breaker),
+            self.classify.clone(),
+            self.on_rejected.clone(),
+        )
     }
 }
 
-impl<P: TripPolicy, O: Observer, C: Clone> Clone for BreakerLayer<P, O, C> {
+impl<P: TripPolicy, O: Observer, C: Clone, J: Clone> Clone for BreakerLayer<P, O, C, J> {
     fn clone(&self) -> Self {
         Self {
             breaker: Arc::clone(&self.breaker),
             classify: self.classify.clone(),
+            on_rejected: self.on_rejected.clone(),
         }
     }
 }
 
-impl<P: TripPolicy, O: Observer, C> fmt::Debug for BreakerLayer<P, O, C> {
+impl<P: TripPolicy, O: Observer, C, J> fmt::Debug for BreakerLayer<P, O, C, J> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerLayer")
             .field("breaker", &self.breaker.name())

@@ -51,11 +51,13 @@
 //! });
 //! ```
 
+mod fallback;
 mod future;
 mod keyed;
 mod layer;
 mod service;
 
+pub use fallback::{FailFast, Fallback, OnRejected};
 pub use future::ResponseFuture;
 pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
