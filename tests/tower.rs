@@ -263,7 +263,13 @@ fn the_keyed_layer_keeps_a_breaker_per_key() {
             .unwrap()
             .call(("Sub".into(), false))
             .await;
-        assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
+        match r {
+            Err(Error::Rejected(by)) => {
+                assert!(matches!(by.rejected(), Rejected::Open { .. }));
+                assert_eq!(by.breaker(), "Sub", "the rejection names the key's breaker");
+            }
+            other => panic!("expected a rejection, got {other:?}"),
+        }
         let r = service
             .ready()
             .await
