@@ -1,17 +1,24 @@
 //! HTTP helpers (feature `http`, on the `http` crate): how a response counts
-//! ([`StatusRules`], [`status_classifier`]), and what to answer when the breaker rejects a
-//! call ([`rejected_response`]: a 503 with `Retry-After`).
+//! ([`StatusRules`], itself a classifier), the upstream's `Retry-After` ([`retry_after`]),
+//! and what to answer when the breaker rejects a call ([`rejected_response`]: a 503 with
+//! `Retry-After`, e.g. as a tower layer's
+//! [fallback](crate::tower::BreakerLayer::fallback)).
 //!
 //! The rules, status by status:
 //!
 //! | response | counts as | why |
 //! |---|---|---|
-//! | `Err(_)` (transport: refused, reset, timed out) | failure | the dependency did not answer |
+//! | `Err(_)`: refused, unreachable (an `io::Error` among its causes) | fatal: opens at once | the dependency is gone |
+//! | `Err(_)`: any other transport error (reset, timed out) | failure | the dependency did not answer |
 //! | 5xx | failure | the dependency failed |
 //! | 429 Too Many Requests | failure (configurable) | the dependency is shedding load: backing off is the breaker's job |
 //! | 408 Request Timeout | failure (configurable) | the dependency did not finish in time |
 //! | other 4xx | excluded | the request was wrong, not the dependency |
 //! | 1xx, 2xx, 3xx | success | |
+//!
+//! With [`StatusRules::honor_retry_after`], a 503 or 429 that carries `Retry-After` opens the
+//! breaker at once for as long as the upstream asked (bounded by the breaker's longest open
+//! period), instead of waiting for the policy to trip.
 //!
 //! # Examples
 //!
@@ -350,5 +357,89 @@ mod tests {
         assert_eq!(breaker.state(), crate::State::Closed);
         let _ = breaker.execute_classified(|| respond(500), &classify);
         assert_eq!(breaker.state(), crate::State::Open);
+    }
+
+    fn response(code: u16, retry_after: Option<&'static str>) -> Response<()> {
+        let mut response = Response::builder().status(code);
+        if let Some(value) = retry_after {
+            response = response.header(header::RETRY_AFTER, value);
+        }
+        response.body(()).unwrap()
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates_and_ignores_the_rest() {
+        // 2015-10-21 07:28:00 UTC
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let parse = |v: &'static str| retry_after(&HeaderValue::from_static(v), now);
+        assert_eq!(parse("0"), Some(Duration::ZERO));
+        assert_eq!(parse(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse("Wed, 21 Oct 2015 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse("Wednesday, 21-Oct-15 07:29:00 GMT"),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(parse("Wed, 21 Oct 2015 07:27:00 GMT"), None, "in the past");
+        assert_eq!(parse("Wed, 21 Oct 2015 07:28:00 GMT"), None, "now");
+        assert_eq!(parse("-5"), None);
+        assert_eq!(parse("1.5"), None);
+        assert_eq!(parse(""), None);
+        assert_eq!(
+            parse("99999999999999999999999"),
+            Some(Duration::from_secs(u64::MAX)),
+            "too long to count is the longest wait (the breaker bounds it)"
+        );
+    }
+
+    #[test]
+    fn retry_after_opens_only_when_honoured_on_503_and_429_failures() {
+        type Res = Result<Response<()>, std::io::Error>;
+        let plain = StatusRules::new();
+        let honour = StatusRules::new().honor_retry_after();
+        let asks = |code| -> Res { Ok(response(code, Some("120"))) };
+        let two_minutes = Some(Duration::from_secs(120));
+        assert_eq!(plain.open_for(&asks(503)), None, "opt-in");
+        assert_eq!(honour.open_for(&asks(503)), two_minutes);
+        assert_eq!(honour.open_for(&asks(429)), two_minutes);
+        assert_eq!(honour.open_for(&asks(500)), None, "only 503 and 429");
+        assert_eq!(honour.open_for(&asks(200)), None);
+        let excluded_429 = honour.too_many_requests(Outcome::Excluded);
+        assert_eq!(
+            excluded_429.open_for(&asks(429)),
+            None,
+            "a 429 that does not count opens nothing"
+        );
+        assert_eq!(honour.open_for(&Res::Ok(response(503, None))), None);
+        assert_eq!(
+            honour.open_for(&Res::Ok(response(503, Some("later")))),
+            None
+        );
+        assert_eq!(
+            honour.open_for(&Res::Err(std::io::Error::other("reset"))),
+            None
+        );
+    }
+
+    #[test]
+    fn transport_errors_are_fatal_when_refused_whatever_wraps_them() {
+        use std::io::{Error as IoError, ErrorKind};
+        type BoxError = Box<dyn std::error::Error + Send + Sync>;
+        let rules = StatusRules::new();
+        let refused = || IoError::from(ErrorKind::ConnectionRefused);
+        let io: Result<Response<()>, IoError> = Err(refused());
+        assert_eq!(rules.classify(&io), Outcome::Fatal);
+        let boxed: Result<Response<()>, BoxError> = Err(refused().into());
+        assert_eq!(rules.classify(&boxed), Outcome::Fatal);
+        let layered: Result<Response<()>, crate::Error<BoxError>> =
+            Err(crate::Error::Inner(refused().into()));
+        assert_eq!(rules.classify(&layered), Outcome::Fatal);
+        let reset: Result<Response<()>, BoxError> =
+            Err(IoError::from(ErrorKind::ConnectionReset).into());
+        assert_eq!(rules.classify(&reset), Outcome::Failure);
+        let opaque: Result<Response<()>, &str> = Err("refused, but who knows");
+        assert_eq!(rules.classify(&opaque), Outcome::Failure);
     }
 }

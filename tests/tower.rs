@@ -288,3 +288,92 @@ fn the_keyed_layer_keeps_a_breaker_per_key() {
     assert_eq!(registry.get("Get").unwrap().state(), State::Closed);
     assert_eq!(registry.get("Sub").unwrap().name(), "Sub");
 }
+
+/// A classifier that reports the dependency's requested back-off (`Err(Some(secs))`) and,
+/// for `Err(None)`, panics while asked for it.
+#[derive(Clone)]
+struct AsksForTime;
+
+impl lazybreaker::Classify<&'static str, Option<u64>> for AsksForTime {
+    fn classify(&self, result: &Result<&'static str, Option<u64>>) -> Outcome {
+        match result {
+            Ok(_) => Outcome::Success,
+            Err(_) => Outcome::Failure,
+        }
+    }
+
+    fn open_for(&self, result: &Result<&'static str, Option<u64>>) -> Option<Duration> {
+        match result {
+            Err(Some(secs)) => Some(Duration::from_secs(*secs)),
+            Err(None) => panic!("the classifier's own bug"),
+            Ok(_) => unreachable!("asked only of failures"),
+        }
+    }
+}
+
+#[test]
+fn a_classifiers_open_for_opens_the_breaker_for_that_long() {
+    let clock = lazybreaker::ManualClock::new();
+    let breaker = Arc::new(
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(5).unwrap())
+            .max_open_duration(Duration::from_secs(300))
+            .clock(clock.clone())
+            .build(),
+    );
+    let inner = tower::service_fn(|r: Result<&'static str, Option<u64>>| async move { r });
+    let mut service = BreakerLayer::new(Arc::clone(&breaker))
+        .classify(AsksForTime)
+        .layer(inner);
+    runtime().block_on(async {
+        let r = service.ready().await.unwrap().call(Ok("fine")).await;
+        assert_eq!(r.unwrap(), "fine");
+        let r = service.ready().await.unwrap().call(Err(Some(90))).await;
+        assert!(matches!(r, Err(Error::Inner(Some(90)))));
+        assert_eq!(
+            breaker.state(),
+            State::Open,
+            "one failure of five, but asked for time"
+        );
+        let t = breaker.totals();
+        assert_eq!((t.successes, t.failures), (1, 1));
+        clock.advance(Duration::from_secs(89));
+        assert_eq!(breaker.state(), State::Open);
+        clock.advance(Duration::from_secs(2));
+        assert_eq!(breaker.state(), State::HalfOpen);
+
+        // Bounded by the longest open period: asking for an hour gets five minutes.
+        let r = service.ready().await.unwrap().call(Err(Some(3_600))).await;
+        assert!(r.is_err());
+        assert_eq!(breaker.state(), State::Open);
+        clock.advance(Duration::from_secs(301));
+        assert_eq!(breaker.state(), State::HalfOpen);
+    });
+}
+
+#[test]
+fn a_panic_in_open_for_counts_the_call_as_excluded_and_keeps_unwinding() {
+    let breaker = Arc::new(
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .build(),
+    );
+    let inner = tower::service_fn(|r: Result<&'static str, Option<u64>>| async move { r });
+    let mut service = BreakerLayer::new(Arc::clone(&breaker))
+        .classify(AsksForTime)
+        .layer(inner);
+    let rt = runtime();
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let _ = service.ready().await.unwrap().call(Err(None)).await;
+        })
+    }));
+    assert!(unwound.is_err(), "the classifier's panic is not swallowed");
+    assert_eq!(breaker.state(), State::Closed);
+    let t = breaker.totals();
+    assert_eq!(
+        (t.failures, t.exclusions),
+        (0, 1),
+        "accounted for, as an exclusion"
+    );
+}

@@ -1,13 +1,41 @@
 //! A tower middleware around a breaker (feature `tower`): [`BreakerLayer`] and
 //! [`BreakerService`], with a named [`ResponseFuture`]. No async runtime and no timer.
 //!
-//! # Where the deadline goes
+//! # The recipe: how responses count, and where the deadline goes
 //!
-//! **Inside** the breaker: `ServiceBuilder::new().layer(BreakerLayer::new(b)).timeout(d)`
-//! puts the timeout between the breaker and the dependency, so a hung dependency's calls end
-//! as timeout errors, which are failures: the breaker trips. A timeout *outside* the breaker
-//! (`.timeout(d).layer(BreakerLayer::new(b))`) cancels the call, which the breaker records
-//! as abandoned (an exclusion by default: see [`AbandonedAs`](crate::AbandonedAs)).
+//! ```
+//! # #[cfg(feature = "http")] {
+//! use lazybreaker::http::StatusRules;
+//! use lazybreaker::tower::BreakerLayer;
+//! use lazybreaker::Breaker;
+//! use std::{sync::Arc, time::Duration};
+//! use tower::ServiceBuilder;
+//!
+//! # let client = tower::service_fn(|_: ()| async { Ok::<_, std::io::Error>(http::Response::new(())) });
+//! let breaker = Arc::new(Breaker::builder().name("upstream").build());
+//! let service = ServiceBuilder::new()
+//!     .layer(BreakerLayer::new(breaker).classify(StatusRules::new()))
+//!     .timeout(Duration::from_secs(1)) // inside the breaker: a hang is a failure
+//!     .service(client);
+//! # let _ = service;
+//! # }
+//! ```
+//!
+//! - **Classify responses.** The default classifier counts every `Ok` as a success, and to
+//!   an HTTP client a 500 is an `Ok(response)`. Give HTTP services
+//!   [`http::StatusRules`](crate::http::StatusRules) (feature `http`): 5xx are failures,
+//!   a refused connection is fatal (it opens the breaker at once), other 4xx excluded, and
+//!   with [`honor_retry_after`](crate::http::StatusRules::honor_retry_after) a 503 or 429
+//!   with `Retry-After` opens the breaker for as long as the upstream asked.
+//! - **The deadline inside.** `ServiceBuilder::new().layer(BreakerLayer::new(b)).timeout(d)`
+//!   puts the timeout between the breaker and the dependency, so a hung dependency's calls
+//!   end as timeout errors, which are failures: the breaker trips. A timeout *outside* the
+//!   breaker (`.timeout(d).layer(BreakerLayer::new(b))`) cancels the call, which the breaker
+//!   records as abandoned (an exclusion by default: see [`AbandonedAs`](crate::AbandonedAs)).
+//! - **An answer instead of an error.** [`BreakerLayer::fallback`] answers rejected requests
+//!   with a response of its own ([`http::rejected_response`](crate::http::rejected_response):
+//!   503 with `Retry-After`), so the service's error type stays the inner one and the layer
+//!   goes straight into an axum `Router`.
 //!
 //! # Conventions
 //!
@@ -24,7 +52,8 @@
 //!   axum's `HandleErrorLayer`) compose.
 //!
 //! [`KeyedBreakerLayer`] keeps a breaker per request key (authority, path, gRPC method) in a
-//! [`Registry`](crate::Registry), the key extracted from each request by a closure.
+//! [`Registry`](crate::Registry), the key extracted from each request by a closure; its
+//! rejections name the key's breaker ([`RejectedBy`](crate::RejectedBy)).
 //!
 //! # Examples
 //!
