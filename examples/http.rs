@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! ServiceBuilder::new()
-//!     .layer(BreakerLayer::new(breaker).classify(status_classifier()))  // counts 5xx, errors
+//!     .layer(BreakerLayer::new(breaker).classify(StatusRules::new()))  // counts 5xx, errors
 //!     .timeout(DEADLINE)                                                // a hang is an error
 //!     .service(hyper_util Client)
 //! ```
@@ -29,7 +29,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use lazybreaker::http::{rejected_response, status_classifier};
+use lazybreaker::http::{rejected_response, StatusRules};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::tower::BreakerLayer;
 use lazybreaker::{Breaker, Error, MonotonicClock};
@@ -115,7 +115,7 @@ async fn run() {
     );
     let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
     let mut service = ServiceBuilder::new()
-        .layer(BreakerLayer::new(Arc::clone(&breaker)).classify(status_classifier()))
+        .layer(BreakerLayer::new(Arc::clone(&breaker)).classify(StatusRules::new()))
         .timeout(DEADLINE)
         .service(client);
     let uri: axum::http::Uri = format!("http://{addr}/").parse().expect("a URI");

@@ -30,8 +30,9 @@ pin_project! {
     ///   another branch, a timeout *around* this future), the call is abandoned: its permit
     ///   is dropped without a verdict (see [`Permit`]), so a half-open breaker gets its probe
     ///   slot back. To have a hung dependency trip the breaker, put the deadline *inside*
-    ///   the call (`|| tokio::time::timeout(d, request())` with the timeout's error counted as
-    ///   a failure), not around this future.
+    ///   the call, classified by [`classify::deadline`](crate::classify::deadline):
+    ///   `execute_async_classified(|| tokio::time::timeout(d, request()), deadline(OkIsSuccess))`
+    ///   (with `deadline(StatusRules::new())` for HTTP responses), not around this future.
     ///
     /// `Send` when the closure, the call and the classifier are; no allocation.
     #[must_use = "futures do nothing unless polled: the call is admitted on the first poll"]
@@ -66,8 +67,13 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     ///
     /// **Where the deadline goes.** A timeout *around* the returned future cancels the call,
     /// which the breaker records as abandoned (not as a failure): a dependency that hangs
-    /// would then never trip it. Put the deadline *inside* the call, so that its expiry is
-    /// the call's own error.
+    /// would then never trip it. Put the deadline *inside* the call, and classify its nested
+    /// result with [`classify::deadline`](crate::classify::deadline) (with this method's
+    /// default classifier, `timeout`'s `Ok(Err(refused))` would be a success):
+    ///
+    /// ```text
+    /// breaker.execute_async_classified(|| timeout(d, request()), deadline(OkIsSuccess))
+    /// ```
     ///
     /// # Errors
     ///

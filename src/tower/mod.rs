@@ -27,7 +27,7 @@
 //!   a refused connection is fatal (it opens the breaker at once), other 4xx excluded, and
 //!   with [`honor_retry_after`](crate::http::StatusRules::honor_retry_after) a 503 or 429
 //!   with `Retry-After` opens the breaker for as long as the upstream asked.
-//! - **The deadline inside.** `ServiceBuilder::new().layer(BreakerLayer::new(b)).timeout(d)`
+//! - **The deadline inside.** `.layer(BreakerLayer::new(b).classify(rules)).timeout(d)`
 //!   puts the timeout between the breaker and the dependency, so a hung dependency's calls
 //!   end as timeout errors, which are failures: the breaker trips. A timeout *outside* the
 //!   breaker (`.timeout(d).layer(BreakerLayer::new(b))`) cancels the call, which the breaker
