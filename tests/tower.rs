@@ -263,7 +263,12 @@ fn the_keyed_layer_keeps_a_breaker_per_key() {
             .unwrap()
             .call(("Sub".into(), false))
             .await;
-        assert!(matches!(r, Err(Error::Rejected(Rejected::Open { .. }))));
+        // The keyed layer's rejection names the key's breaker.
+        assert!(matches!(
+            &r,
+            Err(Error::Rejected(by))
+                if by.breaker() == "Sub" && matches!(by.rejected(), Rejected::Open { .. })
+        ));
         let r = service
             .ready()
             .await
