@@ -109,6 +109,8 @@
 //!   process for tests.
 //! - `redis`: `redis::RedisStore`, the fleet's store on Redis, and `redis::SharedBreaker`
 //!   built from a `redis::Client`.
+//! - `reqwest`: `reqwest::BreakerMiddleware`, a `reqwest_middleware::Middleware` with a
+//!   breaker per host, and `reqwest::rejection` to recover a rejection from its error.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
@@ -150,6 +152,9 @@ pub mod prometheus;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod registry;
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub mod reqwest;
 #[cfg(feature = "serde")]
 mod serde_duration;
 mod snapshot;
