@@ -313,7 +313,32 @@ impl fmt::Display for BreakerPrefix<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::ConfigError;
+    use super::{ConfigError, Rejected};
+    use std::time::Duration;
+
+    #[test]
+    fn an_open_rejection_says_the_open_periods_rest_without_the_strict_expirys_nanosecond() {
+        const S: u64 = 1_000_000_000;
+        // Tripped at 5 s for 60 s: open until 65 s inclusive.
+        let until = 65 * S;
+        let wait = |now| Rejected::open_until(until, now).retry_after();
+        assert_eq!(wait(5 * S), Some(Duration::from_secs(60)), "at the trip");
+        assert_eq!(wait(5 * S + S / 2), Some(Duration::from_millis(59_500)));
+        assert_eq!(
+            wait(until),
+            Some(Duration::from_nanos(1)),
+            "still open at `until`: 1 ns, not zero"
+        );
+        assert_eq!(
+            Rejected::open_until(until, 5 * S).retry_after_secs(),
+            Some(60)
+        );
+        assert_eq!(
+            Rejected::open_until(u64::MAX, 0).retry_after(),
+            Some(Duration::from_nanos(u64::MAX)),
+            "saturates"
+        );
+    }
 
     #[test]
     fn a_path_and_a_breaker_name_show_in_the_message() {
