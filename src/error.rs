@@ -26,8 +26,10 @@ pub enum Rejected {
     /// The breaker is open.
     #[error("circuit breaker is open")]
     Open {
-        /// How long until the breaker lets a probe through (it goes half-open once this much
-        /// time has passed on its clock, if nothing else changes it first).
+        /// What is left of the open period: a breaker tripped for 60 s says 60 s at the trip,
+        /// 59.5 s half a second later. It lets a probe through just after this much time has
+        /// passed on its clock, if nothing else changes it first (the period ends strictly
+        /// after its last instant, at which it still rejects and says 1 ns, never zero).
         retry_after: Duration,
     },
     /// The breaker is half-open and already has as many probes in flight as it admits.
@@ -40,12 +42,17 @@ pub enum Rejected {
 }
 
 impl Rejected {
-    /// The rejection of a breaker that stays open until `until` (inclusive), at `now`: it goes
-    /// half-open one nanosecond after `until`. Saturates: an open period too long to count
-    /// gives the longest wait, not an overflow.
+    /// The rejection of a breaker that stays open until `until` (inclusive), at `now`.
+    ///
+    /// The one place the open period's rest is computed for users (rejections, snapshots,
+    /// metrics): `until - now`, the configured open period less the time since the trip, so a
+    /// breaker tripped for 60 s says 60 s at the trip, not 60 s and the nanosecond by which
+    /// the strict expiry goes half-open after `until`. At `until` itself the breaker still
+    /// rejects, and says 1 ns rather than zero. An open period too long to count gives the
+    /// longest wait, not an overflow.
     pub(crate) fn open_until(until: u64, now: u64) -> Self {
         Rejected::Open {
-            retry_after: Duration::from_nanos(until.saturating_add(1).saturating_sub(now)),
+            retry_after: Duration::from_nanos(until.saturating_sub(now).max(1)),
         }
     }
 
@@ -71,8 +78,8 @@ impl Rejected {
     }
 
     /// [`retry_after`](Rejected::retry_after) in whole seconds, rounded up (so a client that
-    /// waits that long finds the breaker past its open period), as an HTTP `Retry-After`
-    /// header wants it; at least 1.
+    /// waits that long does not come back before the open period ends: a breaker tripped
+    /// for 60 s says 60), as an HTTP `Retry-After` header wants it; at least 1.
     ///
     /// # Examples
     ///
@@ -432,7 +439,32 @@ impl fmt::Display for BreakerPrefix<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::ConfigError;
+    use super::{ConfigError, Rejected};
+    use std::time::Duration;
+
+    #[test]
+    fn an_open_rejection_says_the_open_periods_rest_without_the_strict_expirys_nanosecond() {
+        const S: u64 = 1_000_000_000;
+        // Tripped at 5 s for 60 s: open until 65 s inclusive.
+        let until = 65 * S;
+        let wait = |now| Rejected::open_until(until, now).retry_after();
+        assert_eq!(wait(5 * S), Some(Duration::from_secs(60)), "at the trip");
+        assert_eq!(wait(5 * S + S / 2), Some(Duration::from_millis(59_500)));
+        assert_eq!(
+            wait(until),
+            Some(Duration::from_nanos(1)),
+            "still open at `until`: 1 ns, not zero"
+        );
+        assert_eq!(
+            Rejected::open_until(until, 5 * S).retry_after_secs(),
+            Some(60)
+        );
+        assert_eq!(
+            Rejected::open_until(u64::MAX, 0).retry_after(),
+            Some(Duration::from_nanos(u64::MAX)),
+            "saturates"
+        );
+    }
 
     #[test]
     fn a_path_and_a_breaker_name_show_in_the_message() {

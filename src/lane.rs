@@ -785,6 +785,19 @@ mod tests {
     }
 
     #[test]
+    fn an_open_lanes_peek_says_what_is_left_of_the_open_period() {
+        let lane = Lane::new(counting(), Phase::Open { until: 42 });
+        let rejected = |ns| {
+            Peek::Open(Rejected::Open {
+                retry_after: std::time::Duration::from_nanos(ns),
+            })
+        };
+        assert_eq!(lane.peek_open(|| 40), rejected(2));
+        assert_eq!(lane.peek_open(|| 42), rejected(1), "the last open instant");
+        assert_eq!(lane.peek_open(|| 43), Peek::Passes);
+    }
+
+    #[test]
     fn open_rejections_are_counted_and_folded_by_the_next_close() {
         let lane = Lane::new(counting(), Phase::Open { until: 42 });
         for _ in 0..5 {

@@ -48,7 +48,9 @@
 //! - Counts belong to a *generation*. A new one starts at every state change and when a
 //!   closed-state `interval` expires; a result that arrives after its generation ended is
 //!   dropped, not miscounted.
-//! - Expiries are strict: an open breaker goes half-open strictly after `timeout`.
+//! - Expiries are strict: an open breaker goes half-open strictly after `timeout`. The wait
+//!   it reports (a rejection's `retry_after`, a snapshot's, the metrics') is what is left of
+//!   the open period, `timeout` itself at the trip (1 ns at its very last instant).
 //! - `requests` is counted at admission. The policy is consulted on results in the closed
 //!   state only.
 //! - Half-open admits `max(1, max_requests)` probes (an excluded result gives its slot back)

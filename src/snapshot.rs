@@ -38,7 +38,7 @@ use crate::state::State;
 /// let _ = breaker.execute(|| Ok::<_, ()>(())); // rejected
 /// let s = breaker.snapshot();
 /// assert_eq!((s.name.as_str(), s.state), ("payments", State::Open));
-/// assert_eq!(s.retry_after, Some(Duration::from_nanos(10_000_000_001)));
+/// assert_eq!(s.retry_after, Some(Duration::from_secs(10))); // the whole open period is left
 /// assert_eq!((s.totals.failures, s.totals.rejected_open, s.times_opened), (1, 1, 1));
 ///
 /// clock.advance(Duration::from_secs(11));
@@ -65,7 +65,8 @@ pub struct Snapshot {
     pub counts: Counts,
     /// Lifetime counters, rejections included.
     pub totals: Totals,
-    /// While open (not forced): how long until a probe is let through.
+    /// While open (not forced): what is left of the open period, until a probe is let
+    /// through ([`Rejected::Open`](crate::Rejected::Open)'s `retry_after`).
     #[cfg_attr(
         feature = "serde",
         serde(serialize_with = "crate::serde_duration::serialize_option")

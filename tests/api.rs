@@ -32,6 +32,88 @@ fn rejections_read_like_gobreakers() {
     assert!(e.is_rejected());
 }
 
+/// A breaker tripped for 60 s says 60 s at the trip: not the 60 s and 1 ns that its strict
+/// expiry (half-open strictly after the open period's last instant) keeps it open for.
+#[test]
+fn a_rejection_right_after_a_trip_says_the_configured_timeout_exactly() {
+    const TIMEOUT: Duration = Duration::from_secs(60);
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .timeout(TIMEOUT)
+        .policy(trips_on_first_failure())
+        .clock(clock.clone())
+        .build();
+    clock.advance(Duration::from_secs(5)); // a trip away from the clock's origin
+    let _ = breaker.execute(|| Err::<(), _>(()));
+    let rejected = breaker.allow().unwrap_err();
+    assert_eq!(
+        rejected,
+        Rejected::Open {
+            retry_after: TIMEOUT
+        }
+    );
+    assert_eq!(rejected.retry_after_secs(), Some(60), "not 61");
+    let err = breaker.execute(|| Ok::<_, ()>(())).unwrap_err();
+    assert_eq!(
+        err.rejection(),
+        Some(Rejected::Open {
+            retry_after: TIMEOUT
+        })
+    );
+    assert_eq!(breaker.snapshot().retry_after, Some(TIMEOUT));
+
+    clock.advance(Duration::from_millis(500));
+    let rejected = breaker.allow().unwrap_err();
+    assert_eq!(rejected.retry_after(), Some(Duration::from_millis(59_500)));
+    assert_eq!(rejected.retry_after_secs(), Some(60));
+
+    // The open period's last instant: still open, and 1 ns left rather than zero.
+    clock.advance(Duration::from_millis(59_500));
+    let rejected = breaker.allow().unwrap_err();
+    assert_eq!(
+        rejected,
+        Rejected::Open {
+            retry_after: Duration::from_nanos(1)
+        }
+    );
+    assert_eq!(rejected.retry_after_secs(), Some(1));
+    // The strict expiry is unchanged: half-open one nanosecond later.
+    clock.advance(Duration::from_nanos(1));
+    assert!(breaker.allow().is_ok());
+    assert_eq!(breaker.state(), State::HalfOpen);
+
+    // A manual trip says its own period exactly too.
+    breaker.trip_for(Duration::from_secs(120));
+    assert_eq!(
+        breaker.allow().unwrap_err().retry_after(),
+        Some(Duration::from_secs(120))
+    );
+}
+
+/// What a person reads of a rejection (`Display`, `Debug`, the snapshot's `Debug`) shows the
+/// configured open period, with no stray nanosecond.
+#[test]
+fn a_rejections_display_and_debug_show_no_stray_nanosecond() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .timeout(Duration::from_millis(500))
+        .policy(trips_on_first_failure())
+        .clock(clock.clone())
+        .build();
+    let _ = breaker.execute(|| Err::<(), _>(()));
+    let rejected = breaker.allow().unwrap_err();
+    assert_eq!(format!("{rejected:?}"), "Open { retry_after: 500ms }");
+    assert_eq!(rejected.to_string(), "circuit breaker is open");
+    let err: Error<std::io::Error> = breaker.execute(|| Ok(())).unwrap_err();
+    assert_eq!(format!("{err:?}"), "Rejected(Open { retry_after: 500ms })");
+    assert_eq!(err.to_string(), "circuit breaker is open");
+    let snapshot = format!("{:?}", breaker.snapshot());
+    assert!(snapshot.contains("retry_after: Some(500ms)"), "{snapshot}");
+    clock.advance(Duration::from_millis(200));
+    let rejected = breaker.allow().unwrap_err();
+    assert_eq!(format!("{rejected:?}"), "Open { retry_after: 300ms }");
+}
+
 #[test]
 fn the_inner_error_is_untouched() {
     let breaker = Breaker::builder().build();
@@ -354,7 +436,7 @@ fn a_policy_that_panics_choosing_the_open_duration_still_opens_for_the_timeout()
         "the policy's panic reaches the caller"
     );
     // The trip was completed with the configured timeout: no half-made transition.
-    assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
+    assert_eq!(open_for(&breaker), Some(FIVE_S));
     clock.advance(FIVE_S * 2);
     breaker
         .execute(|| Ok::<_, ()>(()))
@@ -380,7 +462,7 @@ fn a_policy_that_panics_as_a_probe_fails_does_not_leave_half_open_stuck() {
         "the probe fails, the policy panics"
     );
     // The probe's failure was applied: open again, for the timeout, not stuck half-open.
-    assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
+    assert_eq!(open_for(&breaker), Some(FIVE_S));
     clock.advance(FIVE_S * 2);
     breaker
         .execute(|| Ok::<_, ()>(()))
@@ -402,7 +484,7 @@ fn a_policy_that_panics_hearing_of_a_trip_leaves_a_well_formed_open_state_and_de
         .clock(clock.clone())
         .build();
     assert!(fails_with_panic(&breaker));
-    assert_eq!(open_for(&breaker), Some(FIVE_S + Duration::from_nanos(1)));
+    assert_eq!(open_for(&breaker), Some(FIVE_S));
     // The change happened; the panicking call did not deliver it, the next call did.
     assert_eq!(log.entries(), vec![(State::Closed, State::Open)]);
     clock.advance(FIVE_S * 2);

@@ -163,10 +163,10 @@ impl Tally {
             Rejected::Open { retry_after } => {
                 self.rejected_open += 1;
                 self.longest_retry = self.longest_retry.max(retry_after);
-                // `retry_after` is `until + 1 - now`, where `now` is the breaker's reading
-                // (taken during the call, possibly long before the lock) and `until` is at
-                // most an open period after the trip: at most `timeout + 1 ns + moved`.
-                if retry_after > timeout + Duration::from_nanos(1) + moved {
+                // `retry_after` is `until - now` (at least 1 ns), where `now` is the breaker's
+                // reading (taken during the call, possibly long before the lock) and `until`
+                // is at most an open period after the trip: at most `timeout + moved`.
+                if retry_after > timeout + moved {
                     self.too_long += 1;
                 }
             }

@@ -406,7 +406,9 @@ impl Model {
             State::Open => {
                 let until = self.until.expect("an open breaker has a deadline");
                 return Err(Admit::Open {
-                    retry_after: Duration::from_nanos(until + 1 - now),
+                    // The open period's rest, without the nanosecond of the strict expiry;
+                    // at the deadline itself (still open) 1 ns.
+                    retry_after: Duration::from_nanos((until - now).max(1)),
                 });
             }
             State::HalfOpen => {
@@ -1037,10 +1039,10 @@ fn scripted_fixed_window_through_every_state() {
             end(0, Failure, tally(1, 0, 1, 0, 0, 1)),
             allow(Admit::Ok, tally(2, 0, 1, 0, 0, 1)), // p3
             end(0, Failure, ZERO),                     // trips: open until 30 ms + 1 ns
-            allow(open_for(20 * MS + 1), ZERO),
-            quiet(Op::ToDeadline(0), ZERO), // t = 30 ms + 1 ns: still open
-            allow(open_for(1), ZERO),
-            quiet(Op::ToDeadline(1), ZERO), // t = 30 ms + 2 ns
+            allow(open_for(20 * MS), ZERO),            // the whole timeout
+            quiet(Op::ToDeadline(0), ZERO),            // t = 30 ms + 1 ns: still open
+            allow(open_for(1), ZERO),                  // at the deadline: 1 ns, not zero
+            quiet(Op::ToDeadline(1), ZERO),            // t = 30 ms + 2 ns
             allow(Admit::Ok, tally(1, 0, 0, 0, 0, 0)), // p4, the first probe
             state(State::HalfOpen, tally(1, 0, 0, 0, 0, 0)),
             allow(Admit::Ok, tally(2, 0, 0, 0, 0, 0)), // p5
@@ -1094,7 +1096,7 @@ fn scripted_rolling_window_trims_a_run_that_started_in_the_leaving_bucket() {
             end(1, Failure, tally(3, 0, 2, 0, 0, 2)),  // d
             end(0, Failure, ZERO), // c (bucket 2, still in the window): 3 in a row, trips
             state(State::Open, ZERO),
-            allow(open_for(DEFAULT_TIMEOUT + 1), ZERO), // timeout 0 means 60 s
+            allow(open_for(DEFAULT_TIMEOUT), ZERO), // timeout 0 means 60 s
             quiet(Op::ToDeadline(1), ZERO),
             state(State::HalfOpen, ZERO),
             allow(Admit::Ok, tally(1, 0, 0, 0, 0, 0)), // e; max_requests 0 means 1
@@ -1183,7 +1185,7 @@ fn scripted_out_of_window_failure_still_consults_the_trip_rule() {
             state(State::Closed, tally(1, 0, 1, 0, 0, 1)), // bucket 0 left: 1 of 1 failed
             end(0, Failure, ZERO), // x: out of window, not counted, but the rule trips
             state(State::Open, ZERO),
-            allow(open_for(5 * MS + 1), ZERO),
+            allow(open_for(5 * MS), ZERO),
         ],
     );
     assert_eq!(totals, lifetime(3, 1, 1, 0, 1, 1, 0));

@@ -320,6 +320,48 @@ fn every_scraped_value_matches_the_snapshot() {
     );
 }
 
+/// The retry-after gauge reads the configured open period exactly at the trip: `0.5`, not
+/// `0.500000001` (the nanosecond by which the strict expiry outlasts the period).
+#[test]
+fn the_retry_after_gauge_reads_the_configured_open_period() {
+    let clock = ManualClock::new();
+    let breaker = Arc::new(
+        Breaker::builder()
+            .name("tripped")
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(Duration::from_millis(500))
+            .clock(clock.clone())
+            .build(),
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(
+        BreakerCollector::new().breaker(Arc::clone(&breaker)),
+    ));
+    let scrape = || {
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("a scrape");
+        text
+    };
+    let gauge = || {
+        get(
+            &parse(&scrape()),
+            "circuit_breaker_retry_after_seconds",
+            &[("breaker", "tripped")],
+        )
+    };
+    assert_eq!(gauge(), 0.0, "closed");
+    clock.advance(Duration::from_secs(2));
+    let _ = breaker.execute(|| Err::<(), _>("down"));
+    assert_eq!(gauge(), 0.5);
+    let text = scrape();
+    let line = r#"circuit_breaker_retry_after_seconds{breaker="tripped"} 0.5"#;
+    assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    clock.advance(Duration::from_millis(250));
+    assert_eq!(gauge(), 0.25);
+    clock.advance(Duration::from_millis(250) + Duration::from_nanos(1));
+    assert_eq!(gauge(), 0.0, "half-open next");
+}
+
 /// The sixth finding of the third reliability round: one breaker's panicking
 /// `TripPolicy::gauges` took the whole scrape down, every breaker's series lost. Now the
 /// scrape encodes every breaker, marks the one whose policy panicked, and does not panic;

@@ -1092,10 +1092,42 @@ fn the_breakers_own_snapshot_serializes() {
     assert_eq!(json["name"], "payments");
     assert_eq!(json["state"], "open");
     assert_eq!(json["at"], "4s");
-    assert_eq!(json["retry_after"], "6s 1ns");
+    assert_eq!(
+        json["retry_after"], "6s",
+        "the open period's rest, 10 s - 4 s"
+    );
     assert_eq!(json["forced"], serde_json::Value::Null);
     assert_eq!(json["times_opened"], 1);
     assert_eq!(json["recent_failures"], 1);
     assert_eq!(json["totals"]["failures"], 1);
     assert_eq!(json["policy"], serde_json::json!({}));
+}
+
+/// A snapshot's `retry_after` is the open period's rest, as configured: `"500ms"` at the
+/// trip, not `"500ms 1ns"` (the nanosecond by which the strict expiry outlasts the period).
+#[test]
+fn a_snapshots_retry_after_is_the_configured_open_period() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .name("payments")
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(Duration::from_millis(500))
+        .clock(clock.clone())
+        .build();
+    clock.advance(secs(3));
+    let _ = breaker.execute(|| Err::<(), _>("boom"));
+    let json: serde_json::Value = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(json["state"], "open");
+    assert_eq!(json["retry_after"], "500ms");
+    clock.advance(Duration::from_millis(200));
+    let json: serde_json::Value = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(json["retry_after"], "300ms");
+    clock.advance(Duration::from_millis(300));
+    let json: serde_json::Value = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(json["state"], "open", "the open period's last instant");
+    assert_eq!(json["retry_after"], "1ns");
+    clock.advance(Duration::from_nanos(1));
+    let json: serde_json::Value = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(json["state"], "half-open");
+    assert_eq!(json["retry_after"], serde_json::Value::Null);
 }

@@ -102,16 +102,25 @@ fn a_snapshot_computes_half_open_without_moving_the_breaker() {
     assert_eq!(changes.load(Ordering::SeqCst), 1);
     let s = b.snapshot();
     assert_eq!(s.state, State::Open);
-    assert_eq!(s.retry_after, Some(OPEN_FOR + Duration::from_nanos(1)));
+    assert_eq!(
+        s.retry_after,
+        Some(OPEN_FOR),
+        "the whole open period is left"
+    );
     // Opening started a new generation (gobreaker's): the counts that tripped it went to the
     // transition, and the open generation counts nothing.
     assert_eq!(s.counts.requests, 0);
     clock.advance(Duration::from_secs(4));
+    assert_eq!(b.snapshot().retry_after, Some(Duration::from_secs(6)));
+    clock.advance(Duration::from_secs(6));
     assert_eq!(
         b.snapshot().retry_after,
-        Some(Duration::from_nanos(6_000_000_001))
+        Some(Duration::from_nanos(1)),
+        "at the deadline: still open, 1 ns left rather than zero"
     );
-    clock.advance(Duration::from_secs(7));
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(b.snapshot().state, State::HalfOpen);
+    clock.advance(Duration::from_secs(1));
     let s = b.snapshot();
     assert_eq!(s.state, State::HalfOpen, "what the next call would find");
     assert_eq!(s.retry_after, None);

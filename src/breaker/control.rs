@@ -107,9 +107,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// breaker.trip_for(Duration::from_secs(120)); // "Retry-After: 120"
     /// assert_eq!(
     ///     breaker.allow().unwrap_err(),
-    ///     Rejected::Open { retry_after: Duration::from_nanos(120_000_000_001) }
+    ///     Rejected::Open { retry_after: Duration::from_secs(120) }
     /// );
-    /// clock.advance(Duration::from_secs(121));
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(
+    ///     breaker.allow().unwrap_err().retry_after(),
+    ///     Some(Duration::from_secs(90))
+    /// );
+    /// clock.advance(Duration::from_secs(91));
     /// assert_eq!(breaker.state(), State::HalfOpen);
     /// ```
     pub fn trip_for(&self, open_for: Duration) {

@@ -525,6 +525,19 @@ mod tests {
             0,
         ));
         assert_eq!(t, Some((State::Closed, State::Open)));
+        // What is left of the open period, without the nanosecond of the strict expiry.
+        let wait = |ns| {
+            Err(Rejected::Open {
+                retry_after: Duration::from_nanos(ns),
+            })
+        };
+        assert_eq!(m.admit(0).0, wait(10 * MS), "the whole timeout at the trip");
+        assert_eq!(m.admit(4 * MS).0, wait(6 * MS));
+        assert_eq!(m.peek(4 * MS).retry_after, Some(ms(6)));
+        assert_eq!(
+            m.peek_open(4 * MS),
+            Some(Rejected::Open { retry_after: ms(6) })
+        );
         let (r, t) = m.admit(10 * MS);
         assert_eq!(
             r,
