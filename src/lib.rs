@@ -71,6 +71,24 @@
 //!   gobreaker's defaults, reads no clock), and an open-state rejection reads the clock and
 //!   takes no lock. No call allocates (but see [`Builder::on_state_change`] for a slow callback).
 //!
+//! # Calls over the network
+//!
+//! A breaker around a network call must see a refused connection, a 5xx and a hang as
+//! failures. The recipes that do, shortest first:
+//!
+//! - **reqwest** (feature `reqwest`): [`reqwest::BreakerMiddleware`] keeps a breaker per
+//!   host and classifies by itself; put the deadline on the client or the request
+//!   (`.timeout(d)`), inside the middleware.
+//! - **tower** (features `tower`, `http`): `.layer(BreakerLayer::new(b).classify(StatusRules::new())).timeout(d)`:
+//!   the HTTP classifier, the deadline inside the breaker; `.fallback(http::rejected_response)`
+//!   answers 503 with `Retry-After` instead of an error, so the layer fits an axum `Router`
+//!   (see [`tower`]).
+//! - **any async call**: `breaker.execute_async_classified(|| timeout(d, call()), classify::deadline(OkIsSuccess))`:
+//!   [`classify::deadline`] counts the elapsed deadline and the call's own `Err` as failures.
+//!
+//! With [`http::StatusRules::honor_retry_after`], an upstream's 503 or 429 with
+//! `Retry-After` opens the breaker for as long as it asked.
+//!
 //! # Policies
 //!
 //! [`policy`] holds [`TripPolicy`](policy::TripPolicy) and the built-in policies:
@@ -102,8 +120,10 @@
 //!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and for the
 //!   [`config`] values: breakers configured from files, durations written as `"250ms"` or
 //!   `"1m30s"`, errors that name the breaker and the field by its path.
-//! - `tower`: `tower::BreakerLayer` and `tower::KeyedBreakerLayer` (no async runtime).
-//! - `http`: `http::StatusRules`, `http::status_classifier`, `http::rejected_response`.
+//! - `tower`: `tower::BreakerLayer` and `tower::KeyedBreakerLayer`, with a `fallback` answer
+//!   for rejected requests (no async runtime).
+//! - `http`: `http::StatusRules` (a classifier of responses, `Retry-After` on request),
+//!   `http::rejected_response` (503 with `Retry-After`), `http::retry_after`.
 //! - `prometheus`: `prometheus::BreakerCollector`, metrics read at scrape time.
 //! - `tracing`: `tracing::TracingObserver`, one event per state change.
 //! - `fleet`: `fleet::SharedBreaker`, a fleet-wide breaker that shares its decisions
