@@ -1,4 +1,4 @@
-//! Zero heap allocations per call, on every hot path (issue #5): counted, not timed, so the
+//! Zero heap allocations per call, on every hot path: counted, not timed, so the
 //! figure is exact and the same on every run.
 //!
 //! A counting global allocator (`stats_alloc`, wrapping `std::alloc::System`; this package

@@ -250,7 +250,7 @@ const SETTINGS: &[Case] = &[
         None,
         NON_NEGATIVE,
     ),
-    // The policies of issue #14.
+    // The slow-call, error-count and fatal policies.
     case(
         Toml(r#"policy = { kind = "failure_count", failures = 5 }"#),
         Shape,

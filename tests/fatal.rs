@@ -1,4 +1,4 @@
-//! `Outcome::Fatal` (issue #14): a failure that opens the breaker at once, whatever the
+//! `Outcome::Fatal`: a failure that opens the breaker at once, whatever the
 //! policy; in half-open it reopens; forced closed, it does not trip.
 
 use std::sync::{Arc, Mutex};

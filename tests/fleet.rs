@@ -1,4 +1,4 @@
-//! The shared breaker against a real `redis-server` (issue #15): several instances in one
+//! The shared breaker against a real `redis-server`: several instances in one
 //! process, each with its own breaker and its own `ManualClock`, sharing one record. Each
 //! test starts its own server (see `redis_server`) and stops it whatever happens.
 //!

@@ -1,4 +1,4 @@
-//! Three real OS processes share one breaker through a real `redis-server` (issue #15): a
+//! Three real OS processes share one breaker through a real `redis-server`: a
 //! trip in one is seen by the other two within the sync interval of their next call.
 //!
 //! This test binary is its own fleet: run plainly, it starts a server on a loopback port of

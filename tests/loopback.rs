@@ -1,5 +1,5 @@
 //! The breaker against a real HTTP server on 127.0.0.1 that can fail, hang and recover
-//! (issue #11): an axum upstream, hyper-util's client as the tower service under the
+//!: an axum upstream, hyper-util's client as the tower service under the
 //! breaker, tower's timeout inside or around it.
 //!
 //! The three abandoned-call cases: (a) a deadline *inside* the breaker trips it on a hung

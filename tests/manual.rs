@@ -1,4 +1,4 @@
-//! Manual control (issue #12): each control in each state, what `state()` and `forced()`
+//! Manual control: each control in each state, what `state()` and `forced()`
 //! answer after it, the change delivered (marked manual) or none, and what the next call gets.
 //! Expected values come from the issue's text, not from the code.
 

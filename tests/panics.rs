@@ -10,7 +10,7 @@
 //! - the breaker recovers (closes again) once the code stops panicking;
 //! - the process never aborts.
 //!
-//! The table at the bottom has one row per hook and per moment; the reproducers of issue #9
+//! The table at the bottom has one row per hook and per moment; the reproducers of the panic reports
 //! follow it as named tests.
 
 mod support;
@@ -474,7 +474,7 @@ fn a_panicking_classifier_counts_as_an_exclusion() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The reproducers of issue #9, as a user would write them.
+// The reproducers of the panic reports, as a user would write them.
 
 /// 1. An `on_state_change` that panics on open → half-open, which happens inside `allow()`:
 ///    the probe used to be counted with no permit to give its slot back.

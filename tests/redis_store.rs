@@ -1,4 +1,4 @@
-//! The fleet-wide store against a real `redis-server` (issue #15, first part): each test
+//! The fleet-wide store against a real `redis-server`: each test
 //! starts its own server on a loopback port of its own, persistence off, and stops it
 //! whatever happens (`redis_server::Server`'s drop). `bash .ci/test` installs Debian's
 //! `redis-server` if missing.

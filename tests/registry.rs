@@ -1,4 +1,4 @@
-//! `Registry` (issue #12): breakers per key, made on first use, bounded without timers.
+//! `Registry`: breakers per key, made on first use, bounded without timers.
 
 mod support;
 

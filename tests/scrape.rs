@@ -1,4 +1,4 @@
-//! A real scrape (issue #13): a registry of breakers driven through trips and recoveries, a
+//! A real scrape: a registry of breakers driven through trips and recoveries, a
 //! `/metrics` endpoint served by axum on 127.0.0.1, scraped with a real HTTP client, the
 //! exposition text parsed, and every value checked against each breaker's `snapshot()`,
 //! including a breaker whose open period passed with no traffic (the scrape says half-open

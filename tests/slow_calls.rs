@@ -1,4 +1,4 @@
-//! `policy::SlowCalls` (issue #14): hand-computed cases, the slow count rolling with the
+//! `policy::SlowCalls`: hand-computed cases, the slow count rolling with the
 //! window's buckets, half-open probes judged on latency, and composition.
 
 use std::time::Duration;

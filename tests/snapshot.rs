@@ -1,4 +1,4 @@
-//! `Breaker::snapshot` and the rejection counters (issue #13): exact, and without side
+//! `Breaker::snapshot` and the rejection counters: exact, and without side
 //! effects.
 
 mod support;
