@@ -61,6 +61,28 @@
 //! suits fleets of more than a few instances; it delays the fleet's reaction until `k`
 //! instances have seen the failures.
 //!
+//! # In numbers
+//!
+//! `cargo run --example fleet --features redis` runs five instances that each call a
+//! dependency every 10 ms while it is sick for 1.5 s; each breaker trips after 5 failures in
+//! a row and stays open 300 ms. First every instance has a breaker of its own, then they
+//! share one on Redis:
+//!
+//! | five instances | local breakers | shared |
+//! |---|---|---|
+//! | failed calls let through to the sick dependency | 45 | 29 |
+//! | probes among them | 20 | 4 (one per half-open period, fleet-wide) |
+//!
+//! Both fleets stop calling the dependency within about 60 ms of its failure; the shared one
+//! recovers a few tens of milliseconds later, each instance following the fleet's recovery
+//! at its next refresh.
+//!
+//! Store round trips, counted on a manual clock (`tests/fleet.rs`): 10 000 calls at 1 kHz
+//! with a 100 ms sync interval make 100 round trips while the breaker stays closed, and 103
+//! with a trip and a recovery (the trip's publication, the probe's lease, and the probe's
+//! end, which publishes the recovery). [`crate::redis`] compares this with gobreaker's
+//! `DistributedCircuitBreaker`.
+//!
 //! # Bounds on what the store says
 //!
 //! No open period longer than the local breaker's

@@ -7,12 +7,49 @@
 //!
 //! | policy | trips when |
 //! |---|---|
-//! | [`ConsecutiveFailures`] | `consecutive_failures` reaches a threshold (the default: 6, gobreaker's `> 5`) |
-//! | [`FailureRatio`] | `total_failures / requests` reaches a ratio, once `requests` reaches a minimum |
-//! | [`ReadyToTrip`] | a closure over [`Counts`] returns `true` after a failure (gobreaker's `ReadyToTrip`) |
-//! | [`Ema`] | brpc's latency-weighted error cost exceeds its budget in a long or a short window; opens for brpc's doubling isolation duration |
+//! | [`ConsecutiveFailures::new(n)`](ConsecutiveFailures::new) | the `n`-th consecutive failure (the default: 6, gobreaker's `> 5`) |
+//! | [`FailureRatio::new(ratio, min_requests)`](FailureRatio::new) | `total_failures / requests >= ratio`, once `requests >= min_requests` |
+//! | [`FailureCount::new(failures, min_requests)`](FailureCount::new) | `failures` failures, once `requests >= min_requests` (Sentinel's `ErrorCount`) |
+//! | [`SlowCalls::new(threshold, ratio, min_requests)`](SlowCalls::new) | `slow_calls / requests >= ratio`, once `requests >= min_requests`, a call slower than `threshold` being slow, calls still in flight past it included (Sentinel's `SlowRequestRatio`); a slow probe fails |
+//! | [`ReadyToTrip`] (`.ready_to_trip(\|c: &Counts\| ...)` on the builder) | a closure over [`Counts`] returns `true` after a failure (gobreaker's `ReadyToTrip`) |
+//! | [`Ema`] | brpc's latency-weighted error cost exceeds its budget in a long or a short window; opens for brpc's doubling isolation duration (100 ms to 30 s by default) |
 //! | [`AnyOf`] | any of two policies trips (`a.or(b)`); opens for the duration the tripping one chooses |
-//! | [`Backoff`] | the wrapped policy trips (`p.with_backoff(initial, max)`); opens for a duration that doubles on each failed recovery |
+//! | [`Backoff`] | the wrapped policy trips (`p.with_backoff(initial, max)`); opens for `initial`, doubled on each failed recovery up to `max` |
+//! | your own [`TripPolicy`] | it sees every outcome (with its latency when its [`Capabilities`] ask for it), and can choose the open duration |
+//!
+//! The constructors check their parameters: a ratio outside `[0, 1]` or a zero threshold is
+//! a [`ConfigError`] that names the field.
+//!
+//! Whatever the policy, a call reported [`Outcome::Fatal`] (the connection is dead) opens the
+//! breaker at once; [`classify::io_errors`](crate::classify::io_errors) reports a refused or
+//! unreachable connection so. `cargo run --example brpc_style` composes brpc's default on
+//! real loopback sockets: a refused connection trips at once, three connect timeouts in a
+//! row trip (`ConsecutiveFailures::new(3)?.or(ema)`).
+//!
+//! brpc's algorithm is also available without a breaker, as the sans-IO [`EmaRecorder`] a
+//! load balancer can keep per endpoint; it replays the 334 scenarios recorded from brpc's own
+//! `circuit_breaker.cpp` bit for bit (`tests/conformance_brpc.rs`).
+//!
+//! # How fast each trips
+//!
+//! `cargo run --example compare_policies` prints how many calls after the onset of a failure
+//! pattern each policy lets through before it trips, after 5 000 healthy calls of 1 ms, with
+//! a 10 s closed-state window ("never": not within 20 000 calls):
+//!
+//! | pattern | 6 in a row | 20% of ≥100 | 5 of ≥100 | half slower than 1 s, ≥5 | brpc EMA | 20% or slow |
+//! |---|---|---|---|---|---|---|
+//! | timeouts: every call fails after 5 ms | 6 | 1101 | 5 | never | 77 | 1101 |
+//! | fast errors: every call refused in 100 µs | 6 | 1250 | 5 | never | 1531 | 1250 |
+//! | degraded: 1 call in 4 fails, at 2 ms | never | 2602 | 18 | never | 468 | 2602 |
+//! | slow: every call succeeds, in 2 s | never | never | never | 8 | never | 8 |
+//! | blip: 1 call in 500 fails, 100 µs each | never | never | 2500 | never | never | never |
+//!
+//! Only the slow-call policy sees a dependency that slows down without failing. An absolute
+//! count ([`FailureCount`]) trips on a 0.2% blip at high traffic where a ratio does not. The
+//! healthy calls still in the window dilute a ratio (1 101 calls to reach 20% here), which a
+//! rolling window (`bucket_period`) shortens. The EMA weighs each failure by its latency
+//! against the average success latency: slow failures (timeouts) add up fast, fast failures
+//! barely count.
 //!
 //! # Policies run under the lock
 //!
