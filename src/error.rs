@@ -305,6 +305,13 @@ impl<E> From<Rejected> for Error<E> {
     }
 }
 
+/// Drops the name: for code that handles every rejection as a plain [`Rejected`].
+impl<E> From<RejectedBy> for Error<E> {
+    fn from(rejected: RejectedBy) -> Self {
+        Error::Rejected(rejected.rejected)
+    }
+}
+
 impl<E> From<RejectedBy> for Error<E, RejectedBy> {
     fn from(rejected: RejectedBy) -> Self {
         Error::Rejected(rejected)

@@ -11,7 +11,7 @@ use pin_project_lite::pin_project;
 
 use crate::breaker::Breaker;
 use crate::breaker::{Permit, Report};
-use crate::classify::{Classify, OkIsSuccess};
+use crate::classify::{judge, Classify, OkIsSuccess};
 use crate::contain;
 use crate::error::Error;
 use crate::observe::Observer;
@@ -31,7 +31,7 @@ pin_project! {
     ///   is dropped without a verdict (see [`Permit`]), so a half-open breaker gets its probe
     ///   slot back. To have a hung dependency trip the breaker, put the deadline *inside*
     ///   the call, classified by [`classify::deadline`](crate::classify::deadline):
-    ///   `execute_async_classified(|| tokio::time::timeout(d, request()), deadline(OkIsSuccess))`
+    ///   `execute_async_with(|| tokio::time::timeout(d, request()), deadline(OkIsSuccess))`
     ///   (with `deadline(StatusRules::new())` for HTTP responses), not around this future.
     ///
     /// `Send` when the closure, the call and the classifier are; no allocation.
@@ -72,8 +72,10 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// default classifier, `timeout`'s `Ok(Err(refused))` would be a success):
     ///
     /// ```text
-    /// breaker.execute_async_classified(|| timeout(d, request()), deadline(OkIsSuccess))
+    /// breaker.execute_async_with(|| timeout(d, request()), deadline(OkIsSuccess))
     /// ```
+    ///
+    /// (`deadline(StatusRules::new())` for an HTTP call: a 5xx is an `Ok(response)` too.)
     ///
     /// # Errors
     ///
@@ -131,6 +133,30 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         C: Fn(&Result<T, E>) -> Outcome,
+    {
+        ExecuteAsync::new(self, make, classify)
+    }
+}
+
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// Like [`execute_async_classified`](Breaker::execute_async_classified), with any
+    /// [`Classify`] rather than a closure: [`classify::deadline`](crate::classify::deadline)
+    /// for a call with a deadline inside it, [`http::StatusRules`](crate::http::StatusRules)
+    /// for responses, or a classifier that says how long the dependency asked to be left
+    /// alone ([`Classify::open_for`]: the breaker then opens for that long).
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute).
+    pub fn execute_async_with<F, Fut, T, E, C>(
+        &self,
+        make: F,
+        classify: C,
+    ) -> ExecuteAsync<'_, P, O, F, Fut, C>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
     {
         ExecuteAsync::new(self, make, classify)
     }
@@ -218,25 +244,10 @@ where
     };
     match contain::catch(|| judge(classify, &result)) {
         Ok((outcome, None)) => permit.report(outcome),
-        Ok((_, Some(open_for))) => permit.report_failure_open_for(open_for),
+        Ok((outcome, Some(open_for))) => permit.report_open_for(outcome, open_for),
         Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
     }
     Poll::Ready(result)
-}
-
-/// How `result` counts, and for a failure, how long the dependency asked the breaker to stay
-/// open ([`Classify::open_for`]).
-#[inline]
-pub(crate) fn judge<T, E, C: Classify<T, E>>(
-    classify: &C,
-    result: &Result<T, E>,
-) -> (Outcome, Option<std::time::Duration>) {
-    let outcome = classify.classify(result);
-    let open_for = match outcome {
-        Outcome::Failure | Outcome::Fatal => classify.open_for(result),
-        _ => None,
-    };
-    (outcome, open_for)
 }
 
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {

@@ -24,15 +24,18 @@
 //!
 //! ```
 //! use http::{Response, StatusCode};
-//! use lazybreaker::http::{status_classifier, StatusRules};
+//! use lazybreaker::classify::Classify;
+//! use lazybreaker::http::StatusRules;
 //! use lazybreaker::policy::Outcome;
 //!
-//! let classify = status_classifier::<(), std::io::Error>();
-//! let response = |code: u16| Ok(Response::builder().status(code).body(()).unwrap());
-//! assert_eq!(classify(&response(200)), Outcome::Success);
-//! assert_eq!(classify(&response(404)), Outcome::Excluded);
-//! assert_eq!(classify(&response(503)), Outcome::Failure);
-//! assert_eq!(classify(&Err(std::io::Error::other("reset"))), Outcome::Failure);
+//! let rules = StatusRules::new(); // give it to a layer: `.classify(StatusRules::new())`
+//! let response = |code: u16| -> Result<_, std::io::Error> {
+//!     Ok(Response::builder().status(code).body(()).unwrap())
+//! };
+//! assert_eq!(rules.classify(&response(200)), Outcome::Success);
+//! assert_eq!(rules.classify(&response(404)), Outcome::Excluded);
+//! assert_eq!(rules.classify(&response(503)), Outcome::Failure);
+//! assert_eq!(rules.classify(&Err(std::io::Error::other("reset"))), Outcome::Failure);
 //!
 //! // A 429 that should not count against the dependency:
 //! let rules = StatusRules::new().too_many_requests(Outcome::Excluded);
@@ -45,7 +48,7 @@ use std::time::{Duration, SystemTime};
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 
 use crate::classify::Classify;
-use crate::error::Rejected;
+use crate::error::{Rejected, RejectedBy};
 use crate::policy::Outcome;
 
 /// How HTTP responses count: the table of the [module documentation](self), with 429 and 408
@@ -146,7 +149,8 @@ impl StatusRules {
         {
             return None;
         }
-        retry_after(headers.get(header::RETRY_AFTER)?, SystemTime::now())
+        // "Retry-After: 0" asks for nothing: the policy decides, as without the header.
+        retry_after(headers.get(header::RETRY_AFTER)?, SystemTime::now()).filter(|d| !d.is_zero())
     }
 
     /// How a transport error counts: as [`classify::io_error_in`](crate::classify::io_error_in)
@@ -164,8 +168,30 @@ impl StatusRules {
     /// assert_eq!(rules.transport(&Error::from(ErrorKind::ConnectionRefused)), Outcome::Fatal);
     /// assert_eq!(rules.transport(&std::fmt::Error), Outcome::Failure);
     /// ```
+    ///
+    /// A rejection by another breaker (a [`Rejected`] or a [`RejectedBy`] among the causes:
+    /// a breaker further down the stack) is excluded: that request never reached the
+    /// dependency, and the breaker that rejected it counted it already, so an outer breaker
+    /// does not trip on an inner one's decision.
     pub fn transport(&self, error: &(dyn std::error::Error + 'static)) -> Outcome {
-        crate::classify::io_error_in(error).unwrap_or(Outcome::Failure)
+        type BoxError = Box<dyn std::error::Error + Send + Sync>;
+        for e in crate::classify::causes(error) {
+            if e.is::<Rejected>() || e.is::<RejectedBy>() {
+                return Outcome::Excluded;
+            }
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                return crate::classify::io_error(io);
+            }
+            // An inner breaker layer's error, boxed by a layer around it: its inner error is
+            // not a `source` (see `Error`), so it is looked into here.
+            if let Some(layer) = e.downcast_ref::<crate::Error<BoxError>>() {
+                return match layer {
+                    crate::Error::Rejected(_) => Outcome::Excluded,
+                    crate::Error::Inner(inner) => self.transport(inner.as_ref()),
+                };
+            }
+        }
+        Outcome::Failure
     }
 
     /// How a transport error of any type counts: [`transport`](StatusRules::transport) for
@@ -180,8 +206,16 @@ impl StatusRules {
         if let Some(e) = any.downcast_ref::<std::io::Error>() {
             return self.transport(e);
         }
-        if let Some(crate::Error::Inner(e)) = any.downcast_ref::<crate::Error<BoxError>>() {
-            return self.transport(e.as_ref());
+        match any.downcast_ref::<crate::Error<BoxError>>() {
+            Some(crate::Error::Inner(e)) => return self.transport(e.as_ref()),
+            Some(crate::Error::Rejected(_)) => return Outcome::Excluded,
+            None => {}
+        }
+        if let Some(e) = any.downcast_ref::<crate::Error<BoxError, RejectedBy>>() {
+            return match e {
+                crate::Error::Inner(e) => self.transport(e.as_ref()),
+                crate::Error::Rejected(_) => Outcome::Excluded,
+            };
         }
         Outcome::Failure
     }
@@ -414,6 +448,11 @@ mod tests {
         );
         assert_eq!(honour.open_for(&Res::Ok(response(503, None))), None);
         assert_eq!(
+            honour.open_for(&Res::Ok(response(503, Some("0")))),
+            None,
+            "zero asks for nothing: the policy decides"
+        );
+        assert_eq!(
             honour.open_for(&Res::Ok(response(503, Some("later")))),
             None
         );
@@ -441,5 +480,17 @@ mod tests {
         assert_eq!(rules.classify(&reset), Outcome::Failure);
         let opaque: Result<Response<()>, &str> = Err("refused, but who knows");
         assert_eq!(rules.classify(&opaque), Outcome::Failure);
+
+        // An inner breaker's rejection is not the dependency's failure.
+        let inner: Result<Response<()>, crate::Error<BoxError>> =
+            Err(crate::Error::Rejected(Rejected::TooManyRequests));
+        assert_eq!(rules.classify(&inner), Outcome::Excluded);
+        let boxed_by: Result<Response<()>, BoxError> =
+            Err(RejectedBy::new("inner", Rejected::ForcedOpen).into());
+        assert_eq!(rules.classify(&boxed_by), Outcome::Excluded);
+        let boxed_layer: Result<Response<()>, BoxError> = Err(Box::new(
+            crate::Error::<BoxError>::Rejected(Rejected::TooManyRequests),
+        ));
+        assert_eq!(rules.classify(&boxed_layer), Outcome::Excluded);
     }
 }

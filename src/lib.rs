@@ -69,7 +69,8 @@
 //! - **Cheap calls.** The state machine changes under one `parking_lot` mutex, but with
 //!   a counting policy and no rolling window a closed-state success takes no lock (and, with
 //!   gobreaker's defaults, reads no clock), and an open-state rejection reads the clock and
-//!   takes no lock. No call allocates (but see [`Builder::on_state_change`] for a slow callback).
+//!   takes no lock. No call allocates (but see [`Builder::on_state_change`] for a slow
+//!   callback; a [`RejectedBy`] copies its breaker's name).
 //!
 //! # Calls over the network
 //!
@@ -83,8 +84,9 @@
 //!   the HTTP classifier, the deadline inside the breaker; `.fallback(http::rejected_response)`
 //!   answers 503 with `Retry-After` instead of an error, so the layer fits an axum `Router`
 //!   (see [`tower`]).
-//! - **any async call**: `breaker.execute_async_classified(|| timeout(d, call()), classify::deadline(OkIsSuccess))`:
-//!   [`classify::deadline`] counts the elapsed deadline and the call's own `Err` as failures.
+//! - **any async call**: `breaker.execute_async_with(|| timeout(d, call()), classify::deadline(OkIsSuccess))`:
+//!   [`classify::deadline`] counts the elapsed deadline and the call's own `Err` as failures
+//!   (`classify::deadline(StatusRules::new())` for an HTTP call, whose 5xx is an `Ok`).
 //!
 //! With [`http::StatusRules::honor_retry_after`], an upstream's 503 or 429 with
 //! `Retry-After` opens the breaker for as long as it asked.

@@ -1,5 +1,6 @@
 //! Zero heap allocations per call, on every hot path: counted, not timed, so the
-//! figure is exact and the same on every run.
+//! figure is exact and the same on every run. The one exception by design, checked too: a
+//! rejection that names its breaker ([`lazybreaker::RejectedBy`]) copies the name.
 //!
 //! A counting global allocator (`stats_alloc`, wrapping `std::alloc::System`; this package
 //! forbids `unsafe_code`, so the `GlobalAlloc` impl comes from that crate) counts every
@@ -394,6 +395,21 @@ fn checks() -> Vec<Check> {
             assert_eq!(changes.load(Ordering::Relaxed), 5 * 1_001);
             stats
         }),
+        ("registry/allow_admitted", || {
+            let registry = lazybreaker::Registry::new(|_: &String| Breaker::builder());
+            count(|| registry.allow("search").unwrap().success())
+        }),
+        ("registry/allow_rejected_names_the_breaker", || {
+            // The one path that allocates by design: a rejection that names its breaker
+            // copies the name (one allocation, freed with the rejection), so that the open
+            // path writes nothing shared.
+            let registry = lazybreaker::Registry::new(|_: &String| Breaker::builder());
+            registry.breaker("search").trip_for(LONG);
+            count(|| {
+                let r = black_box(registry.allow("search"));
+                assert!(r.is_err_and(|by| by.breaker() == "search"));
+            })
+        }),
         ("memory/ten_thousand_idle_breakers_allocate_nothing", || {
             // A registry of mostly idle breakers: an uncontended breaker lives in its own
             // `size_of` (no stripes, no callback queue, no bucket ring), so building and
@@ -490,7 +506,15 @@ fn main() -> ExitCode {
     let mut failed = Vec::new();
     for (name, check) in &checks {
         let stats = check();
-        let clean = stats.allocations == 0 && stats.reallocations == 0 && stats.deallocations == 0;
+        // Per call, one allocation of the name and one free where a rejection names its
+        // breaker; nothing anywhere else.
+        let each = if name.ends_with("names_the_breaker") {
+            CALLS
+        } else {
+            0
+        };
+        let clean =
+            stats.allocations == each && stats.reallocations == 0 && stats.deallocations == each;
         println!(
             "test {name} ... {} ({} allocations, {} reallocations, {} deallocations, {} bytes)",
             if clean { "ok" } else { "FAILED" },

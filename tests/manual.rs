@@ -1,6 +1,6 @@
 //! Manual control: each control in each state, what `state()` and `forced()`
 //! answer after it, the change delivered (marked manual) or none, and what the next call gets.
-//! Expected values come from the text, not from the code.
+//! Expected values come from the documented semantics of each control, not from the code.
 
 mod support;
 

@@ -362,9 +362,9 @@ fn the_retry_after_gauge_reads_the_configured_open_period() {
     assert_eq!(gauge(), 0.0, "half-open next");
 }
 
-/// The sixth finding of the third reliability round: one breaker's panicking
-/// `TripPolicy::gauges` took the whole scrape down, every breaker's series lost. Now the
-/// scrape encodes every breaker, marks the one whose policy panicked, and does not panic;
+/// One breaker's panicking `TripPolicy::gauges` must not take the whole scrape down (every
+/// breaker's series lost): the scrape encodes every breaker, marks the one whose policy
+/// panicked, and does not panic;
 /// `snapshots()`, a call of the user's own, still lets the panic continue.
 #[test]
 fn item_6_one_breakers_panicking_gauges_do_not_take_the_scrape_down() {

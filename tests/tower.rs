@@ -342,12 +342,19 @@ fn a_classifiers_open_for_opens_the_breaker_for_that_long() {
         clock.advance(Duration::from_secs(2));
         assert_eq!(breaker.state(), State::HalfOpen);
 
-        // Bounded by the longest open period: asking for an hour gets five minutes.
+        // A failed probe that asks for an hour: open past the policy's 60 s timeout, and
+        // bounded by the longest open period, five minutes.
         let r = service.ready().await.unwrap().call(Err(Some(3_600))).await;
         assert!(r.is_err());
         assert_eq!(breaker.state(), State::Open);
-        clock.advance(Duration::from_secs(301));
-        assert_eq!(breaker.state(), State::HalfOpen);
+        clock.advance(Duration::from_secs(120));
+        assert_eq!(breaker.state(), State::Open, "longer than the timeout");
+        clock.advance(Duration::from_secs(181));
+        assert_eq!(
+            breaker.state(),
+            State::HalfOpen,
+            "no longer than five minutes"
+        );
     });
 }
 
@@ -376,4 +383,182 @@ fn a_panic_in_open_for_counts_the_call_as_excluded_and_keeps_unwinding() {
         (0, 1),
         "accounted for, as an exclusion"
     );
+}
+
+/// A classifier that counts every `Err` as `outcome` and asks for `secs` seconds.
+#[derive(Clone)]
+struct Asks {
+    outcome: Outcome,
+    secs: u64,
+}
+
+impl lazybreaker::Classify<(), ()> for Asks {
+    fn classify(&self, result: &Result<(), ()>) -> Outcome {
+        if result.is_ok() {
+            Outcome::Success
+        } else {
+            self.outcome
+        }
+    }
+
+    fn open_for(&self, _: &Result<(), ()>) -> Option<Duration> {
+        Some(Duration::from_secs(self.secs))
+    }
+}
+
+/// The transitions a breaker made: (to, open_for).
+#[derive(Default)]
+struct Opened(std::sync::Mutex<Vec<(State, Option<Duration>)>>);
+
+impl lazybreaker::observe::Observer for Opened {
+    fn on_transition(&self, t: &lazybreaker::observe::Transition<'_>) {
+        self.0.lock().unwrap().push((t.to, t.open_for));
+    }
+}
+
+fn asking(
+    clock: &lazybreaker::ManualClock,
+    threshold: u64,
+) -> Arc<Breaker<ConsecutiveFailures, Opened>> {
+    Arc::new(
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(threshold).unwrap())
+            .timeout(Duration::from_secs(60))
+            .clock(clock.clone())
+            .observer(Opened::default())
+            .build(),
+    )
+}
+
+/// A fatal result that also asks for time opens for the longer of the two: the fatal
+/// result's own open period (the timeout), not the shorter time asked.
+#[test]
+fn a_fatal_result_that_asks_for_less_time_still_opens_for_the_timeout() {
+    let clock = lazybreaker::ManualClock::new();
+    let breaker = asking(&clock, 100);
+    let inner = tower::service_fn(|_: ()| async { Err::<(), ()>(()) });
+    let mut service = BreakerLayer::new(Arc::clone(&breaker))
+        .classify(Asks {
+            outcome: Outcome::Fatal,
+            secs: 1,
+        })
+        .layer(inner);
+    runtime().block_on(async {
+        let _ = service.ready().await.unwrap().call(()).await;
+    });
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(
+        *breaker.observer().0.lock().unwrap(),
+        [(State::Open, Some(Duration::from_secs(60)))],
+        "one change, the fatal result's"
+    );
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(breaker.state(), State::Open, "not after the second asked");
+    assert_eq!(breaker.totals().failures, 1);
+}
+
+/// When the failure that asks for time is the one that trips the policy, observers hear one
+/// change, and it carries the longer open period the breaker actually keeps.
+#[test]
+fn observers_hear_the_open_period_the_dependency_asked_for() {
+    let clock = lazybreaker::ManualClock::new();
+    let breaker = asking(&clock, 1);
+    let inner = tower::service_fn(|_: ()| async { Err::<(), ()>(()) });
+    let mut service = BreakerLayer::new(Arc::clone(&breaker))
+        .classify(Asks {
+            outcome: Outcome::Failure,
+            secs: 120,
+        })
+        .layer(inner);
+    runtime().block_on(async {
+        let _ = service.ready().await.unwrap().call(()).await;
+    });
+    assert_eq!(
+        *breaker.observer().0.lock().unwrap(),
+        [(State::Open, Some(Duration::from_secs(120)))]
+    );
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "past the timeout, within the 120 s"
+    );
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+/// Half-open and full: the fallback answers the extra request, counted as a half-open
+/// rejection; the probe in flight decides, and the fallback answer is no outcome.
+#[test]
+fn a_fallback_answers_a_full_half_open_breaker_and_is_no_outcome() {
+    let clock = lazybreaker::ManualClock::new();
+    let breaker = Arc::new(
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .max_requests(1)
+            .timeout(Duration::from_secs(60))
+            .clock(clock.clone())
+            .build(),
+    );
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(Some(released)));
+    let inner = tower::service_fn(move |fail: bool| {
+        let released = if fail {
+            None
+        } else {
+            released.lock().unwrap().take()
+        };
+        async move {
+            if let Some(released) = released {
+                let _ = released.await; // the probe waits for the test
+            }
+            if fail {
+                Err("refused")
+            } else {
+                Ok("real")
+            }
+        }
+    });
+    let mut service = BreakerLayer::new(Arc::clone(&breaker))
+        .fallback(|_: &Rejected| "fallback")
+        .layer(inner);
+    runtime().block_on(async {
+        assert_eq!(
+            service.ready().await.unwrap().call(true).await,
+            Err("refused")
+        );
+        assert_eq!(breaker.state(), State::Open);
+        assert_eq!(
+            service.ready().await.unwrap().call(false).await,
+            Ok("fallback")
+        );
+        clock.advance(Duration::from_secs(61));
+        let probe = service.ready().await.unwrap().call(false);
+        let mut probe = Box::pin(probe);
+        assert!(
+            futures_poll_once(probe.as_mut()).is_pending(),
+            "the probe is in flight"
+        );
+        let before = breaker.counts();
+        assert_eq!(
+            service.ready().await.unwrap().call(false).await,
+            Ok("fallback")
+        );
+        assert_eq!(breaker.counts(), before, "a fallback answer is no outcome");
+        assert_eq!(breaker.totals().rejected_half_open, 1);
+        assert_eq!(breaker.state(), State::HalfOpen);
+        release.send(()).unwrap();
+        assert_eq!(probe.await, Ok("real"));
+        assert_eq!(breaker.state(), State::Closed, "the probe decided");
+    });
+}
+
+/// Polls `f` once with a no-op waker.
+fn futures_poll_once<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(Arc::new(Noop));
+    f.poll(&mut Context::from_waker(&waker))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::permit::Grant;
 use crate::contain::{self, FirstPanic};
 use crate::forced::Forced;
-use crate::machine::{Change, Machine, Verdict};
+use crate::machine::{Change, Machine};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::{Outcome, TripPolicy};
@@ -127,19 +127,18 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.locked(|m| m.forced())
     }
 
-    /// Records a failure for the admission `grant` and opens the breaker for at least
-    /// `open_for`, in one step (the permits' `failure_open_for`). The opening applies even if
-    /// the result itself is stale: it is fresh news from the dependency.
-    pub(crate) fn complete_open_for(&self, grant: Grant, open_for: Duration) {
+    /// Records `outcome` (a failure, or a fatal result) for the admission `grant` and opens
+    /// the breaker for at least `open_for`, in one step (the permits' `failure_open_for`, a
+    /// classifier's [`open_for`](crate::Classify::open_for)). The opening applies even if the
+    /// result itself is stale: it is fresh news from the dependency.
+    pub(crate) fn complete_open_for(&self, grant: Grant, outcome: Outcome, open_for: Duration) {
         let mut panics = FirstPanic::default();
         let now = self.clock.try_now(&mut panics);
         let needs_latency = self.needs_latency;
         self.transact(now, &mut panics, |m, now| {
             let latency = grant.latency(now, needs_latency);
-            let verdict = Verdict::Reported(Outcome::Failure);
-            let failed = m.complete(grant.ticket, verdict, latency, now);
-            let tripped = m.trip_for(open_for, now);
-            ((), failed.into_iter().chain(tripped))
+            let changes = m.complete_open_for(grant.ticket, outcome, latency, open_for, now);
+            ((), changes.into_iter().flatten())
         });
         contain::resume(panics);
     }

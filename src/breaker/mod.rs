@@ -367,6 +367,60 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         result.map_err(Error::Inner)
     }
 
+    /// Like [`execute_classified`](Breaker::execute_classified), with any
+    /// [`Classify`](crate::Classify) rather than a closure: a type that keeps configuration
+    /// ([`http::StatusRules`](crate::http::StatusRules),
+    /// [`classify::deadline`](crate::classify::deadline)), including one that says how long
+    /// the dependency asked to be left alone ([`Classify::open_for`](crate::Classify::open_for):
+    /// the breaker then opens for that long).
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Breaker::execute).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::classify::Classify;
+    /// use lazybreaker::policy::Outcome;
+    /// use lazybreaker::{Breaker, State};
+    /// use std::time::Duration;
+    ///
+    /// /// A service that answers `Err(Busy(secs))` when it wants to be left alone.
+    /// struct Busy(u64);
+    /// struct Backoff;
+    /// impl Classify<(), Busy> for Backoff {
+    ///     fn classify(&self, r: &Result<(), Busy>) -> Outcome {
+    ///         if r.is_ok() { Outcome::Success } else { Outcome::Failure }
+    ///     }
+    ///     fn open_for(&self, r: &Result<(), Busy>) -> Option<Duration> {
+    ///         r.as_ref().err().map(|Busy(secs)| Duration::from_secs(*secs))
+    ///     }
+    /// }
+    ///
+    /// let breaker = Breaker::builder().build(); // trips after 6 failures in a row...
+    /// let _ = breaker.execute_with(|| Err(Busy(90)), Backoff);
+    /// assert_eq!(breaker.state(), State::Open); // ...but the service asked for 90 s
+    /// ```
+    pub fn execute_with<T, E, F, C>(&self, call: F, classify: C) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+        C: crate::classify::Classify<T, E>,
+    {
+        let permit = self.allow()?;
+        let result = call();
+        match contain::catch(|| crate::classify::judge(&classify, &result)) {
+            Ok((outcome, None)) => permit.record(outcome),
+            Ok((outcome, Some(open_for))) => {
+                self.complete_open_for(permit.into_grant(), outcome, open_for)
+            }
+            Err(payload) => {
+                self.record_grant_then_resume(permit.into_grant(), Outcome::Excluded, payload)
+            }
+        }
+        result.map_err(Error::Inner)
+    }
+
     /// Records `outcome` for the admission `grant` after user code panicked with `payload`,
     /// then lets that panic continue (it comes first: a panic recording the outcome is dropped).
     pub(crate) fn record_grant_then_resume(

@@ -135,7 +135,7 @@ impl<'a, P: TripPolicy, O: Observer> Permit<'a, P, O> {
 
     fn fail_open_for(self, open_for: Duration) {
         let breaker = self.breaker;
-        breaker.complete_open_for(self.into_grant(), open_for);
+        breaker.complete_open_for(self.into_grant(), Outcome::Failure, open_for);
     }
 
     fn breaker_name(&self) -> &str {
@@ -173,7 +173,7 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
 
     fn fail_open_for(self, open_for: Duration) {
         if let (Some(breaker), grant) = self.into_parts() {
-            breaker.complete_open_for(grant, open_for);
+            breaker.complete_open_for(grant, Outcome::Failure, open_for);
         }
     }
 
@@ -205,9 +205,10 @@ pub(crate) trait Report {
     fn reported(&self) -> bool;
     /// Reports `outcome`, unless reported already.
     fn report(&mut self, outcome: Outcome);
-    /// Reports a failure after which the dependency asked for `open_for` (unless reported
-    /// already): [`failure_open_for`](Permit::failure_open_for).
-    fn report_failure_open_for(&mut self, open_for: std::time::Duration);
+    /// Reports `outcome` (a failure, or a fatal result) after which the dependency asked
+    /// for `open_for` (unless reported already): what
+    /// [`failure_open_for`](Permit::failure_open_for) does, for either kind of failure.
+    fn report_open_for(&mut self, outcome: Outcome, open_for: std::time::Duration);
     /// Reports `outcome` (unless reported already) after user code panicked with
     /// `payload`, then lets that panic continue (it comes first: a panic while reporting is
     /// dropped).
@@ -227,9 +228,10 @@ impl<P: TripPolicy, O: Observer> Report for Option<Permit<'_, P, O>> {
         }
     }
 
-    fn report_failure_open_for(&mut self, open_for: std::time::Duration) {
+    fn report_open_for(&mut self, outcome: Outcome, open_for: std::time::Duration) {
         if let Some(permit) = self.take() {
-            permit.failure_open_for(open_for);
+            let breaker = permit.breaker;
+            breaker.complete_open_for(permit.into_grant(), outcome, open_for);
         }
     }
 
@@ -257,9 +259,9 @@ impl<P: TripPolicy, O: Observer> Report for OwnedPermit<P, O> {
         }
     }
 
-    fn report_failure_open_for(&mut self, open_for: std::time::Duration) {
+    fn report_open_for(&mut self, outcome: Outcome, open_for: std::time::Duration) {
         if let Some(breaker) = self.breaker.take() {
-            breaker.complete_open_for(self.grant, open_for);
+            breaker.complete_open_for(self.grant, outcome, open_for);
         }
     }
 

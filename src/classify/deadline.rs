@@ -1,4 +1,6 @@
-//! [`deadline`]: a classifier for a call with a deadline inside it.
+//! [`deadline`] and [`Deadline`]: a classifier for a call with a deadline inside it.
+
+use std::time::Duration;
 
 use crate::policy::Outcome;
 
@@ -7,23 +9,28 @@ use super::Classify;
 /// A classifier for `Result<Result<T, E>, D>`, what a call with a deadline inside it returns
 /// (`tokio::time::timeout(d, call())`: the outer `Err` is the deadline's): an elapsed
 /// deadline is a failure, and a call that finished in time counts as `inner` says of its own
-/// result.
+/// result (and asks for the open period `inner` asks for: an HTTP `Retry-After` with
+/// [`http::StatusRules`](crate::http::StatusRules)).
 ///
 /// Without it, the default classifier would see `Ok(Err(refused))` and count a failed call
 /// as a success. Pass [`OkIsSuccess`](super::OkIsSuccess) for "`Err` fails", or an HTTP
-/// classifier ([`http::StatusRules`](crate::http::StatusRules)) for responses.
+/// classifier ([`http::StatusRules`](crate::http::StatusRules)) for responses. A type, not
+/// a closure: give it to the calls that take any [`Classify`]
+/// ([`execute_async_with`](crate::Breaker::execute_async_with),
+/// [`execute_with`](crate::Breaker::execute_with), the tower layers).
 ///
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::classify::{deadline, OkIsSuccess};
+/// use lazybreaker::classify::{deadline, Classify, OkIsSuccess};
 /// use lazybreaker::policy::Outcome;
 ///
 /// struct Elapsed; // what a timer's timeout returns
-/// let classify = deadline::<u32, &str, Elapsed, _>(OkIsSuccess);
-/// assert_eq!(classify(&Ok(Ok(7))), Outcome::Success);
-/// assert_eq!(classify(&Ok(Err("refused"))), Outcome::Failure);
-/// assert_eq!(classify(&Err(Elapsed)), Outcome::Failure);
+/// let classify = deadline(OkIsSuccess);
+/// let judge = |r: Result<Result<u32, &str>, Elapsed>| classify.classify(&r);
+/// assert_eq!(judge(Ok(Ok(7))), Outcome::Success);
+/// assert_eq!(judge(Ok(Err("refused"))), Outcome::Failure);
+/// assert_eq!(judge(Err(Elapsed)), Outcome::Failure);
 /// ```
 ///
 /// With tokio, the recipe for an async call that counts a hang as a failure:
@@ -40,7 +47,7 @@ use super::Classify;
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let breaker = Breaker::builder().ready_to_trip(|c| c.consecutive_failures >= 1).build();
 /// let result = breaker
-///     .execute_async_classified(
+///     .execute_async_with(
 ///         || tokio::time::timeout(Duration::from_millis(10), hangs()),
 ///         deadline(OkIsSuccess),
 ///     )
@@ -50,12 +57,29 @@ use super::Classify;
 /// assert_eq!(breaker.state(), lazybreaker::State::Open);
 /// # });
 /// ```
-pub fn deadline<T, E, D, C>(inner: C) -> impl Fn(&Result<Result<T, E>, D>) -> Outcome + Clone
-where
-    C: Classify<T, E> + Clone,
-{
-    move |result: &Result<Result<T, E>, D>| match result {
-        Ok(finished) => inner.classify(finished),
-        Err(_) => Outcome::Failure,
+pub fn deadline<C>(inner: C) -> Deadline<C> {
+    Deadline(inner)
+}
+
+/// The classifier [`deadline`] returns: an elapsed deadline fails, a finished call counts as
+/// the inner classifier says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Deadline<C>(C);
+
+impl<T, E, D, C: Classify<T, E>> Classify<Result<T, E>, D> for Deadline<C> {
+    #[inline]
+    fn classify(&self, result: &Result<Result<T, E>, D>) -> Outcome {
+        match result {
+            Ok(finished) => self.0.classify(finished),
+            Err(_) => Outcome::Failure,
+        }
+    }
+
+    #[inline]
+    fn open_for(&self, result: &Result<Result<T, E>, D>) -> Option<Duration> {
+        match result {
+            Ok(finished) => self.0.open_for(finished),
+            Err(_) => None,
+        }
     }
 }

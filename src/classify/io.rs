@@ -98,12 +98,16 @@ pub fn io_errors<T>() -> impl Fn(&io::Result<T>) -> Outcome + Clone + Send + Syn
 /// // With an HTTP classifier: `Err(e) => io_error_in(e).unwrap_or(Outcome::Failure)`.
 /// ```
 pub fn io_error_in(error: &(dyn StdError + 'static)) -> Option<Outcome> {
-    let mut cause = Some(error);
-    while let Some(e) = cause {
-        if let Some(io) = e.downcast_ref::<io::Error>() {
-            return Some(io_error(io));
-        }
-        cause = e.source();
-    }
-    None
+    causes(error).find_map(|e| e.downcast_ref::<io::Error>().map(io_error))
+}
+
+/// How many causes of an error the classifiers look at: a chain longer than this (or one
+/// that loops back on itself) is not followed further.
+const MAX_CAUSES: usize = 64;
+
+/// `error` and its causes, at most [`MAX_CAUSES`] of them.
+pub(crate) fn causes<'a>(
+    error: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(error), |&e| e.source()).take(MAX_CAUSES)
 }

@@ -14,7 +14,10 @@
 mod deadline;
 mod io;
 
-pub use deadline::deadline;
+pub use deadline::{deadline, Deadline};
+// For the integrations that walk an error's causes (`http`, `reqwest`): unused without them.
+#[allow(unused_imports)]
+pub(crate) use io::causes;
 pub use io::{io_error, io_error_in, io_errors};
 
 use std::time::Duration;
@@ -120,4 +123,20 @@ impl<T, E> Classify<T, E> for OkIsSuccess {
             Err(_) => Outcome::Failure,
         }
     }
+}
+
+/// How `result` counts, and for a failure, how long the dependency asked the breaker to stay
+/// open ([`Classify::open_for`], asked of failures only): what every call that takes a
+/// classifier reports.
+#[inline]
+pub(crate) fn judge<T, E, C: Classify<T, E>>(
+    classify: &C,
+    result: &Result<T, E>,
+) -> (Outcome, Option<Duration>) {
+    let outcome = classify.classify(result);
+    let open_for = match outcome {
+        Outcome::Failure | Outcome::Fatal => classify.open_for(result),
+        _ => None,
+    };
+    (outcome, open_for)
 }

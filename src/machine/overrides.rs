@@ -10,7 +10,8 @@ use crate::origin::Origin;
 use crate::policy::TripPolicy;
 use crate::state::State;
 
-use super::{Change, Machine};
+use super::{Change, Machine, Ticket, Verdict};
+use crate::outcome::Outcome;
 
 impl<P: TripPolicy> Machine<P> {
     /// Forces the machine open or closed until [`release`](Machine::release): a change to
@@ -45,6 +46,41 @@ impl<P: TripPolicy> Machine<P> {
             None
         } else {
             Some(self.enter(State::Closed, now, None, Origin::Manual))
+        }
+    }
+
+    /// Records a call that failed (`outcome`: a failure, or a fatal result) and whose
+    /// dependency asked for `open_for` (an HTTP `Retry-After`), then opens the machine until at
+    /// least `now + open_for` (at most the longest open period), in one step. When the result
+    /// itself opens it (the policy trips, a fatal result, a failed probe), that change is the
+    /// only one and carries the longer of the two open periods; otherwise (the result did not
+    /// trip it, or was too late to count) the opening is a manual trip. No opening while
+    /// forced. At most two changes: an open period that ended goes half-open first.
+    pub(crate) fn complete_open_for(
+        &mut self,
+        ticket: Ticket,
+        outcome: Outcome,
+        latency: Option<Duration>,
+        open_for: Duration,
+        now: Nanos,
+    ) -> [Option<Change>; 2] {
+        let completed = self.complete(ticket, Verdict::Reported(outcome), latency, now);
+        let until = now
+            .saturating_add(saturating_nanos(open_for))
+            .min(now.saturating_add(self.rules.max_open));
+        match completed {
+            Some(mut change)
+                if change.to == State::Open
+                    && self.state == State::Open
+                    && self.forced.is_none() =>
+            {
+                if until > self.expiry {
+                    self.expiry = until;
+                    change.open_for = Some(until - change.at);
+                }
+                [Some(change), None]
+            }
+            other => [other, self.open_until(until, now, Origin::Manual)],
         }
     }
 

@@ -30,7 +30,7 @@ impl ResponseRules {
         match error {
             Error::Reqwest(e) => transport(e),
             Error::Middleware(e) => {
-                for cause in e.chain() {
+                for cause in crate::classify::causes(e.as_ref()) {
                     if let Some(e) = cause.downcast_ref::<reqwest::Error>() {
                         return transport(e);
                     }

@@ -30,9 +30,9 @@ use crate::error::RejectedBy;
 /// ```
 pub fn rejection(error: &Error) -> Option<&RejectedBy> {
     match error {
-        Error::Middleware(e) => e
-            .chain()
-            .find_map(|cause| cause.downcast_ref::<RejectedBy>()),
+        Error::Middleware(e) => {
+            crate::classify::causes(e.as_ref()).find_map(|cause| cause.downcast_ref::<RejectedBy>())
+        }
         Error::Reqwest(_) => None,
     }
 }

@@ -55,10 +55,19 @@ impl<T, E, R> OnRejected<T, E, R> for FailFast {
 ///
 /// A fallback answer is still a rejection: counted in
 /// [`Totals`](crate::Totals)' `rejected_*` and the metrics, never reported to the breaker as
-/// the outcome of a call (no call was made). A panic in the function unwinds out of the
-/// service's `call`, with nothing admitted.
+/// the outcome of a call (no call was made). The function runs when the response future is
+/// first polled; a panic in it unwinds out of that `poll`, with nothing admitted.
 #[derive(Clone, Copy)]
 pub struct Fallback<F>(pub(super) F);
+
+impl<F> Fallback<F> {
+    /// Rejected requests answered by `fallback(&rejected)`: for
+    /// [`BreakerService::with_answer`](super::BreakerService::with_answer); the layers'
+    /// `fallback` methods build one.
+    pub fn new(fallback: F) -> Self {
+        Self(fallback)
+    }
+}
 
 impl<T, E, R, F> OnRejected<T, E, R> for Fallback<F>
 where
