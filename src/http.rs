@@ -35,7 +35,7 @@
 //! assert_eq!(rules.classify(&response(200)), Outcome::Success);
 //! assert_eq!(rules.classify(&response(404)), Outcome::Excluded);
 //! assert_eq!(rules.classify(&response(503)), Outcome::Failure);
-//! assert_eq!(rules.classify(&Err(std::io::Error::other("reset"))), Outcome::Failure);
+//! assert_eq!(rules.classify(&Err::<Response<()>, _>(std::io::Error::other("reset"))), Outcome::Failure);
 //!
 //! // A 429 that should not count against the dependency:
 //! let rules = StatusRules::new().too_many_requests(Outcome::Excluded);
