@@ -148,6 +148,13 @@ pub struct Totals {
     /// Calls rejected because the breaker was forced open
     /// ([`Rejected::ForcedOpen`](crate::Rejected::ForcedOpen)).
     pub rejected_forced: u64,
+    /// Health checks that settled, passed or failed ([`Builder::health_check`](crate::Builder::health_check));
+    /// a check whose call was dropped, or that was taken over, is not counted.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub health_checks: u64,
+    /// Health checks that failed (returned `false` or panicked).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub health_checks_failed: u64,
 }
 
 /// How many times a breaker went from each state to each other, manual changes included: for

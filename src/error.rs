@@ -39,6 +39,13 @@ pub enum Rejected {
     /// rejects every call until it is released: there is no time to retry after.
     #[error("circuit breaker is forced open")]
     ForcedOpen,
+    /// The breaker's open period is over and its health check
+    /// ([`Builder::health_check`](crate::Builder::health_check)) is under way, run by
+    /// another call: this one is not parked behind it. (Or this call's own check settled too
+    /// late to count, and another is due.) Retry shortly: how long the check takes is not
+    /// known.
+    #[error("circuit breaker is open: a health check is under way")]
+    Checking,
 }
 
 impl Rejected {
@@ -73,7 +80,7 @@ impl Rejected {
     pub fn retry_after(&self) -> Option<Duration> {
         match *self {
             Rejected::Open { retry_after } => Some(retry_after),
-            Rejected::TooManyRequests | Rejected::ForcedOpen => None,
+            Rejected::TooManyRequests | Rejected::ForcedOpen | Rejected::Checking => None,
         }
     }
 
@@ -188,6 +195,10 @@ impl fmt::Display for RejectedBy {
                 "circuit breaker `{name}` is half-open and has as many probes in flight as it admits"
             ),
             Rejected::ForcedOpen => write!(f, "circuit breaker `{name}` is forced open"),
+            Rejected::Checking => write!(
+                f,
+                "circuit breaker `{name}` is open: a health check is under way"
+            ),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::task::{ready, Context, Poll};
 use pin_project_lite::pin_project;
 
 use crate::breaker::Breaker;
-use crate::breaker::{Permit, Report};
+use crate::breaker::{Admitted, CheckFuture, CheckLease, Permit, Report};
 use crate::classify::{judge, Classify, OkIsSuccess};
 use crate::contain;
 use crate::error::Error;
@@ -49,6 +49,13 @@ pin_project! {
     enum Stage<'a, P: TripPolicy, O: Observer, F, Fut> {
         /// Not polled yet: the closure that builds the call.
         Start { make: Option<F> },
+        /// The open period is over and this call runs the breaker's health check before it
+        /// builds its request.
+        Checking {
+            check: CheckFuture,
+            lease: Option<CheckLease<'a, P, O>>,
+            make: Option<F>,
+        },
         /// Admitted: the call in flight and the permit it reports through.
         Running {
             #[pin]
@@ -191,14 +198,62 @@ where
                     let make = make
                         .take()
                         .expect("`ExecuteAsync` polled after it panicked");
-                    match this.breaker.allow() {
+                    match this.breaker.allow_checking() {
+                        Err(rejected) => {
+                            this.stage.set(Stage::Done);
+                            return Poll::Ready(Err(Error::Rejected(rejected)));
+                        }
+                        Ok(Admitted::Call(permit)) => {
+                            // Built only once admitted. A panic building it drops the permit
+                            // while unwinding: a failure.
+                            let call = make();
+                            this.stage.set(Stage::Running {
+                                call,
+                                permit: Some(permit),
+                            });
+                        }
+                        Ok(Admitted::Check(lease)) => {
+                            // A panic starting the check is the check's failure.
+                            let check = match contain::catch(|| lease.start()) {
+                                Ok(check) => check,
+                                Err(payload) => {
+                                    this.stage.set(Stage::Done);
+                                    let _ = lease.failed();
+                                    contain::resume_payload(payload)
+                                }
+                            };
+                            this.stage.set(Stage::Checking {
+                                check,
+                                lease: Some(lease),
+                                make: Some(make),
+                            });
+                        }
+                    }
+                }
+                StageProj::Checking { check, lease, make } => {
+                    let passed = match contain::catch(|| check.as_mut().poll(cx)) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(passed)) => passed,
+                        Err(payload) => {
+                            let lease = lease.take().expect("settled once");
+                            this.stage.set(Stage::Done);
+                            let _ = lease.failed();
+                            contain::resume_payload(payload)
+                        }
+                    };
+                    let lease = lease.take().expect("settled once");
+                    let make = make.take().expect("settled once");
+                    if !passed {
+                        let rejected = lease.failed();
+                        this.stage.set(Stage::Done);
+                        return Poll::Ready(Err(Error::Rejected(rejected)));
+                    }
+                    match lease.passed() {
                         Err(rejected) => {
                             this.stage.set(Stage::Done);
                             return Poll::Ready(Err(Error::Rejected(rejected)));
                         }
                         Ok(permit) => {
-                            // Built only once admitted. A panic building it drops the permit
-                            // while unwinding: a failure.
                             let call = make();
                             this.stage.set(Stage::Running {
                                 call,
@@ -254,6 +309,7 @@ impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_,
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let stage = match self.stage {
             Stage::Start { .. } => "start",
+            Stage::Checking { .. } => "checking",
             Stage::Running { .. } => "running",
             Stage::Done => "done",
         };

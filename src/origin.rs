@@ -41,6 +41,10 @@ pub enum Origin {
     /// [`force_closed`](crate::Breaker::force_closed), [`release`](crate::Breaker::release),
     /// [`trip_for`](crate::Breaker::trip_for), or a permit's `failure_open_for`.
     Manual,
+    /// A health check's verdict ([`Builder::health_check`](crate::Builder::health_check)): a
+    /// passed check's change to half-open, or a failed check's return to open (through
+    /// half-open: the check stood in for the probe).
+    HealthCheck,
     /// A decision made elsewhere and adopted ([`adopt_open`](crate::Breaker::adopt_open),
     /// [`adopt_closed`](crate::Breaker::adopt_closed)): a fleet sharing this breaker's
     /// decisions, for example.
@@ -53,6 +57,7 @@ impl std::fmt::Display for Origin {
             Self::Breaker => "breaker",
             Self::Manual => "manual",
             Self::Adopted => "adopted",
+            Self::HealthCheck => "health_check",
         })
     }
 }

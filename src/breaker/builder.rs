@@ -17,6 +17,7 @@ use crate::policy::{Capabilities, ConsecutiveFailures, ReadyToTrip, TripPolicy};
 use crate::state::State;
 use crate::sync::Mutex;
 
+use super::check::HealthCheck;
 use super::outbox::{Observers, Outbox, StateChangeFn};
 use super::txn::Inner;
 use super::Breaker;
@@ -68,6 +69,9 @@ pub struct Builder<P = ConsecutiveFailures, O = ()> {
     /// `None`: the default for the policy, chosen at `build`.
     pub(super) clock: Option<ClockSource>,
     on_state_change: Option<Arc<StateChangeFn>>,
+    /// The health check that revives the breaker, if any, and how long it may run.
+    health_check: Option<Arc<HealthCheck>>,
+    check_timeout: Duration,
 }
 
 impl Builder<ConsecutiveFailures> {
@@ -78,6 +82,8 @@ impl Builder<ConsecutiveFailures> {
             observer: (),
             clock: None,
             on_state_change: None,
+            health_check: None,
+            check_timeout: Duration::ZERO,
         }
     }
 }
@@ -180,6 +186,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observer: self.observer,
             clock: self.clock,
             on_state_change: self.on_state_change,
+            health_check: self.health_check,
+            check_timeout: self.check_timeout,
         }
     }
 
@@ -219,7 +227,103 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observer: (self.observer, observer),
             clock: self.clock,
             on_state_change: self.on_state_change,
+            health_check: self.health_check,
+            check_timeout: self.check_timeout,
         }
+    }
+
+    /// Revives the breaker with a health check instead of a user's request: once the open
+    /// period is over, the first async call to arrive runs `check()` inside its own future,
+    /// before its request is built.
+    ///
+    /// - **Passed** (`true`): the breaker goes half-open and that call's request is its first
+    ///   probe; then the half-open rules as usual ([`max_requests`](Self::max_requests)
+    ///   successes close it).
+    /// - **Failed** (`false`, or a panic, which then continues): the breaker opens again for
+    ///   the next open period, the policy's duration and backoff as after a failed probe,
+    ///   and that call is rejected without its request being built.
+    /// - **While it runs**, other calls are rejected at once with
+    ///   [`Rejected::Checking`](crate::Rejected::Checking), never parked: the check runs
+    ///   once, whatever the concurrency.
+    /// - **Dropped** during its check (a cancelled future, a deadline around it), the call
+    ///   releases the lease with no verdict, and the next call runs the check again. A check
+    ///   that runs longer than [`check_timeout`](Self::check_timeout) is treated as lost by
+    ///   the next call that finds it so, which runs the check itself (no timer: that call
+    ///   compares the times). Give the check a deadline of its own, shorter than that.
+    ///
+    /// The calls that run the check are [`execute_async`](Breaker::execute_async) and
+    /// [`execute_async_with`](Breaker::execute_async_with) (and `execute_async_classified`).
+    /// A sync call ([`execute`](Breaker::execute), [`allow`](Breaker::allow)) cannot wait
+    /// for a future: when it finds a check due and none running, it probes as a breaker
+    /// without a check would (the breaker goes half-open, that call is the probe); while a
+    /// check runs, it is rejected like the others. In the closed state none of this runs.
+    ///
+    /// Counted in [`Totals::health_checks`](crate::Totals::health_checks) and
+    /// [`Totals::health_checks_failed`](crate::Totals::health_checks_failed); the changes a
+    /// check makes are marked [`Origin::HealthCheck`](crate::observe::Origin::HealthCheck).
+    /// Replaces an earlier check.
+    ///
+    /// brpc revives an isolated node with a periodic health check task (a TCP connect, or
+    /// `health_check_path`); here the check runs lazily, in the call that finds it due.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, ManualClock, Rejected, State};
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+    /// # }
+    ///
+    /// let healthy = Arc::new(AtomicBool::new(false));
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+    ///     .timeout(Duration::from_secs(30))
+    ///     .clock(clock.clone())
+    ///     .health_check({
+    ///         let healthy = Arc::clone(&healthy);
+    ///         move || {
+    ///             let healthy = healthy.load(Ordering::SeqCst);
+    ///             async move { healthy } // e.g. a TCP connect, with a deadline
+    ///         }
+    ///     })
+    ///     .build();
+    /// let request = || async { Err::<(), _>("refused") };
+    /// let _ = block_on(breaker.execute_async(request));
+    /// assert_eq!(breaker.state(), State::Open);
+    ///
+    /// clock.advance(Duration::from_secs(31)); // the open period is over; the node is not
+    /// let sent = std::cell::Cell::new(false);
+    /// let r = block_on(breaker.execute_async(|| { sent.set(true); async { Ok::<_, ()>(()) } }));
+    /// assert!(matches!(r, Err(lazybreaker::Error::Rejected(Rejected::Open { .. }))));
+    /// assert!(!sent.get(), "no request reached a node that failed its check");
+    /// assert_eq!(breaker.totals().health_checks_failed, 1);
+    ///
+    /// clock.advance(Duration::from_secs(31));
+    /// healthy.store(true, Ordering::SeqCst);
+    /// let r = block_on(breaker.execute_async(|| async { Ok::<_, ()>("hello") }));
+    /// assert_eq!(r.unwrap(), "hello"); // the check passed, and this request was the probe
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// assert_eq!(breaker.totals().health_checks, 2);
+    /// ```
+    pub fn health_check<F, Fut>(mut self, check: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = bool> + Send + 'static,
+    {
+        self.health_check = Some(Arc::new(HealthCheck::new(check)));
+        self
+    }
+
+    /// How long a health check may run before the next call that finds it running takes it
+    /// over (its result, when it comes, no longer counts). Zero, the default, means 500 ms
+    /// (brpc's `health_check_timeout_ms`).
+    pub fn check_timeout(mut self, check_timeout: Duration) -> Self {
+        self.check_timeout = check_timeout;
+        self
     }
 
     /// Whether nothing trips the breaker, neither its policy nor a fatal result; `false` by
@@ -286,6 +390,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observer,
             clock: self.clock,
             on_state_change: self.on_state_change,
+            health_check: self.health_check,
+            check_timeout: self.check_timeout,
         }
     }
 
@@ -371,7 +477,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let mut panics = contain::FirstPanic::default();
         let caps = panics.catch(Capabilities::default(), || self.policy.capabilities());
         contain::resume(panics);
-        let rules = Rules::from(&self.knobs).with_capabilities(&caps);
+        let rules = Rules::from(&self.knobs)
+            .with_capabilities(&caps)
+            .health_check(self.health_check.is_some(), self.check_timeout);
         // What the lane may do, decided once from them.
         let plan = Plan::of(&caps, rules.rolls());
         let clock = self
@@ -395,6 +503,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observes,
             observers,
             needs_latency: plan.needs_latency(),
+            health_check: self.health_check,
         }
     }
 }

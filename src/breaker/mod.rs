@@ -11,6 +11,7 @@
 
 mod adopt;
 mod builder;
+mod check;
 mod control;
 mod outbox;
 mod permit;
@@ -18,6 +19,8 @@ mod seam;
 mod txn;
 
 pub use builder::Builder;
+use check::HealthCheck;
+pub(crate) use check::{Admitted, CheckFuture, CheckLease};
 pub(crate) use permit::Report;
 pub use permit::{OwnedPermit, Permit};
 
@@ -103,6 +106,8 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     observes: bool,
     /// Whether the policy measures latency: then every admission reads the clock.
     needs_latency: bool,
+    /// The health check that revives it, if any ([`Builder::health_check`]).
+    health_check: Option<Arc<HealthCheck>>,
 }
 
 impl Breaker<ConsecutiveFailures> {

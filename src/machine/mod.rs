@@ -8,6 +8,7 @@
 //! What others may know of the machine is its [`Phase`]: a neutral view of what the current
 //! state allows, from which the lane decides what it can do without the lock.
 
+mod check;
 mod guarded;
 mod judge;
 mod overrides;
@@ -27,6 +28,8 @@ use crate::origin::Origin;
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::state::State;
 
+use check::Lease;
+pub(crate) use check::{Admission, CheckTicket};
 use guarded::Guarded;
 use judge::{judge, Judged};
 pub(crate) use rules::Rules;
@@ -129,6 +132,10 @@ pub(crate) struct Machine<P> {
     transitions: Transitions,
     /// The calls in flight, when there is a slow-call threshold (else always empty).
     in_flight: InFlight,
+    /// The health-check lease in force, if a call holds one (see [`check`]).
+    lease: Option<Lease>,
+    /// Leases handed out so far: the next one's id.
+    leases: u64,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -150,6 +157,8 @@ impl<P: TripPolicy> Machine<P> {
             failures_at_recovery: 0,
             transitions: Transitions::default(),
             in_flight: InFlight::default(),
+            lease: None,
+            leases: 0,
         };
         if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
@@ -257,7 +266,10 @@ impl<P: TripPolicy> Machine<P> {
                 }
                 None
             }
-            State::Open if now > self.expiry => Some(self.set_state(State::HalfOpen, now)),
+            // With a health check, the open period ends when a check passes, not by itself.
+            State::Open if now > self.expiry && !self.rules.health_check => {
+                Some(self.set_state(State::HalfOpen, now))
+            }
             State::Open | State::HalfOpen => None,
         }
     }
@@ -266,7 +278,15 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Change>) {
         // At most one change: a refresh that goes half-open starts a generation with no
         // call in flight, so nothing can be overdue after it.
-        let change = self.refresh(now).or_else(|| self.check_overdue(now));
+        let mut change = self.refresh(now).or_else(|| self.check_overdue(now));
+        if self.check_due(now) {
+            // A call that cannot run the check: held back while one is under way, else it
+            // probes as gobreaker's would (no check to wait for).
+            if let Some(rejected) = self.admit_without_check(now) {
+                return (Err(rejected), change);
+            }
+            change = change.or(Some(self.set_state(State::HalfOpen, now)));
+        }
         let admitted = match self.state {
             State::Open if self.forced == Some(Forced::Open) => {
                 self.totals.rejected_forced += 1;
@@ -434,6 +454,8 @@ impl<P: TripPolicy> Machine<P> {
     fn enter(&mut self, to: State, now: Nanos, expiry: Option<Nanos>, origin: Origin) -> Change {
         let from = self.state;
         debug_assert_ne!(from, to);
+        // Every change ends the health-check lease in force: a check settled after it is stale.
+        self.lease = None;
         let counts = *self.window.counts();
         let expiry = match expiry {
             Some(expiry) => expiry,

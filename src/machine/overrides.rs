@@ -21,6 +21,8 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn force(&mut self, forced: Forced, now: Nanos) -> Option<Change> {
         self.latest = self.latest.max(now);
         self.forced = Some(forced);
+        // An override ends a health check under way: its verdict, when it comes, is stale.
+        self.lease = None;
         match (forced, self.state) {
             (Forced::Open, State::Open) => {
                 self.expiry = Nanos::MAX;
@@ -110,6 +112,8 @@ impl<P: TripPolicy> Machine<P> {
     /// adopted deadline governs).
     fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
         self.latest = self.latest.max(now);
+        // A new open period (or a longer one) ends a health check under way.
+        self.lease = None;
         // No open period lasts longer than the rules allow, whoever asks for it.
         let until = until.min(now.saturating_add(self.rules.max_open));
         if self.forced.is_some() {

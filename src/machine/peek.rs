@@ -27,7 +27,9 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn peek(&self, now: Nanos) -> Peek {
         let now = now.max(self.latest);
         let (state, counts) = match self.state {
-            State::Open if self.forced.is_none() && now > self.expiry => {
+            State::Open
+                if self.forced.is_none() && now > self.expiry && !self.rules.health_check =>
+            {
                 (State::HalfOpen, Counts::default())
             }
             State::Closed if now > self.expiry => (State::Closed, Counts::default()),
@@ -54,6 +56,15 @@ impl<P: TripPolicy> Machine<P> {
         match (self.state, self.forced) {
             (State::Open, Some(Forced::Open)) => Some(Rejected::ForcedOpen),
             (State::Open, _) if now <= self.expiry => Some(Rejected::open_until(self.expiry, now)),
+            // Past the period, with a health check under way: held back until it settles.
+            (State::Open, _)
+                if self.check_due(now)
+                    && self.lease.is_some_and(|l| {
+                        now.saturating_sub(l.since()) <= self.rules.check_timeout
+                    }) =>
+            {
+                Some(Rejected::Checking)
+            }
             _ => None,
         }
     }
@@ -64,6 +75,7 @@ impl<P: TripPolicy> Machine<P> {
             Rejected::Open { .. } => self.totals.rejected_open += 1,
             Rejected::TooManyRequests => self.totals.rejected_half_open += 1,
             Rejected::ForcedOpen => self.totals.rejected_forced += 1,
+            Rejected::Checking => self.totals.rejected_open += 1,
         }
     }
 

@@ -13,6 +13,9 @@ use super::MAX_BUCKETS;
 /// The longest open period by default: one hour (or the timeout, if longer).
 const DEFAULT_MAX_OPEN: Nanos = 3_600_000_000_000;
 
+/// How long a health check may run by default: brpc's `health_check_timeout_ms`, 500 ms.
+const DEFAULT_CHECK_TIMEOUT: Nanos = 500_000_000;
+
 /// The rules a machine runs by: the breaker's knobs after gobreaker's zero-means-default
 /// rules were applied, and what the policy's capabilities ask of the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +40,10 @@ pub(crate) struct Rules {
     pub(super) slow_threshold: Option<Duration>,
     /// Whether half-open probes are judged on latency alone.
     pub(super) probes_on_latency: bool,
+    /// Whether a health check revives the breaker: the open period ends when one passes.
+    pub(super) health_check: bool,
+    /// How long a health check may run before the next call takes its lease over.
+    pub(super) check_timeout: Nanos,
 }
 
 impl Rules {
@@ -82,7 +89,20 @@ impl Rules {
             never_trips: false,
             slow_threshold: None,
             probes_on_latency: false,
+            health_check: false,
+            check_timeout: DEFAULT_CHECK_TIMEOUT,
         }
+    }
+
+    /// These rules, with a health check (or not) and its `check_timeout` (zero: 500 ms,
+    /// brpc's `health_check_timeout_ms`).
+    pub(crate) fn health_check(mut self, checked: bool, check_timeout: Duration) -> Self {
+        self.health_check = checked;
+        self.check_timeout = match saturating_nanos(check_timeout) {
+            0 => DEFAULT_CHECK_TIMEOUT,
+            t => t,
+        };
+        self
     }
 
     /// These rules, with no open period longer than `max_open` (zero: the default, one hour

@@ -1,0 +1,186 @@
+//! Health-checked revival: once the open period is over, the first call that can run a
+//! check wins a *lease* and runs it before its request is built; only a passed check lets
+//! the breaker go half-open, with that call as its first probe. No timer: the lease is
+//! taken, run, taken over after `check_timeout`, and settled by the calls that arrive.
+//!
+//! A lease is fenced by an id and by the state: every state change ends the lease in force
+//! ([`Machine::enter`]), so a check that settles after one (a forced open, a manual trip, a
+//! taken-over lease) is stale and changes nothing.
+
+use crate::error::Rejected;
+use crate::forced::Forced;
+use crate::nanos::Nanos;
+use crate::origin::Origin;
+use crate::policy::TripPolicy;
+use crate::state::State;
+
+use super::{Change, Machine, Ticket};
+
+/// The lease in force: who holds it and since when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lease {
+    id: u64,
+    since: Nanos,
+}
+
+impl Lease {
+    /// The lease a call just won, `id`-th of the machine, at `since`.
+    pub(super) fn new(id: u64, since: Nanos) -> Self {
+        Self { id, since }
+    }
+
+    /// When it was won.
+    pub(super) fn since(&self) -> Nanos {
+        self.since
+    }
+}
+
+/// What a call that may run a health check gets when the breaker admits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Admitted as usual: the call goes ahead.
+    Call(Ticket),
+    /// The open period is over and this call holds the check lease: it runs the check, then
+    /// settles it ([`Machine::check_passed`], [`Machine::check_failed`], or
+    /// [`Machine::check_dropped`]) before anything else.
+    Check(CheckTicket),
+}
+
+/// The check lease a call holds, to settle it with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CheckTicket {
+    id: u64,
+}
+
+impl<P: TripPolicy> Machine<P> {
+    /// Whether the open period is over and the next call is for a health check: a check is
+    /// configured, the breaker is open (not forced) and its period ended.
+    pub(super) fn check_due(&self, now: Nanos) -> bool {
+        self.rules.health_check
+            && self.state == State::Open
+            && self.forced.is_none()
+            && now > self.expiry
+    }
+
+    /// The lease in force at `now`, if one is: a lease older than `check_timeout` is lost.
+    fn live_lease(&self, now: Nanos) -> Option<Lease> {
+        self.lease
+            .filter(|lease| now.saturating_sub(lease.since()) <= self.rules.check_timeout)
+    }
+
+    /// The rejection of a call that finds a check under way.
+    fn rejected_checking(&mut self) -> Rejected {
+        self.totals.rejected_open += 1;
+        Rejected::Checking
+    }
+
+    /// Admits a call that can run a health check: when one is due and no live lease is held,
+    /// the call wins the lease ([`Admission::Check`]); while a check is under way, the call is
+    /// rejected at once ([`Rejected::Checking`]); otherwise, the usual admission.
+    pub(crate) fn admit_checking(
+        &mut self,
+        now: Nanos,
+    ) -> (Result<Admission, Rejected>, Option<Change>) {
+        self.latest = self.latest.max(now);
+        if !self.check_due(now) {
+            let (admitted, change) = self.admit(now);
+            return (admitted.map(Admission::Call), change);
+        }
+        if self.live_lease(now).is_some() {
+            return (Err(self.rejected_checking()), None);
+        }
+        self.leases += 1;
+        self.lease = Some(Lease::new(self.leases, now));
+        (Ok(Admission::Check(CheckTicket { id: self.leases })), None)
+    }
+
+    /// For a call that cannot run a check (a sync call): when a check is due and none is
+    /// under way, the breaker probes with the call as gobreaker would (it goes half-open);
+    /// while one is under way, the call is rejected. `None`: nothing of the check applies.
+    pub(super) fn admit_without_check(&mut self, now: Nanos) -> Option<Rejected> {
+        if !self.check_due(now) {
+            return None;
+        }
+        if self.live_lease(now).is_some() {
+            return Some(self.rejected_checking());
+        }
+        None
+    }
+
+    /// Whether `ticket` holds the lease in force (whatever its age: a check that settles
+    /// late but before anyone took over still counts). Every state change ends the lease,
+    /// so holding it means the same open period.
+    fn holds(&self, ticket: CheckTicket) -> bool {
+        self.lease.is_some_and(|lease| lease.id == ticket.id)
+    }
+
+    /// The check of `ticket` passed: the breaker goes half-open (a change marked
+    /// [`Origin::HealthCheck`]) and the call that ran it is admitted as the first probe. A
+    /// stale lease changes nothing, and its call gets the rejection the breaker answers now.
+    pub(crate) fn check_passed(
+        &mut self,
+        ticket: CheckTicket,
+        now: Nanos,
+    ) -> (Result<Ticket, Rejected>, Option<Change>) {
+        self.latest = self.latest.max(now);
+        if !self.holds(ticket) {
+            // Stale: the call arrives anew, but may not revive the breaker unchecked.
+            if self.check_due(now) {
+                return (Err(self.rejection_now(now)), None);
+            }
+            return self.admit(now);
+        }
+        self.lease = None;
+        self.totals.health_checks += 1;
+        let change = self.enter(State::HalfOpen, now, None, Origin::HealthCheck);
+        let (admitted, _) = self.admit(now);
+        (admitted, Some(change))
+    }
+
+    /// The check of `ticket` failed (or panicked): it stood in for the half-open probe, and
+    /// failed like one: the breaker goes half-open and straight back to open for the next
+    /// open period (the policy's duration and backoff), both changes marked
+    /// [`Origin::HealthCheck`]. The call that ran it is rejected. A stale lease changes
+    /// nothing.
+    pub(crate) fn check_failed(
+        &mut self,
+        ticket: CheckTicket,
+        now: Nanos,
+    ) -> (Rejected, [Option<Change>; 2]) {
+        self.latest = self.latest.max(now);
+        if !self.holds(ticket) {
+            return (self.rejection_now(now), [None, None]);
+        }
+        self.lease = None;
+        self.totals.health_checks += 1;
+        self.totals.health_checks_failed += 1;
+        let half_open = self.enter(State::HalfOpen, now, None, Origin::HealthCheck);
+        let open = self.enter(State::Open, now, None, Origin::HealthCheck);
+        self.totals.rejected_open += 1;
+        (
+            Rejected::open_until(self.expiry, now),
+            [Some(half_open), Some(open)],
+        )
+    }
+
+    /// The call that held `ticket` was dropped before its check settled: the lease is
+    /// released with no verdict, so the next call runs the check again.
+    pub(crate) fn check_dropped(&mut self, ticket: CheckTicket) {
+        if self.lease.is_some_and(|lease| lease.id == ticket.id) {
+            self.lease = None;
+        }
+    }
+
+    /// The rejection a call gets now, counted, without admitting it: for the call of a stale
+    /// lease. Closed or half-open, the call is held back all the same (its own check failed,
+    /// or another check is due): [`Rejected::Checking`].
+    fn rejection_now(&mut self, now: Nanos) -> Rejected {
+        let rejected = match (self.state, self.forced) {
+            (State::Open, Some(Forced::Open)) => Rejected::ForcedOpen,
+            (State::Open, _) if !self.check_due(now) => Rejected::open_until(self.expiry, now),
+            _ => Rejected::Checking,
+        };
+        self.count_rejection(rejected);
+        rejected
+    }
+}

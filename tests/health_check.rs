@@ -1,0 +1,376 @@
+//! Health-checked revival (`Builder::health_check`), with a `ManualClock` and hand-polled
+//! futures: the check runs in the first call after the open period, before its request is
+//! built; a failed check keeps the request from being sent and reopens; a passed one makes
+//! that request the first probe; calls during a check are rejected and the check runs once;
+//! a dropped check is run again by the next call; a check past `check_timeout` is taken
+//! over; a panicking check fails and keeps unwinding; sync calls probe as without a check.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use lazybreaker::observe::{Observer, Origin, Transition};
+use lazybreaker::policy::ConsecutiveFailures;
+use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+
+const OPEN_FOR: Duration = Duration::from_secs(30);
+const PAST_OPEN: Duration = Duration::from_millis(30_001);
+
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    let waker = Waker::from(Arc::new(Noop));
+    Pin::new(f).poll(&mut Context::from_waker(&waker))
+}
+
+/// A health check the test settles by hand: each run counts, and stays pending until the
+/// test gives it a verdict (`Some(true)`, `Some(false)`) or tells it to panic.
+#[derive(Clone, Default)]
+struct Check {
+    runs: Arc<AtomicUsize>,
+    verdict: Arc<Mutex<Option<Verdict>>>,
+}
+
+#[derive(Clone, Copy)]
+enum Verdict {
+    Pass,
+    Fail,
+    Panic,
+}
+
+impl Check {
+    fn settle(&self, verdict: Verdict) {
+        *self.verdict.lock().unwrap() = Some(verdict);
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    fn run(&self) -> impl Future<Output = bool> + Send + 'static {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let verdict = Arc::clone(&self.verdict);
+        std::future::poll_fn(move |_| match *verdict.lock().unwrap() {
+            None => Poll::Pending,
+            Some(Verdict::Pass) => Poll::Ready(true),
+            Some(Verdict::Fail) => Poll::Ready(false),
+            Some(Verdict::Panic) => panic!("the health check's own bug"),
+        })
+    }
+}
+
+/// Every change, with its origin.
+#[derive(Default)]
+struct Log(Mutex<Vec<(State, State, Origin)>>);
+
+impl Observer for Log {
+    fn on_transition(&self, t: &Transition<'_>) {
+        self.0.lock().unwrap().push((t.from, t.to, t.origin));
+    }
+}
+
+impl Log {
+    fn take(&self) -> Vec<(State, State, Origin)> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+}
+
+/// A breaker that trips on one failure, checked by `check`, opened and past its period.
+fn due(check: &Check) -> (Breaker<ConsecutiveFailures, Log>, ManualClock) {
+    let clock = ManualClock::new();
+    let c = check.clone();
+    let breaker = Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(OPEN_FOR)
+        .clock(clock.clone())
+        .observer(Log::default())
+        .health_check(move || c.run())
+        .build();
+    breaker.allow().unwrap().failure();
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(PAST_OPEN);
+    breaker.observer().take();
+    (breaker, clock)
+}
+
+/// A request that counts how many times it was built.
+fn request(
+    built: &AtomicUsize,
+) -> impl FnOnce() -> std::future::Ready<Result<&'static str, ()>> + '_ {
+    move || {
+        built.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Ok("real"))
+    }
+}
+
+#[test]
+fn nothing_runs_in_the_closed_state() {
+    let check = Check::default();
+    let clock = ManualClock::new();
+    let c = check.clone();
+    let breaker = Breaker::builder()
+        .clock(clock)
+        .health_check(move || c.run())
+        .build();
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    assert_eq!(poll_once(&mut call), Poll::Ready(Ok("real")));
+    assert_eq!(check.runs(), 0);
+    assert_eq!(breaker.totals().health_checks, 0);
+}
+
+#[test]
+fn a_failed_check_keeps_the_request_from_being_sent_and_reopens() {
+    let check = Check::default();
+    let (breaker, clock) = due(&check);
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "waiting for a check, not half-open"
+    );
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut call).is_pending(), "the check runs first");
+    assert_eq!((check.runs(), built.load(Ordering::SeqCst)), (1, 0));
+    check.settle(Verdict::Fail);
+    match poll_once(&mut call) {
+        Poll::Ready(Err(Error::Rejected(Rejected::Open { retry_after }))) => {
+            assert_eq!(retry_after, OPEN_FOR, "a new open period, the policy's");
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(built.load(Ordering::SeqCst), 0, "no request was built");
+    let t = breaker.totals();
+    assert_eq!((t.health_checks, t.health_checks_failed), (1, 1));
+    assert_eq!(
+        breaker.observer().take(),
+        [
+            (State::Open, State::HalfOpen, Origin::HealthCheck),
+            (State::HalfOpen, State::Open, Origin::HealthCheck)
+        ],
+        "the check stood in for the probe, and failed"
+    );
+    // The next open period: rejected without a check until it is over.
+    clock.advance(Duration::from_secs(29));
+    let mut early = Box::pin(breaker.execute_async(request(&built)));
+    assert!(matches!(
+        poll_once(&mut early),
+        Poll::Ready(Err(Error::Rejected(Rejected::Open { .. })))
+    ));
+    assert_eq!(check.runs(), 1);
+}
+
+#[test]
+fn a_passed_check_makes_that_request_the_first_probe() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut call).is_pending());
+    check.settle(Verdict::Pass);
+    assert_eq!(poll_once(&mut call), Poll::Ready(Ok("real")));
+    assert_eq!(built.load(Ordering::SeqCst), 1);
+    assert_eq!(breaker.state(), State::Closed, "the probe succeeded");
+    let t = breaker.totals();
+    assert_eq!((t.health_checks, t.health_checks_failed), (1, 0));
+    assert_eq!(
+        breaker.observer().take(),
+        [
+            (State::Open, State::HalfOpen, Origin::HealthCheck),
+            (State::HalfOpen, State::Closed, Origin::Breaker)
+        ]
+    );
+}
+
+#[test]
+fn calls_during_a_check_are_rejected_and_the_check_runs_once() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    let built = AtomicUsize::new(0);
+    let mut first = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut first).is_pending());
+    for _ in 0..5 {
+        let mut other = Box::pin(breaker.execute_async(request(&built)));
+        assert!(
+            matches!(
+                poll_once(&mut other),
+                Poll::Ready(Err(Error::Rejected(Rejected::Checking)))
+            ),
+            "rejected at once, never parked"
+        );
+        // A sync call too.
+        assert_eq!(breaker.allow().unwrap_err(), Rejected::Checking);
+    }
+    assert_eq!(check.runs(), 1, "the check runs once");
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    assert_eq!(breaker.totals().rejected_open, 10);
+    check.settle(Verdict::Pass);
+    assert_eq!(poll_once(&mut first), Poll::Ready(Ok("real")));
+}
+
+#[test]
+fn a_dropped_check_is_run_again_by_the_next_call() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    let built = AtomicUsize::new(0);
+    let mut first = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut first).is_pending());
+    drop(first); // cancelled during its check
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(breaker.totals().health_checks, 0, "no verdict, not counted");
+    let mut second = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut second).is_pending(), "runs the check itself");
+    assert_eq!(check.runs(), 2);
+    check.settle(Verdict::Pass);
+    assert_eq!(poll_once(&mut second), Poll::Ready(Ok("real")));
+    assert_eq!(breaker.state(), State::Closed);
+}
+
+#[test]
+fn a_check_past_check_timeout_is_taken_over() {
+    let check = Check::default();
+    let (breaker, clock) = due(&check);
+    let built = AtomicUsize::new(0);
+    let mut slow = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut slow).is_pending());
+    clock.advance(Duration::from_millis(500));
+    let mut early = Box::pin(breaker.execute_async(request(&built)));
+    assert!(
+        matches!(
+            poll_once(&mut early),
+            Poll::Ready(Err(Error::Rejected(Rejected::Checking)))
+        ),
+        "at 500 ms the check is still live"
+    );
+    clock.advance(Duration::from_millis(1));
+    let mut takeover = Box::pin(breaker.execute_async(request(&built)));
+    assert!(
+        poll_once(&mut takeover).is_pending(),
+        "past 500 ms: taken over"
+    );
+    assert_eq!(check.runs(), 2);
+    check.settle(Verdict::Pass);
+    // The slow check settles first, but its lease was taken over: it changes nothing.
+    assert!(matches!(
+        poll_once(&mut slow),
+        Poll::Ready(Err(Error::Rejected(Rejected::Checking)))
+    ));
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(poll_once(&mut takeover), Poll::Ready(Ok("real")));
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(
+        built.load(Ordering::SeqCst),
+        1,
+        "only the current lease's request"
+    );
+    assert_eq!(breaker.totals().health_checks, 1);
+}
+
+#[test]
+fn a_custom_check_timeout_applies() {
+    let check = Check::default();
+    let clock = ManualClock::new();
+    let c = check.clone();
+    let breaker = Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(OPEN_FOR)
+        .clock(clock.clone())
+        .health_check(move || c.run())
+        .check_timeout(Duration::from_secs(2))
+        .build();
+    breaker.allow().unwrap().failure();
+    clock.advance(PAST_OPEN);
+    let built = AtomicUsize::new(0);
+    let mut slow = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut slow).is_pending());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(breaker.allow().unwrap_err(), Rejected::Checking);
+    clock.advance(Duration::from_millis(1_001));
+    let mut takeover = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut takeover).is_pending());
+    assert_eq!(check.runs(), 2);
+}
+
+#[test]
+fn a_panicking_check_fails_and_keeps_unwinding() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut call).is_pending());
+    check.settle(Verdict::Panic);
+    let unwound = catch_unwind(AssertUnwindSafe(|| poll_once(&mut call)));
+    assert!(unwound.is_err(), "the check's panic is not swallowed");
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    assert_eq!(breaker.state(), State::Open);
+    let t = breaker.totals();
+    assert_eq!((t.health_checks, t.health_checks_failed), (1, 1));
+}
+
+#[test]
+fn a_panic_building_the_check_fails_it_and_keeps_unwinding() {
+    let clock = ManualClock::new();
+    let breaker = Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(OPEN_FOR)
+        .clock(clock.clone())
+        .health_check(|| -> std::future::Ready<bool> { panic!("no check today") })
+        .build();
+    breaker.allow().unwrap().failure();
+    clock.advance(PAST_OPEN);
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    let unwound = catch_unwind(AssertUnwindSafe(|| poll_once(&mut call)));
+    assert!(unwound.is_err());
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    assert_eq!(breaker.totals().health_checks_failed, 1);
+    assert_eq!(breaker.state(), State::Open);
+}
+
+#[test]
+fn a_sync_call_that_finds_a_check_due_probes_as_without_one() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    let permit = breaker.allow().expect("a sync call probes");
+    assert_eq!(breaker.state(), State::HalfOpen);
+    assert_eq!(check.runs(), 0, "a sync call cannot wait for a future");
+    permit.success();
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(
+        breaker.observer().take(),
+        [
+            (State::Open, State::HalfOpen, Origin::Breaker),
+            (State::HalfOpen, State::Closed, Origin::Breaker)
+        ]
+    );
+}
+
+#[test]
+fn a_forced_change_during_a_check_makes_it_stale() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut call).is_pending());
+    breaker.force_open();
+    check.settle(Verdict::Pass);
+    assert!(matches!(
+        poll_once(&mut call),
+        Poll::Ready(Err(Error::Rejected(Rejected::ForcedOpen)))
+    ));
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(
+        breaker.totals().health_checks,
+        0,
+        "a stale verdict is not counted"
+    );
+}
