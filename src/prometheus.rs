@@ -24,6 +24,7 @@
 //! | `circuit_breaker_admitted_total` | counter | `breaker` | calls admitted (each ends, unless still in flight, as one of the first five outcomes) |
 //! | `circuit_breaker_transitions_total` | counter | `breaker`, `from`, `to` | state changes, manual ones included; `from`/`to` are `closed`, `half_open`, `open`; all six pairs, zeros included |
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
+//! | `circuit_breaker_health_checks_total` | counter | `breaker`, `result` | health checks that settled ([`Builder::health_check`](crate::Builder::health_check)), `passed` or `failed` |
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
 //! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
@@ -357,6 +358,26 @@ impl Collector for BreakerCollector {
             "Times the breaker opened (brpc's nBreak).",
             MetricType::Counter,
             snapshots.iter().map(|s| (name(s), Count(s.times_opened))),
+        )?;
+        family(
+            e,
+            "circuit_breaker_health_checks",
+            "Health checks that settled, by result.",
+            MetricType::Counter,
+            snapshots.iter().flat_map(|s| {
+                let t = &s.totals;
+                [
+                    ("passed", t.health_checks - t.health_checks_failed),
+                    ("failed", t.health_checks_failed),
+                ]
+                .into_iter()
+                .map(move |(result, n)| {
+                    (
+                        [("breaker", s.name.clone()), ("result", result.to_owned())],
+                        Count(n),
+                    )
+                })
+            }),
         )?;
         family(
             e,
