@@ -1050,7 +1050,7 @@ fn a_snapshot_exports_as_json() {
             r#""counts":{"requests":4,"total_successes":2,"total_failures":1,"total_exclusions":1,"#,
             r#""consecutive_successes":0,"consecutive_failures":1,"slow_calls":0},"#,
             r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0,"abandoned":0,"#,
-            r#""rejected_open":0,"rejected_half_open":0,"rejected_forced":0}}"#
+            r#""rejected_open":0,"rejected_half_open":0,"rejected_forced":0,"health_checks":0,"health_checks_failed":0}}"#
         )
     );
     let back: Snapshot = serde_json::from_str(&serde_json::to_string(&closed).unwrap()).unwrap();
@@ -1066,7 +1066,7 @@ fn a_snapshot_exports_as_json() {
             r#""counts":{"requests":0,"total_successes":0,"total_failures":0,"total_exclusions":0,"#,
             r#""consecutive_successes":0,"consecutive_failures":0,"slow_calls":0},"#,
             r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"abandoned":0,"#,
-            r#""rejected_open":1,"rejected_half_open":0,"rejected_forced":0}}"#
+            r#""rejected_open":1,"rejected_half_open":0,"rejected_forced":0,"health_checks":0,"health_checks_failed":0}}"#
         )
     );
     clock.advance(secs(11));
@@ -1130,4 +1130,16 @@ fn a_snapshots_retry_after_is_the_configured_open_period() {
     let json: serde_json::Value = serde_json::to_value(breaker.snapshot()).unwrap();
     assert_eq!(json["state"], "half-open");
     assert_eq!(json["retry_after"], serde_json::Value::Null);
+}
+
+/// Totals written before the health-check counters existed still read, as zero checks.
+#[test]
+fn totals_without_the_health_check_counters_still_deserialize() {
+    let old = concat!(
+        r#"{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"#,
+        r#""abandoned":0,"rejected_open":1,"rejected_half_open":0,"rejected_forced":0}"#
+    );
+    let totals: Totals = serde_json::from_str(old).unwrap();
+    assert_eq!((totals.admitted, totals.opened), (5, 1));
+    assert_eq!((totals.health_checks, totals.health_checks_failed), (0, 0));
 }
