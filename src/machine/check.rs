@@ -7,6 +7,8 @@
 //! ([`Machine::enter`]), so a check that settles after one (a forced open, a manual trip, a
 //! taken-over lease) is stale and changes nothing.
 
+use std::num::NonZeroU64;
+
 use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::nanos::Nanos;
@@ -19,14 +21,23 @@ use super::{Change, Machine, Ticket};
 /// The lease in force: who holds it and since when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Lease {
-    id: u64,
+    /// Non-zero, so that no lease (`None`) takes no room of its own.
+    id: NonZeroU64,
     since: Nanos,
 }
 
 impl Lease {
-    /// The lease a call just won, `id`-th of the machine, at `since`.
+    /// The lease a call just won, `id`-th of the machine (counted from 1), at `since`.
     pub(super) fn new(id: u64, since: Nanos) -> Self {
-        Self { id, since }
+        Self {
+            id: NonZeroU64::new(id).unwrap_or(NonZeroU64::MAX),
+            since,
+        }
+    }
+
+    /// Whether `ticket` is this lease's.
+    fn is(&self, ticket: CheckTicket) -> bool {
+        self.id.get() == ticket.id
     }
 
     /// When it was won.
@@ -56,7 +67,7 @@ impl<P: TripPolicy> Machine<P> {
     /// Whether the open period is over and the next call is for a health check: a check is
     /// configured, the breaker is open (not forced) and its period ended.
     pub(super) fn check_due(&self, now: Nanos) -> bool {
-        self.rules.health_check
+        self.rules.checked()
             && self.state == State::Open
             && self.forced.is_none()
             && now > self.expiry
@@ -89,9 +100,13 @@ impl<P: TripPolicy> Machine<P> {
         if self.live_lease(now).is_some() {
             return (Err(self.rejected_checking()), None);
         }
-        self.leases += 1;
-        self.lease = Some(Lease::new(self.leases, now));
-        (Ok(Admission::Check(CheckTicket { id: self.leases })), None)
+        self.leases = self.leases.saturating_add(1);
+        let lease = Lease::new(self.leases, now);
+        self.lease = Some(lease);
+        (
+            Ok(Admission::Check(CheckTicket { id: lease.id.get() })),
+            None,
+        )
     }
 
     /// For a call that cannot run a check (a sync call): when a check is due and none is
@@ -111,7 +126,7 @@ impl<P: TripPolicy> Machine<P> {
     /// late but before anyone took over still counts). Every state change ends the lease,
     /// so holding it means the same open period.
     fn holds(&self, ticket: CheckTicket) -> bool {
-        self.lease.is_some_and(|lease| lease.id == ticket.id)
+        self.lease.is_some_and(|lease| lease.is(ticket))
     }
 
     /// The check of `ticket` passed: the breaker goes half-open (a change marked
@@ -166,7 +181,7 @@ impl<P: TripPolicy> Machine<P> {
     /// The call that held `ticket` was dropped before its check settled: the lease is
     /// released with no verdict, so the next call runs the check again.
     pub(crate) fn check_dropped(&mut self, ticket: CheckTicket) {
-        if self.lease.is_some_and(|lease| lease.id == ticket.id) {
+        if self.lease.is_some_and(|lease| lease.is(ticket)) {
             self.lease = None;
         }
     }

@@ -267,7 +267,7 @@ impl<P: TripPolicy> Machine<P> {
                 None
             }
             // With a health check, the open period ends when a check passes, not by itself.
-            State::Open if now > self.expiry && !self.rules.health_check => {
+            State::Open if now > self.expiry && !self.rules.checked() => {
                 Some(self.set_state(State::HalfOpen, now))
             }
             State::Open | State::HalfOpen => None,

@@ -27,9 +27,7 @@ impl<P: TripPolicy> Machine<P> {
     pub(crate) fn peek(&self, now: Nanos) -> Peek {
         let now = now.max(self.latest);
         let (state, counts) = match self.state {
-            State::Open
-                if self.forced.is_none() && now > self.expiry && !self.rules.health_check =>
-            {
+            State::Open if self.forced.is_none() && now > self.expiry && !self.rules.checked() => {
                 (State::HalfOpen, Counts::default())
             }
             State::Closed if now > self.expiry => (State::Closed, Counts::default()),

@@ -40,9 +40,8 @@ pub(crate) struct Rules {
     pub(super) slow_threshold: Option<Duration>,
     /// Whether half-open probes are judged on latency alone.
     pub(super) probes_on_latency: bool,
-    /// Whether a health check revives the breaker: the open period ends when one passes.
-    pub(super) health_check: bool,
-    /// How long a health check may run before the next call takes its lease over.
+    /// With a health check (the open period ends when one passes): how long it may run
+    /// before the next call takes its lease over; 0 without a health check.
     pub(super) check_timeout: Nanos,
 }
 
@@ -89,20 +88,24 @@ impl Rules {
             never_trips: false,
             slow_threshold: None,
             probes_on_latency: false,
-            health_check: false,
-            check_timeout: DEFAULT_CHECK_TIMEOUT,
+            check_timeout: 0,
         }
     }
 
     /// These rules, with a health check (or not) and its `check_timeout` (zero: 500 ms,
     /// brpc's `health_check_timeout_ms`).
     pub(crate) fn health_check(mut self, checked: bool, check_timeout: Duration) -> Self {
-        self.health_check = checked;
-        self.check_timeout = match saturating_nanos(check_timeout) {
-            0 => DEFAULT_CHECK_TIMEOUT,
-            t => t,
+        self.check_timeout = match (checked, saturating_nanos(check_timeout)) {
+            (false, _) => 0,
+            (true, 0) => DEFAULT_CHECK_TIMEOUT,
+            (true, t) => t,
         };
         self
+    }
+
+    /// Whether a health check revives the breaker.
+    pub(super) fn checked(&self) -> bool {
+        self.check_timeout > 0
     }
 
     /// These rules, with no open period longer than `max_open` (zero: the default, one hour
