@@ -57,6 +57,7 @@ impl Rejected {
     /// the strict expiry goes half-open after `until`. At `until` itself the breaker still
     /// rejects, and says 1 ns rather than zero. An open period too long to count gives the
     /// longest wait, not an overflow.
+    #[inline]
     pub(crate) fn open_until(until: u64, now: u64) -> Self {
         Rejected::Open {
             retry_after: Duration::from_nanos(until.saturating_sub(now).max(1)),
