@@ -42,6 +42,8 @@ BREAKER = [
     "two_step_1t",
     "floor_1t",
     "floor_2t",
+    "registry_1t",
+    "registry_2t",
 ]
 TOWER = [
     "tower_closed_1t",

@@ -66,13 +66,27 @@ pub(crate) fn closed_2t(c: &mut Criterion) {
 }
 
 /// `tower_open_1t`: one thread, an open breaker rejects the call (the inner service is not
-/// called); `bare` is the inner service's successful call, for scale.
+/// called); `bare` is the inner service's successful call, for scale. `lazybreaker_fallback`
+/// answers the rejection with a response (`BreakerLayer::fallback`) instead of an error;
+/// `lazybreaker_keyed` is the keyed layer (a registry lookup per call, a rejection that names
+/// its breaker).
 pub(crate) fn open_1t(c: &mut Criterion) {
     let mut g = group(c, "tower_open_1t");
     one_thread(&mut g, "bare", Inner, Driver::Park);
     let lazy = stacks::lazy(true).tripped("lazybreaker");
     one_thread(&mut g, "lazybreaker", lazy.clone(), Driver::Park);
     lazy.still_open("lazybreaker");
+    let fallback = stacks::lazy_fallback(true).tripped("lazybreaker_fallback");
+    one_thread(
+        &mut g,
+        "lazybreaker_fallback",
+        fallback.clone(),
+        Driver::Park,
+    );
+    fallback.still_open("lazybreaker_fallback");
+    let keyed = stacks::keyed(true).tripped("lazybreaker_keyed");
+    one_thread(&mut g, "lazybreaker_keyed", keyed.clone(), Driver::Park);
+    keyed.still_open("lazybreaker_keyed");
     let resilience = stacks::resilience(true).tripped("tower_resilience");
     one_thread(&mut g, "tower_resilience", resilience.clone(), Driver::Park);
     resilience.still_open("tower_resilience");
@@ -83,12 +97,20 @@ pub(crate) fn open_1t(c: &mut Criterion) {
 /// wall time / total calls. Every bench here runs on a current-thread tokio runtime per
 /// thread: an open tower-resilience circuit `try_lock`s its mutex in `poll_ready`, and when
 /// the other thread holds it, sleeps 1 ms on tokio's timer, which panics outside a runtime.
+/// `lazybreaker_fallback` and `lazybreaker_keyed` as in `tower_open_1t` (the keyed layer's
+/// threads share the registry and its one open key).
 pub(crate) fn open_2t(c: &mut Criterion) {
     let mut g = group_2t(c, "tower_open_2t");
     two_threads(&mut g, "bare", &Inner, Driver::Tokio);
     let lazy = stacks::lazy(true).tripped("lazybreaker");
     two_threads(&mut g, "lazybreaker", &lazy, Driver::Tokio);
     lazy.still_open("lazybreaker");
+    let fallback = stacks::lazy_fallback(true).tripped("lazybreaker_fallback");
+    two_threads(&mut g, "lazybreaker_fallback", &fallback, Driver::Tokio);
+    fallback.still_open("lazybreaker_fallback");
+    let keyed = stacks::keyed(true).tripped("lazybreaker_keyed");
+    two_threads(&mut g, "lazybreaker_keyed", &keyed, Driver::Tokio);
+    keyed.still_open("lazybreaker_keyed");
     let resilience = stacks::resilience(true).tripped("tower_resilience");
     two_threads(&mut g, "tower_resilience", &resilience, Driver::Tokio);
     resilience.still_open("tower_resilience");
