@@ -1,5 +1,5 @@
-//! Per-call cost of lazybreaker and its peers on the hot paths, in one criterion run
-//! (issue #5): `cargo bench --bench breaker`, see `benches/README.md`.
+//! Per-call cost of lazybreaker and its peers on the hot paths, in one criterion run:
+//! `cargo bench --bench breaker`, see `benches/README.md`.
 //!
 //! Every implementation wraps the same `#[inline(never)]` operation
 //! (`support::operation`), so the figures compare the breakers' overhead, not the work

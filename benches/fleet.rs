@@ -1,4 +1,4 @@
-//! A shared breaker's per-call cost against the local breaker it wraps (issue #15):
+//! A shared breaker's per-call cost against the local breaker it wraps:
 //! `cargo bench --bench fleet --features redis`. It starts its own `redis-server` (see
 //! `tests/redis_server`), which `bash .ci/test` installs.
 //!

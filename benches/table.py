@@ -7,7 +7,7 @@ Reads <criterion dir>/<group>/<bench>/new/{benchmark.json,estimates.json} and pr
    bench binary: one row per scenario, the median ns per call of each implementation
    (lazybreaker's variants and references, such as `lazybreaker_instant_clock` or `bare`,
    beside it), the best peer, and the ratio of `lazybreaker`'s median to the best peer's
-   (<= 1.00 meets issue #5's target);
+   (<= 1.00: at least as fast as the best peer);
 2. every other group (lazybreaker-only variants, floor references): one row per bench.
 
 Groups that benches/breaker.rs and benches/tower.rs no longer define (left in the criterion

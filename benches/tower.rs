@@ -1,4 +1,4 @@
-//! The tower layer's added cost per call and `execute_async` against their peers (issue #11):
+//! The tower layer's added cost per call and `execute_async` against their peers:
 //! `cargo bench --bench tower --features tower`, see `benches/README.md`.
 //!
 //! Every group compares its implementations in the same run, time per call, around the same

@@ -1,6 +1,6 @@
-//! `Registry` lookups (issue #12): a lookup of an existing key plus a closed `execute`,
+//! `Registry` lookups: a lookup of an existing key plus a closed `execute`,
 //! against a plain `execute` on a breaker already in hand, on one and two threads. The
-//! issue's target: within about 2x of the plain call.
+//! target: within about 2x of the plain call.
 //!
 //! And an open key's rejection: `allow()` on the open breaker in hand, a lookup plus
 //! `allow()` (a plain [`Rejected`](lazybreaker::Rejected)), and `Registry::allow` (a

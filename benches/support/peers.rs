@@ -1,4 +1,4 @@
-//! lazybreaker and its peers behind one interface: each configured as in issue #5's table,
+//! lazybreaker and its peers behind one interface: each configured as in the benchmark table,
 //! each making the same call of the same [`operation`].
 //!
 //! | implementation | configuration | forced open by |
@@ -31,7 +31,7 @@ pub(crate) trait Subject: Sync + Sized {
     /// that produces it (a rejection's `retry_after`, say) can be optimised away.
     type Out;
 
-    /// The configuration of issue #5's table, closed.
+    /// The configuration of the benchmark table, closed.
     fn closed() -> Self;
     /// The same configuration with an open period of [`LONG_OPEN`], closed.
     fn long_open() -> Self;
