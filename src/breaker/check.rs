@@ -79,14 +79,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// [`allow_checking`](Self::allow_checking) off the lock-free lane.
     #[inline(never)]
     fn allow_checking_slow(&self, entry: Entry) -> Result<Admitted<'_, P, O>, Rejected> {
-        let now = match entry {
-            Entry::Open { until, now } if now <= until => {
-                self.lane.count_rejection();
-                return Err(Rejected::open_until(until, now));
-            }
-            Entry::Open { now, .. } | Entry::Locked { now: Some(now) } => now,
-            Entry::Locked { now: None } | Entry::Admitted { .. } => self.clock.now(),
-        };
+        let now = self.entry_now(entry)?;
         let mut panics = FirstPanic::default();
         let admitted = self.transact(Some(now), &mut panics, |m, now| {
             let (admitted, change) = m.admit_checking(now);

@@ -252,6 +252,20 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.admit_slow(entry, |_| ()).map(|(grant, ())| grant)
     }
 
+    /// What the lane's answer leaves to the lock: an open breaker's rejection (counted on
+    /// the lane, no lock), or the time to admit at (the lane's clock reading, or a new one).
+    #[inline(always)]
+    pub(super) fn entry_now(&self, entry: Entry) -> Result<Nanos, Rejected> {
+        match entry {
+            Entry::Open { until, now } if now <= until => {
+                self.lane.count_rejection();
+                Err(Rejected::open_until(until, now))
+            }
+            Entry::Open { now, .. } | Entry::Locked { now: Some(now) } => Ok(now),
+            Entry::Locked { now: None } | Entry::Admitted { .. } => Ok(self.clock.now()),
+        }
+    }
+
     /// [`allow_slow`](Self::allow_slow), with `note` also asked of the machine right after
     /// it admitted the call (under the same lock).
     #[inline(always)]
@@ -260,14 +274,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         entry: Entry,
         note: impl FnOnce(&Machine<P>) -> R,
     ) -> Result<(Grant, R), Rejected> {
-        let now = match entry {
-            Entry::Open { until, now } if now <= until => {
-                self.lane.count_rejection();
-                return Err(Rejected::open_until(until, now));
-            }
-            Entry::Open { now, .. } | Entry::Locked { now: Some(now) } => now,
-            Entry::Locked { now: None } | Entry::Admitted { .. } => self.clock.now(),
-        };
+        let now = self.entry_now(entry)?;
         let mut panics = FirstPanic::default();
         // The admission's start is the time the machine admitted it at (the clock's reading,
         // or the latest time the machine saw if that is later): the latency a completion
