@@ -218,8 +218,7 @@ where
                                 Ok(check) => check,
                                 Err(payload) => {
                                     this.stage.set(Stage::Done);
-                                    let _ = lease.failed();
-                                    contain::resume_payload(payload)
+                                    lease.failed_then_resume(payload)
                                 }
                             };
                             this.stage.set(Stage::Checking {
@@ -237,8 +236,7 @@ where
                         Err(payload) => {
                             let lease = lease.take().expect("settled once");
                             this.stage.set(Stage::Done);
-                            let _ = lease.failed();
-                            contain::resume_payload(payload)
+                            lease.failed_then_resume(payload)
                         }
                     };
                     let lease = lease.take().expect("settled once");

@@ -374,3 +374,40 @@ fn a_forced_change_during_a_check_makes_it_stale() {
         "a stale verdict is not counted"
     );
 }
+
+/// A check that panics while an observer panics too: the check's panic is the one that
+/// continues, and the breaker still settled the check.
+#[test]
+fn the_checks_own_panic_continues_first() {
+    struct Panics;
+    impl Observer for Panics {
+        fn on_transition(&self, _: &Transition<'_>) {
+            panic!("the observer's bug");
+        }
+    }
+    let check = Check::default();
+    let clock = ManualClock::new();
+    let c = check.clone();
+    let breaker = Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(OPEN_FOR)
+        .clock(clock.clone())
+        .observer(Panics)
+        .health_check(move || c.run())
+        .build();
+    let _ = catch_unwind(AssertUnwindSafe(|| breaker.allow().unwrap().failure()));
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(PAST_OPEN);
+    let built = AtomicUsize::new(0);
+    let mut call = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut call).is_pending());
+    check.settle(Verdict::Panic);
+    let payload = catch_unwind(AssertUnwindSafe(|| poll_once(&mut call))).unwrap_err();
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"the health check's own bug"),
+        "the check's panic, not the observer's"
+    );
+    assert_eq!(breaker.totals().health_checks_failed, 1);
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+}

@@ -149,19 +149,33 @@ impl<'a, P: TripPolicy, O: Observer> CheckLease<'a, P, O> {
         admitted
     }
 
-    /// The check failed (returned `false`, or panicked): the breaker opens again for the
-    /// next open period; the call is rejected with what the breaker answers now.
-    pub(crate) fn failed(mut self) -> Rejected {
-        let ticket = self.ticket.take().expect("settled once");
-        let breaker = self.breaker;
+    /// The check failed (returned `false`): the breaker opens again for the next open
+    /// period; the call is rejected with what the breaker answers now.
+    pub(crate) fn failed(self) -> Rejected {
         let mut panics = FirstPanic::default();
-        let now = breaker.clock.try_now(&mut panics);
-        let rejected = breaker.transact(now, &mut panics, |m, now| {
-            let (rejected, changes) = m.check_failed(ticket, now);
-            (rejected, changes.into_iter().flatten())
-        });
+        let rejected = self.settle_failed(&mut panics);
         contain::resume(panics);
         rejected
+    }
+
+    /// The check panicked with `payload`: settled as failed, then the check's panic
+    /// continues (it comes first: a panic of an observer on the way is dropped).
+    pub(crate) fn failed_then_resume(self, payload: contain::Payload) -> ! {
+        let mut panics = FirstPanic::default();
+        panics.keep(payload);
+        self.settle_failed(&mut panics);
+        contain::resume_now(panics)
+    }
+
+    /// Settles the lease as failed, keeping any panic of user code in `panics`.
+    fn settle_failed(mut self, panics: &mut FirstPanic) -> Rejected {
+        let ticket = self.ticket.take().expect("settled once");
+        let breaker = self.breaker;
+        let now = breaker.clock.try_now(panics);
+        breaker.transact(now, panics, |m, now| {
+            let (rejected, changes) = m.check_failed(ticket, now);
+            (rejected, changes.into_iter().flatten())
+        })
     }
 }
 
