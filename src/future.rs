@@ -53,7 +53,7 @@ pin_project! {
         /// builds its request.
         Checking {
             check: CheckFuture,
-            lease: Option<CheckLease<'a, P, O>>,
+            lease: Option<CheckLease<&'a Breaker<P, O>>>,
             make: Option<F>,
         },
         /// Admitted: the call in flight and the permit it reports through.

@@ -127,6 +127,18 @@ pub struct Knobs {
     /// when `true`. For a key that must never be cut off (a health check).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
     pub never_trips: bool,
+    /// How long a health check ([`Builder::health_check`](crate::Builder::health_check)) may
+    /// run before the next call treats it as lost and runs the check itself. Zero (the
+    /// default) means 500 ms, brpc's `health_check_timeout_ms`; ignored without a check.
+    /// Written out only when set.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::serde_duration::serialize",
+            skip_serializing_if = "Duration::is_zero"
+        )
+    )]
+    pub check_timeout: Duration,
 }
 
 /// How an abandoned call counts in each state that admits calls: the

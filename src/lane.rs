@@ -85,6 +85,9 @@ pub(crate) enum Peek {
     Open(Rejected),
     /// Not rejected for being open (the lane may still send the call to the lock).
     Passes,
+    /// Open, and its period is over: the next call ends it (it probes, or runs the health
+    /// check first).
+    Expired,
     /// Every call goes to the lock (half-open, forced, a policy the lane cannot count for):
     /// only the machine can answer.
     AskTheLock,
@@ -485,7 +488,7 @@ impl Lane {
                 if now <= until {
                     Peek::Open(Rejected::open_until(until, now))
                 } else {
-                    Peek::Passes
+                    Peek::Expired
                 }
             }
             LOCKED => Peek::AskTheLock,
@@ -794,7 +797,7 @@ mod tests {
         };
         assert_eq!(lane.peek_open(|| 40), rejected(2));
         assert_eq!(lane.peek_open(|| 42), rejected(1), "the last open instant");
-        assert_eq!(lane.peek_open(|| 43), Peek::Passes);
+        assert_eq!(lane.peek_open(|| 43), Peek::Expired);
     }
 
     #[test]

@@ -264,7 +264,8 @@ mod from_files {
         assert!(
             err.message().ends_with(
                 "unknown field, expected one of `name`, `max_requests`, `interval`, \
-                 `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`"
+                 `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
+                 `check_timeout`"
             ),
             "{}",
             err.message()

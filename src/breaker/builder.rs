@@ -71,7 +71,6 @@ pub struct Builder<P = ConsecutiveFailures, O = ()> {
     on_state_change: Option<Arc<StateChangeFn>>,
     /// The health check that revives the breaker, if any, and how long it may run.
     health_check: Option<Arc<HealthCheck>>,
-    check_timeout: Duration,
 }
 
 impl Builder<ConsecutiveFailures> {
@@ -83,7 +82,6 @@ impl Builder<ConsecutiveFailures> {
             clock: None,
             on_state_change: None,
             health_check: None,
-            check_timeout: Duration::ZERO,
         }
     }
 }
@@ -187,7 +185,6 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             clock: self.clock,
             on_state_change: self.on_state_change,
             health_check: self.health_check,
-            check_timeout: self.check_timeout,
         }
     }
 
@@ -228,7 +225,6 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             clock: self.clock,
             on_state_change: self.on_state_change,
             health_check: self.health_check,
-            check_timeout: self.check_timeout,
         }
     }
 
@@ -322,7 +318,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// over (its result, when it comes, no longer counts). Zero, the default, means 500 ms
     /// (brpc's `health_check_timeout_ms`).
     pub fn check_timeout(mut self, check_timeout: Duration) -> Self {
-        self.check_timeout = check_timeout;
+        self.knobs.check_timeout = check_timeout;
         self
     }
 
@@ -391,7 +387,6 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             clock: self.clock,
             on_state_change: self.on_state_change,
             health_check: self.health_check,
-            check_timeout: self.check_timeout,
         }
     }
 
@@ -479,7 +474,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         contain::resume(panics);
         let rules = Rules::from(&self.knobs)
             .with_capabilities(&caps)
-            .health_check(self.health_check.is_some(), self.check_timeout);
+            .health_check(self.health_check.is_some(), self.knobs.check_timeout);
         // What the lane may do, decided once from them.
         let plan = Plan::of(&caps, rules.rolls());
         let clock = self

@@ -5,6 +5,8 @@
 //! | [`allow_owning`](Breaker::allow_owning), [`rejected_by`](Breaker::rejected_by) | the registry, the keyed tower layer | an owned permit from the `Arc` a registry lookup returned, with no second clone; a rejection that names the breaker |
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
 //! | [`allow_probing_at`](Breaker::allow_probing_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission, which says whether the call is a half-open probe |
+//! | [`allow_checking_owned`](Breaker::allow_checking_owned), [`peek_ahead`](Breaker::peek_ahead), [`is_checked`](Breaker::is_checked) | the tower layers | a health check run from `poll_ready` (or a keyed layer's response future), the lease kept in the service |
+//! | [`allow_checking_at`](Breaker::allow_checking_at) | the fleet | a health check under the fleet-wide probe lease |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
 //! | [`Builder::max_open_duration_or_default`] | the fleet | no open period adopted, followed or published longer than the breaker's own |
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
@@ -20,12 +22,13 @@ use std::time::Duration;
 use crate::clock::ClockSource;
 use crate::error::{Rejected, RejectedBy};
 use crate::lane::{Entry, Peek};
-use crate::machine::Rules;
+use crate::machine::{Ahead, Rules};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::state::State;
 
+use super::check::{admit_checking, Admitted};
 use super::permit::{Grant, OwnedPermit, Permit};
 use super::{Breaker, Builder};
 
@@ -92,7 +95,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub(crate) fn peek_open(&self) -> Option<Rejected> {
         match self.lane.peek_open(|| self.clock.now()) {
             Peek::Open(rejected) => Some(rejected),
-            Peek::Passes => None,
+            Peek::Passes | Peek::Expired => None,
             Peek::AskTheLock => self.peek_open_locked(),
         }
     }
@@ -120,6 +123,51 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline]
     pub(crate) fn clock_nanos(&self) -> u64 {
         self.clock.now()
+    }
+
+    /// [`allow_checking`](Breaker::allow_checking), with a permit or lease that holds an
+    /// `Arc` of the breaker.
+    #[inline]
+    pub(crate) fn allow_checking_owned(self: &Arc<Self>) -> Result<Admitted<Arc<Self>>, Rejected> {
+        admit_checking(Arc::clone(self), None).map(|(admitted, _)| admitted)
+    }
+
+    /// [`allow_checking`](Breaker::allow_checking) at `now`, a reading of this breaker's
+    /// clock the caller took, with whether a call admitted is a probe of a half-open period
+    /// (as [`allow_probing_at`](Self::allow_probing_at)).
+    #[inline]
+    pub(crate) fn allow_checking_at(
+        &self,
+        now: Nanos,
+    ) -> Result<(Admitted<&Self>, bool), Rejected> {
+        admit_checking(self, Some(now))
+    }
+
+    /// Whether the breaker has a health check ([`Builder::health_check`]).
+    #[inline(always)]
+    pub(crate) fn is_checked(&self) -> bool {
+        self.health_check.is_some()
+    }
+
+    /// What the next call would find, without admitting it: the rejection of an open
+    /// breaker (or of a check under way), a health check due (the next checking admission
+    /// wins its lease), or neither. As lock-free as [`peek_open`](Self::peek_open) but for
+    /// an expired open period of a checked breaker, which asks the lock.
+    #[inline]
+    pub(crate) fn peek_ahead(&self) -> Ahead {
+        match self.lane.peek_open(|| self.clock.now()) {
+            Peek::Open(rejected) => Ahead::Rejected(rejected),
+            Peek::Passes => Ahead::Passes,
+            Peek::Expired if self.health_check.is_none() => Ahead::Passes,
+            Peek::Expired | Peek::AskTheLock => self.peek_ahead_locked(),
+        }
+    }
+
+    /// [`peek_ahead`](Self::peek_ahead) when the lane cannot answer: under the lock.
+    #[inline(never)]
+    fn peek_ahead_locked(&self) -> Ahead {
+        let now = self.clock.now();
+        self.locked(|m| m.peek_ahead(now))
     }
 }
 

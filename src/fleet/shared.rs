@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::breaker::Permit;
+use crate::breaker::{Admitted, Permit};
 use crate::breaker::{Breaker, Builder};
 use crate::classify::{Classify, OkIsSuccess};
 use crate::contain::{self, FirstPanic};
@@ -18,6 +18,8 @@ use crate::observe::{FleetEvent, Observer, Origin};
 use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 use crate::state::State;
 use crate::sync::Mutex;
+
+mod check;
 
 use super::link::Link;
 use super::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
@@ -452,11 +454,20 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         // it, so that one call never waits on the store longer than the store timeout.
         let mut left = self.fleet.knobs.store_timeout;
         let now = self.breaker.clock_nanos();
-        let (permit, probe) = if self.is_stale(now) {
+        let now = if self.is_stale(now) {
             left = Box::pin(self.sync_before()).await;
-            self.breaker.allow_probing_at(self.breaker.clock_nanos())?
+            self.breaker.clock_nanos()
         } else {
-            // One clock read for the staleness check and the admission both.
+            now // one clock read for the staleness check and the admission both
+        };
+        let (permit, probe) = if self.breaker.is_checked() {
+            match self.breaker.allow_checking_at(now)? {
+                (Admitted::Call(permit), probe) => (permit, probe),
+                (Admitted::Check(lease), _) => {
+                    return Box::pin(self.checked(lease, make, classify, left)).await;
+                }
+            }
+        } else {
             self.breaker.allow_probing_at(now)?
         };
         // Whether the call is a half-open probe is the admission's answer, not the link's:

@@ -20,6 +20,19 @@ pub(crate) struct Peek {
     pub(crate) retry_after: Option<Duration>,
 }
 
+/// What the next call would find, as a layer that prepares calls before it has them (a tower
+/// service's `poll_ready`) asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ahead {
+    /// Rejected: open, forced open, or a health check under way.
+    Rejected(Rejected),
+    /// The open period is over and no check runs: the next checking admission wins the
+    /// check lease.
+    CheckDue,
+    /// Neither: the next call is admitted or rejected as usual.
+    Passes,
+}
+
 impl<P: TripPolicy> Machine<P> {
     /// What the next call would find at `now`, as [`refresh`](Machine::refresh) would make
     /// it, without making it: the state, the counts it would count in, and how long until a
@@ -64,6 +77,16 @@ impl<P: TripPolicy> Machine<P> {
                 Some(Rejected::Checking)
             }
             _ => None,
+        }
+    }
+
+    /// What the next call would find at `now`, without admitting it (see [`Ahead`]).
+    pub(crate) fn peek_ahead(&self, now: Nanos) -> Ahead {
+        let now = now.max(self.latest);
+        match self.peek_open(now) {
+            Some(rejected) => Ahead::Rejected(rejected),
+            None if self.check_due(now) => Ahead::CheckDue,
+            None => Ahead::Passes,
         }
     }
 

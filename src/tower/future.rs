@@ -7,9 +7,16 @@ use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use crate::breaker::OwnedPermit;
+use std::convert::Infallible;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use tower_service::Service;
+
+use crate::breaker::{Breaker, CheckFuture, CheckLease, OwnedPermit};
 use crate::classify::Classify;
-use crate::error::Rejected;
+use crate::contain;
+use crate::error::{Rejected, RejectedBy};
 use crate::future::poll_admitted;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
@@ -22,17 +29,99 @@ pin_project! {
     /// the layer's answer to a rejection (`J`: an error, or a [fallback](super::Fallback)
     /// response). A panic while the inner future is polled counts as a failure and keeps
     /// unwinding; dropped before it completes, the call is abandoned.
+    ///
+    /// A keyed service's call that won its breaker's health-check lease runs the check here
+    /// first, holding its request (`D`, a [`DeferredCall`]): a passed check sends it as the
+    /// first half-open probe, a failed one answers as a rejection; dropped during the check,
+    /// the lease is released with no verdict.
     #[must_use = "futures do nothing unless polled"]
-    pub struct ResponseFuture<F, P: TripPolicy, O: Observer, C, J = FailFast, R = Rejected> {
+    pub struct ResponseFuture<F, P: TripPolicy, O: Observer, C, J = FailFast, R = Rejected, D = NoCall<F>> {
         #[pin]
-        kind: Kind<F, P, O, C, J, R>,
+        kind: Kind<F, P, O, C, J, R, D>,
+    }
+}
+
+/// The request a [`KeyedBreakerService`](super::KeyedBreakerService) holds while its
+/// breaker's health check runs, with the ready inner service it will be sent to (the service
+/// keeps a clone, as tower's services that defer a call do).
+pub struct DeferredCall<S, Req> {
+    inner: S,
+    request: Req,
+}
+
+impl<S, Req> DeferredCall<S, Req> {
+    pub(super) fn new(inner: S, request: Req) -> Self {
+        Self { inner, request }
+    }
+}
+
+impl<S, Req> fmt::Debug for DeferredCall<S, Req> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeferredCall").finish_non_exhaustive()
+    }
+}
+
+/// A call that is never deferred: the single-breaker service runs its health check in
+/// `poll_ready`, before it has the request.
+pub struct NoCall<F>(Infallible, PhantomData<fn() -> F>);
+
+impl<F> Deferred for NoCall<F> {
+    type Future = F;
+    fn call(self) -> F {
+        match self.0 {}
+    }
+}
+
+impl<F> fmt::Debug for NoCall<F> {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {}
+    }
+}
+
+/// A call to make once a health check passed.
+pub trait Deferred {
+    /// The inner service's future.
+    type Future;
+    /// Sends the request.
+    fn call(self) -> Self::Future;
+}
+
+impl<S: Service<Req>, Req> Deferred for DeferredCall<S, Req> {
+    type Future = S::Future;
+    fn call(mut self) -> S::Future {
+        self.inner.call(self.request)
+    }
+}
+
+/// A rejection as a layer answers it: plain, or naming the breaker.
+pub trait Rejection: Sized {
+    /// `rejected`, by `breaker`.
+    fn of<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>, rejected: Rejected) -> Self;
+}
+
+impl Rejection for Rejected {
+    fn of<P: TripPolicy, O: Observer>(_: &Breaker<P, O>, rejected: Rejected) -> Self {
+        rejected
+    }
+}
+
+impl Rejection for RejectedBy {
+    fn of<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>, rejected: Rejected) -> Self {
+        breaker.rejected_by(rejected)
     }
 }
 
 pin_project! {
     #[project = KindProj]
-    enum Kind<F, P: TripPolicy, O: Observer, C, J, R> {
+    enum Kind<F, P: TripPolicy, O: Observer, C, J, R, D> {
         Rejected { rejected: Option<R>, answer: J },
+        Checking {
+            check: CheckFuture,
+            lease: Option<CheckLease<Arc<Breaker<P, O>>>>,
+            deferred: Option<D>,
+            classify: Option<C>,
+            answer: Option<J>,
+        },
         Running {
             #[pin]
             inner: F,
@@ -42,7 +131,7 @@ pin_project! {
     }
 }
 
-impl<F, P: TripPolicy, O: Observer, C, J, R> ResponseFuture<F, P, O, C, J, R> {
+impl<F, P: TripPolicy, O: Observer, C, J, R, D> ResponseFuture<F, P, O, C, J, R, D> {
     pub(super) fn rejected(rejected: R, answer: J) -> Self {
         Self {
             kind: Kind::Rejected {
@@ -61,44 +150,103 @@ impl<F, P: TripPolicy, O: Observer, C, J, R> ResponseFuture<F, P, O, C, J, R> {
             },
         }
     }
+
+    pub(super) fn checking(
+        check: CheckFuture,
+        lease: CheckLease<Arc<Breaker<P, O>>>,
+        deferred: D,
+        classify: C,
+        answer: J,
+    ) -> Self {
+        Self {
+            kind: Kind::Checking {
+                check,
+                lease: Some(lease),
+                deferred: Some(deferred),
+                classify: Some(classify),
+                answer: Some(answer),
+            },
+        }
+    }
 }
 
-impl<F, P, O, C, J, R, T, E> Future for ResponseFuture<F, P, O, C, J, R>
+impl<F, P, O, C, J, R, D, T, E> Future for ResponseFuture<F, P, O, C, J, R, D>
 where
     F: Future<Output = Result<T, E>>,
     P: TripPolicy,
     O: Observer,
     C: Classify<T, E>,
     J: OnRejected<T, E, R>,
+    R: Rejection,
+    D: Deferred<Future = F>,
 {
     type Output = Result<T, J::Error>;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().kind.project() {
-            KindProj::Rejected { rejected, answer } => Poll::Ready(
-                answer.answer(
-                    rejected
-                        .take()
-                        .expect("`ResponseFuture` polled after completion"),
-                ),
-            ),
-            KindProj::Running {
-                inner,
-                permit,
-                classify,
-            } => {
-                let result = ready!(poll_admitted(inner, cx, permit, &*classify));
-                Poll::Ready(result.map_err(J::inner))
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match self.as_mut().project().kind.project() {
+                KindProj::Rejected { rejected, answer } => {
+                    return Poll::Ready(
+                        answer.answer(
+                            rejected
+                                .take()
+                                .expect("`ResponseFuture` polled after completion"),
+                        ),
+                    )
+                }
+                KindProj::Running {
+                    inner,
+                    permit,
+                    classify,
+                } => {
+                    let result = ready!(poll_admitted(inner, cx, permit, &*classify));
+                    return Poll::Ready(result.map_err(J::inner));
+                }
+                KindProj::Checking {
+                    check,
+                    lease,
+                    deferred,
+                    classify,
+                    answer,
+                } => {
+                    let taken = "`ResponseFuture` polled after completion";
+                    let passed = match contain::catch(|| check.as_mut().poll(cx)) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(passed)) => passed,
+                        Err(payload) => lease.take().expect(taken).failed_then_resume(payload),
+                    };
+                    let lease = lease.take().expect(taken);
+                    let breaker = Arc::clone(lease.holder());
+                    let admitted = if passed {
+                        lease.passed()
+                    } else {
+                        Err(lease.failed())
+                    };
+                    let (classify, answer) = (classify.take(), answer.take());
+                    let kind = match admitted {
+                        Ok(permit) => Kind::Running {
+                            inner: deferred.take().expect(taken).call(),
+                            permit,
+                            classify: classify.expect(taken),
+                        },
+                        Err(rejected) => Kind::Rejected {
+                            rejected: Some(R::of(&breaker, rejected)),
+                            answer: answer.expect(taken),
+                        },
+                    };
+                    self.as_mut().project().kind.set(kind);
+                }
             }
         }
     }
 }
 
-impl<F, P: TripPolicy, O: Observer, C, J, R> fmt::Debug for ResponseFuture<F, P, O, C, J, R> {
+impl<F, P: TripPolicy, O: Observer, C, J, R, D> fmt::Debug for ResponseFuture<F, P, O, C, J, R, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
             Kind::Rejected { .. } => "rejected",
+            Kind::Checking { .. } => "checking",
             Kind::Running { .. } => "running",
         };
         f.debug_struct("ResponseFuture")

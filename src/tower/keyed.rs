@@ -9,9 +9,11 @@ use std::task::{Context, Poll};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{FailFast, Fallback, OnRejected, ResponseFuture};
+use super::{DeferredCall, FailFast, Fallback, OnRejected, ResponseFuture};
+use crate::breaker::{Admitted, Breaker};
 use crate::classify::Classify;
 use crate::classify::OkIsSuccess;
+use crate::contain;
 use crate::error::{Rejected, RejectedBy};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -181,7 +183,7 @@ impl<S, K, F, P: TripPolicy, O: Observer, H, C, J> KeyedBreakerService<S, K, F, 
 
 impl<S, Req, K, F, P, O, H, C, J> Service<Req> for KeyedBreakerService<S, K, F, P, O, H, C, J>
 where
-    S: Service<Req>,
+    S: Service<Req> + Clone,
     K: Hash + Eq + Clone + fmt::Display,
     F: Fn(&Req) -> K,
     P: TripPolicy,
@@ -192,7 +194,7 @@ where
 {
     type Response = S::Response;
     type Error = J::Error;
-    type Future = ResponseFuture<S::Future, P, O, C, J, RejectedBy>;
+    type Future = ResponseFuture<S::Future, P, O, C, J, RejectedBy, DeferredCall<S, Req>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(J::inner)
@@ -200,11 +202,55 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         let key = (self.key)(&request);
-        match self.registry.breaker(&key).allow_owning() {
+        let breaker = self.registry.breaker(&key);
+        if breaker.is_checked() {
+            return self.call_checked(breaker, request);
+        }
+        match breaker.allow_owning() {
             Ok(permit) => {
                 ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
             }
             Err(rejected) => ResponseFuture::rejected(rejected, self.on_rejected.clone()),
+        }
+    }
+}
+
+impl<S: Clone, K, F, P: TripPolicy, O: Observer, H, C: Clone, J: Clone>
+    KeyedBreakerService<S, K, F, P, O, H, C, J>
+{
+    /// A call whose breaker has a health check: when it wins the check lease, its request
+    /// waits in the response future, with the ready inner service (a clone stays here), until
+    /// the check settles. A panic starting the check fails it and continues.
+    fn call_checked<Req>(
+        &mut self,
+        breaker: Arc<Breaker<P, O>>,
+        request: Req,
+    ) -> ResponseFuture<S::Future, P, O, C, J, RejectedBy, DeferredCall<S, Req>>
+    where
+        S: Service<Req>,
+    {
+        match breaker.allow_checking_owned() {
+            Ok(Admitted::Call(permit)) => {
+                ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
+            }
+            Ok(Admitted::Check(lease)) => {
+                let check = match contain::catch(|| lease.start()) {
+                    Ok(check) => check,
+                    Err(payload) => lease.failed_then_resume(payload),
+                };
+                let clone = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, clone);
+                ResponseFuture::checking(
+                    check,
+                    lease,
+                    DeferredCall::new(ready, request),
+                    self.classify.clone(),
+                    self.on_rejected.clone(),
+                )
+            }
+            Err(rejected) => {
+                ResponseFuture::rejected(breaker.rejected_by(rejected), self.on_rejected.clone())
+            }
         }
     }
 }

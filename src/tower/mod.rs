@@ -87,7 +87,7 @@ mod layer;
 mod service;
 
 pub use fallback::{FailFast, Fallback, OnRejected};
-pub use future::ResponseFuture;
+pub use future::{Deferred, DeferredCall, NoCall, Rejection, ResponseFuture};
 pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
 pub use service::BreakerService;

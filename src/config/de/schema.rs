@@ -247,7 +247,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 8] = [
+static KNOB_FIELDS: [Field<Settings>; 9] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -270,6 +270,9 @@ static KNOB_FIELDS: [Field<Settings>; 8] = [
     Field::optional("never_trips", |s, v, p| {
         set(&mut s.knobs.never_trips, bool_of(v, p))
     }),
+    Field::optional("check_timeout", |s, v, p| {
+        set(&mut s.knobs.check_timeout, duration(v, p))
+    }),
 ];
 
 /// A table of [`Settings`]: the knobs, the policy and the open duration.
@@ -286,7 +289,7 @@ static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-        `policy`, `open_duration`",
+        `check_timeout`, `policy`, `open_duration`",
     missing: "",
 };
 
@@ -295,7 +298,8 @@ static KNOBS_ONLY: Table<Settings> = Table {
     fields: &[&KNOB_FIELDS],
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
-        `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`",
+        `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
+        `check_timeout`",
     missing: "",
 };
 
