@@ -7,19 +7,23 @@
 //! | [`allow_probing_at`](Breaker::allow_probing_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission, which says whether the call is a half-open probe |
 //! | [`allow_checking_owned`](Breaker::allow_checking_owned), [`peek_ahead`](Breaker::peek_ahead), [`is_checked`](Breaker::is_checked) | the tower layers | a health check run from `poll_ready` (or a keyed layer's response future), the lease kept in the service |
 //! | [`allow_checking_at`](Breaker::allow_checking_at) | the fleet | a health check under the fleet-wide probe lease |
+//! | [`CheckLease::verdict`], [`CheckLease::run`] | the fleet, the reqwest middleware | a check run in an `async fn` |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
 //! | [`Builder::max_open_duration_or_default`] | the fleet | no open period adopted, followed or published longer than the breaker's own |
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
 //! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry | a breaker named after its key, on the registry's clock |
 //!
 //! Each entry point serves an integration behind its feature, so a build without some of them
-//! leaves some unused: one attribute on the block says so, the one place the breaker knows
+//! leaves some unused: one attribute on each block says so, the one place the breaker knows
 //! that features exist (the entry points stay compiled and checked in every build).
 
+use std::future::poll_fn;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use crate::clock::ClockSource;
+use crate::contain;
 use crate::error::{Rejected, RejectedBy};
 use crate::lane::{Entry, Peek};
 use crate::machine::{Ahead, Rules};
@@ -28,7 +32,7 @@ use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::state::State;
 
-use super::check::{admit_checking, Admitted};
+use super::check::{admit_checking, Admitted, CheckLease, Holder};
 use super::permit::{Grant, OwnedPermit, Permit};
 use super::{Breaker, Builder};
 
@@ -204,5 +208,33 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// nothing delivered): what a registry may evict.
     pub(crate) fn is_closed_and_unforced(&self) -> bool {
         self.locked(|m| m.state() == State::Closed && m.forced().is_none())
+    }
+}
+
+/// A check run in an `async fn` (the reqwest middleware, the fleet); the named futures poll
+/// theirs by hand.
+#[cfg_attr(not(all(feature = "reqwest", feature = "fleet")), allow(dead_code))]
+impl<B: Holder> CheckLease<B> {
+    /// Runs the check to its verdict in the caller's future: `Err` with the payload of a
+    /// panic in the user's closure or future (the caller settles the lease as failed and
+    /// continues the panic).
+    pub(crate) async fn verdict(&self) -> Result<bool, contain::Payload> {
+        let mut check = contain::catch(|| self.start())?;
+        poll_fn(|cx| match contain::catch(|| check.as_mut().poll(cx)) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(passed)) => Poll::Ready(Ok(passed)),
+            Err(payload) => Poll::Ready(Err(payload)),
+        })
+        .await
+    }
+
+    /// Runs the check and settles the lease: the permit of the first half-open probe if
+    /// it passed, the rejection if it failed; a panic in the check fails it and continues.
+    pub(crate) async fn run(self) -> Result<B::Permit, Rejected> {
+        match self.verdict().await {
+            Ok(true) => self.passed(),
+            Ok(false) => Err(self.failed()),
+            Err(payload) => self.failed_then_resume(payload),
+        }
     }
 }

@@ -9,6 +9,7 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Error, Middleware, Next, Result};
 
 use super::call::Admitted;
+use crate::breaker::Admitted as BreakerAdmitted;
 use super::classify::ResponseRules;
 use super::key::host_port;
 use crate::http::StatusRules;
@@ -144,10 +145,19 @@ where
     ) -> Result<Response> {
         let key = (self.key)(&req);
         // Before `next.run`: a rejected request never reaches the connection pool.
-        let permit = self
-            .registry
-            .allow(key.as_str())
-            .map_err(Error::middleware)?;
+        let breaker = self.registry.breaker(key.as_str());
+        let permit = if breaker.is_checked() {
+            // The first request after an open period runs the host's health check first,
+            // and is sent only if it passes.
+            let admitted = match breaker.allow_checking_owned() {
+                Ok(BreakerAdmitted::Call(permit)) => Ok(permit),
+                Ok(BreakerAdmitted::Check(lease)) => lease.run().await,
+                Err(rejected) => Err(rejected),
+            };
+            admitted.map_err(|rejected| Error::middleware(breaker.rejected_by(rejected)))?
+        } else {
+            breaker.allow_owning().map_err(Error::middleware)?
+        };
         Admitted::new(next.run(req, extensions), permit, ResponseRules(self.rules)).await
     }
 }

@@ -93,11 +93,13 @@
 //! ```
 
 mod call;
+mod check;
 mod classify;
 mod key;
 mod middleware;
 mod rejection;
 
+pub use check::{path_check, tcp_check, CheckFuture};
 pub use key::host_port;
 pub use middleware::BreakerMiddleware;
 pub use rejection::rejection;

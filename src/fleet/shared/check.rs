@@ -4,9 +4,8 @@
 //! its result is published as a probe's. A failed check reopens the local breaker, which is
 //! published as a failed probe's reopening is.
 
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::sync::atomic::Ordering;
-use std::task::Poll;
 use std::time::Duration;
 
 use crate::breaker::CheckLease;
@@ -46,17 +45,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         };
         // A panic starting or polling the check is its failure, and continues once the
         // failure is settled and published.
-        let verdict = match contain::catch(|| lease.start()) {
-            Ok(mut check) => {
-                poll_fn(|cx| match contain::catch(|| check.as_mut().poll(cx)) {
-                    Ok(Poll::Pending) => Poll::Pending,
-                    Ok(Poll::Ready(passed)) => Poll::Ready(Ok(passed)),
-                    Err(payload) => Poll::Ready(Err(payload)),
-                })
-                .await
-            }
-            Err(payload) => Err(payload),
-        };
+        let verdict = lease.verdict().await;
         let passed = match verdict {
             Ok(passed) => passed,
             Err(payload) => {
