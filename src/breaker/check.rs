@@ -109,7 +109,7 @@ pub(crate) enum Admitted<B: Holder> {
 /// [`failed`](CheckLease::failed); dropped unsettled (the call was cancelled during its
 /// check), it releases the lease with no verdict, so the next call runs the check again.
 pub(crate) struct CheckLease<B: Holder> {
-    breaker: B,
+    pub(super) breaker: B,
     ticket: Option<CheckTicket>,
 }
 
@@ -196,11 +196,6 @@ fn admit_checking_slow<B: Holder>(
 }
 
 impl<B: Holder> CheckLease<B> {
-    /// How the lease holds its breaker.
-    pub(crate) fn holder(&self) -> &B {
-        &self.breaker
-    }
-
     /// Starts the user's check: its future, to poll in the caller's. A panic here (in the
     /// user's closure) unwinds to the caller, which settles the lease as failed.
     pub(crate) fn start(&self) -> CheckFuture {

@@ -7,7 +7,7 @@
 //! | [`allow_probing_at`](Breaker::allow_probing_at), [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission, which says whether the call is a half-open probe |
 //! | [`allow_checking_owned`](Breaker::allow_checking_owned), [`peek_ahead`](Breaker::peek_ahead), [`is_checked`](Breaker::is_checked) | the tower layers | a health check run from `poll_ready` (or a keyed layer's response future), the lease kept in the service |
 //! | [`allow_checking_at`](Breaker::allow_checking_at) | the fleet | a health check under the fleet-wide probe lease |
-//! | [`CheckLease::verdict`], [`CheckLease::run`] | the fleet, the reqwest middleware | a check run in an `async fn` |
+//! | [`CheckLease::verdict`], [`CheckLease::run`], [`CheckLease::holder`] | the fleet, the reqwest middleware, the keyed tower layer | a check run in an `async fn`; the breaker a keyed rejection names |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
 //! | [`Builder::max_open_duration_or_default`] | the fleet | no open period adopted, followed or published longer than the breaker's own |
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
@@ -211,10 +211,18 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     }
 }
 
-/// A check run in an `async fn` (the reqwest middleware, the fleet); the named futures poll
-/// theirs by hand.
-#[cfg_attr(not(all(feature = "reqwest", feature = "fleet")), allow(dead_code))]
+/// A check run in an `async fn` (the reqwest middleware, the fleet; the named futures poll
+/// theirs by hand), and the lease's breaker for a keyed layer's rejection.
+#[cfg_attr(
+    not(all(feature = "tower", feature = "reqwest", feature = "fleet")),
+    allow(dead_code)
+)]
 impl<B: Holder> CheckLease<B> {
+    /// How the lease holds its breaker.
+    pub(crate) fn holder(&self) -> &B {
+        &self.breaker
+    }
+
     /// Runs the check to its verdict in the caller's future: `Err` with the payload of a
     /// panic in the user's closure or future (the caller settles the lease as failed and
     /// continues the panic).

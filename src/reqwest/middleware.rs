@@ -9,9 +9,9 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{Error, Middleware, Next, Result};
 
 use super::call::Admitted;
-use crate::breaker::Admitted as BreakerAdmitted;
 use super::classify::ResponseRules;
 use super::key::host_port;
+use crate::breaker::Admitted as BreakerAdmitted;
 use crate::http::StatusRules;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};

@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use sync_wrapper::SyncWrapper;
 use tower_service::Service;
 
 use super::{FailFast, OnRejected, ResponseFuture};
@@ -48,7 +49,7 @@ enum Prepared<P: TripPolicy, O: Observer> {
     Admitted(OwnedPermit<P, O>),
     /// This service holds the check lease and its check is running.
     Checking {
-        check: CheckFuture,
+        check: SyncWrapper<CheckFuture>,
         lease: CheckLease<Arc<Breaker<P, O>>>,
     },
 }
@@ -164,7 +165,10 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
             Err(rejected) => Prepared::Answered(rejected),
             Ok(Admitted::Call(permit)) => Prepared::Admitted(permit),
             Ok(Admitted::Check(lease)) => match contain::catch(|| lease.start()) {
-                Ok(check) => Prepared::Checking { check, lease },
+                Ok(check) => Prepared::Checking {
+                    check: SyncWrapper::new(check),
+                    lease,
+                },
                 Err(payload) => lease.failed_then_resume(payload),
             },
         };
@@ -175,10 +179,10 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     fn poll_check(
         &mut self,
         cx: &mut Context<'_>,
-        mut check: CheckFuture,
+        mut check: SyncWrapper<CheckFuture>,
         lease: CheckLease<Arc<Breaker<P, O>>>,
     ) -> Poll<()> {
-        let passed = match contain::catch(|| check.as_mut().poll(cx)) {
+        let passed = match contain::catch(|| check.get_mut().as_mut().poll(cx)) {
             Ok(Poll::Pending) => {
                 self.ready = Prepared::Checking { check, lease };
                 return Poll::Pending;

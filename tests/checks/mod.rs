@@ -1,0 +1,107 @@
+//! What the health-check tests share: a check the test settles by hand, a log of the
+//! changes with their origins, and a poll with a waker that does nothing.
+
+#![allow(dead_code)] // each test file uses its part
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use std::time::Duration;
+
+use lazybreaker::observe::{Observer, Origin, Transition};
+use lazybreaker::policy::ConsecutiveFailures;
+use lazybreaker::{Breaker, ManualClock, State};
+
+/// The open period of the breakers under test.
+pub(crate) const OPEN_FOR: Duration = Duration::from_secs(30);
+/// Just past it: the open period is over (strictly after `OPEN_FOR`).
+pub(crate) const PAST_OPEN: Duration = Duration::from_millis(30_001);
+
+pub(crate) struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+pub(crate) fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    let waker = Waker::from(Arc::new(Noop));
+    Pin::new(f).poll(&mut Context::from_waker(&waker))
+}
+
+/// A health check the test settles by hand: each run counts, and stays pending until the
+/// test gives it a verdict (`Some(true)`, `Some(false)`) or tells it to panic.
+#[derive(Clone, Default)]
+pub(crate) struct Check {
+    runs: Arc<AtomicUsize>,
+    verdict: Arc<Mutex<Option<Verdict>>>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Verdict {
+    Pass,
+    Fail,
+    Panic,
+}
+
+impl Check {
+    pub(crate) fn settle(&self, verdict: Verdict) {
+        *self.verdict.lock().unwrap() = Some(verdict);
+    }
+
+    /// Back to no verdict: the next run stays pending until settled.
+    pub(crate) fn reset(&self) {
+        *self.verdict.lock().unwrap() = None;
+    }
+
+    pub(crate) fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn run(&self) -> impl Future<Output = bool> + Send + 'static {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let verdict = Arc::clone(&self.verdict);
+        std::future::poll_fn(move |_| match *verdict.lock().unwrap() {
+            None => Poll::Pending,
+            Some(Verdict::Pass) => Poll::Ready(true),
+            Some(Verdict::Fail) => Poll::Ready(false),
+            Some(Verdict::Panic) => panic!("the health check's own bug"),
+        })
+    }
+}
+
+/// Every change, with its origin.
+#[derive(Default)]
+pub(crate) struct Log(Mutex<Vec<(State, State, Origin)>>);
+
+impl Observer for Log {
+    fn on_transition(&self, t: &Transition<'_>) {
+        self.0.lock().unwrap().push((t.from, t.to, t.origin));
+    }
+}
+
+impl Log {
+    pub(crate) fn take(&self) -> Vec<(State, State, Origin)> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+}
+
+/// A breaker that trips on one failure, checked by `check`, opened and past its period.
+pub(crate) fn due(check: &Check) -> (Breaker<ConsecutiveFailures, Log>, ManualClock) {
+    let clock = ManualClock::new();
+    let c = check.clone();
+    let breaker = Breaker::builder()
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(OPEN_FOR)
+        .clock(clock.clone())
+        .observer(Log::default())
+        .health_check(move || c.run())
+        .build();
+    breaker.allow().unwrap().failure();
+    assert_eq!(breaker.state(), State::Open);
+    clock.advance(PAST_OPEN);
+    breaker.observer().take();
+    (breaker, clock)
+}
