@@ -191,6 +191,31 @@ fn a_check_past_check_timeout_is_taken_over() {
     assert_eq!(breaker.totals().health_checks, 1);
 }
 
+/// Runs the takeover scenario on `breaker` (tripped, past its open period, checked by
+/// `check`) with a 2 s check timeout: within it, calls are held back; past it, the next call
+/// runs the check itself.
+fn takes_over_after_two_seconds<P: lazybreaker::policy::TripPolicy>(
+    breaker: &Breaker<P>,
+    clock: &ManualClock,
+    check: &Check,
+) {
+    let built = AtomicUsize::new(0);
+    let mut slow = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut slow).is_pending());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(breaker.allow().unwrap_err(), Rejected::Checking);
+    clock.advance(Duration::from_millis(1_000));
+    assert_eq!(
+        breaker.allow().unwrap_err(),
+        Rejected::Checking,
+        "2 s: still live"
+    );
+    clock.advance(Duration::from_millis(1));
+    let mut takeover = Box::pin(breaker.execute_async(request(&built)));
+    assert!(poll_once(&mut takeover).is_pending());
+    assert_eq!(check.runs(), 2);
+}
+
 #[test]
 fn a_custom_check_timeout_applies() {
     let check = Check::default();
@@ -205,15 +230,33 @@ fn a_custom_check_timeout_applies() {
         .build();
     breaker.allow().unwrap().failure();
     clock.advance(PAST_OPEN);
-    let built = AtomicUsize::new(0);
-    let mut slow = Box::pin(breaker.execute_async(request(&built)));
-    assert!(poll_once(&mut slow).is_pending());
-    clock.advance(Duration::from_secs(1));
-    assert_eq!(breaker.allow().unwrap_err(), Rejected::Checking);
-    clock.advance(Duration::from_millis(1_001));
-    let mut takeover = Box::pin(breaker.execute_async(request(&built)));
-    assert!(poll_once(&mut takeover).is_pending());
-    assert_eq!(check.runs(), 2);
+    takes_over_after_two_seconds(&breaker, &clock, &check);
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn a_check_timeout_from_a_file_applies() {
+    let settings: lazybreaker::config::Settings = toml::from_str(
+        r#"
+        timeout = "30s"
+        check_timeout = "2s"
+        policy = { kind = "consecutive_failures", threshold = 1 }
+        "#,
+    )
+    .unwrap();
+    assert_eq!(settings.knobs.check_timeout, Duration::from_secs(2));
+    let check = Check::default();
+    let clock = ManualClock::new();
+    let c = check.clone();
+    let breaker = settings
+        .to_builder()
+        .unwrap()
+        .clock(clock.clone())
+        .health_check(move || c.run())
+        .build();
+    breaker.allow().unwrap().failure();
+    clock.advance(PAST_OPEN);
+    takes_over_after_two_seconds(&breaker, &clock, &check);
 }
 
 #[test]

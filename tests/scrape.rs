@@ -114,6 +114,17 @@ fn check(series: &Series, s: &Snapshot) {
         get(series, "circuit_breaker_admitted_total", &[("breaker", b)]),
         t.admitted as f64
     );
+    for (result, n) in [
+        ("passed", t.health_checks - t.health_checks_failed),
+        ("failed", t.health_checks_failed),
+    ] {
+        let got = get(
+            series,
+            "circuit_breaker_health_checks_total",
+            &[("breaker", b), ("result", result)],
+        );
+        assert_eq!(got, n as f64, "{b} health checks {result}");
+    }
     for (from, to, n) in s.transitions.iter() {
         let label = |state: State| match state {
             State::Closed => "closed",
@@ -360,6 +371,69 @@ fn the_retry_after_gauge_reads_the_configured_open_period() {
     assert_eq!(gauge(), 0.25);
     clock.advance(Duration::from_millis(250) + Duration::from_nanos(1));
     assert_eq!(gauge(), 0.0, "half-open next");
+}
+
+/// The health-check counters, by result, read what the checks did: one failed check, then
+/// one passed; and a checked breaker whose open period is over reads open (waiting for its
+/// check), not half-open.
+#[test]
+fn the_health_check_counters_read_the_checks_that_settled() {
+    use std::sync::atomic::AtomicBool;
+    let clock = ManualClock::new();
+    let healthy = Arc::new(AtomicBool::new(false));
+    let h = Arc::clone(&healthy);
+    let breaker = Arc::new(
+        Breaker::builder()
+            .name("checked")
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(OPEN_FOR)
+            .clock(clock.clone())
+            .health_check(move || std::future::ready(h.load(Ordering::SeqCst)))
+            .build(),
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(
+        BreakerCollector::new().breaker(Arc::clone(&breaker)),
+    ));
+    let series = || {
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("a scrape");
+        parse(&text)
+    };
+    let checks = |result: &str| {
+        get(
+            &series(),
+            "circuit_breaker_health_checks_total",
+            &[("breaker", "checked"), ("result", result)],
+        )
+    };
+    let call = || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(breaker.execute_async(|| async { Ok::<_, ()>(()) }))
+    };
+    assert_eq!((checks("passed"), checks("failed")), (0.0, 0.0));
+    let _ = breaker.execute(|| Err::<(), _>("down"));
+    clock.advance(PAST_OPEN);
+    assert_eq!(
+        get(
+            &series(),
+            "circuit_breaker_state",
+            &[("breaker", "checked")]
+        ),
+        2.0,
+        "open until its check passes"
+    );
+    assert!(call().is_err(), "the check fails");
+    assert_eq!((checks("passed"), checks("failed")), (0.0, 1.0));
+    clock.advance(PAST_OPEN);
+    healthy.store(true, Ordering::SeqCst);
+    assert!(call().is_ok(), "the check passes, the call probes");
+    assert_eq!((checks("passed"), checks("failed")), (1.0, 1.0));
+    check(&series(), &breaker.snapshot());
+    let t = breaker.snapshot().totals;
+    assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
 }
 
 /// One breaker's panicking `TripPolicy::gauges` must not take the whole scrape down (every
