@@ -248,8 +248,12 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     ///   compares the times). Give the check a deadline of its own, shorter than that.
     ///
     /// The calls that run the check are [`execute_async`](Breaker::execute_async) and
-    /// [`execute_async_with`](Breaker::execute_async_with) (and `execute_async_classified`).
-    /// A sync call ([`execute`](Breaker::execute), [`allow`](Breaker::allow)) cannot wait
+    /// [`execute_async_with`](Breaker::execute_async_with) (and `execute_async_classified`),
+    /// the tower layers (the single-breaker service in `poll_ready`, the keyed one in its
+    /// response future), the reqwest middleware (before the rest of the chain), and a
+    /// fleet's shared breaker (one check per fleet, under its probe lease). Ready-made checks
+    /// with the `reqwest` feature: `reqwest::tcp_check` (a TCP connect) and
+    /// `reqwest::path_check` (a health path that must answer 2xx). A sync call ([`execute`](Breaker::execute), [`allow`](Breaker::allow)) cannot wait
     /// for a future: when it finds a check due and none running, it probes as a breaker
     /// without a check would (the breaker goes half-open, that call is the probe); while a
     /// check runs, it is rejected like the others. In the closed state none of this runs.

@@ -401,6 +401,15 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// change it caused is published. The store work of one call waits at most the store
     /// timeout in all; a store that fails or is slow only makes the breaker decide locally.
     ///
+    /// With a [health check](crate::Builder::health_check), the call that finds the open
+    /// period over runs it first, under the fleet-wide probe lease with room for one holder:
+    /// while it runs, every instance's calls are rejected with [`Rejected::Checking`], and
+    /// no other instance runs a check. A passed check's call is the fleet's probe, under the
+    /// same lease, its result published as a probe's; a failed check reopens the breaker,
+    /// published as a failed probe's reopening. (With `max_requests` above 1, an instance
+    /// that has not heard of the recovery checks before its own first probe, one at a time
+    /// across the fleet.)
+    ///
     /// A cancelled call counts as the local breaker's
     /// [`abandoned_as`](crate::Builder::abandoned_as) says, and its lease, if any, expires.
     ///

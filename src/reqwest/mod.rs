@@ -1,10 +1,14 @@
 //! A `reqwest` middleware with a breaker per host (feature `reqwest`):
 //! [`BreakerMiddleware`], a [`reqwest_middleware::Middleware`] that keeps one breaker per
-//! `host:port` in a [`Registry`](crate::Registry) (or per any key of the request), and
-//! [`rejection`] to tell its rejections from other errors.
+//! `host:port` in a [`Registry`](crate::Registry) (or per any key of the request),
+//! [`rejection`] to tell its rejections from other errors, and health checks
+//! ([`tcp_check`], [`path_check`]) that revive a host's breaker.
 //!
 //! Each request asks its host's breaker first: while the breaker rejects, the request fails
-//! at once and no connection is attempted. An admitted request goes down the rest of the
+//! at once and no connection is attempted. A host's breaker with a
+//! [health check](crate::Builder::health_check) ([`path_check`] for its health path,
+//! [`tcp_check`] for a connect) runs it in the first request after its open period, before
+//! the rest of the chain: that request is sent only if the check passes. An admitted request goes down the rest of the
 //! chain; its response, or its error, comes back exactly as without the middleware, and the
 //! breaker counts it:
 //!

@@ -78,12 +78,22 @@ impl<F> fmt::Debug for NoCall<F> {
     }
 }
 
-/// A call to make once a health check passed.
-pub trait Deferred {
+/// A call to make once a health check passed: [`DeferredCall`], or [`NoCall`]. Sealed: the
+/// layers name it in their futures' types; it is not for implementing.
+pub trait Deferred: sealed::Sealed {
     /// The inner service's future.
     type Future;
     /// Sends the request.
     fn call(self) -> Self::Future;
+}
+
+mod sealed {
+    /// Keeps [`Deferred`](super::Deferred) and [`Rejection`](super::Rejection) to this crate.
+    pub trait Sealed {}
+    impl<S, Req> Sealed for super::DeferredCall<S, Req> {}
+    impl<F> Sealed for super::NoCall<F> {}
+    impl Sealed for crate::error::Rejected {}
+    impl Sealed for crate::error::RejectedBy {}
 }
 
 impl<S: Service<Req>, Req> Deferred for DeferredCall<S, Req> {
@@ -93,8 +103,9 @@ impl<S: Service<Req>, Req> Deferred for DeferredCall<S, Req> {
     }
 }
 
-/// A rejection as a layer answers it: plain, or naming the breaker.
-pub trait Rejection: Sized {
+/// A rejection as a layer answers it: plain ([`Rejected`]), or naming the breaker
+/// ([`RejectedBy`]). Sealed: it is not for implementing.
+pub trait Rejection: Sized + sealed::Sealed {
     /// `rejected`, by `breaker`.
     fn of<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>, rejected: Rejected) -> Self;
 }

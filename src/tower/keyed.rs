@@ -161,6 +161,10 @@ impl<K, F, P: TripPolicy, O: Observer, H, C, J> fmt::Debug
 /// future, as in the single-breaker layer, whose error names the key's breaker
 /// ([`RejectedBy`]: the error type is `Error<S::Error, RejectedBy>`); or, with a
 /// [fallback](KeyedBreakerLayer::fallback), the fallback's response.
+///
+/// A call that wins its breaker's [health check](crate::Builder::health_check) lease runs
+/// the check in its response future before its request is sent: the request waits there
+/// with the ready inner service, a clone of which stays in this service (so `S: Clone`).
 pub struct KeyedBreakerService<S, K, F, P, O, H, C, J = FailFast> {
     inner: S,
     registry: Arc<Registry<K, P, O, H>>,

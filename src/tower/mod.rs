@@ -47,6 +47,17 @@
 //! - **The breaker before the inner service.** While the breaker is open, `poll_ready` is
 //!   ready at once without polling the inner service, so an open breaker fails fast even when
 //!   the inner service is not ready (a saturated pool, a hung connection).
+//! - **A health check in `poll_ready`.** For a breaker with a
+//!   [health check](crate::Builder::health_check), the service whose `poll_ready` finds the
+//!   open period over wins the check lease and runs the check there, in the caller's task:
+//!   pending until it settles, then ready, with the call that follows admitted as the first
+//!   half-open probe (passed) or rejected (failed). Other services on the breaker are ready
+//!   at once meanwhile, their calls rejected with [`Rejected::Checking`](crate::Rejected::Checking).
+//!   A `call` without a `poll_ready` before it never revives the breaker unchecked. The
+//!   keyed layer learns the breaker from the request, so it runs the check in the response
+//!   future instead, holding the request and the ready inner service ([`DeferredCall`]);
+//!   its `Service` implementation needs the inner service to be `Clone` (a clone stays in
+//!   the service, as with tower's services that defer a call).
 //! - **`Error<S::Error>`**: a [`std::error::Error`] when the inner error is `Debug + Display`,
 //!   so `Error<BoxError>` converts into `BoxError` and outer layers (`timeout`, `Buffer`,
 //!   axum's `HandleErrorLayer`) compose.
