@@ -120,7 +120,17 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// [`Rejected::Checking`]. Without a health check, it is `allow`.
     #[inline]
     pub(crate) fn allow_checking(&self) -> Result<Admitted<&Self>, Rejected> {
-        admit_checking(self, None).map(|(admitted, _)| admitted)
+        // Spelled out rather than through `admit_checking` (whose answer carries whether the
+        // call is a probe): the closed path builds its permit in place, as `allow` does.
+        match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { generation } => {
+                Ok(Admitted::Call(Permit::new(self, Grant::unaged(generation))))
+            }
+            other if self.health_check.is_none() => self
+                .allow_slow(other)
+                .map(|grant| Admitted::Call(Permit::new(self, grant))),
+            other => admit_checking_slow(self, other).map(|(admitted, _)| admitted),
+        }
     }
 }
 

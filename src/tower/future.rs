@@ -61,6 +61,18 @@ impl<S, Req> fmt::Debug for DeferredCall<S, Req> {
     }
 }
 
+/// A keyed call that runs its breaker's health check first: the check, its lease, and what
+/// the call needs afterwards.
+struct Checking<P: TripPolicy, O: Observer, C, J, D> {
+    check: CheckFuture,
+    /// The check's verdict once it finished (`Err`: it panicked).
+    passed: Option<Result<bool, contain::Payload>>,
+    lease: CheckLease<Arc<Breaker<P, O>>>,
+    deferred: D,
+    classify: C,
+    answer: J,
+}
+
 /// A call that is never deferred: the single-breaker service runs its health check in
 /// `poll_ready`, before it has the request.
 pub struct NoCall<F>(Infallible, PhantomData<fn() -> F>);
@@ -126,13 +138,8 @@ pin_project! {
     #[project = KindProj]
     enum Kind<F, P: TripPolicy, O: Observer, C, J, R, D> {
         Rejected { rejected: Option<R>, answer: J },
-        Checking {
-            check: CheckFuture,
-            lease: Option<CheckLease<Arc<Breaker<P, O>>>>,
-            deferred: Option<D>,
-            classify: Option<C>,
-            answer: Option<J>,
-        },
+        // Boxed: the future stays as small as without checks for the calls that run none.
+        Checking { checking: Option<Box<Checking<P, O, C, J, D>>> },
         Running {
             #[pin]
             inner: F,
@@ -171,11 +178,14 @@ impl<F, P: TripPolicy, O: Observer, C, J, R, D> ResponseFuture<F, P, O, C, J, R,
     ) -> Self {
         Self {
             kind: Kind::Checking {
-                check,
-                lease: Some(lease),
-                deferred: Some(deferred),
-                classify: Some(classify),
-                answer: Some(answer),
+                checking: Some(Box::new(Checking {
+                    check,
+                    passed: None,
+                    lease,
+                    deferred,
+                    classify,
+                    answer,
+                })),
             },
         }
     }
@@ -194,62 +204,114 @@ where
     type Output = Result<T, J::Error>;
 
     #[inline]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        loop {
-            match self.as_mut().project().kind.project() {
-                KindProj::Rejected { rejected, answer } => {
-                    return Poll::Ready(
-                        answer.answer(
-                            rejected
-                                .take()
-                                .expect("`ResponseFuture` polled after completion"),
-                        ),
-                    )
-                }
-                KindProj::Running {
-                    inner,
-                    permit,
-                    classify,
-                } => {
-                    let result = ready!(poll_admitted(inner, cx, permit, &*classify));
-                    return Poll::Ready(result.map_err(J::inner));
-                }
-                KindProj::Checking {
-                    check,
-                    lease,
-                    deferred,
-                    classify,
-                    answer,
-                } => {
-                    let taken = "`ResponseFuture` polled after completion";
-                    let passed = match contain::catch(|| check.as_mut().poll(cx)) {
-                        Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(passed)) => passed,
-                        Err(payload) => lease.take().expect(taken).failed_then_resume(payload),
-                    };
-                    let lease = lease.take().expect(taken);
-                    let breaker = Arc::clone(lease.holder());
-                    let admitted = if passed {
-                        lease.passed()
-                    } else {
-                        Err(lease.failed())
-                    };
-                    let (classify, answer) = (classify.take(), answer.take());
-                    let kind = match admitted {
-                        Ok(permit) => Kind::Running {
-                            inner: deferred.take().expect(taken).call(),
-                            permit,
-                            classify: classify.expect(taken),
-                        },
-                        Err(rejected) => Kind::Rejected {
-                            rejected: Some(R::of(&breaker, rejected)),
-                            answer: answer.expect(taken),
-                        },
-                    };
-                    self.as_mut().project().kind.set(kind);
-                }
-            }
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Kind::Checking { .. } = self.kind {
+            return self.poll_checking(cx);
         }
+        self.poll_call(cx)
+    }
+}
+
+impl<F, P, O, C, J, R, D, T, E> ResponseFuture<F, P, O, C, J, R, D>
+where
+    F: Future<Output = Result<T, E>>,
+    P: TripPolicy,
+    O: Observer,
+    C: Classify<T, E>,
+    J: OnRejected<T, E, R>,
+    R: Rejection,
+    D: Deferred<Future = F>,
+{
+    /// A call that runs (or was answered): its response, or the layer's answer.
+    #[inline(always)]
+    fn poll_call(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, J::Error>> {
+        match self.project().kind.project() {
+            KindProj::Rejected { rejected, answer } => Poll::Ready(
+                answer.answer(
+                    rejected
+                        .take()
+                        .expect("`ResponseFuture` polled after completion"),
+                ),
+            ),
+            KindProj::Running {
+                inner,
+                permit,
+                classify,
+            } => {
+                let result = ready!(poll_admitted(inner, cx, permit, &*classify));
+                Poll::Ready(result.map_err(J::inner))
+            }
+            KindProj::Checking { .. } => unreachable!("settled before"),
+        }
+    }
+
+    /// A keyed call running its check: polls it, and once it settled, the call it let
+    /// through or the rejection it answers. Out of line: the calls that check are rare.
+    #[inline(never)]
+    fn poll_checking(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, J::Error>> {
+        let KindProj::Checking { checking } = self.as_mut().project().kind.project() else {
+            unreachable!("called while checking")
+        };
+        ready!(poll_check(checking, cx));
+        // Settled: the call was sent, or is answered as a rejection.
+        let kind = settle(checking);
+        self.as_mut().project().kind.set(kind);
+        self.poll_call(cx)
+    }
+}
+
+/// Polls a keyed call's running check; ready once it settled.
+fn poll_check<P: TripPolicy, O: Observer, C, J, D>(
+    checking: &mut Option<Box<Checking<P, O, C, J, D>>>,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    let state = checking
+        .as_mut()
+        .expect("`ResponseFuture` polled after completion");
+    match contain::catch(|| state.check.as_mut().poll(cx)) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(passed)) => {
+            state.passed = Some(Ok(passed));
+            Poll::Ready(())
+        }
+        Err(payload) => {
+            state.passed = Some(Err(payload));
+            Poll::Ready(())
+        }
+    }
+}
+
+/// Settles a keyed call's check once it finished: its request sent (passed) or a rejection
+/// to answer (failed). A panic in the check fails it and continues from here.
+fn settle<F, P: TripPolicy, O: Observer, C, J, R: Rejection, D: Deferred<Future = F>>(
+    checking: &mut Option<Box<Checking<P, O, C, J, D>>>,
+) -> Kind<F, P, O, C, J, R, D> {
+    let Checking {
+        lease,
+        deferred,
+        classify,
+        answer,
+        passed,
+        ..
+    } = *checking
+        .take()
+        .expect("`ResponseFuture` polled after completion");
+    let breaker = Arc::clone(lease.holder());
+    let admitted = match passed.expect("settled once the check finished") {
+        Ok(true) => lease.passed(),
+        Ok(false) => Err(lease.failed()),
+        Err(payload) => lease.failed_then_resume(payload),
+    };
+    match admitted {
+        Ok(permit) => Kind::Running {
+            inner: deferred.call(),
+            permit,
+            classify,
+        },
+        Err(rejected) => Kind::Rejected {
+            rejected: Some(R::of(&breaker, rejected)),
+            answer,
+        },
     }
 }
 

@@ -34,6 +34,9 @@ pub struct BreakerService<S, P: TripPolicy, O: Observer, C, J = FailFast> {
     on_rejected: J,
     /// What `poll_ready` prepared for the next `call`.
     ready: Prepared<P, O>,
+    /// Whether the breaker has a health check (read once: `call` would otherwise read the
+    /// breaker for it).
+    checked: bool,
 }
 
 /// The next call, as `poll_ready` left it.
@@ -45,13 +48,18 @@ enum Prepared<P: TripPolicy, O: Observer> {
     Peeked(Rejected),
     /// Rejected and counted already (a failed health check, or one under way).
     Answered(Rejected),
-    /// Admitted already (after a passed health check): `call` sends the request with it.
-    Admitted(OwnedPermit<P, O>),
-    /// This service holds the check lease and its check is running.
-    Checking {
-        check: SyncWrapper<CheckFuture>,
-        lease: CheckLease<Arc<Breaker<P, O>>>,
-    },
+    /// Admitted already (after a passed health check): `call` sends the request with it
+    /// (boxed, as the check: the service stays as small as without checks).
+    Admitted(Box<OwnedPermit<P, O>>),
+    /// This service holds the check lease and its check is running (boxed: the service
+    /// stays small for the calls that never check).
+    Checking(Box<Checking<P, O>>),
+}
+
+/// A check that a service's `poll_ready` runs.
+struct Checking<P: TripPolicy, O: Observer> {
+    check: SyncWrapper<CheckFuture>,
+    lease: CheckLease<Arc<Breaker<P, O>>>,
 }
 
 impl<S, P: TripPolicy, O: Observer, C> BreakerService<S, P, O, C> {
@@ -69,6 +77,7 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     pub fn with_answer(inner: S, breaker: Arc<Breaker<P, O>>, classify: C, on_rejected: J) -> Self {
         Self {
             inner,
+            checked: breaker.is_checked(),
             breaker,
             classify,
             on_rejected,
@@ -99,54 +108,38 @@ where
     type Error = J::Error;
     type Future = ResponseFuture<S::Future, P, O, C, J>;
 
+    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        loop {
-            match std::mem::replace(&mut self.ready, Prepared::Nothing) {
-                Prepared::Checking { check, lease } => match self.poll_check(cx, check, lease) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(()) => continue,
-                },
-                Prepared::Admitted(permit) => {
-                    self.ready = Prepared::Admitted(permit);
-                    return self.inner.poll_ready(cx).map_err(J::inner);
-                }
-                // A rejection read before, not answered yet: read the breaker again.
-                Prepared::Nothing | Prepared::Peeked(_) => {}
-                Prepared::Answered(rejected) => {
-                    self.ready = Prepared::Answered(rejected);
-                    return Poll::Ready(Ok(()));
-                }
-            }
-            // An open breaker fails fast, even when the inner service is not ready: the call
-            // that follows is rejected and never reaches it.
+        // The common case first, moving nothing: nothing prepared (or an earlier rejection
+        // read, not answered: the breaker is read again).
+        if let Prepared::Nothing | Prepared::Peeked(_) = self.ready {
+            // An open breaker fails fast, even when the inner service is not ready: the
+            // call that follows is rejected and never reaches it.
             match self.breaker.peek_ahead() {
                 Ahead::Rejected(rejected) => {
                     self.ready = Prepared::Peeked(rejected);
                     return Poll::Ready(Ok(()));
                 }
-                Ahead::Passes => return self.inner.poll_ready(cx).map_err(J::inner),
+                Ahead::Passes => {
+                    self.ready = Prepared::Nothing;
+                    return self.inner.poll_ready(cx).map_err(J::inner);
+                }
                 Ahead::CheckDue => self.prepare_checked(),
             }
         }
+        self.poll_prepared(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        let permit = match std::mem::replace(&mut self.ready, Prepared::Nothing) {
-            Prepared::Nothing if self.breaker.is_checked() => self.admit_checked(),
-            Prepared::Nothing => self.breaker.allow_owned(),
+        let permit = match self.ready {
+            Prepared::Nothing if !self.checked => self.breaker.allow_owned(),
             Prepared::Peeked(rejected) => {
+                self.ready = Prepared::Nothing;
                 self.breaker.count_rejection(rejected);
                 Err(rejected)
             }
-            Prepared::Answered(rejected) => Err(rejected),
-            Prepared::Admitted(permit) => Ok(permit),
-            checking @ Prepared::Checking { .. } => {
-                // Called while its check runs (`poll_ready` did not return ready): the check
-                // goes on; this request is held back like any other during a check.
-                self.ready = checking;
-                self.breaker.count_rejection(Rejected::Checking);
-                Err(Rejected::Checking)
-            }
+            _ => self.take_prepared(),
         };
         match permit {
             Ok(permit) => {
@@ -158,47 +151,83 @@ where
 }
 
 impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
+    /// `poll_ready` once something is prepared: a check to poll, an admission or a rejection
+    /// to keep until `call`.
+    #[inline(never)]
+    fn poll_prepared<Req>(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), J::Error>>
+    where
+        S: Service<Req>,
+        J: OnRejected<S::Response, S::Error, Rejected>,
+    {
+        if let Prepared::Checking(checking) = &mut self.ready {
+            let checking = checking.as_mut();
+            let passed = match contain::catch(|| checking.check.get_mut().as_mut().poll(cx)) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(passed)) => Ok(passed),
+                Err(payload) => Err(payload),
+            };
+            let Prepared::Checking(checking) =
+                std::mem::replace(&mut self.ready, Prepared::Nothing)
+            else {
+                unreachable!("matched above")
+            };
+            let lease = checking.lease;
+            self.ready = match passed {
+                Ok(true) => match lease.passed() {
+                    Ok(permit) => Prepared::Admitted(Box::new(permit)),
+                    Err(rejected) => Prepared::Answered(rejected),
+                },
+                Ok(false) => Prepared::Answered(lease.failed()),
+                Err(payload) => lease.failed_then_resume(payload),
+            };
+        }
+        match self.ready {
+            Prepared::Admitted(_) => self.inner.poll_ready(cx).map_err(J::inner),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+
+    /// `call` for what `poll_ready` prepared, or for a checked breaker's call that nothing
+    /// prepared.
+    #[inline(never)]
+    fn take_prepared(&mut self) -> Result<OwnedPermit<P, O>, Rejected> {
+        match std::mem::replace(&mut self.ready, Prepared::Nothing) {
+            Prepared::Nothing if self.checked => self.admit_checked(),
+            Prepared::Nothing => self.breaker.allow_owned(),
+            Prepared::Peeked(rejected) => {
+                self.breaker.count_rejection(rejected);
+                Err(rejected)
+            }
+            Prepared::Answered(rejected) => Err(rejected),
+            Prepared::Admitted(permit) => Ok(*permit),
+            checking @ Prepared::Checking(_) => {
+                // Called while its check runs (`poll_ready` did not return ready): the check
+                // goes on; this request is held back like any other during a check.
+                self.ready = checking;
+                self.breaker.count_rejection(Rejected::Checking);
+                Err(Rejected::Checking)
+            }
+        }
+    }
+}
+
+impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     /// A health check is due: admits the next call through the check, starting it if this
     /// service wins the lease. A panic starting it fails the check and continues.
+    #[cold]
+    #[inline(never)]
     fn prepare_checked(&mut self) {
         self.ready = match self.breaker.allow_checking_owned() {
             Err(rejected) => Prepared::Answered(rejected),
-            Ok(Admitted::Call(permit)) => Prepared::Admitted(permit),
+            Ok(Admitted::Call(permit)) => Prepared::Admitted(Box::new(permit)),
             Ok(Admitted::Check(lease)) => match contain::catch(|| lease.start()) {
-                Ok(check) => Prepared::Checking {
+                Ok(check) => Prepared::Checking(Box::new(Checking {
                     check: SyncWrapper::new(check),
                     lease,
-                },
+                })),
                 Err(payload) => lease.failed_then_resume(payload),
             },
         };
-    }
-
-    /// Polls the running check; once it settles, the next call is admitted (passed) or
-    /// rejected (failed). A panic in the check fails it and continues.
-    fn poll_check(
-        &mut self,
-        cx: &mut Context<'_>,
-        mut check: SyncWrapper<CheckFuture>,
-        lease: CheckLease<Arc<Breaker<P, O>>>,
-    ) -> Poll<()> {
-        let passed = match contain::catch(|| check.get_mut().as_mut().poll(cx)) {
-            Ok(Poll::Pending) => {
-                self.ready = Prepared::Checking { check, lease };
-                return Poll::Pending;
-            }
-            Ok(Poll::Ready(passed)) => passed,
-            Err(payload) => lease.failed_then_resume(payload),
-        };
-        self.ready = if passed {
-            match lease.passed() {
-                Ok(permit) => Prepared::Admitted(permit),
-                Err(rejected) => Prepared::Answered(rejected),
-            }
-        } else {
-            Prepared::Answered(lease.failed())
-        };
-        Poll::Ready(())
     }
 
     /// A call that `poll_ready` did not prepare, on a breaker with a health check: admitted
