@@ -61,6 +61,9 @@ impl<S, Req> fmt::Debug for DeferredCall<S, Req> {
     }
 }
 
+/// Where a keyed call keeps its check: emptied once the check settled.
+type Slot<P, O, C, J, D> = Option<Box<Checking<P, O, C, J, D>>>;
+
 /// A keyed call that runs its breaker's health check first: the check, its lease, and what
 /// the call needs afterwards.
 struct Checking<P: TripPolicy, O: Observer, C, J, D> {
@@ -139,7 +142,7 @@ pin_project! {
     enum Kind<F, P: TripPolicy, O: Observer, C, J, R, D> {
         Rejected { rejected: Option<R>, answer: J },
         // Boxed: the future stays as small as without checks for the calls that run none.
-        Checking { checking: Option<Box<Checking<P, O, C, J, D>>> },
+        Checking { checking: Slot<P, O, C, J, D> },
         Running {
             #[pin]
             inner: F,
@@ -262,7 +265,7 @@ where
 
 /// Polls a keyed call's running check; ready once it settled.
 fn poll_check<P: TripPolicy, O: Observer, C, J, D>(
-    checking: &mut Option<Box<Checking<P, O, C, J, D>>>,
+    checking: &mut Slot<P, O, C, J, D>,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
     let state = checking
@@ -284,7 +287,7 @@ fn poll_check<P: TripPolicy, O: Observer, C, J, D>(
 /// Settles a keyed call's check once it finished: its request sent (passed) or a rejection
 /// to answer (failed). A panic in the check fails it and continues from here.
 fn settle<F, P: TripPolicy, O: Observer, C, J, R: Rejection, D: Deferred<Future = F>>(
-    checking: &mut Option<Box<Checking<P, O, C, J, D>>>,
+    checking: &mut Slot<P, O, C, J, D>,
 ) -> Kind<F, P, O, C, J, R, D> {
     let Checking {
         lease,
