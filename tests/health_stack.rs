@@ -28,7 +28,9 @@ fn poll_ready<S: Service<R>, R>(service: &mut S) -> Poll<Result<(), S::Error>> {
 /// An inner service that counts the requests that reach it.
 fn counted(
     hits: &Arc<AtomicUsize>,
-) -> impl Service<(), Response = &'static str, Error = Infallible, Future: Unpin> + Clone {
+) -> impl Service<(), Response = &'static str, Error = Infallible, Future: Unpin + Send + Sync>
+       + Clone
+       + Send {
     let hits = Arc::clone(hits);
     tower::service_fn(move |()| {
         hits.fetch_add(1, Ordering::SeqCst);
@@ -99,6 +101,84 @@ mod layer {
         assert_eq!(breaker.state(), State::Closed);
         let t = breaker.totals();
         assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
+        assert_eq!(
+            t.rejected_open, 2,
+            "the call during the check, and the failed check's: each counted once"
+        );
+        assert_eq!(t.successes, 1);
+    }
+
+    #[test]
+    fn no_lease_is_taken_while_the_inner_service_is_not_ready() {
+        let (breaker, _clock, check) = checked();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let layer = BreakerLayer::new(Arc::clone(&breaker));
+        let mut stuck = layer.layer(NeverReady);
+        assert!(
+            poll_ready(&mut stuck).is_pending(),
+            "its inner service is not ready"
+        );
+        assert_eq!(check.runs(), 0, "no check started, no lease held");
+        // Another service, whose inner service is ready, wins the check.
+        let mut ready = layer.layer(counted(&hits));
+        assert!(poll_ready(&mut ready).is_pending());
+        assert_eq!(check.runs(), 1);
+    }
+
+    /// An inner service that is never ready.
+    struct NeverReady;
+
+    impl Service<()> for NeverReady {
+        type Response = &'static str;
+        type Error = Infallible;
+        type Future = std::future::Ready<Result<&'static str, Infallible>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Pending
+        }
+        fn call(&mut self, (): ()) -> Self::Future {
+            unreachable!("never ready")
+        }
+    }
+
+    #[test]
+    fn the_checks_wakeup_reaches_the_task_waiting_for_readiness() {
+        use tower::ServiceExt;
+        let (tx, rx) = tokio::sync::oneshot::channel::<bool>();
+        let rx = std::sync::Mutex::new(Some(rx));
+        let clock = ManualClock::new();
+        let breaker = Arc::new(
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(OPEN_FOR)
+                .clock(clock.clone())
+                .health_check(move || {
+                    let rx = rx.lock().unwrap().take();
+                    async move {
+                        match rx {
+                            Some(rx) => rx.await.unwrap_or(false),
+                            None => false,
+                        }
+                    }
+                })
+                .build(),
+        );
+        breaker.allow().unwrap().failure();
+        clock.advance(PAST_OPEN);
+        let hits = Arc::new(AtomicUsize::new(0));
+        let service = BreakerLayer::new(Arc::clone(&breaker)).layer(counted(&hits));
+        support::runtime::run(async {
+            let call = tokio::spawn(service.oneshot(()));
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            assert!(!call.is_finished(), "waiting for its check");
+            assert_eq!(hits.load(Ordering::SeqCst), 0);
+            tx.send(true).unwrap();
+            // Woken by the check's own future: no poll from here.
+            assert_eq!(call.await.unwrap().unwrap(), "real");
+        });
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        assert_eq!(breaker.state(), State::Closed);
     }
 
     #[test]
@@ -111,6 +191,7 @@ mod layer {
         let mut service = BreakerLayer::new(breaker).layer(counted(&hits));
         assert!(poll_ready(&mut service).is_pending());
         send_sync(&service);
+        send_sync(&service.call(())); // a response future too
     }
 
     #[test]
@@ -277,6 +358,47 @@ mod keyed {
         assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
     }
 
+    /// A registry of breakers that trip at the first failure, checked by `check`.
+    fn registry(clock: &ManualClock, check: &Check) -> Arc<Registry<&'static str>> {
+        let c = check.clone();
+        Arc::new(
+            Registry::new(move |_: &&'static str| {
+                let c = c.clone();
+                Breaker::builder()
+                    .policy(ConsecutiveFailures::new(1).unwrap())
+                    .timeout(OPEN_FOR)
+                    .health_check(move || c.run())
+            })
+            .clock(clock.clone()),
+        )
+    }
+
+    #[test]
+    fn a_panicking_check_fails_the_keyed_call_and_keeps_unwinding() {
+        let clock = ManualClock::new();
+        let check = Check::default();
+        let registry = registry(&clock, &check);
+        let hits: Hits = Arc::default();
+        let mut service =
+            KeyedBreakerLayer::new(Arc::clone(&registry), |r: &(&'static str, bool)| r.0)
+                .layer(per_key(&hits));
+        let _ = poll_once(&mut service.call(("a", true)));
+        clock.advance(PAST_OPEN);
+        let mut call = service.call(("a", false));
+        assert!(poll_once(&mut call).is_pending());
+        check.settle(Verdict::Panic);
+        let unwound = catch_unwind(AssertUnwindSafe(|| poll_once(&mut call)));
+        assert!(unwound.is_err(), "the check's panic is not swallowed");
+        let a = registry.breaker(&"a");
+        assert_eq!(a.state(), State::Open);
+        assert_eq!(a.totals().health_checks_failed, 1);
+        assert_eq!(
+            hits.lock().unwrap()["a"],
+            1,
+            "the held request was never sent"
+        );
+    }
+
     #[test]
     fn a_keyed_call_dropped_during_its_check_releases_the_lease_unsent() {
         let clock = ManualClock::new();
@@ -399,6 +521,11 @@ mod fleet {
             );
             assert_eq!((check_a.runs(), check_b.runs()), (1, 0));
             assert_eq!(sent.load(Ordering::SeqCst), 0);
+            assert_eq!(
+                b.breaker().totals().rejected_open,
+                1,
+                "b counts the rejection it answered"
+            );
             check_a.settle(Verdict::Pass);
             assert!(matches!(poll_in(&mut first).await, Poll::Ready(Ok("real"))));
             assert_eq!(sent.load(Ordering::SeqCst), 1);

@@ -28,6 +28,9 @@ use super::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 /// Crate-private: users see it as what [`SharedBreaker::breaker`] returns.
 pub(crate) type LinkedBreaker<P, O> = Breaker<P, (O, Arc<Link>)>;
 
+/// A permit of a [`LinkedBreaker`].
+type LinkedPermit<'a, P, O> = Permit<'a, P, (O, Arc<Link>)>;
+
 /// Configures a [`SharedBreaker`]: from [`SharedBreaker::builder`].
 ///
 /// Every knob follows the zero-means-default rule of the breaker's own builder.
@@ -403,12 +406,14 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     ///
     /// With a [health check](crate::Builder::health_check), the call that finds the open
     /// period over runs it first, under the fleet-wide probe lease with room for one holder:
-    /// while it runs, every instance's calls are rejected with [`Rejected::Checking`], and
-    /// no other instance runs a check. A passed check's call is the fleet's probe, under the
-    /// same lease, its result published as a probe's; a failed check reopens the breaker,
-    /// published as a failed probe's reopening. (With `max_requests` above 1, an instance
-    /// that has not heard of the recovery checks before its own first probe, one at a time
-    /// across the fleet.)
+    /// while it runs, no other instance runs a check (their checks are rejected with
+    /// [`Rejected::Checking`], counted in [`FleetStats::fleet_rejections`]), and no probe
+    /// of an instance still open starts. A passed check's call is the fleet's probe, under
+    /// the same lease, its result published as a probe's; a failed check reopens the
+    /// breaker, published as a failed probe's reopening. A check cancelled midway holds the
+    /// fleet's slot until its lease expires ([`lease_for`](SharedBuilder::lease_for)).
+    /// (With `max_requests` above 1, an instance that has not heard of the recovery checks
+    /// before its own first probe, one at a time across the fleet.)
     ///
     /// A cancelled call counts as the local breaker's
     /// [`abandoned_as`](crate::Builder::abandoned_as) says, and its lease, if any, expires.
@@ -995,12 +1000,30 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
                 // and if it recovered meanwhile, this call goes ahead as a closed one.
                 permit.exclude();
                 self.sync_with(budget, true).await;
-                let (again, probe) = self.breaker.allow_probing_at(self.breaker.clock_nanos())?;
+                let (again, probe) = self.readmit()?;
                 if probe {
                     again.exclude();
                     return Err(Rejected::TooManyRequests);
                 }
                 Ok((again, None))
+            }
+        }
+    }
+
+    /// A call admitted again after a stale lease answer: as at first, except that a breaker
+    /// with a health check is never revived unchecked by it (a check it would win is given
+    /// back, and the call held back: the next call runs the check).
+    fn readmit(&self) -> Result<(LinkedPermit<'_, P, O>, bool), Rejected> {
+        let now = self.breaker.clock_nanos();
+        if !self.breaker.is_checked() {
+            return self.breaker.allow_probing_at(now);
+        }
+        match self.breaker.allow_checking_at(now)? {
+            (Admitted::Call(permit), probe) => Ok((permit, probe)),
+            (Admitted::Check(lease), _) => {
+                drop(lease);
+                self.breaker.count_rejection(Rejected::Checking);
+                Err(Rejected::Checking)
             }
         }
     }

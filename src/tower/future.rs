@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
+use sync_wrapper::SyncWrapper;
 
 use std::convert::Infallible;
 use std::marker::PhantomData;
@@ -67,9 +68,11 @@ type Slot<P, O, C, J, D> = Option<Box<Checking<P, O, C, J, D>>>;
 /// A keyed call that runs its breaker's health check first: the check, its lease, and what
 /// the call needs afterwards.
 struct Checking<P: TripPolicy, O: Observer, C, J, D> {
-    check: CheckFuture,
+    /// Wrapped (as the verdict): a check's future need not be `Sync`, and the response
+    /// future stays `Sync` when its parts are (it only ever reaches them through `&mut`).
+    check: SyncWrapper<CheckFuture>,
     /// The check's verdict once it finished (`Err`: it panicked).
-    passed: Option<Result<bool, contain::Payload>>,
+    passed: SyncWrapper<Option<Result<bool, contain::Payload>>>,
     lease: CheckLease<Arc<Breaker<P, O>>>,
     deferred: D,
     classify: C,
@@ -182,8 +185,8 @@ impl<F, P: TripPolicy, O: Observer, C, J, R, D> ResponseFuture<F, P, O, C, J, R,
         Self {
             kind: Kind::Checking {
                 checking: Some(Box::new(Checking {
-                    check,
-                    passed: None,
+                    check: SyncWrapper::new(check),
+                    passed: SyncWrapper::new(None),
                     lease,
                     deferred,
                     classify,
@@ -271,14 +274,14 @@ fn poll_check<P: TripPolicy, O: Observer, C, J, D>(
     let state = checking
         .as_mut()
         .expect("`ResponseFuture` polled after completion");
-    match contain::catch(|| state.check.as_mut().poll(cx)) {
+    match contain::catch(|| state.check.get_mut().as_mut().poll(cx)) {
         Ok(Poll::Pending) => Poll::Pending,
         Ok(Poll::Ready(passed)) => {
-            state.passed = Some(Ok(passed));
+            *state.passed.get_mut() = Some(Ok(passed));
             Poll::Ready(())
         }
         Err(payload) => {
-            state.passed = Some(Err(payload));
+            *state.passed.get_mut() = Some(Err(payload));
             Poll::Ready(())
         }
     }
@@ -300,7 +303,10 @@ fn settle<F, P: TripPolicy, O: Observer, C, J, R: Rejection, D: Deferred<Future 
         .take()
         .expect("`ResponseFuture` polled after completion");
     let breaker = Arc::clone(lease.holder());
-    let admitted = match passed.expect("settled once the check finished") {
+    let admitted = match passed
+        .into_inner()
+        .expect("settled once the check finished")
+    {
         Ok(true) => lease.passed(),
         Ok(false) => Err(lease.failed()),
         Err(payload) => lease.failed_then_resume(payload),

@@ -124,7 +124,7 @@ where
                     self.ready = Prepared::Nothing;
                     return self.inner.poll_ready(cx).map_err(J::inner);
                 }
-                Ahead::CheckDue => self.prepare_checked(),
+                Ahead::CheckDue => return self.poll_check_due(cx),
             }
         }
         self.poll_prepared(cx)
@@ -151,8 +151,8 @@ where
 }
 
 impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
-    /// `poll_ready` once something is prepared: a check to poll, an admission or a rejection
-    /// to keep until `call`.
+    /// `poll_ready` once something is prepared: a check to poll (the inner service ready
+    /// already), an admission or a rejection to keep until `call`.
     #[inline(never)]
     fn poll_prepared<Req>(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), J::Error>>
     where
@@ -181,10 +181,27 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
                 Err(payload) => lease.failed_then_resume(payload),
             };
         }
-        match self.ready {
-            Prepared::Admitted(_) => self.inner.poll_ready(cx).map_err(J::inner),
-            _ => Poll::Ready(Ok(())),
+        // Admitted after a passed check: the inner service was ready before the check
+        // started (and stays so until `call`, as tower's contract has it).
+        Poll::Ready(Ok(()))
+    }
+
+    /// A health check is due: the inner service's readiness first (so that no lease or
+    /// probe permit is held while it is not ready: its waker wakes this task), then the
+    /// check, if this service wins the lease.
+    #[cold]
+    #[inline(never)]
+    fn poll_check_due<Req>(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), J::Error>>
+    where
+        S: Service<Req>,
+        J: OnRejected<S::Response, S::Error, Rejected>,
+    {
+        self.ready = Prepared::Nothing;
+        if let Err(e) = std::task::ready!(self.inner.poll_ready(cx)) {
+            return Poll::Ready(Err(J::inner(e)));
         }
+        self.prepare_checked();
+        self.poll_prepared(cx)
     }
 
     /// `call` for what `poll_ready` prepared, or for a checked breaker's call that nothing
@@ -214,9 +231,8 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
 impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     /// A health check is due: admits the next call through the check, starting it if this
     /// service wins the lease. A panic starting it fails the check and continues.
-    #[cold]
-    #[inline(never)]
     fn prepare_checked(&mut self) {
+        self.ready = Prepared::Nothing; // nothing stale left should the check's start panic
         self.ready = match self.breaker.allow_checking_owned() {
             Err(rejected) => Prepared::Answered(rejected),
             Ok(Admitted::Call(permit)) => Prepared::Admitted(Box::new(permit)),

@@ -39,6 +39,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             Ok(held) => held,
             Err(rejected) => {
                 drop(lease); // released: no verdict
+                self.breaker.count_rejection(rejected);
                 contain::resume(budget.panics);
                 return Err(Error::Rejected(rejected));
             }
