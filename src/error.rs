@@ -46,6 +46,16 @@ pub enum Rejected {
     /// known.
     #[error("circuit breaker is open: a health check is under way")]
     Checking,
+    /// A [`Pool`](crate::pool::Pool) found no endpoint that can take the call: every one is
+    /// isolated (as many as the pool's cap allows) or full, or the pool is empty. Never a
+    /// parked caller.
+    #[error("no endpoint can take the call")]
+    NoEndpoint {
+        /// When the first isolated endpoint can be probed (it lets a probe through just
+        /// after this much time); `None` for an empty pool, or when no endpoint is isolated
+        /// (they are full, or forced open).
+        retry_after: Option<Duration>,
+    },
 }
 
 impl Rejected {
@@ -81,6 +91,7 @@ impl Rejected {
     pub fn retry_after(&self) -> Option<Duration> {
         match *self {
             Rejected::Open { retry_after } => Some(retry_after),
+            Rejected::NoEndpoint { retry_after } => retry_after,
             Rejected::TooManyRequests | Rejected::ForcedOpen | Rejected::Checking => None,
         }
     }
@@ -200,6 +211,7 @@ impl fmt::Display for RejectedBy {
                 f,
                 "circuit breaker `{name}` is open: a health check is under way"
             ),
+            Rejected::NoEndpoint { .. } => write!(f, "pool `{name}`: no endpoint can take the call"),
         }
     }
 }

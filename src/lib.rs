@@ -169,6 +169,7 @@ pub mod observe;
 mod origin;
 mod outcome;
 pub mod policy;
+pub mod pool;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;

@@ -1,0 +1,430 @@
+//! A pool of endpoints, each behind its own breaker, that skips the broken ones when it
+//! picks: node isolation inside the client's load balancer, as brpc does it, with no timer.
+//!
+//! [`Pool::pick`] chooses, at the moment of the call, among the endpoints whose breakers
+//! admit a call: an isolated endpoint (its breaker open) is skipped, one whose open period
+//! is over is probed by the next pick that lands on it, a half-open one gets at most its
+//! probes. Nothing sweeps, nothing sleeps, no caller is parked: when nothing can take the
+//! call, the pick fails at once with [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint), saying when the first
+//! isolated endpoint can be probed.
+//!
+//! # Never isolate too many
+//!
+//! A pool isolates at most [`max_isolated`](Pool::max_isolated) of its endpoints (half by
+//! default): the fraction of the pool rounded down, but always at least one, so that a small
+//! pool can still take its one bad endpoint out. When more breakers are open than that, the
+//! pool keeps the surplus in rotation, the ones closest to their next probe first, and sends
+//! them calls once no admitted endpoint is left ([`Pick::over_cap`]; counted in
+//! [`PoolStats`]); a `max_isolated` of 1 lets every endpoint be isolated, and a pool with
+//! all of them open then rejects.
+//!
+//! | endpoints | isolated at most (default, ½) | all open |
+//! |---|---|---|
+//! | 1 | 1 | rejected: [`NoEndpoint`](crate::Rejected::NoEndpoint) with the time to the probe |
+//! | 2 | 1 | one kept in rotation |
+//! | 3 | 1 | two kept in rotation |
+//! | 10 | 5 | five kept in rotation |
+//!
+//! # Choosing
+//!
+//! By default, two endpoints are drawn at random and the one with fewer picks in flight is
+//! taken ([`Balance::PowerOfTwo`]): close to least-loaded without reading every endpoint,
+//! and nothing shared is written but the chosen endpoint's own counters. If both are
+//! isolated, the pool walks the others from a random start, with a stride coprime to its
+//! size (brpc's randomised balancer), and takes the first that admits the call.
+//! [`Balance::RoundRobin`] takes each endpoint in turn instead.
+//!
+//! # Discovery
+//!
+//! [`insert`](Pool::insert), [`remove`](Pool::remove) and [`set`](Pool::set) change the
+//! endpoints at run time; the breakers of endpoints that stay are kept. A pick of an
+//! endpoint removed since stays valid and reports to its breaker.
+//!
+//! # Examples
+//!
+//! ```
+//! use lazybreaker::pool::Pool;
+//! use lazybreaker::policy::ConsecutiveFailures;
+//! use lazybreaker::{Breaker, ManualClock, Rejected};
+//! //!
+//! let clock = ManualClock::new();
+//! let pool = Pool::new(|_addr: &&str| {
+//!     Breaker::builder()
+//!         .policy(ConsecutiveFailures::new(1).unwrap())
+//!         .timeout(Duration::from_secs(10))
+//! })
+//! .clock(clock.clone())
+//! .max_isolated(1.0);
+//! pool.set(["10.0.0.1:80", "10.0.0.2:80"]);
+//!
+//! let pick = pool.pick().unwrap();
+//! let broken = *pick.key();
+//! pick.failure(); // isolates it
+//! for _ in 0..10 {
+//!     let pick = pool.pick().unwrap();
+//!     assert_ne!(*pick.key(), broken, "an isolated endpoint is skipped");
+//!     pick.success();
+//! }
+//! ```
+
+mod choose;
+mod endpoint;
+mod pick;
+mod picking;
+
+use std::fmt;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+use crate::breaker::{Breaker, Builder};
+use crate::clock::{Clock, ClockSource};
+use crate::observe::Observer;
+use crate::policy::{ConsecutiveFailures, TripPolicy};
+use crate::snapshot::Snapshot;
+use crate::state::State;
+
+pub use choose::Balance;
+pub use pick::Pick;
+
+use choose::{fraction, DEFAULT_MAX_ISOLATED};
+use endpoint::Endpoint;
+
+/// Builds an endpoint's breaker, for its key.
+type Factory<K, P, O> = Box<dyn Fn(&K) -> Builder<P, O> + Send + Sync>;
+
+/// Gives an endpoint's builder the pool's health check, for its key.
+type WithCheck<K, P, O> = Box<dyn Fn(&K, Builder<P, O>) -> Builder<P, O> + Send + Sync>;
+
+/// The endpoints, as a pick reads them: one snapshot, replaced whole by discovery.
+type Endpoints<K, P, O> = Vec<Arc<Endpoint<K, P, O>>>;
+
+/// A pool of endpoints keyed by `K` (a `SocketAddr`, a URI authority), each behind its own
+/// breaker built by a factory, as [`Registry`](crate::Registry) builds them: see the
+/// [module documentation](self) for how it picks, and for the isolation cap.
+///
+/// Every method takes `&self`; `Pool` is `Send + Sync` (share it in an `Arc`). A pick reads
+/// the endpoints without a lock; discovery replaces them under one.
+pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    endpoints: ArcSwap<Endpoints<K, P, O>>,
+    /// Serialises discovery: each change reads the endpoints and replaces them.
+    discovery: Mutex<()>,
+    factory: Factory<K, P, O>,
+    /// The pool's health check, given to each endpoint's breaker with its key.
+    check: Option<WithCheck<K, P, O>>,
+    clock: Option<ClockSource>,
+    max_isolated: f64,
+    balance: Balance,
+    /// The round-robin cursor.
+    next: AtomicUsize,
+    shared: Arc<Shared>,
+}
+
+/// What a pool's picks share with it: its counts and the settings a report reads.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) stats: Stats,
+    pub(crate) overload_isolates: bool,
+}
+
+/// What a pool counts itself (its breakers count the rest).
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) over_cap: AtomicU64,
+    pub(crate) over_cap_successes: AtomicU64,
+    pub(crate) over_cap_failures: AtomicU64,
+    pub(crate) no_endpoint: AtomicU64,
+    pub(crate) overloaded: AtomicU64,
+}
+
+/// What a pool did so far beyond its breakers' own counts ([`Pool::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
+    pub over_cap: u64,
+    /// Of those, reported successes.
+    pub over_cap_successes: u64,
+    /// Of those, reported failures (fatal ones included).
+    pub over_cap_failures: u64,
+    /// Picks rejected with [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint).
+    pub no_endpoint: u64,
+    /// Picks reported [overloaded](Pick::overloaded).
+    pub overloaded: u64,
+}
+
+/// A pool as it stood ([`Pool::snapshot`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PoolSnapshot<K> {
+    /// Each endpoint, in the pool's order.
+    pub endpoints: Vec<EndpointSnapshot<K>>,
+    /// How many endpoints are isolated: their breakers open (or forced open).
+    pub isolated: usize,
+    /// Picks in flight, all endpoints together.
+    pub in_flight: usize,
+    /// The pool's own counts.
+    pub stats: PoolStats,
+}
+
+/// One endpoint of a [`PoolSnapshot`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EndpointSnapshot<K> {
+    /// The endpoint's key.
+    pub key: K,
+    /// Its breaker's snapshot.
+    pub snapshot: Snapshot,
+    /// Its picks in flight.
+    pub in_flight: usize,
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
+where
+    K: Clone + Eq + Hash + fmt::Display,
+{
+    /// An empty pool whose endpoints' breakers are built from the builder `factory` returns
+    /// for each key (named after the key unless the factory names it).
+    pub fn new<F>(factory: F) -> Self
+    where
+        F: Fn(&K) -> Builder<P, O> + Send + Sync + 'static,
+    {
+        Self {
+            endpoints: ArcSwap::from_pointee(Vec::new()),
+            discovery: Mutex::new(()),
+            factory: Box::new(factory),
+            check: None,
+            clock: None,
+            max_isolated: DEFAULT_MAX_ISOLATED,
+            balance: Balance::default(),
+            next: AtomicUsize::new(0),
+            shared: Arc::default(),
+        }
+    }
+
+    /// Every breaker this pool builds from now on reads `clock` (a
+    /// [`ManualClock`](crate::ManualClock) in tests). A setting for building the pool, before
+    /// its first endpoint.
+    #[must_use]
+    pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
+        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self
+    }
+
+    /// Isolates at most this fraction of the endpoints at once (see
+    /// [Never isolate too many](self#never-isolate-too-many)): 0.5 by default; clamped to
+    /// 0 to 1 (at least one endpoint may always be isolated), `NaN` meaning the default.
+    #[must_use]
+    pub fn max_isolated(mut self, fraction_of_endpoints: f64) -> Self {
+        self.max_isolated = fraction(fraction_of_endpoints);
+        self
+    }
+
+    /// Every endpoint's breaker revives through `check`, given the endpoint's key (a TCP
+    /// connect to it, a GET of its health path): see [`Builder::health_check`] for the
+    /// semantics, [`Pool::pick_async`] for the pick that runs it. A setting for building the
+    /// pool, before its first endpoint; it replaces a check the factory gave.
+    ///
+    /// Give the check a deadline of its own, shorter than the breaker's
+    /// [`check_timeout`](Builder::check_timeout).
+    #[must_use]
+    pub fn health_check<F, Fut>(mut self, check: F) -> Self
+    where
+        K: Send + Sync + 'static,
+        F: Fn(&K) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        let check = Arc::new(check);
+        self.check = Some(Box::new(move |key: &K, builder: Builder<P, O>| {
+            let (check, key) = (Arc::clone(&check), key.clone());
+            builder.health_check(move || check(&key))
+        }));
+        self
+    }
+
+    /// Whether a pick reported [overloaded](Pick::overloaded) counts as a failure of its
+    /// endpoint (`true`) or is excluded (`false`, the default: an endpoint that sheds load is
+    /// alive, and isolating it would move its load onto the others). A setting for building
+    /// the pool, before its first endpoint.
+    #[must_use]
+    pub fn overload_isolates(mut self, isolates: bool) -> Self {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.overload_isolates = isolates,
+            None => {
+                let stats = Stats::default();
+                self.shared = Arc::new(Shared {
+                    stats,
+                    overload_isolates: isolates,
+                });
+            }
+        }
+        self
+    }
+
+    /// How picks choose among the endpoints that admit a call ([`Balance::PowerOfTwo`] by
+    /// default).
+    #[must_use]
+    pub fn balance(mut self, balance: Balance) -> Self {
+        self.balance = balance;
+        self
+    }
+
+    /// Adds the endpoint `key`, with a new breaker; `false` (nothing changed) if the pool has
+    /// it already.
+    pub fn insert(&self, key: K) -> bool {
+        let _discovery = self.discovery.lock();
+        let current = self.endpoints.load();
+        if current.iter().any(|e| e.key == key) {
+            return false;
+        }
+        let endpoint = self.endpoint(key);
+        let mut next = Vec::with_capacity(current.len() + 1);
+        next.extend(current.iter().cloned());
+        next.push(endpoint);
+        self.endpoints.store(Arc::new(next));
+        true
+    }
+
+    /// Removes the endpoint `key`; `false` if the pool did not have it. Picks of it in flight
+    /// stay valid.
+    pub fn remove(&self, key: &K) -> bool {
+        let _discovery = self.discovery.lock();
+        let current = self.endpoints.load();
+        if !current.iter().any(|e| &e.key == key) {
+            return false;
+        }
+        let next = current.iter().filter(|e| &e.key != key).cloned().collect();
+        self.endpoints.store(Arc::new(next));
+        true
+    }
+
+    /// Makes `keys` the pool's endpoints: the breakers of keys it had are kept, new keys get
+    /// new breakers, the others are removed (their picks in flight stay valid). A key given
+    /// twice counts once.
+    pub fn set<I: IntoIterator<Item = K>>(&self, keys: I) {
+        let _discovery = self.discovery.lock();
+        let current = self.endpoints.load();
+        let mut next: Endpoints<K, P, O> = Vec::new();
+        for key in keys {
+            if next.iter().any(|e| e.key == key) {
+                continue;
+            }
+            let kept = current.iter().find(|e| e.key == key).cloned();
+            next.push(kept.unwrap_or_else(|| self.endpoint(key)));
+        }
+        self.endpoints.store(Arc::new(next));
+    }
+
+    /// The endpoints' keys, in the pool's order.
+    pub fn keys(&self) -> Vec<K> {
+        self.endpoints
+            .load()
+            .iter()
+            .map(|e| e.key.clone())
+            .collect()
+    }
+
+    /// How many endpoints the pool has.
+    pub fn len(&self) -> usize {
+        self.endpoints.load().len()
+    }
+
+    /// Whether the pool has no endpoint.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The breaker of endpoint `key`, if the pool has it.
+    pub fn breaker(&self, key: &K) -> Option<Arc<Breaker<P, O>>> {
+        self.endpoints
+            .load()
+            .iter()
+            .find(|e| &e.key == key)
+            .map(|e| Arc::clone(&e.breaker))
+    }
+
+    /// Picks in flight on endpoint `key` (`None` if the pool does not have it).
+    pub fn in_flight(&self, key: &K) -> Option<usize> {
+        self.endpoints
+            .load()
+            .iter()
+            .find(|e| &e.key == key)
+            .map(|e| e.in_flight())
+    }
+
+    /// The pool as it stands: each endpoint's breaker snapshot (as the next call would find
+    /// it: an open period that is over reads half-open) and picks in flight, and how many
+    /// are isolated. Read without moving any breaker, as [`Breaker::snapshot`] is.
+    pub fn snapshot(&self) -> PoolSnapshot<K> {
+        let endpoints: Vec<EndpointSnapshot<K>> = self
+            .endpoints
+            .load()
+            .iter()
+            .map(|e| EndpointSnapshot {
+                key: e.key.clone(),
+                snapshot: e.breaker.snapshot(),
+                in_flight: e.in_flight(),
+            })
+            .collect();
+        PoolSnapshot {
+            isolated: endpoints
+                .iter()
+                .filter(|e| e.snapshot.state == State::Open)
+                .count(),
+            in_flight: endpoints.iter().map(|e| e.in_flight).sum(),
+            endpoints,
+            stats: self.stats(),
+        }
+    }
+
+    /// What the pool counted so far beyond its breakers.
+    pub fn stats(&self) -> PoolStats {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let s = &self.shared.stats;
+        PoolStats {
+            over_cap: n(&s.over_cap),
+            over_cap_successes: n(&s.over_cap_successes),
+            over_cap_failures: n(&s.over_cap_failures),
+            no_endpoint: n(&s.no_endpoint),
+            overloaded: n(&s.overloaded),
+        }
+    }
+
+    /// The endpoint of `key`, its breaker built now (user code: outside no lock but the
+    /// discovery's, which picks never take).
+    fn endpoint(&self, key: K) -> Arc<Endpoint<K, P, O>> {
+        let mut builder = (self.factory)(&key);
+        if builder.unnamed() {
+            builder = builder.name(key.to_string());
+        }
+        if let Some(clock) = &self.clock {
+            builder = builder.clock_source(clock.clone());
+        }
+        if let Some(with_check) = &self.check {
+            builder = with_check(&key, builder);
+        }
+        Arc::new(Endpoint::new(
+            key,
+            Arc::new(builder.build()),
+            Arc::clone(&self.shared),
+        ))
+    }
+}
+
+impl<K: fmt::Debug, P: TripPolicy, O: Observer> fmt::Debug for Pool<K, P, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoints = self.endpoints.load();
+        f.debug_struct("Pool")
+            .field(
+                "endpoints",
+                &endpoints.iter().map(|e| &e.key).collect::<Vec<_>>(),
+            )
+            .field("max_isolated", &self.max_isolated)
+            .field("balance", &self.balance)
+            .finish_non_exhaustive()
+    }
+}

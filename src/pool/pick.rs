@@ -1,0 +1,160 @@
+//! [`Pick`]: the endpoint a pool chose for one call, reporting its result like a permit.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::breaker::{Breaker, OwnedPermit};
+use crate::observe::Observer;
+use crate::outcome::Outcome;
+use crate::policy::{ConsecutiveFailures, TripPolicy};
+
+use super::endpoint::Endpoint;
+
+/// The endpoint a [`Pool`](super::Pool) chose for one call: send the call to
+/// [`key`](Pick::key), then report its result ([`success`](Pick::success),
+/// [`failure`](Pick::failure), [`exclude`](Pick::exclude), [`record`](Pick::record)), as
+/// with a permit.
+///
+/// - Owned (`'static`, `Send`): move it into the call's future.
+/// - It counts toward its endpoint's calls in flight until reported or dropped.
+/// - Dropped without a report, the call counts as excluded (neither a success nor a
+///   failure; a half-open endpoint gets its probe slot back). Dropped while its thread
+///   panics, it counts as a failure, as a permit does.
+/// - An endpoint kept in rotation over the isolation cap ([`Pool::max_isolated`](super::Pool::max_isolated))
+///   is picked while its breaker is open: [`over_cap`](Pick::over_cap) says so, and its
+///   result is counted by the pool ([`PoolStats`](super::PoolStats)), not by the breaker,
+///   which revives by its own probes.
+#[must_use = "a pick reports its call's result; dropped unused, it counts as an exclusion"]
+pub struct Pick<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
+    endpoint: Arc<Endpoint<K, P, O>>,
+    /// `None` for a pick over the cap (the breaker was open), and once reported.
+    permit: Option<OwnedPermit<P, O>>,
+    over_cap: bool,
+    reported: bool,
+}
+
+impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
+    /// A pick the endpoint's breaker admitted with `permit`.
+    pub(super) fn admitted(endpoint: Arc<Endpoint<K, P, O>>, permit: OwnedPermit<P, O>) -> Self {
+        endpoint.start();
+        Self {
+            endpoint,
+            permit: Some(permit),
+            over_cap: false,
+            reported: false,
+        }
+    }
+
+    /// A pick of an isolated endpoint kept in rotation over the cap.
+    pub(super) fn kept_in_rotation(endpoint: Arc<Endpoint<K, P, O>>) -> Self {
+        endpoint.start();
+        let stats = &endpoint.shared.stats;
+        stats.over_cap.fetch_add(1, Ordering::Relaxed);
+        Self {
+            endpoint,
+            permit: None,
+            over_cap: true,
+            reported: false,
+        }
+    }
+
+    /// The endpoint's key: where to send the call.
+    pub fn key(&self) -> &K {
+        &self.endpoint.key
+    }
+
+    /// The endpoint's breaker.
+    pub fn breaker(&self) -> &Arc<Breaker<P, O>> {
+        &self.endpoint.breaker
+    }
+
+    /// Whether the endpoint was picked over the isolation cap, its breaker open.
+    pub fn over_cap(&self) -> bool {
+        self.over_cap
+    }
+
+    /// Reports the call a success.
+    pub fn success(self) {
+        self.record(Outcome::Success);
+    }
+
+    /// Reports the call a failure.
+    pub fn failure(self) {
+        self.record(Outcome::Failure);
+    }
+
+    /// Reports the call excluded: it counts neither way.
+    pub fn exclude(self) {
+        self.record(Outcome::Excluded);
+    }
+
+    /// Reports `outcome`, whichever it is.
+    pub fn record(mut self, outcome: Outcome) {
+        self.report(outcome);
+    }
+
+    /// Reports that the endpoint said it is overloaded (an HTTP 503 or 429 with
+    /// `Retry-After`, gRPC's `RESOURCE_EXHAUSTED`, brpc's `ELIMIT`): it is alive and
+    /// shedding load, which is not a fault, so by default the breaker counts the call as
+    /// excluded and the endpoint stays in rotation (a failure instead with
+    /// [`Pool::overload_isolates`](super::Pool::overload_isolates)). Counted in
+    /// [`PoolStats::overloaded`](super::PoolStats::overloaded).
+    pub fn overloaded(mut self) {
+        self.endpoint
+            .shared
+            .stats
+            .overloaded
+            .fetch_add(1, Ordering::Relaxed);
+        let outcome = if self.endpoint.shared.overload_isolates {
+            Outcome::Failure
+        } else {
+            Outcome::Excluded
+        };
+        self.report(outcome);
+    }
+
+    fn report(&mut self, outcome: Outcome) {
+        if std::mem::replace(&mut self.reported, true) {
+            return;
+        }
+        self.endpoint.end();
+        if self.over_cap {
+            let stats = &self.endpoint.shared.stats;
+            let counter = match outcome {
+                Outcome::Success => &stats.over_cap_successes,
+                Outcome::Excluded => return,
+                _ => &stats.over_cap_failures,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(permit) = self.permit.take() {
+            permit.record(outcome);
+        }
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
+    fn drop(&mut self) {
+        if self.reported {
+            return;
+        }
+        if std::thread::panicking() {
+            // As a permit dropped while panicking: a failure (the permit's drop says so).
+            self.reported = true;
+            self.endpoint.end();
+            drop(self.permit.take());
+        } else {
+            self.report(Outcome::Excluded);
+        }
+    }
+}
+
+impl<K: fmt::Debug, P: TripPolicy, O: Observer> fmt::Debug for Pick<K, P, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pick")
+            .field("key", &self.endpoint.key)
+            .field("over_cap", &self.over_cap())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,228 @@
+//! How a pool picks: [`Pool::pick`], and [`Pool::pick_async`], which may run an endpoint's
+//! health check first.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::breaker::{Admitted, Breaker, CheckLease};
+use crate::error::Rejected;
+use crate::machine::Ahead;
+use crate::observe::Observer;
+use crate::policy::TripPolicy;
+
+use super::choose::{allowed_isolated, random, stride, Balance};
+use super::endpoint::Endpoint;
+use super::pick::Pick;
+use super::{Endpoints, Pool};
+
+/// An endpoint a walk may send the call to, and whether its breaker admits calls (else it
+/// is kept in rotation over the cap).
+type Candidate<'a, K, P, O> = (&'a Arc<Endpoint<K, P, O>>, bool);
+
+/// What a pick found.
+enum Choice<K, P: TripPolicy, O: Observer> {
+    /// An endpoint that takes the call.
+    Pick(Pick<K, P, O>),
+    /// An endpoint whose open period is over, and whose check this pick won: run it.
+    Check(Arc<Endpoint<K, P, O>>, CheckLease<Arc<Breaker<P, O>>>),
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
+    /// Chooses an endpoint for one call: one whose breaker admits it now (see the
+    /// [module documentation](super)). Never waits. An endpoint with a
+    /// [health check](Pool::health_check) whose open period is over is left to
+    /// [`pick_async`](Pool::pick_async), which can run the check: a sync pick never revives
+    /// it unchecked.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected::NoEndpoint`] when no endpoint can take the call: `retry_after` is the
+    /// time until the first isolated endpoint can be probed (zero when one waits for its
+    /// check), `None` for an empty pool (or when no endpoint is isolated, only full:
+    /// half-open with its probes out, or forced open).
+    pub fn pick(&self) -> Result<Pick<K, P, O>, Rejected> {
+        match self.choose(false)? {
+            Choice::Pick(pick) => Ok(pick),
+            Choice::Check(..) => unreachable!("a sync pick runs no check"),
+        }
+    }
+
+    /// [`pick`](Pool::pick), except that an endpoint whose open period is over runs its
+    /// [health check](Pool::health_check) in this future first: passed, this pick is its
+    /// first probe; failed, the endpoint is isolated for its next open period and the pick
+    /// goes on to the others. Calls that arrive while a check runs pick other endpoints.
+    /// Waits only for a check (give it a deadline: see [`Pool::health_check`]); a check's
+    /// panic fails it and continues.
+    ///
+    /// # Errors
+    ///
+    /// As [`pick`](Pool::pick).
+    pub async fn pick_async(&self) -> Result<Pick<K, P, O>, Rejected> {
+        // Each failed check isolates its endpoint, so every round has one endpoint fewer to
+        // check: at most as many rounds as endpoints, and one more to pick.
+        for _ in 0..=self.endpoints.load().len() {
+            match self.choose(true)? {
+                Choice::Pick(pick) => return Ok(pick),
+                Choice::Check(endpoint, lease) => {
+                    if let Ok(permit) = lease.run().await {
+                        return Ok(Pick::admitted(endpoint, permit));
+                    }
+                }
+            }
+        }
+        self.choose(false).map(|choice| match choice {
+            Choice::Pick(pick) => pick,
+            Choice::Check(..) => unreachable!("a sync pick runs no check"),
+        })
+    }
+
+    /// The power of two choices (or the round-robin turn) first; the full walk when the
+    /// first choices do not take the call.
+    #[inline]
+    fn choose(&self, checking: bool) -> Result<Choice<K, P, O>, Rejected> {
+        let endpoints = self.endpoints.load();
+        let n = endpoints.len();
+        if n == 0 {
+            return Err(self.no_endpoint(None));
+        }
+        let r = random();
+        let (first, second) = match self.balance {
+            Balance::PowerOfTwo => {
+                let a = (r % n as u64) as usize;
+                let b = if n > 1 {
+                    (a + 1 + ((r >> 32) % (n as u64 - 1)) as usize) % n
+                } else {
+                    a
+                };
+                if endpoints[b].in_flight() < endpoints[a].in_flight() {
+                    (b, a)
+                } else {
+                    (a, b)
+                }
+            }
+            Balance::RoundRobin => {
+                let a = self.next.fetch_add(1, Ordering::Relaxed) % n;
+                (a, a)
+            }
+        };
+        // The less loaded of the two first; its twin if it is full. An isolated endpoint
+        // among them sends the pick to the full walk, which knows the cap.
+        for i in [first, second] {
+            match endpoints[i].breaker.peek_ahead() {
+                Ahead::Passes => {
+                    if let Some(pick) = admit(&endpoints[i]) {
+                        return Ok(Choice::Pick(pick));
+                    }
+                }
+                Ahead::Rejected(Rejected::Open { .. }) | Ahead::CheckDue => break,
+                Ahead::Rejected(_) => {}
+            }
+        }
+        self.choose_slow(&endpoints, r, checking)
+    }
+
+    /// Every endpoint, from a random start with a coprime stride; then the cap decides
+    /// between an endpoint kept in rotation and a rejection.
+    #[cold]
+    #[inline(never)]
+    fn choose_slow(
+        &self,
+        endpoints: &Endpoints<K, P, O>,
+        r: u64,
+        checking: bool,
+    ) -> Result<Choice<K, P, O>, Rejected> {
+        let n = endpoints.len();
+        let start = ((r >> 16) % n as u64) as usize;
+        let step = stride(n, r.rotate_left(7));
+        let mut admitting = Vec::new();
+        let mut isolated = Vec::new();
+        for k in 0..n {
+            let endpoint = &endpoints[(start + k * step) % n];
+            match endpoint.breaker.peek_ahead() {
+                Ahead::Passes => admitting.push(endpoint),
+                Ahead::Rejected(Rejected::Open { retry_after }) => {
+                    isolated.push((retry_after, endpoint));
+                }
+                Ahead::CheckDue if checking => {
+                    // The first check due this pick wins is run before anything else.
+                    if let Some(choice) = check(endpoint) {
+                        return Ok(choice);
+                    }
+                }
+                // Waiting for a check that a sync pick cannot run: isolated, probe-able now.
+                Ahead::CheckDue => isolated.push((Duration::ZERO, endpoint)),
+                // Forced open by an operator, a check under way, or full: out, and not the
+                // pool's to send to.
+                Ahead::Rejected(_) => {}
+            }
+        }
+        // Over the cap, the surplus of isolated endpoints stays in rotation: the ones
+        // closest to their probe.
+        let allowed = allowed_isolated(n, self.max_isolated);
+        isolated.sort_by_key(|(retry_after, _)| *retry_after);
+        let kept = isolated.len().saturating_sub(allowed);
+        // The calls go to the admitting endpoints and to those kept in rotation alike: the
+        // power of two choices among them, an admitting one that turns out full dropped
+        // from the draw.
+        let mut candidates: Vec<Candidate<'_, K, P, O>> = admitting
+            .into_iter()
+            .map(|endpoint| (endpoint, true))
+            .chain(
+                isolated[..kept]
+                    .iter()
+                    .map(|(_, endpoint)| (*endpoint, false)),
+            )
+            .collect();
+        let mut r = r.rotate_left(29);
+        while !candidates.is_empty() {
+            let m = candidates.len() as u64;
+            let (a, b) = ((r % m) as usize, ((r >> 32) % m) as usize);
+            r = r.rotate_left(13) ^ random();
+            let i = if candidates[b].0.in_flight() < candidates[a].0.in_flight() {
+                b
+            } else {
+                a
+            };
+            let (endpoint, admits) = candidates[i];
+            if !admits {
+                return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
+            }
+            if let Some(pick) = admit(endpoint) {
+                return Ok(Choice::Pick(pick));
+            }
+            candidates.swap_remove(i);
+        }
+        let earliest = isolated.first().map(|(retry_after, _)| *retry_after);
+        Err(self.no_endpoint(earliest))
+    }
+
+    /// The rejection of a pick that found no endpoint, counted.
+    fn no_endpoint(&self, retry_after: Option<Duration>) -> Rejected {
+        self.shared
+            .stats
+            .no_endpoint
+            .fetch_add(1, Ordering::Relaxed);
+        Rejected::NoEndpoint { retry_after }
+    }
+}
+
+/// A pick of `endpoint` if its breaker admits a call now (a call, never a check).
+#[inline]
+fn admit<K, P: TripPolicy, O: Observer>(
+    endpoint: &Arc<Endpoint<K, P, O>>,
+) -> Option<Pick<K, P, O>> {
+    let permit = endpoint.breaker.allow_owned().ok()?;
+    Some(Pick::admitted(Arc::clone(endpoint), permit))
+}
+
+/// `endpoint`'s admission with its check due: the check lease if this pick wins it (or a
+/// call, if the breaker moved on meanwhile).
+fn check<K, P: TripPolicy, O: Observer>(
+    endpoint: &Arc<Endpoint<K, P, O>>,
+) -> Option<Choice<K, P, O>> {
+    match endpoint.breaker.allow_checking_owned().ok()? {
+        Admitted::Call(permit) => Some(Choice::Pick(Pick::admitted(Arc::clone(endpoint), permit))),
+        Admitted::Check(lease) => Some(Choice::Check(Arc::clone(endpoint), lease)),
+    }
+}

@@ -1,0 +1,473 @@
+//! `pool::Pool` with a `ManualClock`: isolated endpoints are skipped at pick time, an
+//! endpoint past its open period is probed by the next pick that lands on it (one probe at
+//! a time), `NoEndpoint` says when the first isolated endpoint can be probed, the isolation
+//! cap keeps the surplus in rotation for 1, 2, 3 and 10 endpoints, discovery keeps the
+//! breakers of endpoints that stay, and no call is lost or counted twice under 4 threads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lazybreaker::policy::{ConsecutiveFailures, Outcome};
+use lazybreaker::pool::{Balance, Pool};
+use lazybreaker::{Breaker, ManualClock, Rejected, State};
+
+const OPEN_FOR: Duration = Duration::from_secs(10);
+const PAST_OPEN: Duration = Duration::from_millis(10_001);
+
+/// A pool of `n` endpoints named `0..n`, each tripped by one failure and open for
+/// [`OPEN_FOR`].
+fn pool(n: u32, clock: &ManualClock) -> Pool<u32> {
+    let pool = Pool::new(|_: &u32| {
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(OPEN_FOR)
+    })
+    .clock(clock.clone());
+    pool.set(0..n);
+    pool
+}
+
+/// Trips endpoint `key`'s breaker.
+fn isolate(pool: &Pool<u32>, key: u32) {
+    pool.breaker(&key)
+        .expect("in the pool")
+        .allow()
+        .expect("admits")
+        .failure();
+    assert_eq!(pool.breaker(&key).unwrap().state(), State::Open);
+}
+
+/// `picks` picks, each reported a success at once: how many went to each key (and how many
+/// of those were over the cap).
+fn spread(pool: &Pool<u32>, picks: usize) -> (HashMap<u32, usize>, usize) {
+    let mut seen = HashMap::new();
+    let mut over_cap = 0;
+    for _ in 0..picks {
+        let pick = pool.pick().expect("an endpoint");
+        *seen.entry(*pick.key()).or_default() += 1;
+        over_cap += usize::from(pick.over_cap());
+        pick.success();
+    }
+    (seen, over_cap)
+}
+
+#[test]
+fn isolated_endpoints_are_skipped_and_the_rest_share_the_calls() {
+    let clock = ManualClock::new();
+    let pool = pool(4, &clock);
+    isolate(&pool, 2);
+    let (seen, over_cap) = spread(&pool, 400);
+    assert_eq!(seen.get(&2), None, "the isolated endpoint gets nothing");
+    assert_eq!(over_cap, 0);
+    for key in [0, 1, 3] {
+        assert!(seen[&key] >= 60, "{key} got {} of 400", seen[&key]);
+    }
+}
+
+#[test]
+fn round_robin_takes_each_admitting_endpoint_in_turn() {
+    let clock = ManualClock::new();
+    let pool = pool(3, &clock).balance(Balance::RoundRobin);
+    let (seen, _) = spread(&pool, 300);
+    assert_eq!(seen, HashMap::from([(0, 100), (1, 100), (2, 100)]));
+}
+
+#[test]
+fn power_of_two_prefers_the_endpoint_with_fewer_calls_in_flight() {
+    let clock = ManualClock::new();
+    let pool = pool(2, &clock);
+    // Hold 5 calls on whichever endpoint the first picks land on, then see where new ones go.
+    let held: Vec<_> = (0..5).map(|_| pool.pick().unwrap()).collect();
+    let loaded: HashMap<u32, usize> = held.iter().fold(HashMap::new(), |mut m, p| {
+        *m.entry(*p.key()).or_default() += 1;
+        m
+    });
+    let busier = *loaded.iter().max_by_key(|(_, n)| **n).unwrap().0;
+    let next = pool.pick().unwrap();
+    assert_ne!(
+        *next.key(),
+        busier,
+        "two endpoints: both drawn, the idler taken"
+    );
+    assert_eq!(
+        pool.in_flight(&busier),
+        Some(*loaded.get(&busier).unwrap()),
+        "picks in flight are counted per endpoint"
+    );
+    drop(held);
+    drop(next);
+    assert_eq!((pool.in_flight(&0), pool.in_flight(&1)), (Some(0), Some(0)));
+}
+
+#[test]
+fn an_endpoint_past_its_open_period_is_probed_by_one_pick_at_a_time() {
+    let clock = ManualClock::new();
+    let pool = pool(3, &clock);
+    isolate(&pool, 1);
+    clock.advance(PAST_OPEN);
+    // Picks land on it by chance: the first that does holds its only probe slot.
+    let probe = (0..200)
+        .map(|_| pool.pick().unwrap())
+        .find(|pick| *pick.key() == 1)
+        .expect("a pick lands on the endpoint past its open period");
+    assert_eq!(probe.breaker().state(), State::HalfOpen);
+    let (seen, _) = spread(&pool, 200);
+    assert_eq!(
+        seen.get(&1),
+        None,
+        "its one probe is out: skipped meanwhile"
+    );
+    probe.success();
+    assert_eq!(pool.breaker(&1).unwrap().state(), State::Closed);
+    let (seen, _) = spread(&pool, 300);
+    assert!(seen[&1] > 0, "revived: back in rotation");
+}
+
+#[test]
+fn an_empty_pool_rejects_with_no_time_to_retry() {
+    let pool: Pool<u32> = Pool::new(|_: &u32| Breaker::builder());
+    assert_eq!(
+        pool.pick().unwrap_err(),
+        Rejected::NoEndpoint { retry_after: None }
+    );
+    assert_eq!(pool.stats().no_endpoint, 1);
+}
+
+#[test]
+fn all_isolated_rejects_with_the_time_to_the_first_probe() {
+    let clock = ManualClock::new();
+    let pool = pool(3, &clock).max_isolated(1.0);
+    isolate(&pool, 0);
+    clock.advance(Duration::from_secs(3));
+    isolate(&pool, 1);
+    isolate(&pool, 2);
+    clock.advance(Duration::from_secs(1));
+    match pool.pick() {
+        Err(Rejected::NoEndpoint { retry_after }) => {
+            assert_eq!(retry_after, Some(Duration::from_secs(6)), "endpoint 0's");
+        }
+        other => panic!("expected NoEndpoint, got {other:?}"),
+    }
+    let rejected = pool.pick().unwrap_err();
+    assert_eq!(rejected.retry_after(), Some(Duration::from_secs(6)));
+    assert!(rejected.to_string().contains("no endpoint"), "{rejected}");
+    // Once endpoint 0's period is over, the next pick probes it.
+    clock.advance(Duration::from_secs(6) + Duration::from_nanos(1));
+    let probe = pool.pick().expect("the first endpoint probe-able");
+    assert_eq!(*probe.key(), 0);
+}
+
+/// The cap with the default fraction (½): `n` endpoints, all isolated one after another,
+/// a second apart; what the picks get.
+fn all_isolated(n: u32) -> (Pool<u32>, ManualClock) {
+    let clock = ManualClock::new();
+    let pool = pool(n, &clock);
+    for key in 0..n {
+        isolate(&pool, key);
+        clock.advance(Duration::from_secs(1));
+    }
+    (pool, clock)
+}
+
+#[test]
+fn one_endpoint_may_be_isolated_and_then_the_pool_rejects() {
+    let (pool, _clock) = all_isolated(1);
+    assert!(matches!(
+        pool.pick(),
+        Err(Rejected::NoEndpoint {
+            retry_after: Some(_)
+        })
+    ));
+}
+
+#[test]
+fn of_two_endpoints_one_may_be_isolated_the_other_stays_in_rotation() {
+    let clock = ManualClock::new();
+    let pool = pool(2, &clock);
+    isolate(&pool, 0);
+    let (seen, over_cap) = spread(&pool, 50);
+    assert_eq!(
+        (seen.get(&0), over_cap),
+        (None, 0),
+        "one isolated: within the cap"
+    );
+
+    let (pool, _clock) = all_isolated(2);
+    let (seen, over_cap) = spread(&pool, 50);
+    assert_eq!(
+        seen,
+        HashMap::from([(0, 50)]),
+        "both open: the one closest to its probe stays in rotation"
+    );
+    assert_eq!(over_cap, 50);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.over_cap, stats.over_cap_successes, stats.no_endpoint),
+        (50, 50, 0)
+    );
+    // Its breaker did not count them: it revives by its own probes.
+    assert_eq!(pool.breaker(&0).unwrap().totals().successes, 0);
+}
+
+#[test]
+fn of_three_endpoints_one_may_be_isolated_two_stay_in_rotation() {
+    let (pool, _clock) = all_isolated(3);
+    let (seen, over_cap) = spread(&pool, 60);
+    assert_eq!(over_cap, 60);
+    assert_eq!(seen.get(&2), None, "the one isolated last stays out");
+    assert!(seen[&0] > 0 && seen[&1] > 0, "{seen:?}");
+}
+
+#[test]
+fn of_ten_endpoints_five_may_be_isolated() {
+    let clock = ManualClock::new();
+    let pool = pool(10, &clock);
+    for key in 0..6 {
+        isolate(&pool, key);
+        clock.advance(Duration::from_secs(1));
+    }
+    let (seen, over_cap) = spread(&pool, 1000);
+    for key in 1..6 {
+        assert_eq!(seen.get(&key), None, "{key} isolated, within the cap");
+    }
+    assert!(over_cap > 0, "one over the cap stays in rotation");
+    assert_eq!(
+        seen[&0], over_cap,
+        "the one closest to its probe: endpoint 0"
+    );
+    for key in 6..10 {
+        assert!(seen[&key] > 0, "{key} healthy");
+    }
+    // Five isolated: within the cap, no rotation.
+    pool.breaker(&0).unwrap().force_closed();
+    let (seen, over_cap) = spread(&pool, 200);
+    assert_eq!(over_cap, 0);
+    assert!(seen[&0] > 0);
+}
+
+#[test]
+fn discovery_keeps_the_breakers_of_endpoints_that_stay() {
+    let clock = ManualClock::new();
+    let pool = pool(3, &clock);
+    let kept = pool.breaker(&1).unwrap();
+    isolate(&pool, 1);
+    pool.set([1, 2, 3, 3]);
+    assert_eq!(pool.keys(), [1, 2, 3], "a key given twice counts once");
+    assert!(Arc::ptr_eq(&kept, &pool.breaker(&1).unwrap()));
+    assert_eq!(
+        pool.breaker(&1).unwrap().state(),
+        State::Open,
+        "its state kept"
+    );
+    assert!(pool.breaker(&0).is_none());
+    assert!(!pool.insert(2), "already there");
+    assert!(pool.insert(7));
+    assert_eq!(pool.len(), 4);
+
+    // A pick of an endpoint removed meanwhile stays valid and reports to its breaker.
+    let pick = (0..200)
+        .map(|_| pool.pick().unwrap())
+        .find(|p| *p.key() == 7)
+        .expect("a pick of 7");
+    let breaker = Arc::clone(pick.breaker());
+    assert!(pool.remove(&7));
+    assert!(!pool.remove(&7));
+    pick.failure();
+    assert_eq!(breaker.totals().failures, 1);
+    assert_eq!(pool.keys(), [1, 2, 3]);
+}
+
+#[test]
+fn a_dropped_pick_is_an_exclusion() {
+    let clock = ManualClock::new();
+    let pool = pool(1, &clock);
+    drop(pool.pick().unwrap());
+    let t = pool.breaker(&0).unwrap().totals();
+    assert_eq!((t.exclusions, t.successes, t.failures), (1, 0, 0));
+    assert_eq!(pool.in_flight(&0), Some(0));
+    pool.pick().unwrap().record(Outcome::Failure);
+    assert_eq!(pool.breaker(&0).unwrap().state(), State::Open);
+}
+
+#[test]
+fn endpoints_are_named_after_their_keys() {
+    let clock = ManualClock::new();
+    let pool = pool(2, &clock);
+    assert_eq!(pool.breaker(&1).unwrap().name(), "1");
+    let named = Pool::new(|_: &u32| Breaker::builder().name("fixed"));
+    named.insert(5);
+    assert_eq!(named.breaker(&5).unwrap().name(), "fixed");
+}
+
+#[test]
+fn no_call_is_lost_or_counted_twice_under_four_threads() {
+    let clock = ManualClock::new();
+    let pool = Arc::new(
+        Pool::new(|_: &u32| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1_000_000).unwrap())
+                .timeout(OPEN_FOR)
+        })
+        .clock(clock.clone()),
+    );
+    pool.set(0..16);
+    const PER_THREAD: usize = 5_000;
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    let pick = pool.pick().expect("all closed");
+                    match (i + t) % 3 {
+                        0 => pick.success(),
+                        1 => pick.failure(),
+                        _ => drop(pick),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let (mut admitted, mut reported) = (0, 0);
+    for key in pool.keys() {
+        let t = pool.breaker(&key).unwrap().totals();
+        admitted += t.admitted;
+        reported += t.successes + t.failures + t.exclusions;
+        assert_eq!(pool.in_flight(&key), Some(0), "{key}");
+    }
+    assert_eq!(admitted, 4 * PER_THREAD as u64);
+    assert_eq!(reported, admitted, "every pick reported once");
+}
+
+mod checked {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A pool of 3 whose endpoint 1's health check answers `healthy`, counting its runs.
+    fn checked(
+        clock: &ManualClock,
+        healthy: &Arc<AtomicBool>,
+        runs: &Arc<AtomicUsize>,
+    ) -> Pool<u32> {
+        let (healthy, runs) = (Arc::clone(healthy), Arc::clone(runs));
+        let pool = Pool::new(|_: &u32| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(OPEN_FOR)
+        })
+        .clock(clock.clone())
+        .health_check(move |key: &u32| {
+            let passes = *key != 1 || healthy.load(Ordering::SeqCst);
+            runs.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(passes)
+        });
+        pool.set(0..3);
+        pool
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn a_sync_pick_never_revives_a_checked_endpoint() {
+        let clock = ManualClock::new();
+        let (healthy, runs) = (Arc::new(AtomicBool::new(true)), Arc::default());
+        let pool = checked(&clock, &healthy, &runs);
+        isolate(&pool, 1);
+        clock.advance(PAST_OPEN);
+        let (seen, _) = spread(&pool, 200);
+        assert_eq!(seen.get(&1), None);
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+        assert_eq!(pool.breaker(&1).unwrap().state(), State::Open);
+    }
+
+    #[test]
+    fn an_async_pick_checks_first_and_a_failed_check_sends_the_call_elsewhere() {
+        let clock = ManualClock::new();
+        let (healthy, runs) = (Arc::new(AtomicBool::new(false)), Arc::default());
+        let pool = checked(&clock, &healthy, &runs);
+        isolate(&pool, 1);
+        clock.advance(PAST_OPEN);
+        for _ in 0..100 {
+            let pick = block_on(pool.pick_async()).expect("the others take it");
+            assert_ne!(
+                *pick.key(),
+                1,
+                "no call reaches an endpoint that failed its check"
+            );
+            pick.success();
+        }
+        let breaker = pool.breaker(&1).unwrap();
+        let t = breaker.totals();
+        assert_eq!(
+            (t.health_checks, t.health_checks_failed),
+            (1, 1),
+            "once per period"
+        );
+        assert_eq!(breaker.state(), State::Open);
+
+        // Healthy again: the next period's check passes, and that pick is its probe.
+        healthy.store(true, Ordering::SeqCst);
+        clock.advance(PAST_OPEN);
+        let probe = (0..200)
+            .map(|_| block_on(pool.pick_async()).unwrap())
+            .find(|pick| *pick.key() == 1)
+            .expect("a pick lands on it");
+        assert_eq!(probe.breaker().state(), State::HalfOpen);
+        probe.success();
+        assert_eq!(pool.breaker(&1).unwrap().state(), State::Closed);
+        assert_eq!(pool.breaker(&1).unwrap().totals().health_checks, 2);
+    }
+}
+
+#[test]
+fn overload_does_not_isolate_by_default() {
+    let clock = ManualClock::new();
+    let pool = pool(1, &clock);
+    for _ in 0..5 {
+        pool.pick().unwrap().overloaded();
+    }
+    assert_eq!(pool.breaker(&0).unwrap().state(), State::Closed);
+    assert_eq!(pool.breaker(&0).unwrap().totals().exclusions, 5);
+    assert_eq!(pool.stats().overloaded, 5);
+
+    let strict = Pool::new(|_: &u32| {
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(OPEN_FOR)
+    })
+    .clock(clock.clone())
+    .overload_isolates(true);
+    strict.insert(0);
+    strict.pick().unwrap().overloaded();
+    assert_eq!(strict.breaker(&0).unwrap().state(), State::Open);
+}
+
+#[test]
+fn the_snapshot_shows_each_endpoint_and_the_isolated_count() {
+    let clock = ManualClock::new();
+    let pool = pool(3, &clock);
+    isolate(&pool, 0);
+    let held = pool.pick().unwrap();
+    let s = pool.snapshot();
+    assert_eq!(s.endpoints.len(), 3);
+    assert_eq!((s.isolated, s.in_flight), (1, 1));
+    assert_eq!(s.endpoints[0].key, 0);
+    assert_eq!(s.endpoints[0].snapshot.state, State::Open);
+    assert_eq!(s.endpoints[0].snapshot.name, "0");
+    let held_key = *held.key();
+    let of_held = s.endpoints.iter().find(|e| e.key == held_key).unwrap();
+    assert_eq!(of_held.in_flight, 1);
+    drop(held);
+    clock.advance(PAST_OPEN);
+    let s = pool.snapshot();
+    assert_eq!(s.isolated, 0, "its open period is over: half-open next");
+    assert_eq!(s.endpoints[0].snapshot.state, State::HalfOpen);
+}
