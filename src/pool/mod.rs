@@ -74,7 +74,6 @@ mod picking;
 
 use std::fmt;
 use std::future::Future;
-use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -185,7 +184,7 @@ pub struct EndpointSnapshot<K> {
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
 where
-    K: Clone + Eq + Hash + fmt::Display,
+    K: Clone + Eq + fmt::Display,
 {
     /// An empty pool whose endpoints' breakers are built from the builder `factory` returns
     /// for each key (named after the key unless the factory names it).

@@ -4,7 +4,10 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::breaker::{Breaker, OwnedPermit};
+use std::time::Duration;
+
+use crate::breaker::{Breaker, OwnedPermit, Report};
+use crate::contain::{self, Payload};
 use crate::observe::Observer;
 use crate::outcome::Outcome;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -91,7 +94,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
 
     /// Reports `outcome`, whichever it is.
     pub fn record(mut self, outcome: Outcome) {
-        self.report(outcome);
+        self.settle(outcome);
     }
 
     /// Reports that the endpoint said it is overloaded (an HTTP 503 or 429 with
@@ -111,25 +114,35 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
         } else {
             Outcome::Excluded
         };
-        self.report(outcome);
+        self.settle(outcome);
     }
 
-    fn report(&mut self, outcome: Outcome) {
+    /// The pick's own bookkeeping for `outcome` (its endpoint's picks in flight, the pool's
+    /// counts of picks over the cap): `false` if it was reported already.
+    fn book(&mut self, outcome: Outcome) -> bool {
         if std::mem::replace(&mut self.reported, true) {
-            return;
+            return false;
         }
         self.endpoint.end();
         if self.over_cap {
             let stats = &self.endpoint.shared.stats;
             let counter = match outcome {
-                Outcome::Success => &stats.over_cap_successes,
-                Outcome::Excluded => return,
-                _ => &stats.over_cap_failures,
+                Outcome::Success => Some(&stats.over_cap_successes),
+                Outcome::Excluded => None,
+                _ => Some(&stats.over_cap_failures),
             };
-            counter.fetch_add(1, Ordering::Relaxed);
+            if let Some(counter) = counter {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        if let Some(permit) = self.permit.take() {
-            permit.record(outcome);
+        true
+    }
+
+    fn settle(&mut self, outcome: Outcome) {
+        if self.book(outcome) {
+            if let Some(permit) = self.permit.take() {
+                permit.record(outcome);
+            }
         }
     }
 }
@@ -145,7 +158,34 @@ impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
             self.endpoint.end();
             drop(self.permit.take());
         } else {
-            self.report(Outcome::Excluded);
+            self.settle(Outcome::Excluded);
+        }
+    }
+}
+
+/// A pick reports as a permit does, for the futures that settle calls (a tower service over
+/// the pool).
+impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
+    fn reported(&self) -> bool {
+        self.reported
+    }
+
+    fn report(&mut self, outcome: Outcome) {
+        self.settle(outcome);
+    }
+
+    fn report_open_for(&mut self, outcome: Outcome, open_for: Duration) {
+        if self.book(outcome) {
+            if let Some(mut permit) = self.permit.take() {
+                permit.report_open_for(outcome, open_for);
+            }
+        }
+    }
+
+    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> ! {
+        match (self.book(outcome), self.permit.take()) {
+            (true, Some(mut permit)) => permit.report_then_resume(outcome, payload),
+            _ => contain::resume_payload(payload),
         }
     }
 }

@@ -95,10 +95,12 @@ mod fallback;
 mod future;
 mod keyed;
 mod layer;
+mod pool;
 mod service;
 
 pub use fallback::{FailFast, Fallback, OnRejected};
 pub use future::{Deferred, DeferredCall, NoCall, Rejection, ResponseFuture};
 pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
+pub use pool::{PoolFuture, PoolService};
 pub use service::BreakerService;
