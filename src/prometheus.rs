@@ -80,6 +80,7 @@ use crate::contain::{self, FirstPanic};
 use crate::forced::Forced;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
+use crate::pool::Pool;
 use crate::registry::Registry;
 use crate::snapshot::Snapshot;
 use crate::state::State;
@@ -151,6 +152,21 @@ impl BreakerCollector {
             registry.for_each(|breaker| take(breaker, out, panics));
             // A stable exposition: the registry's breakers by name.
             out[from..].sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        }));
+        self
+    }
+
+    /// Also collects the breakers of every endpoint `pool` has at each scrape, named after
+    /// their keys (in the pool's order).
+    #[must_use]
+    pub fn pool<K, P, O>(mut self, pool: Arc<Pool<K, P, O>>) -> Self
+    where
+        K: Send + Sync + 'static,
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+    {
+        self.sources.push(Box::new(move |out, panics| {
+            pool.for_each(|breaker| take(breaker, out, panics))
         }));
         self
     }

@@ -484,3 +484,36 @@ fn item_6_one_breakers_panicking_gauges_do_not_take_the_scrape_down() {
         "the panic continues from snapshots()"
     );
 }
+
+/// A pool's endpoints are scraped as breakers named after their keys.
+#[test]
+fn a_pools_endpoints_are_scraped_by_key() {
+    let clock = ManualClock::new();
+    let pool = Arc::new(
+        lazybreaker::pool::Pool::new(|_: &u16| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(OPEN_FOR)
+        })
+        .clock(clock.clone()),
+    );
+    pool.set([8080, 8081]);
+    pool.breaker(&8081).unwrap().allow().unwrap().failure();
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(BreakerCollector::new().pool(Arc::clone(&pool))));
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("a scrape");
+    let series = parse(&text);
+    assert_eq!(
+        get(&series, "circuit_breaker_state", &[("breaker", "8080")]),
+        0.0
+    );
+    assert_eq!(
+        get(&series, "circuit_breaker_state", &[("breaker", "8081")]),
+        2.0
+    );
+    for (key, breaker) in pool.breakers() {
+        assert_eq!(breaker.name(), key.to_string());
+        check(&series, &breaker.snapshot());
+    }
+}

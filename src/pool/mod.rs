@@ -346,6 +346,15 @@ where
             .map(|e| Arc::clone(&e.breaker))
     }
 
+    /// Every endpoint with its breaker, in the pool's order (for metrics and dashboards).
+    pub fn breakers(&self) -> Vec<(K, Arc<Breaker<P, O>>)> {
+        self.endpoints
+            .load()
+            .iter()
+            .map(|e| (e.key.clone(), Arc::clone(&e.breaker)))
+            .collect()
+    }
+
     /// Picks in flight on endpoint `key` (`None` if the pool does not have it).
     pub fn in_flight(&self, key: &K) -> Option<usize> {
         self.endpoints
@@ -411,6 +420,15 @@ where
             Arc::new(builder.build()),
             Arc::clone(&self.shared),
         ))
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
+    /// Runs `f` on every endpoint's breaker, in the pool's order, without a lock.
+    pub fn for_each(&self, mut f: impl FnMut(&Breaker<P, O>)) {
+        for endpoint in self.endpoints.load().iter() {
+            f(&endpoint.breaker);
+        }
     }
 }
 
