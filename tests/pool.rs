@@ -471,3 +471,16 @@ fn the_snapshot_shows_each_endpoint_and_the_isolated_count() {
     assert_eq!(s.isolated, 0, "its open period is over: half-open next");
     assert_eq!(s.endpoints[0].snapshot.state, State::HalfOpen);
 }
+
+#[test]
+fn a_pick_moves_into_another_thread_and_reports_there() {
+    fn owned<T: Send + 'static>(_: &T) {}
+    let clock = ManualClock::new();
+    let pool = pool(2, &clock);
+    let pick = pool.pick().unwrap();
+    owned(&pick);
+    let key = *pick.key();
+    std::thread::spawn(move || pick.success()).join().unwrap();
+    assert_eq!(pool.breaker(&key).unwrap().totals().successes, 1);
+    assert_eq!(pool.in_flight(&key), Some(0));
+}
