@@ -118,6 +118,11 @@ fn an_endpoint_past_its_open_period_is_probed_by_one_pick_at_a_time() {
         None,
         "its one probe is out: skipped meanwhile"
     );
+    assert_eq!(
+        pool.breaker(&1).unwrap().totals().rejected_half_open,
+        0,
+        "skipping it is not a rejection of its breaker's"
+    );
     probe.success();
     assert_eq!(pool.breaker(&1).unwrap().state(), State::Closed);
     let (seen, _) = spread(&pool, 300);
@@ -483,4 +488,56 @@ fn a_pick_moves_into_another_thread_and_reports_there() {
     std::thread::spawn(move || pick.success()).join().unwrap();
     assert_eq!(pool.breaker(&key).unwrap().totals().successes, 1);
     assert_eq!(pool.in_flight(&key), Some(0));
+}
+
+#[test]
+fn a_panicking_check_isolates_its_endpoint_and_keeps_unwinding() {
+    let clock = ManualClock::new();
+    let pool = Pool::new(|_: &u32| {
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(OPEN_FOR)
+    })
+    .clock(clock.clone())
+    .max_isolated(1.0)
+    .health_check(|_: &u32| -> std::future::Ready<bool> { panic!("the check's own bug") });
+    pool.insert(0);
+    isolate(&pool, 0);
+    clock.advance(PAST_OPEN);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(pool.pick_async())
+    }));
+    assert!(unwound.is_err(), "the panic is not swallowed");
+    let breaker = pool.breaker(&0).unwrap();
+    assert_eq!(breaker.state(), State::Open, "isolated again");
+    assert_eq!(breaker.totals().health_checks_failed, 1);
+    assert!(matches!(
+        pool.pick(),
+        Err(Rejected::NoEndpoint {
+            retry_after: Some(_)
+        })
+    ));
+}
+
+#[test]
+fn a_full_half_open_endpoint_is_skipped_without_counting_a_rejection() {
+    let clock = ManualClock::new();
+    let pool = pool(2, &clock).balance(Balance::RoundRobin);
+    isolate(&pool, 1);
+    clock.advance(PAST_OPEN);
+    let probe = (0..4)
+        .map(|_| pool.pick().unwrap())
+        .find(|pick| *pick.key() == 1)
+        .expect("its turn comes");
+    for _ in 0..10 {
+        let pick = pool.pick().unwrap();
+        assert_eq!(*pick.key(), 0, "its probe is out");
+        pick.success();
+    }
+    let t = pool.breaker(&1).unwrap().totals();
+    assert_eq!(t.rejected_half_open, 0, "the pool only looked at it");
+    probe.success();
 }

@@ -102,3 +102,119 @@ fn with_nothing_to_send_to_it_is_ready_and_fails_at_once() {
     }
     assert!(hits.lock().unwrap().is_empty());
 }
+
+/// An inner service whose readiness fails (or panics) while its switch says so, counting
+/// the services made and the calls that reached them.
+#[derive(Clone)]
+struct Flaky {
+    mode: Arc<std::sync::atomic::AtomicU8>,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+const READY: u8 = 0;
+const FAILS: u8 = 1;
+const PANICS: u8 = 2;
+
+impl Service<()> for Flaky {
+    type Response = ();
+    type Error = &'static str;
+    type Future = std::future::Ready<Result<(), &'static str>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), &'static str>> {
+        match self.mode.load(std::sync::atomic::Ordering::SeqCst) {
+            READY => Poll::Ready(Ok(())),
+            FAILS => Poll::Ready(Err("closed")),
+            _ => panic!("the inner service's bug"),
+        }
+    }
+    fn call(&mut self, (): ()) -> Self::Future {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::ready(Ok(()))
+    }
+}
+
+#[test]
+fn a_failed_readiness_is_the_endpoints_failure_and_its_service_is_made_anew() {
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+    let clock = ManualClock::new();
+    let pool = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder().policy(ConsecutiveFailures::new(5).unwrap()))
+            .clock(clock.clone()),
+    );
+    pool.insert(0);
+    let mode = Arc::new(AtomicU8::new(FAILS));
+    let (made, calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (m, c, k) = (Arc::clone(&made), Arc::clone(&calls), Arc::clone(&mode));
+    let mut service = PoolService::new(Arc::clone(&pool), move |_: &u32| {
+        m.fetch_add(1, Ordering::SeqCst);
+        Flaky {
+            mode: Arc::clone(&k),
+            calls: Arc::clone(&c),
+        }
+    });
+    assert!(matches!(
+        poll_once(&mut service.call(())),
+        Poll::Ready(Err(Error::Inner("closed")))
+    ));
+    assert_eq!(pool.breaker(&0).unwrap().totals().failures, 1);
+    mode.store(READY, Ordering::SeqCst);
+    assert!(matches!(
+        poll_once(&mut service.call(())),
+        Poll::Ready(Ok(()))
+    ));
+    assert_eq!(
+        made.load(Ordering::SeqCst),
+        2,
+        "the failed one was made anew"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // A panic in the inner readiness: the endpoint's failure, and it keeps unwinding.
+    mode.store(PANICS, Ordering::SeqCst);
+    let mut call = service.call(());
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| poll_once(&mut call)));
+    assert!(unwound.is_err());
+    drop(call);
+    let t = pool.breaker(&0).unwrap().totals();
+    assert_eq!((t.failures, t.successes), (2, 1));
+    assert_eq!(pool.in_flight(&0), Some(0));
+}
+
+#[test]
+fn a_request_landing_on_an_endpoint_due_for_its_check_runs_it_first() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let clock = ManualClock::new();
+    let healthy = Arc::new(AtomicBool::new(false));
+    let h = Arc::clone(&healthy);
+    let pool = Arc::new(
+        Pool::new(|_: &u32| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(OPEN_FOR)
+        })
+        .clock(clock.clone())
+        .health_check(move |_: &u32| std::future::ready(h.load(Ordering::SeqCst)))
+        .max_isolated(1.0),
+    );
+    pool.insert(0);
+    let hits: Hits = Arc::default();
+    let mut service = service_over(&pool, &hits);
+    let _ = poll_once(&mut service.call(true)); // isolates it
+    clock.advance(checks::PAST_OPEN);
+    match poll_once(&mut service.call(false)) {
+        Poll::Ready(Err(Error::Rejected(Rejected::Open { retry_after }))) => {
+            assert_eq!(retry_after, OPEN_FOR, "the failed check's new open period");
+        }
+        other => panic!("expected the failed check's rejection, got {other:?}"),
+    }
+    assert_eq!(hits.lock().unwrap()[&0], 1, "not sent");
+    healthy.store(true, Ordering::SeqCst);
+    clock.advance(checks::PAST_OPEN);
+    assert!(matches!(
+        poll_once(&mut service.call(false)),
+        Poll::Ready(Ok(0))
+    ));
+    let breaker = pool.breaker(&0).unwrap();
+    assert_eq!(breaker.state(), State::Closed);
+    let t = breaker.totals();
+    assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
+}

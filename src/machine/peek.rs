@@ -86,6 +86,10 @@ impl<P: TripPolicy> Machine<P> {
         match self.peek_open(now) {
             Some(rejected) => Ahead::Rejected(rejected),
             None if self.check_due(now) => Ahead::CheckDue,
+            // Half-open with every probe out: the next call would be turned away.
+            None if self.state == State::HalfOpen && self.half_open_in_flight() >= self.probes => {
+                Ahead::Rejected(Rejected::TooManyRequests)
+            }
             None => Ahead::Passes,
         }
     }

@@ -10,7 +10,7 @@ use crate::policy::TripPolicy;
 use super::Shared;
 
 /// An endpoint: its key, its breaker, and how many picks of it are in flight.
-pub(super) struct Endpoint<K, P: TripPolicy, O: Observer> {
+pub(crate) struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) key: K,
     pub(super) breaker: Arc<Breaker<P, O>>,
     in_flight: AtomicUsize,
@@ -26,6 +26,11 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             in_flight: AtomicUsize::new(0),
             shared,
         }
+    }
+
+    /// Its key.
+    pub(crate) fn key(&self) -> &K {
+        &self.key
     }
 
     /// Picks of it in flight (a hint: others move it meanwhile).

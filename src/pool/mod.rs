@@ -13,9 +13,11 @@
 //! A pool isolates at most [`max_isolated`](Pool::max_isolated) of its endpoints (half by
 //! default): the fraction of the pool rounded down, but always at least one, so that a small
 //! pool can still take its one bad endpoint out. When more breakers are open than that, the
-//! pool keeps the surplus in rotation, the ones closest to their next probe first, and sends
-//! them calls once no admitted endpoint is left ([`Pick::over_cap`]; counted in
-//! [`PoolStats`]); a `max_isolated` of 1 lets every endpoint be isolated, and a pool with
+//! pool keeps the surplus in rotation, the ones closest to their next probe first: a pick
+//! that finds an isolated endpoint among its first choices draws among the admitting
+//! endpoints and those kept in rotation alike, each with an equal chance
+//! ([`Pick::over_cap`]; counted in [`PoolStats`]), and when nothing admits, sends to one kept
+//! in rotation; a `max_isolated` of 1 lets every endpoint be isolated, and a pool with
 //! all of them open then rejects.
 //!
 //! | endpoints | isolated at most (default, ½) | all open |
@@ -32,7 +34,8 @@
 //! and nothing shared is written but the chosen endpoint's own counters. If both are
 //! isolated, the pool walks the others from a random start, with a stride coprime to its
 //! size (brpc's randomised balancer), and takes the first that admits the call.
-//! [`Balance::RoundRobin`] takes each endpoint in turn instead.
+//! [`Balance::RoundRobin`] takes each endpoint in turn instead (a turn that lands on an
+//! endpoint that does not admit the call goes on to the walk, as above).
 //!
 //! # Discovery
 //!
@@ -45,8 +48,9 @@
 //! ```
 //! use lazybreaker::pool::Pool;
 //! use lazybreaker::policy::ConsecutiveFailures;
-//! use lazybreaker::{Breaker, ManualClock, Rejected};
-//! //!
+//! use lazybreaker::{Breaker, ManualClock};
+//! use std::time::Duration;
+//!
 //! let clock = ManualClock::new();
 //! let pool = Pool::new(|_addr: &&str| {
 //!     Breaker::builder()
@@ -74,7 +78,7 @@ mod picking;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -88,10 +92,11 @@ use crate::snapshot::Snapshot;
 use crate::state::State;
 
 pub use choose::Balance;
+pub(crate) use endpoint::Endpoint;
 pub use pick::Pick;
+pub(crate) use picking::Choice;
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
-use endpoint::Endpoint;
 
 /// Builds an endpoint's breaker, for its key.
 type Factory<K, P, O> = Box<dyn Fn(&K) -> Builder<P, O> + Send + Sync>;
@@ -127,7 +132,7 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     pub(crate) stats: Stats,
-    pub(crate) overload_isolates: bool,
+    pub(crate) overload_isolates: AtomicBool,
 }
 
 /// What a pool counts itself (its breakers count the rest).
@@ -248,19 +253,12 @@ where
     /// Whether a pick reported [overloaded](Pick::overloaded) counts as a failure of its
     /// endpoint (`true`) or is excluded (`false`, the default: an endpoint that sheds load is
     /// alive, and isolating it would move its load onto the others). A setting for building
-    /// the pool, before its first endpoint.
+    /// the pool (it applies to every endpoint, those it has already included).
     #[must_use]
-    pub fn overload_isolates(mut self, isolates: bool) -> Self {
-        match Arc::get_mut(&mut self.shared) {
-            Some(shared) => shared.overload_isolates = isolates,
-            None => {
-                let stats = Stats::default();
-                self.shared = Arc::new(Shared {
-                    stats,
-                    overload_isolates: isolates,
-                });
-            }
-        }
+    pub fn overload_isolates(self, isolates: bool) -> Self {
+        self.shared
+            .overload_isolates
+            .store(isolates, Ordering::Relaxed);
         self
     }
 

@@ -39,7 +39,7 @@ pub struct Pick<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 
 impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     /// A pick the endpoint's breaker admitted with `permit`.
-    pub(super) fn admitted(endpoint: Arc<Endpoint<K, P, O>>, permit: OwnedPermit<P, O>) -> Self {
+    pub(crate) fn admitted(endpoint: Arc<Endpoint<K, P, O>>, permit: OwnedPermit<P, O>) -> Self {
         endpoint.start();
         Self {
             endpoint,
@@ -109,7 +109,12 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             .stats
             .overloaded
             .fetch_add(1, Ordering::Relaxed);
-        let outcome = if self.endpoint.shared.overload_isolates {
+        let outcome = if self
+            .endpoint
+            .shared
+            .overload_isolates
+            .load(Ordering::Relaxed)
+        {
             Outcome::Failure
         } else {
             Outcome::Excluded
@@ -154,8 +159,7 @@ impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
         }
         if std::thread::panicking() {
             // As a permit dropped while panicking: a failure (the permit's drop says so).
-            self.reported = true;
-            self.endpoint.end();
+            self.book(Outcome::Failure);
             drop(self.permit.take());
         } else {
             self.settle(Outcome::Excluded);

@@ -16,12 +16,12 @@ use super::endpoint::Endpoint;
 use super::pick::Pick;
 use super::{Endpoints, Pool};
 
-/// An endpoint a walk may send the call to, and whether its breaker admits calls (else it
-/// is kept in rotation over the cap).
-type Candidate<'a, K, P, O> = (&'a Arc<Endpoint<K, P, O>>, bool);
+/// The most health checks one [`Pool::pick_async`] runs before it settles for a pick that
+/// runs none.
+const MAX_CHECKS_PER_PICK: usize = 2;
 
 /// What a pick found.
-enum Choice<K, P: TripPolicy, O: Observer> {
+pub(crate) enum Choice<K, P: TripPolicy, O: Observer> {
     /// An endpoint that takes the call.
     Pick(Pick<K, P, O>),
     /// An endpoint whose open period is over, and whose check this pick won: run it.
@@ -51,17 +51,22 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// [`pick`](Pool::pick), except that an endpoint whose open period is over runs its
     /// [health check](Pool::health_check) in this future first: passed, this pick is its
     /// first probe; failed, the endpoint is isolated for its next open period and the pick
-    /// goes on to the others. Calls that arrive while a check runs pick other endpoints.
-    /// Waits only for a check (give it a deadline: see [`Pool::health_check`]); a check's
-    /// panic fails it and continues.
+    /// goes on to the others (at most two checks per pick; then it picks among the rest
+    /// without checking). Calls that arrive while a check runs pick other endpoints. Waits
+    /// only for a check (give it a deadline: see [`Pool::health_check`]).
+    ///
+    /// # Panics
+    ///
+    /// If the check panics: it counts as failed (the endpoint is isolated again), and the
+    /// panic continues out of this future.
     ///
     /// # Errors
     ///
     /// As [`pick`](Pool::pick).
     pub async fn pick_async(&self) -> Result<Pick<K, P, O>, Rejected> {
-        // Each failed check isolates its endpoint, so every round has one endpoint fewer to
-        // check: at most as many rounds as endpoints, and one more to pick.
-        for _ in 0..=self.endpoints.load().len() {
+        // A failed check isolates its endpoint, and the pick goes on; at most two checks
+        // per pick (a caller does not wait out a whole outage's checks), then a plain pick.
+        for _ in 0..MAX_CHECKS_PER_PICK {
             match self.choose(true)? {
                 Choice::Pick(pick) => return Ok(pick),
                 Choice::Check(endpoint, lease) => {
@@ -80,7 +85,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// The power of two choices (or the round-robin turn) first; the full walk when the
     /// first choices do not take the call.
     #[inline]
-    fn choose(&self, checking: bool) -> Result<Choice<K, P, O>, Rejected> {
+    pub(crate) fn choose(&self, checking: bool) -> Result<Choice<K, P, O>, Rejected> {
         let endpoints = self.endpoints.load();
         let n = endpoints.len();
         if n == 0 {
@@ -162,36 +167,33 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         let allowed = allowed_isolated(n, self.max_isolated);
         isolated.sort_by_key(|(retry_after, _)| *retry_after);
         let kept = isolated.len().saturating_sub(allowed);
-        // The calls go to the admitting endpoints and to those kept in rotation alike: the
-        // power of two choices among them, an admitting one that turns out full dropped
-        // from the draw.
-        let mut candidates: Vec<Candidate<'_, K, P, O>> = admitting
-            .into_iter()
-            .map(|endpoint| (endpoint, true))
-            .chain(
-                isolated[..kept]
-                    .iter()
-                    .map(|(_, endpoint)| (*endpoint, false)),
-            )
-            .collect();
+        // The admitting endpoints and those kept in rotation share the calls that reach
+        // the walk, each with an equal chance; among the admitting, the power of two
+        // choices, one that turns out full dropped from the draw.
+        let rotation = &isolated[..kept];
         let mut r = r.rotate_left(29);
-        while !candidates.is_empty() {
-            let m = candidates.len() as u64;
-            let (a, b) = ((r % m) as usize, ((r >> 32) % m) as usize);
+        if !rotation.is_empty() {
+            let slot = (r % (admitting.len() + rotation.len()) as u64) as usize;
+            if let Some((_, endpoint)) = slot.checked_sub(admitting.len()).map(|i| rotation[i]) {
+                return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
+            }
+        }
+        while !admitting.is_empty() {
+            let m = admitting.len() as u64;
             r = r.rotate_left(13) ^ random();
-            let i = if candidates[b].0.in_flight() < candidates[a].0.in_flight() {
+            let (a, b) = ((r % m) as usize, ((r >> 32) % m) as usize);
+            let i = if admitting[b].in_flight() < admitting[a].in_flight() {
                 b
             } else {
                 a
             };
-            let (endpoint, admits) = candidates[i];
-            if !admits {
-                return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
-            }
-            if let Some(pick) = admit(endpoint) {
+            if let Some(pick) = admit(admitting[i]) {
                 return Ok(Choice::Pick(pick));
             }
-            candidates.swap_remove(i);
+            admitting.swap_remove(i);
+        }
+        if let Some((_, endpoint)) = rotation.iter().min_by_key(|(_, e)| e.in_flight()) {
+            return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
         }
         let earliest = isolated.first().map(|(retry_after, _)| *retry_after);
         Err(self.no_endpoint(earliest))

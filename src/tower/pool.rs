@@ -1,32 +1,43 @@
 //! [`PoolService`]: a service over a [`Pool`] that picks an endpoint per request and sends
 //! the request to that endpoint's own inner service.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
+use sync_wrapper::SyncWrapper;
 use tower_service::Service;
 
+use crate::breaker::{Breaker, CheckFuture, CheckLease, Report};
 use crate::classify::{Classify, OkIsSuccess};
+use crate::contain;
 use crate::error::{Error, Rejected};
 use crate::future::poll_admitted;
 use crate::observe::Observer;
+use crate::outcome::Outcome;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::pool::{Pick, Pool};
+use crate::pool::{Choice, Endpoint, Pick, Pool};
 
-/// A service over a [`Pool`]: each request picks an endpoint ([`Pool::pick`]) and goes to
-/// that endpoint's inner service, made on first use by `make(&key)` and kept per key (an
-/// endpoint the pool no longer has is dropped at the next request that finds it gone).
+/// A service over a [`Pool`]: each request picks an endpoint and goes to that endpoint's
+/// inner service, made on first use by `make(&key)` and kept per key (the services of
+/// endpoints the pool no longer has are dropped once the map has grown to twice the pool;
+/// one whose readiness failed is made anew by the next request to its endpoint).
 ///
 /// - **Always ready.** `poll_ready` is ready at once: the endpoints' own readiness is
 ///   awaited in each response future (the inner service is cloned into it and driven to
 ///   ready there, as `tower::util::Oneshot` does), so no caller is parked on an endpoint,
 ///   and no `Pending` waits on a waker that an open breaker would never fire.
+/// - **Health checks.** With [`Pool::health_check`], a request that lands on an endpoint
+///   whose open period is over runs its check in the response future first (as
+///   [`Pool::pick_async`]): passed, the request is that endpoint's probe; failed, it is
+///   rejected with the breaker's answer. A check's panic fails it and continues.
 /// - **No endpoint.** When the pool has nothing to send to, the call fails at once with
 ///   [`Error::Rejected`] around [`Rejected::NoEndpoint`].
 /// - **Counted per endpoint.** The response is classified (`C`, every `Ok` a success by
@@ -44,8 +55,15 @@ pub struct PoolService<
 > {
     pool: Arc<Pool<K, P, O>>,
     make: M,
-    services: HashMap<K, S>,
+    services: HashMap<K, Kept<S>>,
     classify: C,
+}
+
+/// An endpoint's service, and whether its readiness failed (then it is made anew).
+#[derive(Clone)]
+struct Kept<S> {
+    service: S,
+    broken: Arc<AtomicBool>,
 }
 
 impl<K, S, M, P: TripPolicy, O: Observer> PoolService<K, S, M, P, O> {
@@ -95,8 +113,9 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let pick = match self.pool.pick() {
-            Ok(pick) => pick,
+        let (endpoint, lease, pick) = match self.pool.choose(true) {
+            Ok(Choice::Pick(pick)) => (None, None, Some(pick)),
+            Ok(Choice::Check(endpoint, lease)) => (Some(endpoint), Some(lease), None),
             Err(rejected) => {
                 return PoolFuture {
                     state: State::Rejected {
@@ -105,23 +124,74 @@ where
                 }
             }
         };
-        if self.services.len() > 2 * self.pool.len().max(8) {
-            // Endpoints removed from the pool: drop their services.
-            let keys = self.pool.keys();
+        let key = match (&pick, &endpoint) {
+            (Some(pick), _) => pick.key().clone(),
+            (None, Some(endpoint)) => endpoint.key().clone(),
+            (None, None) => unreachable!("a pick or a check"),
+        };
+        // A panic making the service (user code) drops the pick while unwinding: a failure
+        // of the endpoint's; rather, it is excluded first, and the panic continues.
+        let kept = match contain::catch(AssertUnwindSafe(|| self.service(&key))) {
+            Ok(kept) => kept,
+            Err(payload) => {
+                if let Some(pick) = pick {
+                    pick.exclude();
+                }
+                contain::resume_payload(payload)
+            }
+        };
+        let ready = Ready {
+            service: kept.service,
+            broken: kept.broken,
+            request,
+            classify: self.classify.clone(),
+        };
+        let state = match (pick, endpoint, lease) {
+            (Some(pick), _, _) => State::Ready {
+                call: Some((ready, pick)),
+            },
+            (None, Some(endpoint), Some(lease)) => match contain::catch(|| lease.start()) {
+                Ok(check) => State::Checking {
+                    check: Some(Box::new(Checking {
+                        check: SyncWrapper::new(check),
+                        lease,
+                        endpoint,
+                        ready,
+                    })),
+                },
+                Err(payload) => lease.failed_then_resume(payload),
+            },
+            _ => unreachable!("a pick or a check"),
+        };
+        PoolFuture { state }
+    }
+}
+
+impl<K, S, M, P: TripPolicy, O: Observer, C> PoolService<K, S, M, P, O, C>
+where
+    K: Clone + Eq + Hash + fmt::Display,
+    S: Clone,
+    M: Fn(&K) -> S,
+{
+    /// The service of endpoint `key`: kept, or made now (its first request, or its last
+    /// one's readiness failed). The services of endpoints gone from the pool are dropped
+    /// once the map has grown to twice the pool.
+    fn service(&mut self, key: &K) -> Kept<S> {
+        if self.services.len() >= 2 * self.pool.len().max(4) {
+            let keys: HashSet<K> = self.pool.keys().into_iter().collect();
             self.services.retain(|key, _| keys.contains(key));
         }
-        let make = &self.make;
-        let service = self
-            .services
-            .entry(pick.key().clone())
-            .or_insert_with(|| make(pick.key()))
-            .clone();
-        PoolFuture {
-            state: State::Ready {
-                service,
-                call: Some((request, pick, self.classify.clone())),
-            },
+        if let Some(kept) = self.services.get(key) {
+            if !kept.broken.load(Ordering::Relaxed) {
+                return kept.clone();
+            }
         }
+        let kept = Kept {
+            service: (self.make)(key),
+            broken: Arc::new(AtomicBool::new(false)),
+        };
+        self.services.insert(key.clone(), kept.clone());
+        kept
     }
 }
 
@@ -162,14 +232,33 @@ pin_project! {
     }
 }
 
+/// A request on its way to its endpoint's service.
+struct Ready<S, Req, C> {
+    service: S,
+    broken: Arc<AtomicBool>,
+    request: Req,
+    classify: C,
+}
+
+/// A request waiting for its endpoint's health check.
+struct Checking<K, S, Req, P: TripPolicy, O: Observer, C> {
+    check: SyncWrapper<CheckFuture>,
+    lease: CheckLease<Arc<Breaker<P, O>>>,
+    endpoint: Arc<Endpoint<K, P, O>>,
+    ready: Ready<S, Req, C>,
+}
+
+/// Where a waiting request is kept: emptied once its check settled.
+type CheckSlot<K, S, Req, P, O, C> = Option<Box<Checking<K, S, Req, P, O, C>>>;
+
 pin_project! {
     #[project = StateProj]
     enum State<K, S: Service<Req>, Req, P: TripPolicy, O: Observer, C> {
         Rejected { rejected: Option<Rejected> },
+        Checking { check: CheckSlot<K, S, Req, P, O, C> },
         Ready {
-            service: S,
             // Taken when the call is made.
-            call: Option<(Req, Pick<K, P, O>, C)>,
+            call: Option<(Ready<S, Req, C>, Pick<K, P, O>)>,
         },
         Running {
             #[pin]
@@ -197,14 +286,58 @@ where
                     let rejected = rejected.take().expect(DONE);
                     return Poll::Ready(Err(Error::Rejected(rejected)));
                 }
-                StateProj::Ready { service, call } => {
-                    // The endpoint's own readiness (a panic here drops the pick while
-                    // unwinding: a failure).
-                    let ready = ready!(service.poll_ready(cx));
-                    let (request, pick, classify) = call.take().expect(DONE);
-                    if let Err(e) = ready {
-                        // The endpoint's service failed before the call: the endpoint's
-                        // failure.
+                StateProj::Checking { check } => {
+                    let state = check.as_mut().expect(DONE);
+                    let passed = match contain::catch(|| state.check.get_mut().as_mut().poll(cx)) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(passed)) => Ok(passed),
+                        Err(payload) => Err(payload),
+                    };
+                    let Checking {
+                        lease,
+                        endpoint,
+                        ready,
+                        ..
+                    } = *check.take().expect(DONE);
+                    let admitted = match passed {
+                        Ok(true) => lease.passed(),
+                        Ok(false) => Err(lease.failed()),
+                        Err(payload) => lease.failed_then_resume(payload),
+                    };
+                    let next = match admitted {
+                        Ok(permit) => State::Ready {
+                            call: Some((ready, Pick::admitted(endpoint, permit))),
+                        },
+                        Err(rejected) => State::Rejected {
+                            rejected: Some(rejected),
+                        },
+                    };
+                    self.as_mut().project().state.set(next);
+                }
+                StateProj::Ready { call } => {
+                    let (ready, _) = call.as_mut().expect(DONE);
+                    // The endpoint's own readiness; a panic there is the endpoint's failure,
+                    // and continues.
+                    let polled =
+                        match contain::catch(AssertUnwindSafe(|| ready.service.poll_ready(cx))) {
+                            Ok(Poll::Pending) => return Poll::Pending,
+                            Ok(Poll::Ready(polled)) => polled,
+                            Err(payload) => {
+                                let (_, mut pick) = call.take().expect(DONE);
+                                pick.report_then_resume(Outcome::Failure, payload)
+                            }
+                        };
+                    let (ready, pick) = call.take().expect(DONE);
+                    let Ready {
+                        mut service,
+                        broken,
+                        request,
+                        classify,
+                    } = ready;
+                    if let Err(e) = polled {
+                        // Not ready for good: the endpoint's failure, and its service is
+                        // made anew for the next request.
+                        broken.store(true, Ordering::Relaxed);
                         pick.failure();
                         self.as_mut()
                             .project()
@@ -238,6 +371,7 @@ impl<K, S: Service<Req>, Req, P: TripPolicy, O: Observer, C> fmt::Debug
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.state {
             State::Rejected { .. } => "rejected",
+            State::Checking { .. } => "checking",
             State::Ready { .. } => "ready",
             State::Running { .. } => "running",
         };
