@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Markdown tables of the last `cargo bench --bench breaker` (and `--bench tower`) runs, from criterion's files.
+"""Markdown tables of the last `cargo bench --bench breaker` (and `--bench tower`, `--bench pool`) runs, from criterion's files.
 
 Reads <criterion dir>/<group>/<bench>/new/{benchmark.json,estimates.json} and prints:
 
@@ -10,8 +10,8 @@ Reads <criterion dir>/<group>/<bench>/new/{benchmark.json,estimates.json} and pr
    (<= 1.00: at least as fast as the best peer);
 2. every other group (lazybreaker-only variants, floor references): one row per bench.
 
-Groups that benches/breaker.rs and benches/tower.rs no longer define (left in the criterion
-dir by older runs) are shown only with --all.
+Groups that benches/breaker.rs, benches/tower.rs and benches/pool.rs no longer define (left in
+the criterion dir by older runs) are shown only with --all.
 
 The criterion dir is, in order: the first argument, $CRITERION_HOME, $CARGO_TARGET_DIR/criterion,
 then target/criterion beside this script's crate. Python 3 standard library only.
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 SUBJECT = "lazybreaker"
-PEERS = ["failsafe", "recloser", "breaker", "tower_resilience"]
+PEERS = ["failsafe", "recloser", "breaker", "tower_resilience", "tower_p2c"]
 # The groups of each bench binary, in the order it runs them; unknown groups follow, sorted.
 BREAKER = [
     "closed_success_1t",
@@ -55,8 +55,12 @@ TOWER = [
     "owned_1t",
     "owned_2t",
 ]
-BINARIES = {"breaker": BREAKER, "tower": TOWER}
-ORDER = BREAKER + TOWER
+POOL = [
+    "pool_pick_1t",
+    "pool_service_1t",
+]
+BINARIES = {"breaker": BREAKER, "tower": TOWER, "pool": POOL}
+ORDER = BREAKER + TOWER + POOL
 
 
 def criterion_dir(arg):
