@@ -28,7 +28,8 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         }
     }
 
-    /// Its key.
+    /// Its key (for the tower service over the pool).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn key(&self) -> &K {
         &self.key
     }

@@ -94,6 +94,8 @@ use crate::state::State;
 pub use choose::Balance;
 pub(crate) use endpoint::Endpoint;
 pub use pick::Pick;
+// For the tower service over the pool.
+#[cfg_attr(not(feature = "tower"), allow(unused_imports))]
 pub(crate) use picking::Choice;
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
