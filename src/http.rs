@@ -266,6 +266,21 @@ impl<B, E: 'static> Classify<Response<B>, E> for StatusRules {
             Err(_) => None,
         }
     }
+
+    /// A 503 Service Unavailable or a 429 Too Many Requests with a `Retry-After` header:
+    /// the server is shedding load.
+    #[inline]
+    fn overloaded(&self, result: &Result<Response<B>, E>) -> bool {
+        match result {
+            Ok(response) => {
+                matches!(
+                    response.status(),
+                    StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+                ) && response.headers().contains_key(http::header::RETRY_AFTER)
+            }
+            Err(_) => false,
+        }
+    }
 }
 
 /// The wait a `Retry-After` header value asks for, at wall-clock time `now`: delay-seconds

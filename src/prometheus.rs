@@ -28,6 +28,10 @@
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
 //! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
+//! | `circuit_breaker_pool_endpoints` | gauge | `pool` | a [`Pool`]'s endpoints ([`BreakerCollector::pool`]; each endpoint's breaker has the series above, named after its key) |
+//! | `circuit_breaker_pool_isolated` | gauge | `pool` | its endpoints isolated (their breakers open, as the next pick finds them) |
+//! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
+//! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
 //! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
 //!
 //! **A scrape never panics.** A policy's [`gauges`](TripPolicy::gauges) (or a clock) that
@@ -80,7 +84,7 @@ use crate::contain::{self, FirstPanic};
 use crate::forced::Forced;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolStats};
 use crate::registry::Registry;
 use crate::snapshot::Snapshot;
 use crate::state::State;
@@ -118,6 +122,7 @@ fn take<P: TripPolicy, O: Observer>(
 #[derive(Default)]
 pub struct BreakerCollector {
     sources: Vec<Source>,
+    pools: Vec<PoolSource>,
 }
 
 impl BreakerCollector {
@@ -165,9 +170,26 @@ impl BreakerCollector {
         P: TripPolicy + Send + 'static,
         O: Observer + Send + Sync + 'static,
     {
+        let endpoints = Arc::clone(&pool);
         self.sources.push(Box::new(move |out, panics| {
-            pool.for_each(|breaker| take(breaker, out, panics))
+            endpoints.for_each(|breaker| take(breaker, out, panics));
         }));
+        self.pools
+            .push(Box::new(move || match contain::catch(|| pool.figures()) {
+                Ok((endpoints, isolated, in_flight)) => Some(PoolFigures {
+                    name: pool.name().to_owned(),
+                    endpoints,
+                    isolated,
+                    in_flight,
+                    stats: pool.stats(),
+                }),
+                Err(payload) => {
+                    let mut panics = FirstPanic::default();
+                    panics.keep(payload);
+                    end(panics);
+                    None
+                }
+            }));
         self
     }
 
@@ -440,6 +462,75 @@ impl Collector for BreakerCollector {
                 })
             }),
         )?;
-        Ok(())
+        self.encode_pools(e)
     }
 }
+
+impl BreakerCollector {
+    /// The pools' own series, after their endpoints' breakers.
+    fn encode_pools(&self, e: &mut DescriptorEncoder<'_>) -> fmt::Result {
+        if self.pools.is_empty() {
+            return Ok(());
+        }
+        let pools: Vec<PoolFigures> = self.pools.iter().filter_map(|figures| figures()).collect();
+        let label = |p: &PoolFigures| [("pool", p.name.clone())];
+        for (metric, help, value) in [
+            (
+                "circuit_breaker_pool_endpoints",
+                "Endpoints in the pool.",
+                (|p: &PoolFigures| p.endpoints) as fn(&PoolFigures) -> usize,
+            ),
+            (
+                "circuit_breaker_pool_isolated",
+                "Endpoints isolated: their breakers open.",
+                |p: &PoolFigures| p.isolated,
+            ),
+            (
+                "circuit_breaker_pool_in_flight",
+                "Picks in flight, all endpoints together.",
+                |p: &PoolFigures| p.in_flight,
+            ),
+        ] {
+            family(
+                e,
+                metric,
+                help,
+                MetricType::Gauge,
+                pools.iter().map(|p| (label(p), Level(value(p) as i64))),
+            )?;
+        }
+        family(
+            e,
+            "circuit_breaker_pool_picks",
+            "Picks the pool counted itself, by result.",
+            MetricType::Counter,
+            pools.iter().flat_map(|p| {
+                [
+                    ("over_cap", p.stats.over_cap),
+                    ("no_endpoint", p.stats.no_endpoint),
+                    ("overloaded", p.stats.overloaded),
+                ]
+                .into_iter()
+                .map(move |(result, n)| {
+                    (
+                        [("pool", p.name.clone()), ("result", result.to_owned())],
+                        Count(n),
+                    )
+                })
+            }),
+        )
+    }
+}
+
+/// A pool's own figures, read at a scrape.
+struct PoolFigures {
+    name: String,
+    endpoints: usize,
+    isolated: usize,
+    in_flight: usize,
+    stats: PoolStats,
+}
+
+/// Reads one pool's figures; `None` if its user code (a breaker's clock) panicked, which
+/// costs the scrape that pool's own series only.
+type PoolSource = Box<dyn Fn() -> Option<PoolFigures> + Send + Sync>;

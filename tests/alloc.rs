@@ -395,6 +395,25 @@ fn checks() -> Vec<Check> {
             assert_eq!(changes.load(Ordering::Relaxed), 5 * 1_001);
             stats
         }),
+        ("pool/pick_and_report", || {
+            // Sixteen closed endpoints: a pick reads the endpoints, chooses, admits and
+            // reports without touching the heap.
+            let pool = lazybreaker::pool::Pool::new(|_: &u32| Breaker::builder());
+            pool.set(0..16);
+            count(|| pool.pick().unwrap().success())
+        }),
+        ("pool/pick_skipping_an_isolated_endpoint", || {
+            // Two endpoints, one isolated: the picks that draw it first walk to the other,
+            // also without touching the heap.
+            let pool = lazybreaker::pool::Pool::new(|_: &u32| Breaker::builder());
+            pool.set(0..2);
+            pool.breaker(&1).unwrap().trip_for(LONG);
+            count(|| {
+                let pick = pool.pick().unwrap();
+                assert_eq!(*pick.key(), 0);
+                pick.success();
+            })
+        }),
         ("registry/allow_admitted", || {
             let registry = lazybreaker::Registry::new(|_: &String| Breaker::builder());
             count(|| registry.allow("search").unwrap().success())

@@ -218,3 +218,44 @@ fn a_request_landing_on_an_endpoint_due_for_its_check_runs_it_first() {
     let t = breaker.totals();
     assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
 }
+
+#[test]
+fn an_endpoint_shedding_load_is_not_isolated() {
+    use lazybreaker::http::StatusRules;
+    let clock = ManualClock::new();
+    let pool = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder().policy(ConsecutiveFailures::new(1).unwrap()))
+            .clock(clock.clone()),
+    );
+    pool.insert(0);
+    let status = Arc::new(std::sync::atomic::AtomicU16::new(503));
+    let s = Arc::clone(&status);
+    let mut service = PoolService::new(Arc::clone(&pool), move |_: &u32| {
+        let s = Arc::clone(&s);
+        tower::service_fn(move |()| {
+            let code = s.load(std::sync::atomic::Ordering::SeqCst);
+            let mut response = http::Response::builder().status(code);
+            if code == 503 {
+                response = response.header("retry-after", "5");
+            }
+            std::future::ready(Ok::<_, std::convert::Infallible>(
+                response.body(()).unwrap(),
+            ))
+        })
+    })
+    .classify(StatusRules::new());
+    for _ in 0..3 {
+        match poll_once(&mut service.call(())) {
+            Poll::Ready(Ok(response)) => assert_eq!(response.status(), 503),
+            other => panic!("expected the 503, got {other:?}"),
+        }
+    }
+    let breaker = pool.breaker(&0).unwrap();
+    assert_eq!(breaker.state(), State::Closed, "overload is not a fault");
+    assert_eq!(breaker.totals().exclusions, 3);
+    assert_eq!(pool.stats().overloaded, 3);
+    // A 500 is a fault: isolated at once (one failure trips it).
+    status.store(500, std::sync::atomic::Ordering::SeqCst);
+    let _ = poll_once(&mut service.call(()));
+    assert_eq!(breaker.state(), State::Open);
+}

@@ -495,10 +495,16 @@ fn a_pools_endpoints_are_scraped_by_key() {
                 .policy(ConsecutiveFailures::new(1).unwrap())
                 .timeout(OPEN_FOR)
         })
-        .clock(clock.clone()),
+        .clock(clock.clone())
+        .named("upstreams")
+        .max_isolated(1.0),
     );
     pool.set([8080, 8081]);
     pool.breaker(&8081).unwrap().allow().unwrap().failure();
+    let held = pool.pick().unwrap(); // 8080, in flight during the scrape
+    pool.breaker(&8080).unwrap().trip_for(OPEN_FOR);
+    assert!(pool.pick().is_err(), "both isolated: NoEndpoint, counted");
+    pool.breaker(&8080).unwrap().release();
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(BreakerCollector::new().pool(Arc::clone(&pool))));
     let mut text = String::new();
@@ -516,4 +522,17 @@ fn a_pools_endpoints_are_scraped_by_key() {
         assert_eq!(breaker.name(), key.to_string());
         check(&series, &breaker.snapshot());
     }
+    let of_pool = |name: &str| get(&series, name, &[("pool", "upstreams")]);
+    assert_eq!(of_pool("circuit_breaker_pool_endpoints"), 2.0);
+    assert_eq!(of_pool("circuit_breaker_pool_isolated"), 1.0);
+    assert_eq!(of_pool("circuit_breaker_pool_in_flight"), 1.0);
+    let picks = |result: &str| {
+        get(
+            &series,
+            "circuit_breaker_pool_picks_total",
+            &[("pool", "upstreams"), ("result", result)],
+        )
+    };
+    assert_eq!((picks("no_endpoint"), picks("over_cap")), (1.0, 0.0));
+    drop(held);
 }

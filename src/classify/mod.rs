@@ -87,6 +87,20 @@ pub trait Classify<T, E> {
         let _ = result;
         None
     }
+
+    /// For a result this classifier counted as a failure: whether the dependency said it is
+    /// overloaded, alive and shedding load (an HTTP 503 or 429 with `Retry-After`, gRPC's
+    /// `RESOURCE_EXHAUSTED`, brpc's `ELIMIT`), rather than broken. A single breaker counts
+    /// the call as [`classify`](Classify::classify) said; a [`pool`](crate::pool) does not
+    /// isolate an endpoint for it by default (see
+    /// [`Pick::overloaded`](crate::pool::Pick::overloaded)). `false`, the default.
+    ///
+    /// Asked only of failures; a panic here is contained like one in `classify`.
+    #[inline]
+    fn overloaded(&self, result: &Result<T, E>) -> bool {
+        let _ = result;
+        false
+    }
 }
 
 impl<T, E, F> Classify<T, E> for F

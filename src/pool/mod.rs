@@ -5,7 +5,7 @@
 //! admit a call: an isolated endpoint (its breaker open) is skipped, one whose open period
 //! is over is probed by the next pick that lands on it, a half-open one gets at most its
 //! probes. Nothing sweeps, nothing sleeps, no caller is parked: when nothing can take the
-//! call, the pick fails at once with [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint), saying when the first
+//! call, the pick fails at once with [`Rejected::NoEndpoint`], saying when the first
 //! isolated endpoint can be probed.
 //!
 //! # Never isolate too many
@@ -42,6 +42,13 @@
 //! [`insert`](Pool::insert), [`remove`](Pool::remove) and [`set`](Pool::set) change the
 //! endpoints at run time; the breakers of endpoints that stay are kept. A pick of an
 //! endpoint removed since stays valid and reports to its breaker.
+//!
+//! # Cost
+//!
+//! A pick reads the endpoints through one lock-free load and writes nothing shared but the
+//! chosen endpoint's own counters (round robin adds its cursor). It allocates nothing,
+//! unless more endpoints are isolated than the cap allows: then the walk collects the ones
+//! kept in rotation.
 //!
 //! # Examples
 //!
@@ -86,6 +93,8 @@ use parking_lot::Mutex;
 
 use crate::breaker::{Breaker, Builder};
 use crate::clock::{Clock, ClockSource};
+use crate::error::Rejected;
+use crate::machine::Ahead;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 use crate::snapshot::Snapshot;
@@ -127,6 +136,8 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     balance: Balance,
     /// The round-robin cursor.
     next: AtomicUsize,
+    /// For metrics: empty unless [`named`](Pool::named).
+    name: String,
     shared: Arc<Shared>,
 }
 
@@ -157,7 +168,7 @@ pub struct PoolStats {
     pub over_cap_successes: u64,
     /// Of those, reported failures (fatal ones included).
     pub over_cap_failures: u64,
-    /// Picks rejected with [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint).
+    /// Picks rejected with [`Rejected::NoEndpoint`].
     pub no_endpoint: u64,
     /// Picks reported [overloaded](Pick::overloaded).
     pub overloaded: u64,
@@ -208,6 +219,7 @@ where
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
+            name: String::new(),
             shared: Arc::default(),
         }
     }
@@ -261,6 +273,14 @@ where
         self.shared
             .overload_isolates
             .store(isolates, Ordering::Relaxed);
+        self
+    }
+
+    /// Names the pool, for metrics (the `pool` label of
+    /// [`prometheus::BreakerCollector::pool`](crate::prometheus)'s series); empty by default.
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
         self
     }
 
@@ -389,19 +409,6 @@ where
         }
     }
 
-    /// What the pool counted so far beyond its breakers.
-    pub fn stats(&self) -> PoolStats {
-        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let s = &self.shared.stats;
-        PoolStats {
-            over_cap: n(&s.over_cap),
-            over_cap_successes: n(&s.over_cap_successes),
-            over_cap_failures: n(&s.over_cap_failures),
-            no_endpoint: n(&s.no_endpoint),
-            overloaded: n(&s.overloaded),
-        }
-    }
-
     /// The endpoint of `key`, its breaker built now (user code: outside no lock but the
     /// discovery's, which picks never take).
     fn endpoint(&self, key: K) -> Arc<Endpoint<K, P, O>> {
@@ -424,6 +431,45 @@ where
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
+    /// What the pool counted so far beyond its breakers.
+    pub fn stats(&self) -> PoolStats {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let s = &self.shared.stats;
+        PoolStats {
+            over_cap: n(&s.over_cap),
+            over_cap_successes: n(&s.over_cap_successes),
+            over_cap_failures: n(&s.over_cap_failures),
+            no_endpoint: n(&s.no_endpoint),
+            overloaded: n(&s.overloaded),
+        }
+    }
+
+    /// The pool's name ([`named`](Pool::named)); empty by default.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its endpoints, how many are isolated (as the next pick finds them), and its picks in
+    /// flight: the figures a scrape reads, without a breaker snapshot.
+    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
+    pub(crate) fn figures(&self) -> (usize, usize, usize) {
+        let endpoints = self.endpoints.load();
+        let isolated = endpoints
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.breaker.peek_ahead(),
+                    Ahead::CheckDue
+                        | Ahead::Rejected(
+                            Rejected::Open { .. } | Rejected::ForcedOpen | Rejected::Checking
+                        )
+                )
+            })
+            .count();
+        let in_flight = endpoints.iter().map(|e| e.in_flight()).sum();
+        (endpoints.len(), isolated, in_flight)
+    }
+
     /// Runs `f` on every endpoint's breaker, in the pool's order, without a lock.
     pub fn for_each(&self, mut f: impl FnMut(&Breaker<P, O>)) {
         for endpoint in self.endpoints.load().iter() {

@@ -104,17 +104,17 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     /// [`Pool::overload_isolates`](super::Pool::overload_isolates)). Counted in
     /// [`PoolStats::overloaded`](super::PoolStats::overloaded).
     pub fn overloaded(mut self) {
-        self.endpoint
-            .shared
-            .stats
-            .overloaded
-            .fetch_add(1, Ordering::Relaxed);
-        let outcome = if self
-            .endpoint
-            .shared
-            .overload_isolates
-            .load(Ordering::Relaxed)
-        {
+        self.settle_overloaded();
+    }
+
+    /// [`overloaded`](Pick::overloaded) through `&mut` (a future keeps its pick in place).
+    pub(crate) fn settle_overloaded(&mut self) {
+        if self.reported {
+            return;
+        }
+        let shared = &self.endpoint.shared;
+        shared.stats.overloaded.fetch_add(1, Ordering::Relaxed);
+        let outcome = if shared.overload_isolates.load(Ordering::Relaxed) {
             Outcome::Failure
         } else {
             Outcome::Excluded

@@ -127,11 +127,90 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         self.choose_slow(&endpoints, r, checking)
     }
 
-    /// Every endpoint, from a random start with a coprime stride; then the cap decides
-    /// between an endpoint kept in rotation and a rejection.
+    /// Every endpoint, from a random start with a coprime stride: counted first (no
+    /// allocation), then, within the cap, the power of two choices among those that admit
+    /// calls; over the cap, [`choose_over_cap`](Self::choose_over_cap).
     #[cold]
     #[inline(never)]
     fn choose_slow(
+        &self,
+        endpoints: &Endpoints<K, P, O>,
+        r: u64,
+        checking: bool,
+    ) -> Result<Choice<K, P, O>, Rejected> {
+        let n = endpoints.len();
+        let start = ((r >> 16) % n as u64) as usize;
+        let step = stride(n, r.rotate_left(7));
+        let walk = || (0..n).map(move |k| &endpoints[(start + k * step) % n]);
+        let (mut admitting, mut isolated) = (0usize, 0usize);
+        let mut earliest: Option<Duration> = None;
+        for endpoint in walk() {
+            let retry_after = match endpoint.breaker.peek_ahead() {
+                Ahead::Passes => {
+                    admitting += 1;
+                    continue;
+                }
+                Ahead::Rejected(Rejected::Open { retry_after }) => retry_after,
+                Ahead::CheckDue if checking => {
+                    // The first check due this pick wins is run before anything else.
+                    if let Some(choice) = check(endpoint) {
+                        return Ok(choice);
+                    }
+                    continue;
+                }
+                // Waiting for a check that a sync pick cannot run: isolated, probe-able now.
+                Ahead::CheckDue => Duration::ZERO,
+                // Forced open by an operator, a check under way, or full: out, and not the
+                // pool's to send to.
+                Ahead::Rejected(_) => continue,
+            };
+            isolated += 1;
+            earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
+        }
+        if isolated > allowed_isolated(n, self.max_isolated) {
+            return self.choose_over_cap(endpoints, r, checking);
+        }
+        if admitting > 0 {
+            // Two of the admitting endpoints by their rank in the walk, the less loaded
+            // first (their states may have moved since: a missing rank is skipped).
+            let m = admitting as u64;
+            let ranks = [
+                (r.rotate_left(29) % m) as usize,
+                (r.rotate_left(43) % m) as usize,
+            ];
+            let nth = |rank: usize| {
+                walk()
+                    .filter(|e| e.breaker.peek_ahead() == Ahead::Passes)
+                    .nth(rank)
+            };
+            let (a, b) = (nth(ranks[0]), nth(ranks[1]));
+            let (first, second) = match (a, b) {
+                (Some(a), Some(b)) if b.in_flight() < a.in_flight() => (Some(b), Some(a)),
+                other => other,
+            };
+            for endpoint in [first, second].into_iter().flatten() {
+                if let Some(pick) = admit(endpoint) {
+                    return Ok(Choice::Pick(pick));
+                }
+            }
+            // Both full (half-open, their probes out since the count): any other.
+            for endpoint in walk() {
+                if endpoint.breaker.peek_ahead() == Ahead::Passes {
+                    if let Some(pick) = admit(endpoint) {
+                        return Ok(Choice::Pick(pick));
+                    }
+                }
+            }
+        }
+        Err(self.no_endpoint(earliest))
+    }
+
+    /// More endpoints isolated than the cap allows: the surplus, the ones closest to their
+    /// probe, shares the calls with the admitting endpoints (this walk collects them: the
+    /// one pick path that allocates, in a pool already over its cap).
+    #[cold]
+    #[inline(never)]
+    fn choose_over_cap(
         &self,
         endpoints: &Endpoints<K, P, O>,
         r: u64,

@@ -16,10 +16,9 @@ use sync_wrapper::SyncWrapper;
 use tower_service::Service;
 
 use crate::breaker::{Breaker, CheckFuture, CheckLease, Report};
-use crate::classify::{Classify, OkIsSuccess};
+use crate::classify::{judge, Classify, OkIsSuccess};
 use crate::contain;
 use crate::error::{Error, Rejected};
-use crate::future::poll_admitted;
 use crate::observe::Observer;
 use crate::outcome::Outcome;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -44,7 +43,10 @@ use crate::pool::{Choice, Endpoint, Pick, Pool};
 ///   default; [`http::StatusRules`](crate::http::StatusRules) for HTTP) and reported to the
 ///   endpoint's breaker through the pick.
 ///
-/// Discovery is the pool's: [`Pool::set`] from a `tower::discover` stream or a resolver.
+/// Discovery is the pool's: feed a resolver's answers to [`Pool::set`], or a
+/// `tower::discover` stream's changes to [`Pool::insert`] (`Change::Insert(key, _)`) and
+/// [`Pool::remove`] (`Change::Remove(key)`); this service makes each endpoint's inner
+/// service itself, from its key.
 pub struct PoolService<
     K,
     S,
@@ -357,12 +359,49 @@ where
                     pick,
                     classify,
                 } => {
-                    let result = ready!(poll_admitted(call, cx, pick, &*classify));
+                    let result = ready!(poll_settled(call, cx, pick, &*classify));
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
             }
         }
     }
+}
+
+/// Polls the endpoint's call and, once it completes, reports its result through `pick`, as
+/// every async call of the crate does (`poll_admitted`: a panic while polling is a failure
+/// and continues, a panic in the classifier an exclusion), except that a failure the
+/// classifier says is overload ([`Classify::overloaded`]) is reported as such
+/// ([`Pick::overloaded`]: by default, not the endpoint's fault).
+fn poll_settled<F, K, P, O, C, T, E>(
+    call: Pin<&mut F>,
+    cx: &mut Context<'_>,
+    pick: &mut Pick<K, P, O>,
+    classify: &C,
+) -> Poll<Result<T, E>>
+where
+    F: Future<Output = Result<T, E>>,
+    P: TripPolicy,
+    O: Observer,
+    C: Classify<T, E>,
+{
+    assert!(!pick.reported(), "a call polled after completion");
+    let result = match contain::catch(|| call.poll(cx)) {
+        Ok(Poll::Pending) => return Poll::Pending,
+        Ok(Poll::Ready(result)) => result,
+        Err(payload) => pick.report_then_resume(Outcome::Failure, payload),
+    };
+    let judged = contain::catch(|| {
+        let (outcome, open_for) = judge(classify, &result);
+        let failed = matches!(outcome, Outcome::Failure | Outcome::Fatal);
+        (outcome, open_for, failed && classify.overloaded(&result))
+    });
+    match judged {
+        Ok((_, _, true)) => pick.settle_overloaded(),
+        Ok((outcome, None, false)) => pick.report(outcome),
+        Ok((outcome, Some(open_for), false)) => pick.report_open_for(outcome, open_for),
+        Err(payload) => pick.report_then_resume(Outcome::Excluded, payload),
+    }
+    Poll::Ready(result)
 }
 
 impl<K, S: Service<Req>, Req, P: TripPolicy, O: Observer, C> fmt::Debug
