@@ -43,6 +43,14 @@
 //! endpoints at run time; the breakers of endpoints that stay are kept. A pick of an
 //! endpoint removed since stays valid and reports to its breaker.
 //!
+//! # Observing it
+//!
+//! [`Pool::snapshot`] gives each endpoint's breaker snapshot and picks in flight, and the
+//! isolated count; [`Pool::stats`] the pool's own counts. With the `prometheus` feature,
+//! `BreakerCollector::pool` exports both. Each endpoint's breaker is named after its key, so
+//! its transitions reach its observers (a `tracing::TracingObserver` the factory adds, say)
+//! with the key.
+//!
 //! # Cost
 //!
 //! A pick reads the endpoints through one lock-free load and writes nothing shared but the
