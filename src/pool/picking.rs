@@ -139,33 +139,19 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         checking: bool,
     ) -> Result<Choice<K, P, O>, Rejected> {
         let n = endpoints.len();
-        let start = ((r >> 16) % n as u64) as usize;
-        let step = stride(n, r.rotate_left(7));
-        let walk = || (0..n).map(move |k| &endpoints[(start + k * step) % n]);
+        let walk = || walk(endpoints, r);
         let (mut admitting, mut isolated) = (0usize, 0usize);
         let mut earliest: Option<Duration> = None;
         for endpoint in walk() {
-            let retry_after = match endpoint.breaker.peek_ahead() {
-                Ahead::Passes => {
-                    admitting += 1;
-                    continue;
+            match look(endpoint, checking) {
+                Look::Admits => admitting += 1,
+                Look::Isolated(retry_after) => {
+                    isolated += 1;
+                    earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
                 }
-                Ahead::Rejected(Rejected::Open { retry_after }) => retry_after,
-                Ahead::CheckDue if checking => {
-                    // The first check due this pick wins is run before anything else.
-                    if let Some(choice) = check(endpoint) {
-                        return Ok(choice);
-                    }
-                    continue;
-                }
-                // Waiting for a check that a sync pick cannot run: isolated, probe-able now.
-                Ahead::CheckDue => Duration::ZERO,
-                // Forced open by an operator, a check under way, or full: out, and not the
-                // pool's to send to.
-                Ahead::Rejected(_) => continue,
-            };
-            isolated += 1;
-            earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
+                Look::Checked(choice) => return Ok(choice),
+                Look::Out => {}
+            }
         }
         if isolated > allowed_isolated(n, self.max_isolated) {
             return self.choose_over_cap(endpoints, r, checking);
@@ -217,28 +203,14 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         checking: bool,
     ) -> Result<Choice<K, P, O>, Rejected> {
         let n = endpoints.len();
-        let start = ((r >> 16) % n as u64) as usize;
-        let step = stride(n, r.rotate_left(7));
         let mut admitting = Vec::new();
         let mut isolated = Vec::new();
-        for k in 0..n {
-            let endpoint = &endpoints[(start + k * step) % n];
-            match endpoint.breaker.peek_ahead() {
-                Ahead::Passes => admitting.push(endpoint),
-                Ahead::Rejected(Rejected::Open { retry_after }) => {
-                    isolated.push((retry_after, endpoint));
-                }
-                Ahead::CheckDue if checking => {
-                    // The first check due this pick wins is run before anything else.
-                    if let Some(choice) = check(endpoint) {
-                        return Ok(choice);
-                    }
-                }
-                // Waiting for a check that a sync pick cannot run: isolated, probe-able now.
-                Ahead::CheckDue => isolated.push((Duration::ZERO, endpoint)),
-                // Forced open by an operator, a check under way, or full: out, and not the
-                // pool's to send to.
-                Ahead::Rejected(_) => {}
+        for endpoint in walk(endpoints, r) {
+            match look(endpoint, checking) {
+                Look::Admits => admitting.push(endpoint),
+                Look::Isolated(retry_after) => isolated.push((retry_after, endpoint)),
+                Look::Checked(choice) => return Ok(choice),
+                Look::Out => {}
             }
         }
         // Over the cap, the surplus of isolated endpoints stays in rotation: the ones
@@ -285,6 +257,47 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             .no_endpoint
             .fetch_add(1, Ordering::Relaxed);
         Rejected::NoEndpoint { retry_after }
+    }
+}
+
+/// Every endpoint once, from a start drawn from `r` with a stride coprime to their number
+/// (brpc's randomised walk).
+fn walk<K, P: TripPolicy, O: Observer>(
+    endpoints: &Endpoints<K, P, O>,
+    r: u64,
+) -> impl Iterator<Item = &Arc<Endpoint<K, P, O>>> {
+    let n = endpoints.len();
+    let start = ((r >> 16) % n as u64) as usize;
+    let step = stride(n, r.rotate_left(7));
+    (0..n).map(move |k| &endpoints[(start + k * step) % n])
+}
+
+/// What a walk sees of an endpoint.
+enum Look<K, P: TripPolicy, O: Observer> {
+    /// Its breaker admits calls (it may still turn out full).
+    Admits,
+    /// Isolated: its breaker open for this much longer (zero: waiting for a check that a
+    /// sync pick cannot run).
+    Isolated(Duration),
+    /// Its check was due, and this pick won it (or the breaker moved on and admitted it).
+    Checked(Choice<K, P, O>),
+    /// Forced open by an operator, a check under way, or full: out, and not the pool's to
+    /// send to.
+    Out,
+}
+
+/// How a walk sees `endpoint`; a pick that can run checks (`checking`) takes a due one's
+/// lease at once.
+fn look<K, P: TripPolicy, O: Observer>(
+    endpoint: &Arc<Endpoint<K, P, O>>,
+    checking: bool,
+) -> Look<K, P, O> {
+    match endpoint.breaker.peek_ahead() {
+        Ahead::Passes => Look::Admits,
+        Ahead::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
+        Ahead::CheckDue if checking => check(endpoint).map_or(Look::Out, Look::Checked),
+        Ahead::CheckDue => Look::Isolated(Duration::ZERO),
+        Ahead::Rejected(_) => Look::Out,
     }
 }
 
