@@ -636,101 +636,91 @@ mod reqwest_checks {
         addr
     }
 
-    fn runtime() -> tokio::runtime::Runtime {
+    /// Runs `f` on a fresh two-thread runtime, failing if it takes longer than [`BOUND`].
+    fn bounded<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap()
+            .block_on(async { tokio::time::timeout(BOUND, f).await.expect("bounded") })
     }
 
     #[test]
     fn tcp_check_passes_on_a_listener_and_fails_on_a_closed_port() {
-        runtime().block_on(async {
-            tokio::time::timeout(BOUND, async {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let addr = listener.local_addr().unwrap();
-                let check = tcp_check(addr, DEADLINE);
-                assert!(check().await, "a listener accepts");
-                drop(listener);
-                assert!(!check().await, "a closed port refuses");
-            })
-            .await
-            .expect("bounded");
+        bounded(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let check = tcp_check(addr, DEADLINE);
+            assert!(check().await, "a listener accepts");
+            drop(listener);
+            assert!(!check().await, "a closed port refuses");
         });
     }
 
     #[test]
     fn path_check_passes_on_2xx_only() {
-        runtime().block_on(async {
-            tokio::time::timeout(BOUND, async {
-                let node = Node::default();
-                let addr = serve(&node).await;
-                let url = format!("http://{addr}/health").parse().unwrap();
-                let check = path_check(reqwest::Client::new(), url, DEADLINE);
-                for (code, passes) in [(200, true), (204, true), (500, false), (404, false)] {
-                    node.health.store(code, Ordering::SeqCst);
-                    assert_eq!(check().await, passes, "status {code}");
-                }
-                assert_eq!(node.health_hits.load(Ordering::SeqCst), 4);
-            })
-            .await
-            .expect("bounded");
+        bounded(async {
+            let node = Node::default();
+            let addr = serve(&node).await;
+            let url = format!("http://{addr}/health").parse().unwrap();
+            let check = path_check(reqwest::Client::new(), url, DEADLINE);
+            for (code, passes) in [(200, true), (204, true), (500, false), (404, false)] {
+                node.health.store(code, Ordering::SeqCst);
+                assert_eq!(check().await, passes, "status {code}");
+            }
+            assert_eq!(node.health_hits.load(Ordering::SeqCst), 4);
         });
     }
 
     #[test]
     fn the_middleware_sends_no_request_to_a_host_until_its_health_path_answers_2xx() {
-        runtime().block_on(async {
-            tokio::time::timeout(BOUND, async {
-                let node = Node::default();
-                node.api.store(500, Ordering::SeqCst);
-                node.health.store(500, Ordering::SeqCst);
-                let addr = serve(&node).await;
-                let clock = ManualClock::new();
-                let checker = reqwest::Client::new();
-                let registry = Arc::new(
-                    Registry::new(move |host: &String| {
-                        let url = format!("http://{host}/health").parse().unwrap();
-                        Breaker::builder()
-                            .policy(ConsecutiveFailures::new(1).unwrap())
-                            .timeout(OPEN_FOR)
-                            .health_check(path_check(checker.clone(), url, DEADLINE))
-                    })
-                    .clock(clock.clone()),
-                );
-                let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-                    .with(BreakerMiddleware::new(Arc::clone(&registry)).rules(StatusRules::new()))
-                    .build();
-                let api = format!("http://{addr}/api");
-                let api_hits = || node.api_hits.load(Ordering::SeqCst);
+        bounded(async {
+            let node = Node::default();
+            node.api.store(500, Ordering::SeqCst);
+            node.health.store(500, Ordering::SeqCst);
+            let addr = serve(&node).await;
+            let clock = ManualClock::new();
+            let checker = reqwest::Client::new();
+            let registry = Arc::new(
+                Registry::new(move |host: &String| {
+                    let url = format!("http://{host}/health").parse().unwrap();
+                    Breaker::builder()
+                        .policy(ConsecutiveFailures::new(1).unwrap())
+                        .timeout(OPEN_FOR)
+                        .health_check(path_check(checker.clone(), url, DEADLINE))
+                })
+                .clock(clock.clone()),
+            );
+            let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+                .with(BreakerMiddleware::new(Arc::clone(&registry)).rules(StatusRules::new()))
+                .build();
+            let api = format!("http://{addr}/api");
+            let api_hits = || node.api_hits.load(Ordering::SeqCst);
 
-                let tripped = client.get(&api).send().await.unwrap();
-                assert_eq!(tripped.status(), 500);
-                assert_eq!(api_hits(), 1);
+            let tripped = client.get(&api).send().await.unwrap();
+            assert_eq!(tripped.status(), 500);
+            assert_eq!(api_hits(), 1);
 
-                // Broken: the node accepts connections, its health path answers 500.
-                node.api.store(200, Ordering::SeqCst);
-                clock.advance(PAST_OPEN);
-                let err = client.get(&api).send().await.unwrap_err();
-                let by = rejection(&err).expect("a rejection");
-                assert!(matches!(by.rejected(), Rejected::Open { .. }), "{by}");
-                assert_eq!(api_hits(), 1, "the request was not sent");
-                assert_eq!(node.health_hits.load(Ordering::SeqCst), 1);
+            // Broken: the node accepts connections, its health path answers 500.
+            node.api.store(200, Ordering::SeqCst);
+            clock.advance(PAST_OPEN);
+            let err = client.get(&api).send().await.unwrap_err();
+            let by = rejection(&err).expect("a rejection");
+            assert!(matches!(by.rejected(), Rejected::Open { .. }), "{by}");
+            assert_eq!(api_hits(), 1, "the request was not sent");
+            assert_eq!(node.health_hits.load(Ordering::SeqCst), 1);
 
-                // Healthy: the check passes, and that request is the probe.
-                node.health.store(200, Ordering::SeqCst);
-                clock.advance(PAST_OPEN);
-                let revived = client.get(&api).send().await.unwrap();
-                assert_eq!(revived.status(), 200);
-                assert_eq!(api_hits(), 2);
-                let breaker = registry.breaker(&addr.to_string());
-                assert_eq!(breaker.state(), State::Closed);
-                let t = breaker.totals();
-                assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
-            })
-            .await
-            .expect("bounded");
+            // Healthy: the check passes, and that request is the probe.
+            node.health.store(200, Ordering::SeqCst);
+            clock.advance(PAST_OPEN);
+            let revived = client.get(&api).send().await.unwrap();
+            assert_eq!(revived.status(), 200);
+            assert_eq!(api_hits(), 2);
+            let breaker = registry.breaker(&addr.to_string());
+            assert_eq!(breaker.state(), State::Closed);
+            let t = breaker.totals();
+            assert_eq!((t.health_checks, t.health_checks_failed), (2, 1));
         });
     }
 }
