@@ -257,6 +257,43 @@ where
     ///
     /// Give the check a deadline of its own, shorter than the breaker's
     /// [`check_timeout`](Builder::check_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::ConsecutiveFailures;
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::{Breaker, ManualClock, State};
+    /// use std::time::Duration;
+    ///
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     use std::sync::Arc;
+    /// #     use std::task::{Context, Poll, Wake, Waker};
+    /// #     struct Noop;
+    /// #     impl Wake for Noop { fn wake(self: Arc<Self>) {} }
+    /// #     let waker = Waker::from(Arc::new(Noop));
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(&waker)) { return v; } }
+    /// # }
+    /// let clock = ManualClock::new();
+    /// let pool = Pool::new(|_: &u16| {
+    ///     Breaker::builder()
+    ///         .policy(ConsecutiveFailures::new(1).unwrap())
+    ///         .timeout(Duration::from_secs(10))
+    /// })
+    /// .clock(clock.clone())
+    /// // A real check would connect to the port, within a deadline.
+    /// .health_check(|port: &u16| std::future::ready(*port != 8081));
+    /// pool.set([8080, 8081]);
+    /// pool.breaker(&8081).unwrap().allow().unwrap().failure(); // isolated
+    /// clock.advance(Duration::from_secs(11));
+    /// for _ in 0..20 {
+    ///     let pick = block_on(pool.pick_async()).unwrap();
+    ///     assert_eq!(*pick.key(), 8080, "8081 fails its check: the picks go to 8080");
+    ///     pick.success();
+    /// }
+    /// assert_eq!(pool.breaker(&8081).unwrap().state(), State::Open);
+    /// ```
     #[must_use]
     pub fn health_check<F, Fut>(mut self, check: F) -> Self
     where

@@ -43,6 +43,40 @@ use crate::pool::{Choice, Endpoint, Pick, Pool};
 ///   default; [`http::StatusRules`](crate::http::StatusRules) for HTTP) and reported to the
 ///   endpoint's breaker through the pick.
 ///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::pool::Pool;
+/// use lazybreaker::tower::PoolService;
+/// use lazybreaker::{Breaker, Error, Rejected};
+/// use std::sync::Arc;
+/// use tower::ServiceExt;
+///
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     use std::task::{Context, Poll, Wake, Waker};
+/// #     struct Noop;
+/// #     impl Wake for Noop { fn wake(self: Arc<Self>) {} }
+/// #     let waker = Waker::from(Arc::new(Noop));
+/// #     let mut f = std::pin::pin!(f);
+/// #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(&waker)) { return v; } }
+/// # }
+/// let pool = Arc::new(Pool::new(|_: &u16| Breaker::builder()));
+/// pool.set([8080, 8081]);
+/// // Each endpoint's own service (here, one that answers with its port).
+/// let per_port = |port: &u16| {
+///     let port = *port;
+///     tower::service_fn(move |_request: ()| async move { Ok::<_, std::io::Error>(port) })
+/// };
+/// let service = PoolService::new(Arc::clone(&pool), per_port);
+/// let answered = block_on(service.oneshot(())).unwrap();
+/// assert!(answered == 8080 || answered == 8081);
+///
+/// pool.set([]); // nothing to send to: the call fails at once
+/// let service = PoolService::new(Arc::clone(&pool), per_port);
+/// let err = block_on(service.oneshot(())).unwrap_err();
+/// assert!(matches!(err, Error::Rejected(Rejected::NoEndpoint { retry_after: None })));
+/// ```
+///
 /// Discovery is the pool's: feed a resolver's answers to [`Pool::set`], or a
 /// `tower::discover` stream's changes to [`Pool::insert`] (`Change::Insert(key, _)`) and
 /// [`Pool::remove`] (`Change::Remove(key)`); this service makes each endpoint's inner
