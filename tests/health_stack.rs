@@ -458,6 +458,14 @@ mod fleet {
             .unwrap()
     }
 
+    /// A request that counts itself sent as it is built.
+    fn counted_request(
+        sent: &AtomicUsize,
+    ) -> std::future::Ready<Result<&'static str, &'static str>> {
+        sent.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Ok("real"))
+    }
+
     /// Polls `f` once from inside the runtime (the store's timeouts need its timers).
     async fn poll_in<F: Future + ?Sized>(f: &mut Pin<Box<F>>) -> Poll<F::Output> {
         std::future::poll_fn(|cx| Poll::Ready(f.as_mut().poll(cx))).await
@@ -506,10 +514,7 @@ mod fleet {
     fn one_check_runs_per_fleet_and_its_call_is_the_fleets_probe() {
         let (a, b, check_a, check_b, _clock) = tripped();
         let sent = AtomicUsize::new(0);
-        let request = || {
-            sent.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, &'static str>("real") }
-        };
+        let request = || counted_request(&sent);
         run(async {
             let mut first = Box::pin(a.execute(request));
             assert!(poll_in(&mut first).await.is_pending(), "a runs the check");
@@ -544,10 +549,7 @@ mod fleet {
     fn a_failed_check_reopens_the_fleet_and_sends_nothing() {
         let (a, b, check_a, check_b, _clock) = tripped();
         let sent = AtomicUsize::new(0);
-        let request = || {
-            sent.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, &'static str>("real") }
-        };
+        let request = || counted_request(&sent);
         run(async {
             check_a.settle(Verdict::Fail);
             let failed = a.execute(request).await;

@@ -547,6 +547,26 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
                 return Err(Error::Rejected(rejected));
             }
         };
+        self.probe_call(permit, lease, make, classify, budget).await
+    }
+
+    /// A probe admitted locally and leased fleet-wide (`lease`: `None` for a local one, or a
+    /// health check's lease carried over): the call made, classified, its result settled
+    /// with the store within what is left of `budget`; then a panic kept on the way
+    /// continues.
+    async fn probe_call<F, Fut, T, E, C>(
+        &self,
+        permit: LinkedPermit<'_, P, O>,
+        lease: Option<Held>,
+        make: F,
+        classify: C,
+        mut budget: Budget,
+    ) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
+    {
         let result = make().await;
         let (outcome, panics) = classified(&classify, &result, permit);
         budget.panics.merge(panics);

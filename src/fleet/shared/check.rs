@@ -16,7 +16,7 @@ use crate::observe::Observer;
 use crate::policy::{Outcome, TripPolicy};
 
 use super::super::store::{FleetStore, Lease};
-use super::{classified, Budget, Held, LinkedBreaker, SharedBreaker};
+use super::{Budget, Held, LinkedBreaker, SharedBreaker};
 
 impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// A call that won the local breaker's check lease: leases the fleet's probe slot, runs
@@ -69,12 +69,8 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
                 return Err(Error::Rejected(rejected));
             }
         };
-        let result = make().await;
-        let (outcome, panics) = classified(&classify, &result, permit);
-        budget.panics.merge(panics);
-        self.settle(held, outcome, &mut budget).await;
-        contain::resume(budget.panics);
-        result.map_err(Error::Inner)
+        // The check's lease is the probe's: one holder fleet-wide for both.
+        self.probe_call(permit, held, make, classify, budget).await
     }
 
     /// Leases the fleet's probe slot for a check, with room for one holder: `None` for a
