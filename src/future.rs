@@ -290,11 +290,27 @@ where
     C: Classify<T, E>,
 {
     assert!(!permit.reported(), "a call polled after completion");
-    let result = match contain::catch(|| call.poll(cx)) {
+    let mut result = match contain::catch(|| call.poll(cx)) {
         Ok(Poll::Pending) => return Poll::Pending,
         Ok(Poll::Ready(result)) => result,
         Err(payload) => permit.report_then_resume(Outcome::Failure, payload),
     };
+    match contain::catch(|| classify.unsettled(&result)) {
+        Ok(false) => {}
+        Ok(true) => {
+            // Its response tells the outcome later: the verdict goes with it, when it can
+            // leave this call (an owned permit); else the call counts now.
+            if let Some(verdict) = permit.unsettle() {
+                let deferred = contain::catch(|| classify.defer(&mut result, verdict));
+                match deferred {
+                    Ok(()) => return Poll::Ready(result),
+                    // The verdict was dropped with the panic: the call is abandoned.
+                    Err(payload) => contain::resume_payload(payload),
+                }
+            }
+        }
+        Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
+    }
     match contain::catch(|| judge(classify, &result)) {
         Ok((outcome, None)) => permit.report(outcome),
         Ok((outcome, Some(open_for))) => permit.report_open_for(outcome, open_for),

@@ -42,13 +42,12 @@
 //! assert_eq!(rules.outcome(StatusCode::TOO_MANY_REQUESTS), Outcome::Excluded);
 //! ```
 
-use std::any::Any;
 use std::time::{Duration, SystemTime};
 
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 
 use crate::classify::Classify;
-use crate::error::{Rejected, RejectedBy};
+use crate::error::Rejected;
 use crate::policy::Outcome;
 
 /// How HTTP responses count: the table of the [module documentation](self), with 429 and 408
@@ -174,50 +173,14 @@ impl StatusRules {
     /// dependency, and the breaker that rejected it counted it already, so an outer breaker
     /// does not trip on an inner one's decision.
     pub fn transport(&self, error: &(dyn std::error::Error + 'static)) -> Outcome {
-        type BoxError = Box<dyn std::error::Error + Send + Sync>;
-        for e in crate::classify::causes(error) {
-            if e.is::<Rejected>() || e.is::<RejectedBy>() {
-                return Outcome::Excluded;
-            }
-            if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                return crate::classify::io_error(io);
-            }
-            // An inner breaker layer's error, boxed by a layer around it: its inner error is
-            // not a `source` (see `Error`), so it is looked into here.
-            if let Some(layer) = e.downcast_ref::<crate::Error<BoxError>>() {
-                return match layer {
-                    crate::Error::Rejected(_) => Outcome::Excluded,
-                    crate::Error::Inner(inner) => self.transport(inner.as_ref()),
-                };
-            }
-        }
-        Outcome::Failure
+        crate::classify::transport(error, &|_| None)
     }
 
     /// How a transport error of any type counts: [`transport`](StatusRules::transport) for
     /// the error types that can carry an `std::io::Error` without naming a client's types
     /// (a `BoxError`, an `io::Error`, a [`crate::Error`] around either), else a failure.
     fn transport_any<E: 'static>(&self, error: &E) -> Outcome {
-        type BoxError = Box<dyn std::error::Error + Send + Sync>;
-        let any: &dyn Any = error;
-        if let Some(e) = any.downcast_ref::<BoxError>() {
-            return self.transport(e.as_ref());
-        }
-        if let Some(e) = any.downcast_ref::<std::io::Error>() {
-            return self.transport(e);
-        }
-        match any.downcast_ref::<crate::Error<BoxError>>() {
-            Some(crate::Error::Inner(e)) => return self.transport(e.as_ref()),
-            Some(crate::Error::Rejected(_)) => return Outcome::Excluded,
-            None => {}
-        }
-        if let Some(e) = any.downcast_ref::<crate::Error<BoxError, RejectedBy>>() {
-            return match e {
-                crate::Error::Inner(e) => self.transport(e.as_ref()),
-                crate::Error::Rejected(_) => Outcome::Excluded,
-            };
-        }
-        Outcome::Failure
+        crate::classify::transport_any(error, &|_| None, &|_| None)
     }
 
     /// These rules as a closure over `Result<Response<B>, BoxError>`: the same as the rules
@@ -347,6 +310,7 @@ pub fn rejected_response<B: Default>(rejected: &Rejected) -> Response<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RejectedBy;
     use std::time::Duration;
 
     #[test]

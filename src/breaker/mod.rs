@@ -21,7 +21,7 @@ mod txn;
 pub use builder::Builder;
 use check::HealthCheck;
 pub(crate) use check::{Admitted, CheckFuture, CheckLease};
-pub(crate) use permit::Report;
+pub(crate) use permit::{Handing, Report};
 pub use permit::{OwnedPermit, Permit};
 
 use permit::Grant;

@@ -11,6 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::Breaker;
+use crate::classify::{Finish, Unsettled};
 use crate::contain::Payload;
 use crate::generation::Generation;
 use crate::machine::{Ticket, Verdict};
@@ -213,6 +214,60 @@ pub(crate) trait Report {
     /// `payload`, then lets that panic continue (it comes first: a panic while reporting is
     /// dropped).
     fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> !;
+    /// The verdict, moved out to be settled later (unless reported already): for a call
+    /// whose response arrived before its outcome is known ([`Unsettled`]). `None` for the
+    /// reports that cannot leave their call (a borrowed permit): the call is then counted
+    /// at once.
+    #[inline(always)]
+    fn unsettle(&mut self) -> Option<Unsettled> {
+        None
+    }
+}
+
+/// An owned permit whose verdict can leave with the response, to be settled later: the tower
+/// layers' permits (`'static`, so the verdict can go into a type-erased body).
+pub(crate) struct Handing<'a, P: TripPolicy, O: Observer>(pub(crate) &'a mut OwnedPermit<P, O>);
+
+impl<P: TripPolicy + 'static, O: Observer + 'static> Report for Handing<'_, P, O> {
+    #[inline(always)]
+    fn reported(&self) -> bool {
+        self.0.reported()
+    }
+
+    #[inline(always)]
+    fn report(&mut self, outcome: Outcome) {
+        self.0.report(outcome);
+    }
+
+    fn report_open_for(&mut self, outcome: Outcome, open_for: Duration) {
+        self.0.report_open_for(outcome, open_for);
+    }
+
+    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> ! {
+        self.0.report_then_resume(outcome, payload)
+    }
+
+    fn unsettle(&mut self) -> Option<Unsettled> {
+        let breaker = self.0.breaker.take()?;
+        Some(Unsettled::new(Box::new(OwnedPermit {
+            breaker: Some(breaker),
+            grant: self.0.grant,
+        })))
+    }
+}
+
+/// An unsettled call's verdict is its permit, boxed.
+impl<P: TripPolicy + 'static, O: Observer + 'static> Finish for OwnedPermit<P, O> {
+    fn finish(&mut self, outcome: Outcome, open_for: Option<Duration>) {
+        match open_for {
+            Some(open_for) => self.report_open_for(outcome, open_for),
+            None => self.report(outcome),
+        }
+    }
+
+    fn breaker_name(&self) -> &str {
+        self.breaker.as_ref().map_or("", |b| b.name())
+    }
 }
 
 impl<P: TripPolicy, O: Observer> Report for Option<Permit<'_, P, O>> {

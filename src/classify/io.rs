@@ -1,9 +1,13 @@
 //! Classifying `std::io::Error`s by kind: what a transport error says about the dependency.
 
+use std::any::Any;
 use std::error::Error as StdError;
 use std::io::{self, ErrorKind};
 
+use crate::error::{Error, Rejected, RejectedBy};
 use crate::policy::Outcome;
+
+type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// How an I/O error counts, by its kind:
 ///
@@ -110,4 +114,69 @@ pub(crate) fn causes<'a>(
     error: &'a (dyn StdError + 'static),
 ) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
     std::iter::successors(Some(error), |&e| e.source()).take(MAX_CAUSES)
+}
+
+/// How a transport error counts, whatever wraps it: the first of its causes that says
+/// something decides. `first` looks at each cause before the rules here (a gRPC `Status`,
+/// say). A rejection by another breaker (a [`Rejected`] or a [`RejectedBy`], or a layer's
+/// [`Error::Rejected`], among the causes: a breaker further down the stack) is excluded:
+/// that request never reached the dependency, and the breaker that rejected it counted it
+/// already. An `std::io::Error` counts as [`io_error`] says. Anything else is a failure.
+pub(crate) fn transport(
+    error: &(dyn StdError + 'static),
+    first: &dyn Fn(&(dyn StdError + 'static)) -> Option<Outcome>,
+) -> Outcome {
+    for e in causes(error) {
+        if let Some(outcome) = first(e) {
+            return outcome;
+        }
+        if e.is::<Rejected>() || e.is::<RejectedBy>() {
+            return Outcome::Excluded;
+        }
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            return io_error(io);
+        }
+        // An inner breaker layer's error, boxed by a layer around it: its inner error is not
+        // a `source` (see `Error`), so it is looked into here.
+        if let Some(layer) = e.downcast_ref::<Error<BoxError>>() {
+            return match layer {
+                Error::Rejected(_) => Outcome::Excluded,
+                Error::Inner(inner) => transport(inner.as_ref(), first),
+            };
+        }
+    }
+    Outcome::Failure
+}
+
+/// [`transport`] for an error of any type: the types that can carry an `std::io::Error`
+/// without naming a client's types (a `BoxError`, an `io::Error`, a layer's [`Error`] around
+/// either), and the error types `first_type` knows (a client's own); else a failure.
+pub(crate) fn transport_any<E: 'static>(
+    error: &E,
+    first_type: &dyn Fn(&dyn Any) -> Option<&(dyn StdError + 'static)>,
+    first: &dyn Fn(&(dyn StdError + 'static)) -> Option<Outcome>,
+) -> Outcome {
+    let any: &dyn Any = error;
+    if let Some(e) = first_type(any) {
+        return transport(e, first);
+    }
+    if let Some(e) = any.downcast_ref::<BoxError>() {
+        return transport(e.as_ref(), first);
+    }
+    if let Some(e) = any.downcast_ref::<io::Error>() {
+        return transport(e, first);
+    }
+    if let Some(e) = any.downcast_ref::<Error<BoxError>>() {
+        return match e {
+            Error::Inner(e) => transport(e.as_ref(), first),
+            Error::Rejected(_) => Outcome::Excluded,
+        };
+    }
+    if let Some(e) = any.downcast_ref::<Error<BoxError, RejectedBy>>() {
+        return match e {
+            Error::Inner(e) => transport(e.as_ref(), first),
+            Error::Rejected(_) => Outcome::Excluded,
+        };
+    }
+    Outcome::Failure
 }

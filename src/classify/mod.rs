@@ -13,12 +13,18 @@
 
 mod deadline;
 mod io;
+mod unsettled;
 
 pub use deadline::{deadline, Deadline};
 // For the integrations that walk an error's causes (`http`, `reqwest`): unused without them.
 #[allow(unused_imports)]
 pub(crate) use io::causes;
 pub use io::{io_error, io_error_in, io_errors};
+// For the integrations that classify transport errors (`http`, `grpc`).
+#[allow(unused_imports)]
+pub(crate) use io::{transport, transport_any};
+pub(crate) use unsettled::Finish;
+pub use unsettled::Unsettled;
 
 use std::time::Duration;
 
@@ -101,6 +107,33 @@ pub trait Classify<T, E> {
         let _ = result;
         false
     }
+
+    /// Whether `result`'s outcome is not known yet: a response whose status comes at the end
+    /// of its body (a gRPC response without `grpc-status` in its headers: the status is in
+    /// its trailers). For such a result, the layers that own their call's permit (the tower
+    /// layers) call [`defer`](Classify::defer) instead of [`classify`](Classify::classify),
+    /// handing over the call's [`Unsettled`] verdict; the calls that borrow their permit
+    /// (`execute_async`) count what `classify` says. `false`, the default.
+    ///
+    /// A panic here is contained like one in `classify`: the call counts as excluded.
+    #[inline]
+    fn unsettled(&self, result: &Result<T, E>) -> bool {
+        let _ = result;
+        false
+    }
+
+    /// Moves `verdict` into `result` (its response's body, say), which settles it once the
+    /// outcome is known ([`Unsettled::settle`]); asked only of results
+    /// [`unsettled`](Classify::unsettled) said are. The default settles it at once, as
+    /// `classify` and `open_for` say.
+    ///
+    /// A panic here drops the verdict (the call is abandoned) and keeps unwinding.
+    fn defer(&self, result: &mut Result<T, E>, verdict: Unsettled) {
+        match judge(self, result) {
+            (outcome, Some(open_for)) => verdict.settle_open_for(outcome, open_for),
+            (outcome, None) => verdict.settle(outcome),
+        }
+    }
 }
 
 impl<T, E, F> Classify<T, E> for F
@@ -143,7 +176,7 @@ impl<T, E> Classify<T, E> for OkIsSuccess {
 /// open ([`Classify::open_for`], asked of failures only): what every call that takes a
 /// classifier reports.
 #[inline]
-pub(crate) fn judge<T, E, C: Classify<T, E>>(
+pub(crate) fn judge<T, E, C: Classify<T, E> + ?Sized>(
     classify: &C,
     result: &Result<T, E>,
 ) -> (Outcome, Option<Duration>) {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tower_service::Service;
 
-use crate::breaker::{Breaker, CheckFuture, CheckLease, OwnedPermit};
+use crate::breaker::{Breaker, CheckFuture, CheckLease, Handing, OwnedPermit};
 use crate::classify::Classify;
 use crate::contain;
 use crate::error::{Rejected, RejectedBy};
@@ -200,8 +200,8 @@ impl<F, P: TripPolicy, O: Observer, C, J, R, D> ResponseFuture<F, P, O, C, J, R,
 impl<F, P, O, C, J, R, D, T, E> Future for ResponseFuture<F, P, O, C, J, R, D>
 where
     F: Future<Output = Result<T, E>>,
-    P: TripPolicy,
-    O: Observer,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
     C: Classify<T, E>,
     J: OnRejected<T, E, R>,
     R: Rejection,
@@ -221,8 +221,8 @@ where
 impl<F, P, O, C, J, R, D, T, E> ResponseFuture<F, P, O, C, J, R, D>
 where
     F: Future<Output = Result<T, E>>,
-    P: TripPolicy,
-    O: Observer,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
     C: Classify<T, E>,
     J: OnRejected<T, E, R>,
     R: Rejection,
@@ -244,7 +244,7 @@ where
                 permit,
                 classify,
             } => {
-                let result = ready!(poll_admitted(inner, cx, permit, &*classify));
+                let result = ready!(poll_admitted(inner, cx, &mut Handing(permit), &*classify));
                 Poll::Ready(result.map_err(J::inner))
             }
             KindProj::Checking { .. } => unreachable!("settled before"),

@@ -107,6 +107,18 @@ impl<K, F, P: TripPolicy, O: Observer, H, C, J> KeyedBreakerLayer<K, F, P, O, H,
         }
     }
 
+    /// The same layer, answering a rejected request with `answer`: any [`OnRejected`],
+    /// such as [`grpc::AsStatus`](crate::grpc::AsStatus) (feature `grpc`), whose answer
+    /// names the key's breaker, as [`BreakerLayer::on_rejected`](super::BreakerLayer::on_rejected).
+    pub fn on_rejected<A>(self, answer: A) -> KeyedBreakerLayer<K, F, P, O, H, C, A> {
+        KeyedBreakerLayer {
+            registry: self.registry,
+            key: self.key,
+            classify: self.classify,
+            on_rejected: answer,
+        }
+    }
+
     /// The registry.
     pub fn registry(&self) -> &Arc<Registry<K, P, O, H>> {
         &self.registry
@@ -190,8 +202,8 @@ where
     S: Service<Req> + Clone,
     K: Hash + Eq + Clone + fmt::Display,
     F: Fn(&Req) -> K,
-    P: TripPolicy,
-    O: Observer,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
     H: BuildHasher + Clone,
     C: Classify<S::Response, S::Error> + Clone,
     J: OnRejected<S::Response, S::Error, RejectedBy> + Clone,

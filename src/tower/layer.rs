@@ -84,6 +84,19 @@ impl<P: TripPolicy, O: Observer, C, J> BreakerLayer<P, O, C, J> {
         }
     }
 
+    /// The same layer, answering a rejected request with `answer`: any
+    /// [`OnRejected`](super::OnRejected), such as [`grpc::AsStatus`](crate::grpc::AsStatus)
+    /// (feature `grpc`), which answers
+    /// as a gRPC server does. [`fallback`](BreakerLayer::fallback) is this with a function
+    /// of the rejection, [`FailFast`] (an error) the default.
+    pub fn on_rejected<A>(self, answer: A) -> BreakerLayer<P, O, C, A> {
+        BreakerLayer {
+            breaker: self.breaker,
+            classify: self.classify,
+            on_rejected: answer,
+        }
+    }
+
     /// The breaker.
     pub fn breaker(&self) -> &Arc<Breaker<P, O>> {
         &self.breaker

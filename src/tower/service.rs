@@ -99,8 +99,8 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
 impl<S, Req, P, O, C, J> Service<Req> for BreakerService<S, P, O, C, J>
 where
     S: Service<Req>,
-    P: TripPolicy,
-    O: Observer,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
     C: Classify<S::Response, S::Error> + Clone,
     J: OnRejected<S::Response, S::Error, Rejected> + Clone,
 {
