@@ -168,7 +168,7 @@ impl StatusRules {
     /// assert_eq!(rules.transport(&std::fmt::Error), Outcome::Failure);
     /// ```
     ///
-    /// A rejection by another breaker (a [`Rejected`] or a [`RejectedBy`] among the causes:
+    /// A rejection by another breaker (a [`Rejected`] or a [`RejectedBy`](crate::RejectedBy) among the causes:
     /// a breaker further down the stack) is excluded: that request never reached the
     /// dependency, and the breaker that rejected it counted it already, so an outer breaker
     /// does not trip on an inner one's decision.

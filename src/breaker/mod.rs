@@ -21,6 +21,7 @@ mod txn;
 pub use builder::Builder;
 use check::HealthCheck;
 pub(crate) use check::{Admitted, CheckFuture, CheckLease};
+#[allow(unused_imports)] // `Handing`: for the tower layers
 pub(crate) use permit::{Handing, Report};
 pub use permit::{OwnedPermit, Permit};
 

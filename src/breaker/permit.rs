@@ -225,7 +225,9 @@ pub(crate) trait Report {
 }
 
 /// An owned permit whose verdict can leave with the response, to be settled later: the tower
-/// layers' permits (`'static`, so the verdict can go into a type-erased body).
+/// layers' permits (`'static`, so the verdict can go into a type-erased body). Unused
+/// without them.
+#[allow(dead_code)]
 pub(crate) struct Handing<'a, P: TripPolicy, O: Observer>(pub(crate) &'a mut OwnedPermit<P, O>);
 
 impl<P: TripPolicy + 'static, O: Observer + 'static> Report for Handing<'_, P, O> {

@@ -7,6 +7,8 @@ use std::io::{self, ErrorKind};
 use crate::error::{Error, Rejected, RejectedBy};
 use crate::policy::Outcome;
 
+// For the integrations that classify transport errors (`http`, `grpc`): unused without them.
+#[allow(dead_code)]
 type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// How an I/O error counts, by its kind:
@@ -122,6 +124,7 @@ pub(crate) fn causes<'a>(
 /// [`Error::Rejected`], among the causes: a breaker further down the stack) is excluded:
 /// that request never reached the dependency, and the breaker that rejected it counted it
 /// already. An `std::io::Error` counts as [`io_error`] says. Anything else is a failure.
+#[allow(dead_code)]
 pub(crate) fn transport(
     error: &(dyn StdError + 'static),
     first: &dyn Fn(&(dyn StdError + 'static)) -> Option<Outcome>,
@@ -151,6 +154,7 @@ pub(crate) fn transport(
 /// [`transport`] for an error of any type: the types that can carry an `std::io::Error`
 /// without naming a client's types (a `BoxError`, an `io::Error`, a layer's [`Error`] around
 /// either), and the error types `first_type` knows (a client's own); else a failure.
+#[allow(dead_code)]
 pub(crate) fn transport_any<E: 'static>(
     error: &E,
     first_type: &dyn Fn(&dyn Any) -> Option<&(dyn StdError + 'static)>,

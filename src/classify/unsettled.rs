@@ -35,7 +35,8 @@ pub struct Unsettled {
 }
 
 impl Unsettled {
-    /// The verdict `verdict` reports.
+    /// The verdict `verdict` reports (made by the tower layers' permits: unused without them).
+    #[allow(dead_code)]
     pub(crate) fn new(verdict: Box<dyn Finish>) -> Self {
         Self { verdict }
     }

@@ -145,7 +145,11 @@ mod tests {
             // The same code, as a trailers-only response's header.
             let header = (code as i32).to_string();
             let header: &'static str = Box::leak(header.into_boxed_str());
-            assert_eq!(rules.classify(&trailers_only(header, None)), outcome, "{code:?}");
+            assert_eq!(
+                rules.classify(&trailers_only(header, None)),
+                outcome,
+                "{code:?}"
+            );
             assert!(!rules.unsettled(&trailers_only(header, None)));
         }
         let strict = rules.code(Code::ResourceExhausted, Outcome::Failure);
@@ -185,8 +189,15 @@ mod tests {
         let honour = plain.honor_pushback();
         let two_seconds = Some(Duration::from_secs(2));
         assert_eq!(plain.open_for(&trailers_only("14", Some("2000"))), None);
-        assert_eq!(honour.open_for(&trailers_only("14", Some("2000"))), two_seconds);
-        assert_eq!(honour.open_for(&trailers_only("8", Some("2000"))), None, "excluded");
+        assert_eq!(
+            honour.open_for(&trailers_only("14", Some("2000"))),
+            two_seconds
+        );
+        assert_eq!(
+            honour.open_for(&trailers_only("8", Some("2000"))),
+            None,
+            "excluded"
+        );
         assert_eq!(honour.open_for(&trailers_only("0", Some("2000"))), None);
         assert_eq!(honour.open_for(&trailers_only("14", Some("-1"))), None);
         assert_eq!(honour.open_for(&trailers_only("14", Some("0"))), None);
@@ -215,7 +226,11 @@ mod tests {
         trailers.insert("grpc-status", HeaderValue::from_static("0"));
         assert_eq!(rules.by_trailers(Some(&trailers)), Outcome::Success);
         assert_eq!(rules.by_trailers(Some(&HeaderMap::new())), Outcome::Failure);
-        assert_eq!(rules.by_trailers(None), Outcome::Failure, "no status: UNKNOWN");
+        assert_eq!(
+            rules.by_trailers(None),
+            Outcome::Failure,
+            "no status: UNKNOWN"
+        );
     }
 
     #[test]
@@ -239,7 +254,11 @@ mod tests {
         let mut timed_out = Status::cancelled("Timeout expired");
         timed_out.set_source(std::sync::Arc::new(tonic::TimeoutExpired(())));
         let above: Result<tonic::Response<()>, Status> = Err(timed_out);
-        assert_eq!(rules.classify(&above), Outcome::Failure, "a deadline inside");
+        assert_eq!(
+            rules.classify(&above),
+            Outcome::Failure,
+            "a deadline inside"
+        );
         let classify = rules.classifier::<u32>();
         assert_eq!(classify(&Ok(1)), Outcome::Success);
         assert_eq!(classify(&Err(Status::not_found("x"))), Outcome::Excluded);
@@ -262,8 +281,14 @@ mod tests {
                 .map(|v| v.to_str().unwrap().to_owned())
         };
         assert_eq!(open(Duration::from_secs(30)).code(), Code::Unavailable);
-        assert_eq!(pushback(&open(Duration::from_secs(30))).as_deref(), Some("30000"));
-        assert_eq!(pushback(&open(Duration::from_nanos(1))).as_deref(), Some("1"));
+        assert_eq!(
+            pushback(&open(Duration::from_secs(30))).as_deref(),
+            Some("30000")
+        );
+        assert_eq!(
+            pushback(&open(Duration::from_nanos(1))).as_deref(),
+            Some("1")
+        );
         assert_eq!(
             pushback(&open(Duration::from_nanos(2_000_001))).as_deref(),
             Some("3")

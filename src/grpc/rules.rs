@@ -149,7 +149,10 @@ impl StatusRules {
     /// code; tonic's statuses made from a client-side error are looked through.
     fn status_cause(&self, cause: &(dyn StdError + 'static)) -> Option<Outcome> {
         let status = cause.downcast_ref::<Status>()?;
-        status.source().is_none().then(|| self.outcome(status.code()))
+        status
+            .source()
+            .is_none()
+            .then(|| self.outcome(status.code()))
     }
 
     /// A transport error of any type: tonic's own, a `BoxError`, an `io::Error`, a layer's.
