@@ -4,6 +4,10 @@
 /// of a [`KeyedBreakerLayer`](crate::tower::KeyedBreakerLayer) that keeps a breaker per
 /// method, as Kitex does, so that one failing method opens only its own breaker.
 ///
+/// It takes the request as tonic sends and serves it (`http::Request<tonic::body::Body>`,
+/// on a `Channel` and on a server's routes alike), so the layer's types are inferred
+/// without annotations; for another body type, key by `request.uri().path()` yourself.
+///
 /// The keys are the paths as they are on the wire, so a
 /// [`RegistrySettings`](crate::config::RegistrySettings) file names methods the same way:
 /// `[breakers."/echo.Echo/Sub"]` for one method's settings, and
@@ -24,9 +28,12 @@
 ///     .on_rejected(grpc::AsStatus);
 /// # let _ = layer;
 ///
-/// let request = http::Request::builder().uri("http://[::1]:50051/echo.Echo/Sub").body(()).unwrap();
+/// let request = http::Request::builder()
+///     .uri("http://[::1]:50051/echo.Echo/Sub")
+///     .body(tonic::body::Body::empty())
+///     .unwrap();
 /// assert_eq!(grpc::per_method(&request), "/echo.Echo/Sub");
 /// ```
-pub fn per_method<B>(request: &http::Request<B>) -> String {
+pub fn per_method(request: &http::Request<tonic::body::Body>) -> String {
     request.uri().path().to_owned()
 }
