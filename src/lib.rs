@@ -135,6 +135,8 @@
 //!   built from a `redis::Client`.
 //! - `reqwest`: `reqwest::BreakerMiddleware`, a `reqwest_middleware::Middleware` with a
 //!   breaker per host, and `reqwest::rejection` to recover a rejection from its error.
+//! - `dashboard`: `dashboard::Dashboard`, a status page as an axum `Router`: the page, its
+//!   JSON, the Prometheus metrics and guarded manual controls.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
@@ -150,6 +152,9 @@ mod clock;
 pub mod config;
 mod contain;
 mod counts;
+#[cfg(feature = "dashboard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
+pub mod dashboard;
 mod error;
 #[cfg(feature = "fleet")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]

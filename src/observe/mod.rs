@@ -26,7 +26,9 @@ use crate::state::State;
 pub use crate::origin::Origin;
 
 mod fleet;
+mod history;
 pub use fleet::FleetEvent;
+pub use history::{History, Recorded};
 
 /// Observes a breaker: a set of hooks, each with an empty default.
 ///
@@ -84,6 +86,13 @@ pub trait Observer: Send + Sync {
     fn on_fleet(&self, event: &FleetEvent<'_>) {
         let _ = event;
     }
+
+    /// The [`History`] this observer keeps, if any: how a status page finds a breaker's
+    /// recent changes from the breaker alone. The default is `None`; a `History` answers
+    /// itself, an `Arc` or a `Box` what it holds, and a pair its first history.
+    fn history(&self) -> Option<&History> {
+        None
+    }
 }
 
 /// The default observer: observes nothing, at no cost.
@@ -105,6 +114,10 @@ impl<O: Observer + ?Sized> Observer for Arc<O> {
     fn observes_transitions(&self) -> bool {
         (**self).observes_transitions()
     }
+
+    fn history(&self) -> Option<&History> {
+        (**self).history()
+    }
 }
 
 impl<O: Observer + ?Sized> Observer for Box<O> {
@@ -118,6 +131,10 @@ impl<O: Observer + ?Sized> Observer for Box<O> {
 
     fn observes_transitions(&self) -> bool {
         (**self).observes_transitions()
+    }
+
+    fn history(&self) -> Option<&History> {
+        (**self).history()
     }
 }
 
@@ -140,6 +157,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 
     fn observes_transitions(&self) -> bool {
         self.0.observes_transitions() || self.1.observes_transitions()
+    }
+
+    fn history(&self) -> Option<&History> {
+        self.0.history().or_else(|| self.1.history())
     }
 }
 
