@@ -97,7 +97,7 @@
 //! # assert_eq!(json[0]["name"], "payments");
 //! # assert_eq!(json[0]["forced"], "open");
 //! # assert_eq!(json[0]["history"][0]["origin"], "manual");
-//! # assert!(get("/status/").await.contains("payments"));
+//! # assert!(get("/status").await.contains("payments")); // axum nests "/" at "/status"
 //! # });
 //! ```
 
