@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `GET /` | one HTML page, rendered on the server and refreshed in place by a small inline script: a row per breaker (open and half-open first), its recent states as a bar, the recent changes; `?filter=text` keeps the names that contain `text` |
 //! | `GET /breakers` | the same as JSON (below) |
-//! | `GET /metrics` | the metrics of [`BreakerCollector`](crate::prometheus::BreakerCollector), in the OpenMetrics text format |
+//! | `GET /metrics` | the metrics of [`BreakerCollector`], in the OpenMetrics text format |
 //! | `POST /breakers/{name}/force_open`, `…/force_closed`, `…/release` | only with [`Dashboard::controls`]: [`Breaker::force_open`](crate::Breaker::force_open), [`force_closed`](crate::Breaker::force_closed), [`release`](crate::Breaker::release); `200` with the breaker's JSON object after it, `401` without `Authorization: Bearer …`, `403` with another token, `404` for a name no breaker has |
 //!
 //! **The page is self-contained**: its styles and script are inline and it loads nothing
@@ -20,7 +20,7 @@
 //! the tab's session only).
 //!
 //! **Recent changes come from [`History`]**: a breaker whose observer keeps one (directly or
-//! beside another observer, see [`Observer::history`](crate::observe::Observer::history)) has
+//! beside another observer, see [`Observer::history`]) has
 //! its changes drawn and listed; histories given with [`Dashboard::history`] are listed too.
 //! Every control through the dashboard is recorded in the breaker's history as
 //! [`Origin::Manual`](crate::observe::Origin::Manual), one that changed only the forced
