@@ -312,8 +312,9 @@ impl<N: prometheus_client::encoding::EncodeGaugeValue> Value for Level<N> {
 }
 
 /// Ends a caught panic without letting it continue: resumed where it is caught again, and
-/// dropped (a payload whose destructor panics is leaked). A scrape reports it instead.
-fn end(panics: FirstPanic) {
+/// dropped (a payload whose destructor panics is leaked). A scrape reports it instead, and so
+/// does the dashboard's page.
+pub(crate) fn end(panics: FirstPanic) {
     if let Err(payload) = contain::catch(|| contain::resume(panics)) {
         if let Err(again) = contain::catch(|| drop(payload)) {
             std::mem::forget(again);

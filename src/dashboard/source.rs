@@ -10,6 +10,7 @@ use crate::observe::{History, Observer, Recorded, Transition};
 use crate::origin::Origin;
 use crate::policy::TripPolicy;
 use crate::pool::Pool;
+use crate::prometheus::end;
 use crate::registry::Registry;
 use crate::snapshot::Snapshot;
 use crate::state::State;
@@ -268,13 +269,4 @@ fn apply(panel: &dyn Panel, pool: Option<&str>, control: Control) -> Controlled 
         panicked: false,
     });
     Controlled { row, panicked }
-}
-
-/// Ends a caught panic without letting it continue (see [`read`]).
-pub(super) fn end(panics: FirstPanic) {
-    if let Err(payload) = contain::catch(|| contain::resume(panics)) {
-        if let Err(again) = contain::catch(|| drop(payload)) {
-            std::mem::forget(again);
-        }
-    }
 }
