@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use lazybreaker::observe::History;
 use lazybreaker::policy::{Ema, EmaConfig, Outcome};
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 use stats_alloc::{Region, Stats, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -449,6 +450,31 @@ fn checks() -> Vec<Check> {
                 std::mem::size_of::<Breaker>()
             );
             drop(breakers);
+            stats
+        }),
+        ("cycle/history_records_every_change", || {
+            // A history smaller than the changes made: its ring wraps many times, and a
+            // breaker name as long as a slot keeps (64 bytes) is copied into the slot.
+            let clock = ManualClock::new();
+            let history = Arc::new(History::new(8));
+            let b = Breaker::builder()
+                .name("a-breaker-name-exactly-as-long-as-a-history-slot-keeps-64-bytes")
+                .ready_to_trip(|counts| counts.consecutive_failures >= 1)
+                .timeout(Duration::from_secs(5))
+                .clock(clock.clone())
+                .observer(Arc::clone(&history))
+                .build();
+            let before = history.recorded();
+            let cycle = || {
+                b.execute(err).unwrap_err(); // closed -> open
+                clock.advance(Duration::from_secs(6)); // open -> half-open
+                assert_eq!(b.state(), State::HalfOpen);
+                b.execute(ok).unwrap(); // half-open -> closed
+            };
+            let stats = count_with(1, 200, cycle);
+            // Three changes a cycle, every one recorded, the warm-up's too.
+            assert_eq!(history.recorded() - before, 3 * 201);
+            assert_eq!(history.recent().len(), 8);
             stats
         }),
         ("cycle/ema_isolation", || {

@@ -5,14 +5,14 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lazybreaker::dashboard::Dashboard;
 use lazybreaker::observe::{History, Origin};
 use lazybreaker::policy::ConsecutiveFailures;
-use lazybreaker::{Breaker, Forced, ManualClock, Registry, State};
+use lazybreaker::{Breaker, Clock, Forced, ManualClock, Registry, State};
 
 /// A name made of everything that could break out of HTML, JSON or a label.
 const HOSTILE: &str = "<b>\"tom & jerry\"\n</script><script>alert(1)</script>";
@@ -463,6 +463,110 @@ fn the_filter_keeps_the_names_that_contain_it() {
     assert!(html.contains("data-name=\"payments\""));
     assert!(!html.contains("data-name=\"inventory\""));
     assert!(html.contains("value=\"PAY\""));
+}
+
+/// A clock that panics while armed, and reads the manual clock otherwise.
+#[derive(Debug, Clone)]
+struct Flaky {
+    armed: Arc<AtomicBool>,
+    clock: ManualClock,
+}
+
+impl Clock for Flaky {
+    fn now(&self) -> Duration {
+        if self.armed.load(Ordering::SeqCst) {
+            panic!("the clock is broken");
+        }
+        self.clock.now()
+    }
+}
+
+#[test]
+fn a_breaker_whose_clock_panics_is_counted_unreadable_and_the_rest_still_served() {
+    let f = fleet();
+    let armed = Arc::new(AtomicBool::new(false));
+    let broken = Arc::new(
+        Breaker::builder()
+            .name("broken-clock")
+            .clock(Flaky {
+                armed: Arc::clone(&armed),
+                clock: ManualClock::new(),
+            })
+            .build(),
+    );
+    let server = serve(dashboard(&f).breaker(Arc::clone(&broken)).router());
+    armed.store(true, Ordering::SeqCst);
+
+    let page = get(&server, "/");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("1 unreadable"), "{}", page.body);
+    assert!(!page.body.contains("data-name=\"broken-clock\""));
+    assert!(page.body.contains("data-name=\"payments\""));
+    let json = get(&server, "/breakers");
+    assert_eq!(json.status, 200);
+    let all = json.json();
+    assert!(all
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|b| b["name"] != "broken-clock"));
+    assert_eq!(entry(&all, "payments")["state"], "open");
+    assert_eq!(get(&server, "/metrics").status, 200);
+
+    // Mended, it is read again: nothing stayed broken in the dashboard.
+    armed.store(false, Ordering::SeqCst);
+    let all = get(&server, "/breakers").json();
+    assert_eq!(entry(&all, "broken-clock")["state"], "closed");
+    assert!(!get(&server, "/").body.contains("unreadable"));
+}
+
+#[test]
+fn a_control_whose_observer_panics_took_effect_and_answers_500() {
+    let armed = Arc::new(AtomicBool::new(false));
+    let told = Arc::new(AtomicUsize::new(0));
+    let (a, t) = (Arc::clone(&armed), Arc::clone(&told));
+    let b = Arc::new(
+        Breaker::builder()
+            .name("touchy")
+            .clock(ManualClock::new())
+            .on_state_change(move |_, _, _| {
+                t.fetch_add(1, Ordering::SeqCst);
+                if a.load(Ordering::SeqCst) {
+                    panic!("the observer is broken");
+                }
+            })
+            .build(),
+    );
+    let server = serve(
+        Dashboard::new()
+            .breaker(Arc::clone(&b))
+            .controls("tok")
+            .router(),
+    );
+    let auth = [("authorization", "Bearer tok")];
+    armed.store(true, Ordering::SeqCst);
+
+    let forced = request(&server, "POST", "/breakers/touchy/force_open", &auth);
+    assert_eq!(forced.status, 500, "{}", forced.body);
+    assert!(
+        forced.body.contains("force_open took effect"),
+        "{}",
+        forced.body
+    );
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.forced(), Some(Forced::Open));
+    assert_eq!(told.load(Ordering::SeqCst), 1);
+
+    // The server is still up, and the next control works as usual once the observer mends.
+    assert_eq!(
+        entry(&get(&server, "/breakers").json(), "touchy")["state"],
+        "open"
+    );
+    armed.store(false, Ordering::SeqCst);
+    let released = request(&server, "POST", "/breakers/touchy/release", &auth);
+    assert_eq!(released.status, 200, "{}", released.body);
+    assert_eq!(released.json()["state"], "closed");
+    assert_eq!(b.forced(), None);
 }
 
 /// The Chromium to run: `LAZYBREAKER_CHROMIUM` (which `bash .ci/test` sets), or `chromium`.
