@@ -137,6 +137,8 @@
 //!   breaker per host, and `reqwest::rejection` to recover a rejection from its error.
 //! - `dashboard`: `dashboard::Dashboard`, a status page as an axum `Router`: the page, its
 //!   JSON, the Prometheus metrics and guarded manual controls.
+//! - `replay`: `replay::replay`, a recorded `replay::Trace` replayed through candidate
+//!   settings exactly as live breakers would decide, with a report per candidate.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
@@ -185,6 +187,9 @@ pub mod prometheus;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod registry;
+#[cfg(feature = "replay")]
+#[cfg_attr(docsrs, doc(cfg(feature = "replay")))]
+pub mod replay;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;

@@ -1,0 +1,433 @@
+//! Replay decides as live breakers do: random traces through every built-in policy and
+//! window, replayed and then driven call by call through real breakers (a `Registry` for a
+//! keyed trace) on a `ManualClock`; and the CSV reader's errors, line and column.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lazybreaker::config::{PolicyConfig, Settings, SettingsMap};
+use lazybreaker::observe::{Observer, Transition};
+use lazybreaker::policy::{EmaConfig, Outcome, TripPolicy};
+use lazybreaker::replay::{replay, replay_all, try_replay, Trace};
+use lazybreaker::{Builder, Knobs, ManualClock, OwnedPermit, Registry, State};
+use parking_lot::Mutex;
+use proptest::prelude::*;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One call of a generated trace: start, latency (ms), outcome, key.
+type Gen = (u64, u64, Outcome, Option<usize>);
+
+const KEYS: [&str; 3] = ["alpha", "beta", "gamma"];
+
+/// What the live breakers decided: per call whether admitted, and every change.
+struct Live {
+    admitted: Vec<bool>,
+    changes: Vec<(Duration, String, State, State)>,
+}
+
+type Changes = Arc<Mutex<Vec<(Duration, String, State, State)>>>;
+
+/// Keeps a live breaker's changes, each at the clock's reading when it is told.
+struct Log {
+    clock: ManualClock,
+    changes: Changes,
+}
+
+impl Observer for Log {
+    fn on_transition(&self, t: &Transition<'_>) {
+        let change = (self.clock.now(), t.breaker.to_owned(), t.from, t.to);
+        self.changes.lock().push(change);
+    }
+}
+
+/// A builder from `settings` on `clock` whose changes land in `changes`.
+fn builder(settings: &Settings, clock: &ManualClock, changes: &Changes) -> Builder<Dyn, Log> {
+    settings
+        .to_builder()
+        .unwrap()
+        .clock(clock.clone())
+        .observer(Log {
+            clock: clock.clone(),
+            changes: Arc::clone(changes),
+        })
+}
+
+type Dyn = Box<dyn TripPolicy>;
+type InFlight = Vec<(u64, usize, OwnedPermit<Dyn, Log>, Outcome)>;
+
+/// Drives the calls through live breakers, one at a time: before each call starts, the
+/// calls in flight that have answered by then report (by end, then by start order).
+fn live(calls: &[Gen], settings: &Settings, keyed: bool) -> Live {
+    let clock = ManualClock::new();
+    let changes: Changes = Arc::default();
+    let one = Arc::new(builder(settings, &clock, &changes).name("replay").build());
+    let (s, c, ch) = (settings.clone(), clock.clone(), Arc::clone(&changes));
+    let registry = Registry::new(move |_: &String| builder(&s, &c, &ch));
+    let mut in_flight: InFlight = Vec::new();
+    let mut admitted = vec![false; calls.len()];
+    let to = |t: u64| {
+        let now = clock.now();
+        clock.advance(ms(t).saturating_sub(now));
+    };
+    let report_until = |t: u64, in_flight: &mut InFlight| {
+        let mut due: Vec<_> = Vec::new();
+        let mut i = 0;
+        while i < in_flight.len() {
+            if in_flight[i].0 <= t {
+                due.push(in_flight.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        due.sort_by_key(|d| (d.0, d.1));
+        for (end, _, permit, outcome) in due {
+            to(end);
+            permit.record(outcome);
+        }
+    };
+    for (i, &(start, latency, outcome, key)) in calls.iter().enumerate() {
+        report_until(start, &mut in_flight);
+        to(start);
+        let permit = match key {
+            Some(k) if keyed => registry.allow(KEYS[k]).ok(),
+            _ => one.allow_owned().ok(),
+        };
+        if let Some(permit) = permit {
+            admitted[i] = true;
+            in_flight.push((start + latency, i, permit, outcome));
+        }
+    }
+    report_until(u64::MAX, &mut in_flight);
+    let changes = changes.lock().clone();
+    Live { admitted, changes }
+}
+
+fn trace_of(calls: &[Gen], keyed: bool) -> Trace {
+    let mut t = Trace::new();
+    for &(start, latency, outcome, key) in calls {
+        match key {
+            Some(k) if keyed => t.push_keyed(KEYS[k], ms(start), ms(latency), outcome),
+            _ => t.push(ms(start), ms(latency), outcome),
+        };
+    }
+    t
+}
+
+/// Calls on a 10 ms grid (so that starts and ends meet), in phases of health and failure.
+fn calls() -> impl Strategy<Value = Vec<Gen>> {
+    prop::collection::vec(
+        (0u64..6, 0u64..25, 0u32..100, 0usize..3, any::<bool>()),
+        1..250,
+    )
+    .prop_map(|raw| {
+        let mut start = 0;
+        raw.into_iter()
+            .enumerate()
+            .map(|(i, (gap, latency, roll, key, _))| {
+                start += gap * 10;
+                // Failure-heavy stretches alternate with healthy ones.
+                let failing = (i / 40) % 2 == 1;
+                let outcome = match (failing, roll) {
+                    (_, 0..=4) => Outcome::Excluded,
+                    (true, 5..=9) => Outcome::Fatal,
+                    (true, 10..=79) | (false, 10..=17) => Outcome::Failure,
+                    _ => Outcome::Success,
+                };
+                (start, latency * 10, outcome, Some(key))
+            })
+            .collect()
+    })
+}
+
+/// Every built-in policy, with thresholds a few hundred calls can reach.
+fn policies() -> Vec<PolicyConfig> {
+    vec![
+        PolicyConfig::ConsecutiveFailures { threshold: 3 },
+        PolicyConfig::FailureRatio {
+            ratio: 0.5,
+            min_requests: 6,
+        },
+        PolicyConfig::FailureCount {
+            failures: 4,
+            min_requests: 5,
+        },
+        PolicyConfig::SlowCalls {
+            threshold: ms(120),
+            ratio: 0.4,
+            min_requests: 5,
+            probes_on_latency_alone: false,
+        },
+        PolicyConfig::Ema(EmaConfig {
+            short_window_size: 8,
+            short_window_error_percent: 30,
+            long_window_size: 16,
+            long_window_error_percent: 20,
+            min_error_cost: ms(100),
+            ..EmaConfig::default()
+        }),
+        PolicyConfig::AnyOf {
+            policies: vec![
+                PolicyConfig::ConsecutiveFailures { threshold: 5 },
+                PolicyConfig::SlowCalls {
+                    threshold: ms(150),
+                    ratio: 0.5,
+                    min_requests: 4,
+                    probes_on_latency_alone: false,
+                },
+            ],
+        },
+    ]
+}
+
+/// The windows: none (counts reset only by a change), fixed, rolling.
+fn windows() -> [(Duration, Duration); 3] {
+    [(ms(0), ms(0)), (ms(400), ms(0)), (ms(1000), ms(100))]
+}
+
+fn settings(policy: usize, window: usize, timeout: u64, probes: u32) -> Settings {
+    let (interval, bucket_period) = windows()[window];
+    Settings {
+        knobs: Knobs {
+            interval,
+            bucket_period,
+            timeout: ms(timeout),
+            max_requests: probes,
+            ..Knobs::default()
+        },
+        policy: policies()[policy].clone(),
+        ..Settings::default()
+    }
+}
+
+fn check(calls: &[Gen], settings: &Settings, keyed: bool) -> Result<(), TestCaseError> {
+    let report = try_replay(&trace_of(calls, keyed), settings).unwrap();
+    let live = live(calls, settings, keyed);
+    let admitted = live.admitted.iter().filter(|a| **a).count() as u64;
+    let failed = |o: Outcome| matches!(o, Outcome::Failure | Outcome::Fatal);
+    let (mut would_fail, mut would_succeed, mut failures_admitted) = (0, 0, 0);
+    for (call, &ok) in calls.iter().zip(&live.admitted) {
+        match (ok, call.2) {
+            (true, o) if failed(o) => failures_admitted += 1,
+            (false, o) if failed(o) => would_fail += 1,
+            (false, Outcome::Success) => would_succeed += 1,
+            _ => {}
+        }
+    }
+    prop_assert_eq!(report.calls, calls.len() as u64);
+    prop_assert_eq!(report.admitted, admitted);
+    prop_assert_eq!(report.rejected, calls.len() as u64 - admitted);
+    prop_assert_eq!(report.rejected_would_fail, would_fail);
+    prop_assert_eq!(report.rejected_would_succeed, would_succeed);
+    prop_assert_eq!(report.failures_admitted, failures_admitted);
+    let replayed: Vec<_> = report
+        .transitions
+        .iter()
+        .map(|c| (c.at, c.breaker.clone(), c.from, c.to))
+        .collect();
+    prop_assert_eq!(&replayed, &live.changes);
+    let opened = live.changes.iter().filter(|c| c.3 == State::Open).count() as u64;
+    prop_assert_eq!(report.opened, opened);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn replay_decides_as_a_live_breaker_does(
+        calls in calls(),
+        policy in 0..6usize,
+        window in 0..3usize,
+        timeout in 1u64..30,
+        probes in 0u32..4,
+    ) {
+        check(&calls, &settings(policy, window, timeout * 50, probes), false)?;
+    }
+
+    #[test]
+    fn a_keyed_replay_decides_as_a_live_registry_does(
+        calls in calls(),
+        policy in 0..6usize,
+        window in 0..3usize,
+        timeout in 1u64..30,
+        probes in 0u32..4,
+    ) {
+        check(&calls, &settings(policy, window, timeout * 50, probes), true)?;
+    }
+}
+
+/// Every policy and window at least once, on one trace with a hard outage: the property
+/// above samples them; this makes sure none is left out, and that each trips.
+#[test]
+fn every_policy_and_window_trips_on_an_outage_and_matches_live() {
+    let mut calls = Vec::new();
+    for i in 0..600u64 {
+        let down = (100..350).contains(&i);
+        let outcome = if down {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        let latency = if down { 200 } else { 20 };
+        calls.push((i * 10, latency, outcome, None));
+    }
+    for policy in 0..policies().len() {
+        for window in 0..windows().len() {
+            let s = settings(policy, window, 300, 1);
+            check(&calls, &s, false).unwrap();
+            let report = replay(&trace_of(&calls, false), &s);
+            assert!(
+                report.opened >= 1,
+                "policy {policy} window {window}: {report:?}"
+            );
+            assert!(
+                report.rejected_would_fail > 0,
+                "policy {policy} window {window}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_candidate_of_a_file_is_replayed_and_named_by_its_key() {
+    let candidates: SettingsMap = toml::from_str(
+        r#"
+        [strict]
+        timeout = "1s"
+        policy = { kind = "consecutive_failures", threshold = 2 }
+        [lenient]
+        timeout = "1s"
+        policy = { kind = "consecutive_failures", threshold = 50 }
+        "#,
+    )
+    .unwrap();
+    let mut trace = Trace::new();
+    for i in 0..100 {
+        trace.push(ms(i * 10), ms(1), Outcome::Failure);
+    }
+    let reports = replay_all(&trace, &candidates).unwrap();
+    let names: Vec<_> = reports.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["lenient", "strict"]); // the map's order
+                                              // Two failures trip the strict one (at 11 ms), open for the rest of the second.
+    assert_eq!(reports[1].failures_admitted, 2);
+    assert_eq!(reports[1].opened, 1);
+    assert_eq!(reports[0].failures_admitted, 50);
+    assert_eq!(reports[0].opened, 1);
+}
+
+#[test]
+fn settings_that_do_not_validate_replay_nothing_and_say_why() {
+    let bad = Settings {
+        policy: PolicyConfig::FailureRatio {
+            ratio: 1.5,
+            min_requests: 1,
+        },
+        ..Settings::default()
+    };
+    let mut trace = Trace::new();
+    trace.push(ms(0), ms(1), Outcome::Success);
+    let report = replay(&trace, &bad);
+    assert_eq!((report.calls, report.admitted, report.rejected), (1, 0, 0));
+    let why = report.invalid.as_deref().unwrap();
+    assert!(why.contains("ratio"), "{why}");
+    assert!(try_replay(&trace, &bad).is_err());
+}
+
+#[test]
+fn the_csv_reader_names_the_line_and_the_column() {
+    let cases: &[(&str, u64, Option<&str>, &str)] = &[
+        ("", 1, None, "empty"),
+        ("start,latency,outcome\n", 1, None, "header"),
+        (
+            "start_ms,latency_ms,outcome\n0,1,success\n1,2\n",
+            3,
+            None,
+            "2 fields",
+        ),
+        (
+            "start_ms,latency_ms,outcome\nx,1,success\n",
+            2,
+            Some("start_ms"),
+            "`x`",
+        ),
+        (
+            "start_ms,latency_ms,outcome\n0,1.0000001,success\n",
+            2,
+            Some("latency_ms"),
+            "six decimals",
+        ),
+        (
+            "start_ms,latency_ms,outcome\n0,1,succes\n",
+            2,
+            Some("outcome"),
+            "`succes`",
+        ),
+        (
+            "start_ms,latency_ms,outcome,key\n0,1,success,a\n\n2,1,failure,\n",
+            4,
+            Some("key"),
+            "empty key",
+        ),
+        (
+            "start_ms,latency_ms,outcome\n0,1,success,extra\n",
+            2,
+            None,
+            "4 fields",
+        ),
+        (
+            "start_ms,latency_ms,outcome,key\r\n\r\n0,1,success,\"a\r\n",
+            3,
+            None,
+            "not closed",
+        ),
+        (
+            "start_ms,latency_ms,outcome,key\n0,1,success,\"a\" b\n",
+            2,
+            None,
+            "after a quoted",
+        ),
+    ];
+    for &(text, line, column, says) in cases {
+        let err = Trace::from_csv(text.as_bytes()).unwrap_err();
+        assert_eq!(
+            (err.line(), err.column()),
+            (line, column),
+            "{text:?}: {err}"
+        );
+        assert!(err.to_string().contains(says), "{text:?}: {err}");
+        assert!(
+            err.to_string().starts_with(&format!("line {line}")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_trace_written_as_csv_reads_back_the_same() {
+    let mut trace = Trace::new();
+    trace
+        .push_keyed(
+            "a,b \"quoted\"",
+            ms(0),
+            Duration::from_nanos(1_500),
+            Outcome::Fatal,
+        )
+        .push_keyed(
+            "plain",
+            Duration::from_nanos(2_000_001),
+            ms(3),
+            Outcome::Excluded,
+        )
+        .push_keyed("plain", ms(5), ms(0), Outcome::Success);
+    let mut csv = Vec::new();
+    trace.write_csv(&mut csv).unwrap();
+    let text = String::from_utf8(csv).unwrap();
+    assert!(
+        text.starts_with("start_ms,latency_ms,outcome,key\n0,0.0015,fatal,"),
+        "{text}"
+    );
+    assert_eq!(Trace::from_csv(text.as_bytes()).unwrap(), trace);
+}
