@@ -431,3 +431,194 @@ fn a_trace_written_as_csv_reads_back_the_same() {
     );
     assert_eq!(Trace::from_csv(text.as_bytes()).unwrap(), trace);
 }
+
+/// The tool, run as a user runs it: on files, with its outputs checked against the library.
+mod tool {
+    use super::*;
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    fn dir(name: &str) -> PathBuf {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const CANDIDATES: &str = r#"
+        [quick]
+        timeout = "2s"
+        policy = { kind = "consecutive_failures", threshold = 3 }
+        ["<b>&slow</b>"]
+        timeout = "30s"
+        policy = { kind = "consecutive_failures", threshold = 20 }
+    "#;
+
+    fn outage() -> Trace {
+        let mut trace = Trace::new();
+        for i in 0..2_000u64 {
+            let down = (500..900).contains(&i);
+            let outcome = if down {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            };
+            trace.push_keyed(KEYS[(i % 2) as usize], ms(i * 10), ms(15), outcome);
+        }
+        trace
+    }
+
+    fn run(args: &[&std::ffi::OsStr]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_lazybreaker-replay"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_tool_prints_the_table_and_writes_the_json_and_the_html() {
+        let dir = dir("replay-tool");
+        let (trace_path, candidates_path) = (dir.join("trace.csv"), dir.join("c.toml"));
+        let (json_path, html_path) = (dir.join("r.json"), dir.join("r.html"));
+        let trace = outage();
+        trace
+            .write_csv(std::fs::File::create(&trace_path).unwrap())
+            .unwrap();
+        std::fs::write(&candidates_path, CANDIDATES).unwrap();
+        let out = run(&[
+            "--trace".as_ref(),
+            trace_path.as_os_str(),
+            "--candidates".as_ref(),
+            candidates_path.as_os_str(),
+            "--json".as_ref(),
+            json_path.as_os_str(),
+            "--html".as_ref(),
+            html_path.as_os_str(),
+        ]);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let candidates: SettingsMap = toml::from_str(CANDIDATES).unwrap();
+        let reports = replay_all(&trace, &candidates).unwrap();
+        let mut lines = stdout.lines();
+        let header: Vec<_> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(header[..4], ["candidate", "calls", "admitted", "rejected"]);
+        for r in &reports {
+            let row = lines.next().unwrap();
+            assert!(row.starts_with(&r.name), "{row}");
+            let figures: Vec<u64> = row[r.name.len()..]
+                .split_whitespace()
+                .take(7)
+                .map(|f| f.parse().unwrap())
+                .collect();
+            let expected = [
+                2000,
+                r.admitted,
+                r.rejected,
+                r.rejected_would_fail,
+                r.rejected_would_succeed,
+                r.failures_admitted,
+                r.opened,
+            ];
+            assert_eq!(figures, expected, "{row}");
+        }
+        assert!(reports
+            .iter()
+            .all(|r| r.opened >= 1 && r.rejected_would_fail > 0));
+
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+        assert_eq!(json["trace"]["calls"], 2000);
+        assert_eq!(json["trace"]["keys"], 2);
+        let first = &json["candidates"][1];
+        assert_eq!(first["name"], "quick");
+        for field in [
+            "calls",
+            "admitted",
+            "rejected",
+            "rejected_would_fail",
+            "rejected_would_succeed",
+            "failures_admitted",
+            "opened",
+        ] {
+            assert!(first[field].is_u64(), "{field} in {first}");
+        }
+        assert_eq!(first["admitted"], reports[1].admitted);
+        let change = &first["transitions"][0];
+        assert_eq!(
+            (change["from"].as_str(), change["to"].as_str()),
+            (Some("closed"), Some("open"))
+        );
+        assert!(change["at_ms"].as_f64().unwrap() > 5000.0);
+        assert!(["alpha", "beta"].contains(&change["breaker"].as_str().unwrap()));
+        let burst = &first["bursts"][0];
+        assert_eq!(burst["onset_ms"], 5000.0);
+        assert!(burst["tripped_after_ms"].as_f64().unwrap() > 0.0);
+        assert!(first["time_to_close_ms"].as_f64().is_some());
+
+        let html = std::fs::read_to_string(&html_path).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert_eq!(html.matches("<svg").count(), 2);
+        assert!(html.contains("&lt;b&gt;&amp;slow&lt;/b&gt;"));
+        assert!(!html.contains("<b>&slow</b>"));
+        // Self-contained: nothing to load (an SVG's namespace is a name, not a resource).
+        for loads in ["<script", "<link", "src=", "href=", "url(", "@import"] {
+            assert!(!html.contains(loads), "{loads}");
+        }
+        assert!(html.contains("<rect"), "the state bands");
+        assert!(html.contains("<polyline"), "the lines");
+    }
+
+    #[test]
+    fn the_tool_names_the_file_and_the_line_of_a_bad_trace() {
+        let dir = dir("replay-tool-bad");
+        let (trace_path, candidates_path) = (dir.join("bad.csv"), dir.join("c.toml"));
+        std::fs::write(
+            &trace_path,
+            "start_ms,latency_ms,outcome\n0,1,success\n5,1,maybe\n",
+        )
+        .unwrap();
+        std::fs::write(&candidates_path, CANDIDATES).unwrap();
+        let out = run(&[
+            "--trace".as_ref(),
+            trace_path.as_os_str(),
+            "--candidates".as_ref(),
+            candidates_path.as_os_str(),
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains("bad.csv: line 3, column outcome"),
+            "{stderr}"
+        );
+
+        std::fs::write(&trace_path, "start_ms,latency_ms,outcome\n0,1,success\n").unwrap();
+        std::fs::write(
+            &candidates_path,
+            "[x]\npolicy = { kind = \"failure_ratio\", ratio = 2.0, min_requests = 1 }\n",
+        )
+        .unwrap();
+        let out = run(&[
+            "--trace".as_ref(),
+            trace_path.as_os_str(),
+            "--candidates".as_ref(),
+            candidates_path.as_os_str(),
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.contains("c.toml") && stderr.contains("ratio"),
+            "{stderr}"
+        );
+
+        let out = run(&["--trace".as_ref(), trace_path.as_os_str()]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "a missing argument is a usage error"
+        );
+    }
+}

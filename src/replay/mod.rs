@@ -65,10 +65,12 @@
 //! assert_eq!(report.time_to_close, Some(Duration::from_millis(1800)));
 //! ```
 
+mod plot;
 mod report;
 mod run;
 mod trace;
 
+pub use plot::{html, table};
 pub use report::{Burst, Change, Report, BURST_BIN, BURST_MIN_CALLS};
 pub use trace::{Call, Trace, TraceError};
 
@@ -91,7 +93,7 @@ pub fn replay(trace: &Trace, settings: &Settings) -> Report {
 ///
 /// The [`ConfigError`] of [`Settings::validate`].
 pub fn try_replay(trace: &Trace, settings: &Settings) -> Result<Report, ConfigError> {
-    run::run(trace, settings, name(settings))
+    run::run(trace, settings, name(settings), &|_| ())
 }
 
 /// Replays `trace` through every candidate of `candidates` (a file of named breakers, as
@@ -103,6 +105,22 @@ pub fn try_replay(trace: &Trace, settings: &Settings) -> Result<Report, ConfigEr
 /// The first candidate that does not validate, by its key (the other candidates are not
 /// replayed).
 pub fn replay_all(trace: &Trace, candidates: &SettingsMap) -> Result<Vec<Report>, ConfigError> {
+    replay_all_with_progress(trace, candidates, &|_| ())
+}
+
+/// Like [`replay_all`], telling `progress` how many more calls have been replayed, now and
+/// then (every 65,536 calls of a candidate, and at each candidate's end): over all the
+/// candidates, the figures add up to the trace's length times the number of candidates.
+/// It is called from the replaying threads.
+///
+/// # Errors
+///
+/// As [`replay_all`].
+pub fn replay_all_with_progress(
+    trace: &Trace,
+    candidates: &SettingsMap,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<Report>, ConfigError> {
     let named: Vec<(&String, Settings)> = candidates
         .iter()
         .map(|(key, settings)| {
@@ -130,7 +148,7 @@ pub fn replay_all(trace: &Trace, candidates: &SettingsMap) -> Result<Vec<Report>
                 let Some((key, settings)) = named.get(i) else {
                     return;
                 };
-                let report = run::run(trace, settings, key);
+                let report = run::run(trace, settings, key, progress);
                 done.lock()[i] = Some(report);
             });
         }

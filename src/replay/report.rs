@@ -55,6 +55,12 @@ pub struct Report {
     /// closed again within the trace.
     #[serde(rename = "time_to_close_ms", serialize_with = "option_ms")]
     pub time_to_close: Option<Duration>,
+    /// The width of the bins of [`rejected_over_time`](Report::rejected_over_time): a round
+    /// number of milliseconds that cuts the trace into at most 600 bins.
+    #[serde(rename = "bin_ms", serialize_with = "ms")]
+    pub bin: Duration,
+    /// Calls rejected per bin of the trace's time (by their start), for plots.
+    pub rejected_over_time: Vec<u64>,
     /// Why nothing was replayed: the settings did not validate (see
     /// [`replay`](super::replay)). `None` for a replay that ran.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -77,6 +83,8 @@ impl Report {
             bursts: Vec::new(),
             time_to_trip: None,
             time_to_close: None,
+            bin: super::plot::bin_for(trace.span()),
+            rejected_over_time: Vec::new(),
             invalid: None,
         }
     }

@@ -18,6 +18,9 @@ use crate::observe::{Observer, Transition};
 use crate::outcome::Outcome;
 use crate::policy::TripPolicy;
 
+/// How many calls a replay reports its progress by.
+const PROGRESS_EVERY: usize = 1 << 16;
+
 /// A replayed breaker's observer: keeps its changes.
 #[derive(Debug, Default)]
 struct Log(Mutex<Vec<Change>>);
@@ -65,7 +68,12 @@ impl Ord for Pending {
 }
 
 /// Replays `trace` through breakers built from `settings` (see [`super::replay`]).
-pub(super) fn run(trace: &Trace, settings: &Settings, name: &str) -> Result<Report, ConfigError> {
+pub(super) fn run(
+    trace: &Trace,
+    settings: &Settings,
+    name: &str,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Report, ConfigError> {
     settings.validate()?;
     let clock = ManualClock::new();
     let log = Arc::new(Log::default());
@@ -95,7 +103,12 @@ pub(super) fn run(trace: &Trace, settings: &Settings, name: &str) -> Result<Repo
         }
     };
     let mut report = Report::empty(name, trace);
+    let bin = report.bin.as_nanos().max(1) as u64;
+    report.rejected_over_time = vec![0; (trace.span().as_nanos() as u64 / bin + 1) as usize];
     for (seq, call) in trace.entries().iter().enumerate() {
+        if seq % PROGRESS_EVERY == PROGRESS_EVERY - 1 {
+            progress(PROGRESS_EVERY as u64);
+        }
         // Every call that has answered by this one's start is reported first.
         while pending.peek().is_some_and(|p| p.0.end <= call.start) {
             let Reverse(done) = pending.pop().expect("peeked");
@@ -124,12 +137,15 @@ pub(super) fn run(trace: &Trace, settings: &Settings, name: &str) -> Result<Repo
                 }));
             }
             Err(_) => {
+                let at = ((call.start / bin) as usize).min(report.rejected_over_time.len() - 1);
+                report.rejected_over_time[at] += 1;
                 report.rejected += 1;
                 report.rejected_would_fail += u64::from(failed);
                 report.rejected_would_succeed += u64::from(call.outcome == Outcome::Success);
             }
         }
     }
+    progress((trace.len() % PROGRESS_EVERY) as u64);
     while let Some(Reverse(done)) = pending.pop() {
         move_to(done.end, &mut now);
         done.permit.record(done.outcome);

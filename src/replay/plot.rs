@@ -1,0 +1,364 @@
+//! A replay's reports as a text table and as one self-contained HTML page with a plot per
+//! candidate.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use plotters::prelude::*;
+
+use super::report::Report;
+use super::trace::Trace;
+use crate::outcome::Outcome;
+use crate::state::State;
+
+/// The most bins a plot's time axis is cut into.
+const MAX_BINS: u64 = 600;
+
+/// The reports as a text table, one row per candidate: the figures of [`Report`], times in
+/// milliseconds (`-` where there is none).
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::Settings;
+/// use lazybreaker::replay::{replay, table, Trace};
+///
+/// let report = replay(&Trace::new(), &Settings::default());
+/// let text = table(&[report]);
+/// assert!(text.lines().next().unwrap().starts_with("candidate"));
+/// assert!(text.lines().nth(1).unwrap().starts_with("replay"));
+/// ```
+pub fn table(reports: &[Report]) -> String {
+    let header = HEADER;
+    let rows: Vec<[String; 10]> = reports.iter().map(row).collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.zip(widths).enumerate() {
+            if i == 0 {
+                let _ = write!(text, "{cell:<w$}");
+            } else {
+                let _ = write!(text, "  {cell:>w$}");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in &rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+/// The table's columns.
+const HEADER: [&str; 10] = [
+    "candidate",
+    "calls",
+    "admitted",
+    "rejected",
+    "saved",
+    "cost",
+    "failures in",
+    "opened",
+    "trip ms",
+    "close ms",
+];
+
+/// One report's cells, in the order of [`HEADER`].
+fn row(r: &Report) -> [String; 10] {
+    let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), format_ms);
+    [
+        r.name.clone(),
+        r.calls.to_string(),
+        r.admitted.to_string(),
+        r.rejected.to_string(),
+        r.rejected_would_fail.to_string(),
+        r.rejected_would_succeed.to_string(),
+        r.failures_admitted.to_string(),
+        r.opened.to_string(),
+        ms(r.time_to_trip),
+        ms(r.time_to_close),
+    ]
+}
+
+fn format_ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms.fract() == 0.0 {
+        format!("{ms:.0}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+/// The width of a plot's bins for a trace that lasts `span`: a round number of
+/// milliseconds (1, 2 or 5 times a power of ten) that cuts it into at most 600 bins.
+pub(super) fn bin_for(span: Duration) -> Duration {
+    let span_ms = span.as_millis().max(1) as u64;
+    let raw = span_ms.div_ceil(MAX_BINS);
+    let mut unit = 1u64;
+    loop {
+        for step in [1, 2, 5] {
+            if unit * step >= raw {
+                return Duration::from_millis(unit * step);
+            }
+        }
+        unit *= 10;
+    }
+}
+
+/// The reports as one self-contained HTML page (no script, no external resource): the
+/// table, then per candidate a plot over the trace's time of its failure rate (the share
+/// of counted calls that failed, per bin), the share of calls the candidate rejected, and
+/// its breakers' states as bands (red where a breaker was open, amber half-open; with keys,
+/// where at least one key's breaker was).
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::Settings;
+/// use lazybreaker::policy::Outcome;
+/// use lazybreaker::replay::{html, replay, Trace};
+/// use std::time::Duration;
+///
+/// let mut trace = Trace::new();
+/// for i in 0..100 {
+///     let outcome = if i < 50 { Outcome::Success } else { Outcome::Failure };
+///     trace.push(Duration::from_millis(i * 10), Duration::from_millis(5), outcome);
+/// }
+/// let page = html(&trace, &[replay(&trace, &Settings::default())]);
+/// assert!(page.starts_with("<!DOCTYPE html>"));
+/// assert_eq!(page.matches("<svg").count(), 1);
+/// assert!(!page.contains("<script"));
+/// ```
+pub fn html(trace: &Trace, reports: &[Report]) -> String {
+    let bin = bin_for(trace.span());
+    let counted = per_bin(trace, bin);
+    let mut page = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>lazybreaker replay</title><style>\
+         body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}\
+         table{border-collapse:collapse}td,th{padding:.2em .7em;text-align:right}\
+         td:first-child,th:first-child{text-align:left}tr:nth-child(even){background:#f4f4f4}\
+         figure{margin:1.5em 0}svg{max-width:100%;height:auto}\
+         .key span{display:inline-block;width:1em;height:.8em;margin:0 .3em 0 1em}\
+         </style></head><body>\n<h1>Replay</h1>\n",
+    );
+    let _ = writeln!(
+        page,
+        "<p>{} calls over {} s, {}; plots in bins of {} ms.</p>",
+        trace.len(),
+        trace.span().as_secs_f64(),
+        match trace.key_count() {
+            0 => "one breaker".to_owned(),
+            1 => "one key".to_owned(),
+            n => format!("{n} keys, a breaker each"),
+        },
+        bin.as_millis()
+    );
+    page.push_str("<table><thead><tr>");
+    for cell in HEADER {
+        let _ = write!(page, "<th>{cell}</th>");
+    }
+    page.push_str("</tr></thead><tbody>\n");
+    for report in reports {
+        page.push_str("<tr>");
+        for cell in row(report) {
+            let _ = write!(page, "<td>{}</td>", escape(&cell));
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str(
+        "</tbody></table>\n<p class=\"key\">\
+         <span style=\"background:#222\"></span>failure rate \
+         <span style=\"background:#1f5fbf\"></span>calls rejected \
+         <span style=\"background:#f3b3b3\"></span>open \
+         <span style=\"background:#f7dc9c\"></span>half-open</p>\n",
+    );
+    for report in reports {
+        let _ = writeln!(
+            page,
+            "<figure><figcaption><b>{}</b>: {} rejected, {} saved, {} cost, opened {} time(s)</figcaption>",
+            escape(&report.name),
+            report.rejected,
+            report.rejected_would_fail,
+            report.rejected_would_succeed,
+            report.opened
+        );
+        match plot(trace.span(), bin, &counted, report) {
+            Ok(svg) => page.push_str(&svg),
+            Err(e) => {
+                let _ = write!(page, "<p>no plot: {}</p>", escape(&e));
+            }
+        }
+        page.push_str("</figure>\n");
+    }
+    page.push_str("</body></html>\n");
+    page
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Per bin: counted calls (successes and failures), failures, and all calls.
+struct Bins {
+    counted: Vec<u64>,
+    failures: Vec<u64>,
+    calls: Vec<u64>,
+}
+
+fn per_bin(trace: &Trace, bin: Duration) -> Bins {
+    let width = bin.as_nanos().max(1) as u64;
+    let n = (trace.span().as_nanos() as u64 / width + 1) as usize;
+    let mut bins = Bins {
+        counted: vec![0; n],
+        failures: vec![0; n],
+        calls: vec![0; n],
+    };
+    for e in trace.entries() {
+        let i = ((e.start / width) as usize).min(n - 1);
+        bins.calls[i] += 1;
+        match e.outcome {
+            Outcome::Success => bins.counted[i] += 1,
+            Outcome::Failure | Outcome::Fatal => {
+                bins.counted[i] += 1;
+                bins.failures[i] += 1;
+            }
+            Outcome::Excluded => {}
+        }
+    }
+    bins
+}
+
+/// Where the candidate's breakers were open or half-open: `(from, to, state)` in seconds,
+/// with keys the union (open wins over half-open).
+fn bands(report: &Report, span: Duration) -> Vec<(f64, f64, State)> {
+    let mut states: Vec<(&str, State)> = Vec::new();
+    let mut bands = Vec::new();
+    let mut current: Option<(f64, State)> = None;
+    let worst = |states: &[(&str, State)]| {
+        if states.iter().any(|(_, s)| *s == State::Open) {
+            Some(State::Open)
+        } else if states.iter().any(|(_, s)| *s == State::HalfOpen) {
+            Some(State::HalfOpen)
+        } else {
+            None
+        }
+    };
+    for c in &report.transitions {
+        states.retain(|(b, _)| *b != c.breaker);
+        if c.to != State::Closed {
+            states.push((&c.breaker, c.to));
+        }
+        let at = c.at.as_secs_f64();
+        let now = worst(&states);
+        if current.map(|(_, s)| s) != now {
+            if let Some((from, s)) = current.take() {
+                bands.push((from, at, s));
+            }
+            current = now.map(|s| (at, s));
+        }
+    }
+    if let Some((from, s)) = current {
+        bands.push((from, span.as_secs_f64().max(from), s));
+    }
+    bands
+}
+
+/// One candidate's plot, as an SVG element.
+fn plot(span: Duration, bin: Duration, bins: &Bins, report: &Report) -> Result<String, String> {
+    let mut svg = String::new();
+    let width = bin.as_secs_f64();
+    let end = span.as_secs_f64().max(width);
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 280)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(34)
+            .y_label_area_size(44)
+            .build_cartesian_2d(0f64..end, 0f64..100f64)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("% of calls")
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let open = RGBColor(243, 179, 179).filled();
+        let half_open = RGBColor(247, 220, 156).filled();
+        chart
+            .draw_series(bands(report, span).into_iter().map(|(from, to, state)| {
+                let style = if state == State::Open {
+                    open
+                } else {
+                    half_open
+                };
+                Rectangle::new([(from, 0.0), (to, 100.0)], style)
+            }))
+            .map_err(|e| e.to_string())?;
+        let share = |part: u64, whole: u64| {
+            if whole == 0 {
+                0.0
+            } else {
+                part as f64 * 100.0 / whole as f64
+            }
+        };
+        let failure_rate = (0..bins.counted.len())
+            .map(|i| (i as f64 * width, share(bins.failures[i], bins.counted[i])));
+        chart
+            .draw_series(LineSeries::new(
+                failure_rate,
+                RGBColor(34, 34, 34).stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?;
+        let rejected = (0..bins.calls.len()).map(|i| {
+            let r = report.rejected_over_time.get(i).copied().unwrap_or(0);
+            (i as f64 * width, share(r, bins.calls[i]))
+        });
+        chart
+            .draw_series(LineSeries::new(
+                rejected,
+                RGBColor(31, 95, 191).stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_are_round_and_at_most_six_hundred() {
+        let ms = Duration::from_millis;
+        assert_eq!(bin_for(ms(0)), ms(1));
+        assert_eq!(bin_for(ms(600)), ms(1));
+        assert_eq!(bin_for(ms(601)), ms(2));
+        assert_eq!(bin_for(ms(60_000)), ms(100));
+        assert_eq!(bin_for(ms(3_600_000)), ms(10_000));
+        assert_eq!(bin_for(ms(1_800_001)), ms(5_000));
+    }
+}
