@@ -155,6 +155,12 @@ pub struct Totals {
     /// Health checks that failed (returned `false` or panicked).
     #[cfg_attr(feature = "serde", serde(default))]
     pub health_checks_failed: u64,
+    /// Calls a breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) admitted
+    /// although it would have rejected them (open, half-open with its probes out, forced
+    /// open): they are counted here and nowhere else (not as admitted, not in the
+    /// rejections, their results not in the window). Zero outside dry run.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub would_reject: u64,
 }
 
 /// How many times a breaker went from each state to each other, manual changes included: for

@@ -15,6 +15,11 @@ impl Generation {
     pub(crate) const BITS: u32 = 30;
     const MASK: u64 = (1 << Self::BITS) - 1;
 
+    /// The generation of no period: a shadow call's (a breaker in dry run admits the calls
+    /// it would reject with it). Outside the `BITS` bits, it equals no generation, and no
+    /// lane cell's tag (whose generation is read masked).
+    pub(crate) const SHADOW: Self = Self(u64::MAX);
+
     /// The generation after this one.
     #[must_use]
     pub(crate) fn next(self) -> Self {

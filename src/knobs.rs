@@ -127,6 +127,13 @@ pub struct Knobs {
     /// when `true`. For a key that must never be cut off (a health check).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
     pub never_trips: bool,
+    /// Dry run (shadow mode): the breaker runs its state machine as usual but admits every
+    /// call; the calls it would have rejected are counted in
+    /// [`Totals::would_reject`](crate::Totals::would_reject) (see
+    /// [`Builder::dry_run`](crate::Builder::dry_run)). `false` by default; written out only
+    /// when `true`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    pub dry_run: bool,
     /// How long a health check ([`Builder::health_check`](crate::Builder::health_check)) may
     /// run before the next call treats it as lost and runs the check itself. Zero (the
     /// default) means 500 ms, brpc's `health_check_timeout_ms`; ignored without a check.

@@ -779,6 +779,29 @@ mod tests {
     }
 
     #[test]
+    fn a_shadow_calls_success_never_counts_on_the_lane() {
+        // Every generation's cell, the last one before the wrap and the first included: a
+        // dry run's shadow call must take the lock, where the machine drops it.
+        for n in [0, 1, (1 << Generation::BITS) - 1] {
+            let lane = Lane::new(
+                counting(),
+                Phase::Closed {
+                    generation: gen(n),
+                    window_end: None,
+                },
+            );
+            assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(n) });
+            assert!(!lane.succeed_fast(Generation::SHADOW), "generation {n}");
+            assert_eq!(
+                lane.succeed(Generation::SHADOW, never),
+                Err(None),
+                "generation {n}"
+            );
+            assert!(lane.succeed_fast(gen(n)), "the cell still counts its own");
+        }
+    }
+
+    #[test]
     fn open_lane_gives_its_deadline_with_the_reading() {
         let lane = Lane::new(counting(), Phase::Open { until: 42 });
         assert_eq!(lane.admit(|| 40), Entry::Open { until: 42, now: 40 });

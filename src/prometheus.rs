@@ -20,7 +20,7 @@
 //! |---|---|---|---|
 //! | `circuit_breaker_state` | gauge | `breaker` | the state the next call finds: 0 closed, 1 half-open, 2 open |
 //! | `circuit_breaker_forced` | gauge | `breaker` | the manual override: 0 none, 1 forced open, 2 forced closed |
-//! | `circuit_breaker_calls_total` | counter | `breaker`, `outcome` | calls by how they ended: `success`, `failure`, `excluded`, `abandoned`, `dropped` (a result too late for its generation or window), `rejected_open`, `rejected_half_open`, `rejected_forced` |
+//! | `circuit_breaker_calls_total` | counter | `breaker`, `outcome` | calls by how they ended: `success`, `failure`, `excluded`, `abandoned`, `dropped` (a result too late for its generation or window), `rejected_open`, `rejected_half_open`, `rejected_forced`; for a breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) also `would_reject`, the calls it admitted as shadows |
 //! | `circuit_breaker_admitted_total` | counter | `breaker` | calls admitted (each ends, unless still in flight, as one of the first five outcomes) |
 //! | `circuit_breaker_transitions_total` | counter | `breaker`, `from`, `to` | state changes, manual ones included; `from`/`to` are `closed`, `half_open`, `open`; all six pairs, zeros included |
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
@@ -255,8 +255,9 @@ fn forced_value(forced: Option<Forced>) -> i64 {
 }
 
 /// Calls by outcome, as `circuit_breaker_calls_total` labels them.
-fn outcomes(s: &Snapshot) -> [(&'static str, u64); 8] {
+fn outcomes(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
     let t = &s.totals;
+    let shadows = s.dry_run.then_some(("would_reject", t.would_reject));
     [
         ("success", t.successes),
         ("failure", t.failures),
@@ -267,6 +268,8 @@ fn outcomes(s: &Snapshot) -> [(&'static str, u64); 8] {
         ("rejected_half_open", t.rejected_half_open),
         ("rejected_forced", t.rejected_forced),
     ]
+    .into_iter()
+    .chain(shadows)
 }
 
 /// One family: its descriptor, then one series per `(labels, value)`.
@@ -356,7 +359,7 @@ impl Collector for BreakerCollector {
             "Calls by how they ended.",
             MetricType::Counter,
             snapshots.iter().flat_map(|s| {
-                outcomes(s).into_iter().map(move |(outcome, n)| {
+                outcomes(s).map(move |(outcome, n)| {
                     (
                         [("breaker", s.name.clone()), ("outcome", outcome.to_owned())],
                         Count(n),

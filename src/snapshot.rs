@@ -61,6 +61,9 @@ pub struct Snapshot {
     pub state: State,
     /// The forced mode, if any ([`Breaker::forced`](crate::Breaker::forced)).
     pub forced: Option<Forced>,
+    /// Whether it is in dry run ([`Builder::dry_run`](crate::Builder::dry_run)): it admits
+    /// every call, and counts in [`Totals::would_reject`] those it would have rejected.
+    pub dry_run: bool,
     /// The counts the next call would count in.
     pub counts: Counts,
     /// Lifetime counters, rejections included.

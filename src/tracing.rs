@@ -8,7 +8,8 @@ use crate::state::State;
 /// An [`Observer`] that emits one `tracing` event per state change, with target
 /// `lazybreaker`: `WARN` when the breaker opens, `INFO` otherwise. Fields: `breaker`, `from`,
 /// `to` (gobreaker's state names), `origin` (`breaker`, `manual` or `adopted`: see
-/// [`Origin`]), `manual` (whether `origin` is `manual`), and the counts of the generation that ended
+/// [`Origin`]), `manual` (whether `origin` is `manual`), `dry_run` (whether the breaker is
+/// in dry run, admitting every call: see [`Builder::dry_run`](crate::Builder::dry_run)), and the counts of the generation that ended
 /// (`requests`, `successes`, `failures`, `exclusions`, `consecutive_successes`,
 /// `consecutive_failures`) with the times opened so far (`opened`).
 ///
@@ -43,6 +44,7 @@ macro_rules! transition_event {
             to = t.to.as_str(),
             origin = %t.origin,
             manual = t.origin == Origin::Manual,
+            dry_run = t.dry_run,
             requests = t.counts.requests,
             successes = t.counts.total_successes,
             failures = t.counts.total_failures,

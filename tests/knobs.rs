@@ -265,7 +265,7 @@ mod from_files {
             err.message().ends_with(
                 "unknown field, expected one of `name`, `max_requests`, `interval`, \
                  `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-                 `check_timeout`"
+                 `dry_run`, `check_timeout`"
             ),
             "{}",
             err.message()

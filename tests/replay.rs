@@ -26,6 +26,8 @@ const KEYS: [&str; 3] = ["alpha", "beta", "gamma"];
 struct Live {
     admitted: Vec<bool>,
     changes: Vec<(Duration, String, State, State)>,
+    /// What the breakers admitted as shadows (in dry run).
+    would_reject: u64,
 }
 
 type Changes = Arc<Mutex<Vec<(Duration, String, State, State)>>>;
@@ -102,7 +104,17 @@ fn live(calls: &[Gen], settings: &Settings, keyed: bool) -> Live {
     }
     report_until(u64::MAX, &mut in_flight);
     let changes = changes.lock().clone();
-    Live { admitted, changes }
+    let would_reject = one.totals().would_reject
+        + registry
+            .breakers()
+            .iter()
+            .map(|(_, b)| b.totals().would_reject)
+            .sum::<u64>();
+    Live {
+        admitted,
+        changes,
+        would_reject,
+    }
 }
 
 fn trace_of(calls: &[Gen], keyed: bool) -> Trace {
@@ -256,6 +268,35 @@ proptest! {
         probes in 0u32..4,
     ) {
         check(&calls, &settings(policy, window, timeout * 50, probes), true)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A live breaker in dry run admits every call, and changes state as the replay of the
+    /// same settings enforcing them: what it would have rejected is what the replay rejects.
+    #[test]
+    fn a_live_dry_run_matches_the_replay_of_its_settings(
+        calls in calls(),
+        policy in 0..6usize,
+        window in 0..3usize,
+        timeout in 1u64..30,
+        keyed in any::<bool>(),
+    ) {
+        let enforcing = settings(policy, window, timeout * 50, 1);
+        let mut shadow = enforcing.clone();
+        shadow.knobs.dry_run = true;
+        let report = try_replay(&trace_of(&calls, keyed), &enforcing).unwrap();
+        let live = live(&calls, &shadow, keyed);
+        prop_assert!(live.admitted.iter().all(|a| *a));
+        prop_assert_eq!(live.would_reject, report.rejected);
+        let replayed: Vec<_> = report
+            .transitions
+            .iter()
+            .map(|c| (c.at, c.breaker.clone(), c.from, c.to))
+            .collect();
+        prop_assert_eq!(replayed, live.changes);
     }
 }
 

@@ -373,6 +373,54 @@ fn the_retry_after_gauge_reads_the_configured_open_period() {
     assert_eq!(gauge(), 0.0, "half-open next");
 }
 
+/// A breaker in dry run has a `would_reject` series of its calls, and only it: the calls it
+/// admitted though it would have rejected them.
+#[test]
+fn a_dry_run_breaker_scrapes_the_calls_it_would_have_rejected() {
+    let build = |name: &str, dry_run: bool| {
+        Arc::new(
+            Breaker::builder()
+                .name(name)
+                .policy(ConsecutiveFailures::new(2).unwrap())
+                .dry_run(dry_run)
+                .clock(ManualClock::new())
+                .build(),
+        )
+    };
+    let (shadow, real) = (build("shadow", true), build("real", false));
+    for _ in 0..5 {
+        let _ = shadow.execute(|| Err::<(), _>("down"));
+        let _ = real.execute(|| Err::<(), _>("down"));
+    }
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(
+        BreakerCollector::new()
+            .breaker(Arc::clone(&shadow))
+            .breaker(Arc::clone(&real)),
+    ));
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("a scrape");
+    let series = parse(&text);
+    let calls = |breaker: &str, outcome: &str| {
+        get(
+            &series,
+            "circuit_breaker_calls_total",
+            &[("breaker", breaker), ("outcome", outcome)],
+        )
+    };
+    assert_eq!(calls("shadow", "would_reject"), 3.0);
+    assert_eq!(calls("shadow", "rejected_open"), 0.0);
+    assert_eq!(calls("real", "rejected_open"), 3.0);
+    let line = r#"circuit_breaker_calls_total{breaker="real",outcome="would_reject"}"#;
+    assert!(
+        !text.contains(line),
+        "no shadow series outside dry run:\n{text}"
+    );
+    // Both tripped at the same call: the dry run changes the admissions, not the state.
+    let state = |b: &str| get(&series, "circuit_breaker_state", &[("breaker", b)]);
+    assert_eq!((state("shadow"), state("real")), (2.0, 2.0));
+}
+
 /// The health-check counters, by result, read what the checks did: one failed check, then
 /// one passed; and a checked breaker whose open period is over reads open (waiting for its
 /// check), not half-open.

@@ -66,6 +66,51 @@ fn calls_go_through_and_failures_trip_it() {
     );
 }
 
+/// A layer around a breaker in dry run lets every call through, the breaker tripping all
+/// the same: the shadow beside a real layer.
+#[test]
+fn a_dry_run_layer_lets_every_call_through_and_counts_what_it_would_have_rejected() {
+    let breaker = Arc::new(
+        Breaker::builder()
+            .policy(support::policy::trips_on_first_failure())
+            .timeout(Duration::from_secs(60))
+            .dry_run(true)
+            .build(),
+    );
+    let calls = Arc::new(AtomicUsize::new(0));
+    let inner = {
+        let calls = Arc::clone(&calls);
+        tower::service_fn(move |fail: bool| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if fail {
+                    Err("refused")
+                } else {
+                    Ok("pong")
+                }
+            }
+        })
+    };
+    let mut service = BreakerLayer::new(Arc::clone(&breaker)).layer(inner);
+    runtime().block_on(async {
+        let r = service.ready().await.unwrap().call(true).await;
+        assert!(matches!(r, Err(Error::Inner("refused"))));
+        assert_eq!(breaker.state(), State::Open);
+        for _ in 0..3 {
+            let r = service.ready().await.unwrap().call(false).await;
+            assert_eq!(r.unwrap(), "pong");
+        }
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "every call reached it");
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "the shadows' successes changed nothing"
+    );
+    let t = breaker.totals();
+    assert_eq!((t.admitted, t.would_reject, t.rejected_open), (1, 3, 0));
+}
+
 /// An inner service that is never ready.
 #[derive(Clone)]
 struct NeverReady;

@@ -358,6 +358,50 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// Dry run, or shadow mode: the breaker runs its state machine as usual (it trips,
+    /// opens, goes half-open, closes, on the same calls at the same times as it would
+    /// otherwise) but admits every call. A call it would have rejected (open, half-open
+    /// with its probes out, forced open) runs as a *shadow call*: counted in
+    /// [`Totals::would_reject`](crate::Totals::would_reject) and nowhere else, its result not counted (as a rejected call
+    /// has none), so the breaker decides exactly as one that enforces. `false` by default.
+    ///
+    /// For trying settings on production traffic without cutting anything off: a candidate
+    /// beside the real breaker (a second layer, or a registry of candidates), its
+    /// [`Totals::would_reject`](crate::Totals::would_reject), its transitions (each marked
+    /// [`dry_run`](crate::observe::Transition::dry_run)) and its snapshot compared with the
+    /// real one's, or with a replay of the same traffic (the `replay` feature). A breaker in dry run runs no health check (it goes half-open by
+    /// its open period alone, as a replay does). In a file: `dry_run = true`.
+    ///
+    /// Envoy's outlier detection with `enforcing_*` at 0, resilience4j's `METRICS_ONLY`
+    /// state (for a whole breaker, not one state).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, State};
+    ///
+    /// let shadow = Breaker::builder()
+    ///     .ready_to_trip(|c| c.consecutive_failures >= 2)
+    ///     .dry_run(true)
+    ///     .build();
+    /// let mut ran = 0;
+    /// for _ in 0..5 {
+    ///     let _ = shadow.execute(|| {
+    ///         ran += 1;
+    ///         Err::<(), _>("down")
+    ///     });
+    /// }
+    /// assert_eq!(ran, 5); // every call ran
+    /// assert_eq!(shadow.state(), State::Open); // but it tripped, as it would have
+    /// let totals = shadow.totals();
+    /// assert_eq!((totals.admitted, totals.would_reject), (2, 3));
+    /// assert_eq!(shadow.counts().total_failures, 0); // a new generation: the shadows count nowhere
+    /// ```
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.knobs.dry_run = dry_run;
+        self
+    }
+
     /// Replaces every plain-value knob at once (the name included) with `knobs`; the policy,
     /// observer, clock and callback stay. [`Knobs::default`] holds the builder's defaults, so
     /// `Knobs { timeout, ..Knobs::default() }` sets one knob and resets the others.
@@ -502,7 +546,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observes,
             observers,
             needs_latency: plan.needs_latency(),
-            health_check: self.health_check,
+            health_check: self.health_check.filter(|_| !self.knobs.dry_run),
+            dry_run: self.knobs.dry_run,
         }
     }
 }

@@ -107,8 +107,11 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     observes: bool,
     /// Whether the policy measures latency: then every admission reads the clock.
     needs_latency: bool,
-    /// The health check that revives it, if any ([`Builder::health_check`]).
+    /// The health check that revives it, if any ([`Builder::health_check`]); none in dry
+    /// run, which never runs one.
     health_check: Option<Arc<HealthCheck>>,
+    /// Dry run ([`Builder::dry_run`]): what it would reject, it admits as a shadow call.
+    dry_run: bool,
 }
 
 impl Breaker<ConsecutiveFailures> {
@@ -185,6 +188,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 at: crate::nanos::instant(now.max(m.latest())),
                 state: peek.state,
                 forced: m.forced(),
+                dry_run: m.dry_run(),
                 counts: peek.counts,
                 totals: *m.totals(),
                 retry_after: peek.retry_after,
@@ -258,7 +262,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub(super) fn entry_now(&self, entry: Entry) -> Result<Nanos, Rejected> {
         match entry {
-            Entry::Open { until, now } if now <= until => {
+            // In dry run, the machine admits what it would reject, as a shadow call.
+            Entry::Open { until, now } if now <= until && !self.dry_run => {
                 self.lane.count_rejection();
                 Err(Rejected::open_until(until, now))
             }

@@ -98,6 +98,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline]
     pub(crate) fn peek_open(&self) -> Option<Rejected> {
         match self.lane.peek_open(|| self.clock.now()) {
+            Peek::Open(_) if self.dry_run => None,
             Peek::Open(rejected) => Some(rejected),
             Peek::Passes | Peek::Expired => None,
             Peek::AskTheLock => self.peek_open_locked(),
@@ -160,6 +161,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline]
     pub(crate) fn peek_ahead(&self) -> Ahead {
         match self.lane.peek_open(|| self.clock.now()) {
+            Peek::Open(_) if self.dry_run => Ahead::Passes,
             Peek::Open(rejected) => Ahead::Rejected(rejected),
             Peek::Passes => Ahead::Passes,
             Peek::Expired if self.health_check.is_none() => Ahead::Passes,

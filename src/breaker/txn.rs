@@ -96,6 +96,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 origin: change.origin,
                 open_for: change.open_for.map(instant),
                 forced: change.forced,
+                dry_run: self.dry_run,
             };
             self.observers.deliver(&transition, panics);
         }

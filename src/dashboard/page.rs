@@ -185,6 +185,9 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
     if row.panicked {
         out.push_str(" <small class=\"warn\">policy figures panicked</small>");
     }
+    if s.dry_run {
+        out.push_str(" <small class=\"dry\">dry run: admits every call</small>");
+    }
     // Open, the counts of the new generation are empty: the trip's say more.
     let tripped = row
         .history
@@ -200,7 +203,7 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         "</td><td data-label=\"state\"><span class=\"badge {state}\">{state}</span></td>\
          <td data-label=\"forced\" class=\"forced\">{}</td>\
          <td data-label=\"counts\">{label}{} calls · {} ok · {} failed · {} in a row</td>\
-         <td data-label=\"totals\">{} ok · {} failed · {} rejected</td>\
+         <td data-label=\"totals\">{} ok · {} failed · {} rejected{}</td>\
          <td data-label=\"retry after\">{}</td><td data-label=\"opened\">{}</td>\
          <td data-label=\"recent states\">",
         forced_label(s.forced),
@@ -211,6 +214,11 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         t.successes,
         t.failures,
         t.rejected_open + t.rejected_half_open + t.rejected_forced,
+        if s.dry_run {
+            format!(" · {} would have been", t.would_reject)
+        } else {
+            String::new()
+        },
         s.retry_after.map(human).unwrap_or_default(),
         s.times_opened,
     );

@@ -253,7 +253,8 @@ fn apply(panel: &dyn Panel, pool: Option<&str>, control: Control) -> Controlled 
                 .with_origin(Origin::Manual)
                 .with_counts(after.counts)
                 .with_totals(after.totals)
-                .with_forced(after.forced);
+                .with_forced(after.forced)
+                .with_dry_run(after.dry_run);
             history.on_transition(&unchanged);
         }
     }

@@ -58,6 +58,20 @@ impl Ticket {
     pub(crate) fn generation(&self) -> Generation {
         self.generation
     }
+
+    /// The ticket of a shadow call: a call a breaker in dry run admitted although it would
+    /// have rejected it. Its result is counted nowhere: it changes nothing, as a rejection
+    /// changes nothing. Its generation is one no generation ever is.
+    pub(crate) const SHADOW: Self = Self {
+        age: 0,
+        generation: Generation::SHADOW,
+    };
+
+    /// Whether this is a shadow call's ticket (see [`Ticket::SHADOW`]).
+    #[inline(always)]
+    pub(crate) fn is_shadow(&self) -> bool {
+        self.generation == Generation::SHADOW
+    }
 }
 
 /// How a call ended: with a verdict, or abandoned without one.
@@ -289,17 +303,10 @@ impl<P: TripPolicy> Machine<P> {
             change = change.or(Some(self.set_state(State::HalfOpen, now)));
         }
         let admitted = match self.state {
-            State::Open if self.forced == Some(Forced::Open) => {
-                self.totals.rejected_forced += 1;
-                Err(Rejected::ForcedOpen)
-            }
-            State::Open => {
-                self.totals.rejected_open += 1;
-                Err(Rejected::open_until(self.expiry, now))
-            }
+            State::Open if self.forced == Some(Forced::Open) => self.refuse(Rejected::ForcedOpen),
+            State::Open => self.refuse(Rejected::open_until(self.expiry, now)),
             State::HalfOpen if self.half_open_in_flight() >= self.probes => {
-                self.totals.rejected_half_open += 1;
-                Err(Rejected::TooManyRequests)
+                self.refuse(Rejected::TooManyRequests)
             }
             State::Closed | State::HalfOpen => {
                 self.window.on_request();
@@ -315,6 +322,22 @@ impl<P: TripPolicy> Machine<P> {
             }
         };
         (admitted, change)
+    }
+
+    /// Turns a call away, counting it by its reason; in dry run, admits it as a shadow call
+    /// instead ([`Ticket::SHADOW`]), counted as one it would have rejected.
+    fn refuse(&mut self, rejected: Rejected) -> Result<Ticket, Rejected> {
+        if self.rules.dry_run {
+            self.totals.would_reject += 1;
+            return Ok(Ticket::SHADOW);
+        }
+        self.count_rejection(rejected);
+        Err(rejected)
+    }
+
+    /// Whether the breaker is in dry run ([`Knobs::dry_run`](crate::knobs::Knobs::dry_run)).
+    pub(crate) fn dry_run(&self) -> bool {
+        self.rules.dry_run
     }
 
     /// With a slow-call threshold: counts the calls still in flight that have passed it as
@@ -361,6 +384,11 @@ impl<P: TripPolicy> Machine<P> {
         latency: Option<Duration>,
         now: Nanos,
     ) -> Option<Change> {
+        // A shadow call changes nothing, not even the time the machine last saw: as a
+        // rejected call, it was never there.
+        if ticket.is_shadow() {
+            return None;
+        }
         let change = self.refresh(now);
         // An abandoned call is counted as abandoned in the totals, whatever else happens to
         // it; a reported one as its outcome, or as dropped.

@@ -66,6 +66,10 @@ impl<P: TripPolicy> Machine<P> {
         open_for: Duration,
         now: Nanos,
     ) -> [Option<Change>; 2] {
+        // A shadow call's news would not have reached a breaker that rejected it.
+        if ticket.is_shadow() {
+            return [None, None];
+        }
         let completed = self.complete(ticket, Verdict::Reported(outcome), latency, now);
         let until = now
             .saturating_add(saturating_nanos(open_for))

@@ -64,6 +64,10 @@ impl<P: TripPolicy> Machine<P> {
     /// The rejection a call would get at `now` because the breaker is open or forced open,
     /// without evaluating anything or admitting anything.
     pub(crate) fn peek_open(&self, now: Nanos) -> Option<Rejected> {
+        // In dry run nothing is turned away.
+        if self.rules.dry_run {
+            return None;
+        }
         match (self.state, self.forced) {
             (State::Open, Some(Forced::Open)) => Some(Rejected::ForcedOpen),
             (State::Open, _) if now <= self.expiry => Some(Rejected::open_until(self.expiry, now)),
@@ -82,6 +86,9 @@ impl<P: TripPolicy> Machine<P> {
 
     /// What the next call would find at `now`, without admitting it (see [`Ahead`]).
     pub(crate) fn peek_ahead(&self, now: Nanos) -> Ahead {
+        if self.rules.dry_run {
+            return Ahead::Passes;
+        }
         let now = now.max(self.latest);
         match self.peek_open(now) {
             Some(rejected) => Ahead::Rejected(rejected),

@@ -36,6 +36,8 @@ pub(crate) struct Rules {
     pub(super) abandoned: (AbandonedAs, AbandonedAs),
     /// Nothing trips it, not even a fatal result: an exempt key's breaker (it still counts).
     pub(super) never_trips: bool,
+    /// Dry run: what it would reject is admitted as a shadow call, counted apart.
+    pub(super) dry_run: bool,
     /// The policy's slow-call threshold (none without latencies).
     pub(super) slow_threshold: Option<Duration>,
     /// Whether half-open probes are judged on latency alone.
@@ -86,6 +88,7 @@ impl Rules {
             max_open: timeout.max(DEFAULT_MAX_OPEN),
             abandoned: (AbandonedAs::default(), AbandonedAs::default()),
             never_trips: false,
+            dry_run: false,
             slow_threshold: None,
             probes_on_latency: false,
             check_timeout: 0,
@@ -103,9 +106,11 @@ impl Rules {
         self
     }
 
-    /// Whether a health check revives the breaker.
+    /// Whether a health check revives the breaker: never in dry run, which goes half-open
+    /// by its open period alone (as a replay does), and sends nothing of its own to the
+    /// dependency.
     pub(super) fn checked(&self) -> bool {
-        self.check_timeout > 0
+        self.check_timeout > 0 && !self.dry_run
     }
 
     /// These rules, with no open period longer than `max_open` (zero: the default, one hour
@@ -130,6 +135,12 @@ impl Rules {
     /// a fatal result; the manual controls still apply.
     pub(crate) fn never_tripping(mut self, never_trips: bool) -> Self {
         self.never_trips = never_trips;
+        self
+    }
+
+    /// These knobs, in dry run (or not): see [`Knobs::dry_run`].
+    pub(crate) fn dry_running(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
         self
     }
 
@@ -164,6 +175,7 @@ impl From<&Knobs> for Rules {
         .max_open(knobs.max_open_duration)
         .abandoned_as(knobs.abandoned_as.closed, knobs.abandoned_as.half_open)
         .never_tripping(knobs.never_trips)
+        .dry_running(knobs.dry_run)
     }
 }
 

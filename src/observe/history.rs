@@ -114,6 +114,8 @@ pub struct Recorded {
     pub open_for: Option<Duration>,
     /// The manual override in force right after the change.
     pub forced: Option<Forced>,
+    /// Whether the breaker was in dry run ([`Transition::dry_run`]).
+    pub dry_run: bool,
 }
 
 /// The wall time as milliseconds since the Unix epoch (0 before it).
@@ -140,6 +142,7 @@ impl Recorded {
             totals: Totals::default(),
             open_for: None,
             forced: None,
+            dry_run: false,
         }
     }
 }
@@ -235,6 +238,7 @@ impl History {
         slot.totals = transition.totals;
         slot.open_for = transition.open_for;
         slot.forced = transition.forced;
+        slot.dry_run = transition.dry_run;
     }
 }
 

@@ -194,6 +194,9 @@ pub struct Transition<'a> {
     /// The manual override in force right after the change
     /// ([`Breaker::forced`](crate::Breaker::forced)).
     pub forced: Option<Forced>,
+    /// Whether the breaker is in dry run ([`Builder::dry_run`](crate::Builder::dry_run)):
+    /// the change happened, but the breaker admits every call all the same.
+    pub dry_run: bool,
 }
 
 impl<'a> Transition<'a> {
@@ -222,6 +225,7 @@ impl<'a> Transition<'a> {
             origin: Origin::Breaker,
             open_for: None,
             forced: None,
+            dry_run: false,
         }
     }
 
@@ -250,6 +254,13 @@ impl<'a> Transition<'a> {
     #[must_use]
     pub fn with_open_for(mut self, open_for: Option<Duration>) -> Self {
         self.open_for = open_for;
+        self
+    }
+
+    /// This transition, of a breaker in dry run or not.
+    #[must_use]
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
         self
     }
 

@@ -29,6 +29,14 @@
 //! - **Health checks are code**, not settings: a replayed breaker has none, and goes
 //!   half-open by its open period alone.
 //!
+//! # Beside a live dry run
+//!
+//! A breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) makes the same
+//! decisions live, on production traffic, without enforcing them: its
+//! [`Totals::would_reject`](crate::Totals::would_reject) is the replay's
+//! [`rejected`](Report::rejected), and its transitions are the replay's (a property the
+//! crate's tests check on random traces). Settings in dry run replay as if enforcing.
+//!
 //! # Examples
 //!
 //! ```

@@ -75,6 +75,20 @@ pub(super) fn run(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Report, ConfigError> {
     settings.validate()?;
+    // A candidate in dry run decides as it would enforcing: replay counts those decisions.
+    let enforcing;
+    let settings = if settings.knobs.dry_run {
+        enforcing = Settings {
+            knobs: crate::knobs::Knobs {
+                dry_run: false,
+                ..settings.knobs.clone()
+            },
+            ..settings.clone()
+        };
+        &enforcing
+    } else {
+        settings
+    };
     let clock = ManualClock::new();
     let log = Arc::new(Log::default());
     let build = |breaker_name: &str| -> Result<Arc<Replayed>, ConfigError> {

@@ -247,7 +247,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 9] = [
+static KNOB_FIELDS: [Field<Settings>; 10] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -270,6 +270,9 @@ static KNOB_FIELDS: [Field<Settings>; 9] = [
     Field::optional("never_trips", |s, v, p| {
         set(&mut s.knobs.never_trips, bool_of(v, p))
     }),
+    Field::optional("dry_run", |s, v, p| {
+        set(&mut s.knobs.dry_run, bool_of(v, p))
+    }),
     Field::optional("check_timeout", |s, v, p| {
         set(&mut s.knobs.check_timeout, duration(v, p))
     }),
@@ -289,7 +292,7 @@ static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-        `check_timeout`, `policy`, `open_duration`",
+        `dry_run`, `check_timeout`, `policy`, `open_duration`",
     missing: "",
 };
 
@@ -299,7 +302,7 @@ static KNOBS_ONLY: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-        `check_timeout`",
+        `dry_run`, `check_timeout`",
     missing: "",
 };
 
