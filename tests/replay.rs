@@ -663,3 +663,56 @@ mod tool {
         );
     }
 }
+
+/// A trace recorded from a live breaker in dry run replays to what that breaker saw: the
+/// calls it would have rejected are the replay's rejections, its changes the replay's.
+#[test]
+fn a_recorded_dry_run_replays_to_what_the_live_breaker_decided() {
+    use lazybreaker::replay::Recorder;
+    let clock = ManualClock::new();
+    let settings = Settings {
+        knobs: Knobs {
+            timeout: ms(200),
+            max_requests: 2,
+            dry_run: true,
+            ..Knobs::default()
+        },
+        policy: PolicyConfig::ConsecutiveFailures { threshold: 3 },
+        ..Settings::default()
+    };
+    let changes: Changes = Arc::default();
+    let live = builder(&settings, &clock, &changes).build();
+    let recorder = Recorder::with_clock(10_000, clock.clone());
+    recorder.start();
+    for i in 0..600u64 {
+        clock.advance(ms(10));
+        let fails = (150..300).contains(&i) || i % 17 == 0;
+        let latency = ms(1 + i % 7);
+        let result = recorder.execute(&live, || {
+            clock.advance(latency);
+            if fails {
+                Err("down")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(result.is_err(), fails, "dry run: every call was made");
+    }
+    let mut csv = Vec::new();
+    recorder.write_csv(&mut csv).unwrap();
+    let trace = Trace::from_csv(&csv[..]).unwrap();
+    assert_eq!(trace.len(), 600);
+    let report = replay(&trace, &settings);
+    let totals = live.totals();
+    assert!(totals.would_reject > 100, "{totals:?}");
+    assert_eq!(report.rejected, totals.would_reject);
+    assert_eq!(report.admitted, totals.admitted);
+    // The same changes, the trace's zero being the first call's start (10 ms in).
+    let replayed: Vec<_> = report
+        .transitions
+        .iter()
+        .map(|c| (c.at + ms(10), c.from, c.to))
+        .collect();
+    let lived: Vec<_> = changes.lock().iter().map(|c| (c.0, c.2, c.3)).collect();
+    assert_eq!(replayed, lived);
+}

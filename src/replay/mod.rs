@@ -74,11 +74,13 @@
 //! ```
 
 mod plot;
+mod record;
 mod report;
 mod run;
 mod trace;
 
 pub use plot::{html, table};
+pub use record::{Recorder, Recording};
 pub use report::{Burst, Change, Report, BURST_BIN, BURST_MIN_CALLS};
 pub use trace::{Call, Trace, TraceError};
 

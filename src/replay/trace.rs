@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::outcome::Outcome;
 
 /// No key: the call went through the one breaker.
-const NO_KEY: u32 = u32::MAX;
+pub(super) const NO_KEY: u32 = u32::MAX;
 
 /// A recorded trace: calls in start order, each with its start time, latency and outcome,
 /// and optionally a key (one breaker per key, as a [`Registry`](crate::Registry) keeps).
