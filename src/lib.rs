@@ -138,7 +138,9 @@
 //! - `dashboard`: `dashboard::Dashboard`, a status page as an axum `Router`: the page, its
 //!   JSON, the Prometheus metrics and guarded manual controls.
 //! - `replay`: `replay::replay`, a recorded `replay::Trace` replayed through candidate
-//!   settings exactly as live breakers would decide, with a report per candidate.
+//!   settings exactly as live breakers would decide, with a report per candidate, a table
+//!   and an HTML page of plots; `replay::Recorder` to record a trace; and the
+//!   `lazybreaker-replay` tool.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]

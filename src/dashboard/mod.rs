@@ -40,13 +40,13 @@
 //! `GET /breakers` answers an array with an object per breaker, in the page's order. Each
 //! object has the fields of its [`Snapshot`](crate::Snapshot) as serde writes them (`name`,
 //! `at`, `state` as `"closed"`, `"half-open"` or `"open"`, `forced` as `null`, `"open"` or
-//! `"closed"`, `counts`, `totals`, `retry_after` as a duration string or `null`,
+//! `"closed"`, `dry_run`, `counts`, `totals` (with `would_reject`), `retry_after` as a duration string or `null`,
 //! `transitions`, `times_opened`, `recent_failures`, `policy`), then `pool` (the pool it is
 //! an endpoint of, if any), `policy_panicked` (only when true) and `history`: its recent
 //! changes, oldest first, each a [`Recorded`](crate::observe::Recorded) (`seq`, `breaker`,
 //! `from`, `to`, `at`, `wall` in milliseconds since the Unix epoch, `origin` as
 //! `"breaker"`, `"manual"`, `"adopted"` or `"health_check"`, `counts`, `totals`, `open_for`,
-//! `forced`). Fields may be added; none is removed or changes its meaning.
+//! `forced`, `dry_run`). Fields may be added; none is removed or changes its meaning.
 //!
 //! # A breaker's user code
 //!

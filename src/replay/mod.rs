@@ -29,6 +29,21 @@
 //! - **Health checks are code**, not settings: a replayed breaker has none, and goes
 //!   half-open by its open period alone.
 //!
+//! # Recording a trace
+//!
+//! [`Recorder`] keeps the last calls made through it once [`start`](Recorder::start)ed (off,
+//! a call pays one atomic load), and writes them in the CSV [`Trace::from_csv`] reads. A
+//! call a breaker rejected was never made: for a complete trace, record through a breaker
+//! in dry run.
+//!
+//! # The tool
+//!
+//! `cargo run --release --features replay --bin lazybreaker-replay -- --trace T.csv
+//! --candidates C.toml [--json R.json] [--html R.html]` replays a trace through every
+//! candidate of a file of named breakers ([`SettingsMap`]), prints [`table`], and writes
+//! the reports as JSON (`{"trace": {"calls", "keys", "span_ms"}, "candidates": [Report…]}`)
+//! and [`html`].
+//!
 //! # Beside a live dry run
 //!
 //! A breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) makes the same
@@ -94,7 +109,7 @@ use crate::error::ConfigError;
 /// trace's `calls` and nothing else, and its [`invalid`](Report::invalid) says why (use
 /// [`try_replay`] to have the error instead).
 pub fn replay(trace: &Trace, settings: &Settings) -> Report {
-    try_replay(trace, settings).unwrap_or_else(|e| Report::invalid(name(settings), trace, &e))
+    try_replay(trace, settings).unwrap_or_else(|e| Report::of_invalid(name(settings), trace, &e))
 }
 
 /// Like [`replay`], with invalid settings an error.

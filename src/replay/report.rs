@@ -90,7 +90,7 @@ impl Report {
     }
 
     /// The report of settings that could not be replayed.
-    pub(super) fn invalid(name: &str, trace: &Trace, error: &ConfigError) -> Self {
+    pub(super) fn of_invalid(name: &str, trace: &Trace, error: &ConfigError) -> Self {
         Self {
             invalid: Some(error.to_string()),
             ..Self::empty(name, trace)
