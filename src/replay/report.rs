@@ -1,5 +1,6 @@
 //! What a replay found: the figures of one candidate over one trace.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
@@ -241,56 +242,81 @@ impl Bin {
     }
 }
 
-/// Fills in how the breakers met each burst, from their changes in time order.
+/// Fills in how the breakers met each burst, from their changes in time order: one sweep
+/// over the changes, forward only (the bursts are in time order too).
 pub(super) fn meet(bursts: &mut [Burst], changes: &[Change]) {
     let onsets: Vec<Duration> = bursts.iter().map(|b| b.onset).collect();
+    let mut sweep = Sweep::default();
     for (i, burst) in bursts.iter_mut().enumerate() {
         let horizon = onsets.get(i + 1).copied().unwrap_or(Duration::MAX);
-        // Which breakers are not closed at `t`: replay the changes up to it.
-        let not_closed_at = |t: Duration, inclusive: bool| {
-            let mut open: Vec<&str> = Vec::new();
-            for c in changes
-                .iter()
-                .take_while(|c| c.at < t || (inclusive && c.at == t))
-            {
-                open.retain(|b| *b != c.breaker);
-                if c.to != State::Closed {
-                    open.push(&c.breaker);
-                }
-            }
-            open.len()
-        };
-        let open_at_onset = changes
+        sweep.run(changes, |c| c.at < burst.onset);
+        let open_at_onset = sweep.open > 0;
+        let first_trip = changes[sweep.next..]
             .iter()
-            .take_while(|c| c.at < burst.onset)
-            .fold(Vec::<(&str, State)>::new(), |mut states, c| {
-                states.retain(|(b, _)| *b != c.breaker);
-                states.push((&c.breaker, c.to));
-                states
-            })
-            .iter()
-            .any(|(_, s)| *s == State::Open);
-        let first_trip = changes
-            .iter()
-            .find(|c| c.to == State::Open && c.at >= burst.onset && c.at < horizon);
+            .take_while(|c| c.at < horizon)
+            .find(|c| c.to == State::Open);
         burst.tripped_after = if open_at_onset {
             Some(Duration::ZERO)
         } else {
             first_trip.map(|c| c.at - burst.onset)
         };
+        burst.closed_after = None;
         if burst.tripped_after.is_none() {
             continue;
         }
-        burst.closed_after = if not_closed_at(burst.end, true) == 0 {
-            Some(Duration::ZERO)
-        } else {
-            // The first change after the end that leaves every breaker closed.
-            changes
-                .iter()
-                .filter(|c| c.at > burst.end && c.at < horizon && c.to == State::Closed)
-                .find(|c| not_closed_at(c.at, true) == 0)
-                .map(|c| c.at - burst.end)
-        };
+        sweep.run(changes, |c| c.at <= burst.end);
+        if sweep.not_closed() == 0 {
+            burst.closed_after = Some(Duration::ZERO);
+            continue;
+        }
+        // The first change after the end that leaves every breaker closed.
+        while let Some(c) = changes.get(sweep.next).filter(|c| c.at < horizon) {
+            sweep.apply(c);
+            sweep.next += 1;
+            if c.to == State::Closed && sweep.not_closed() == 0 {
+                burst.closed_after = Some(c.at - burst.end);
+                break;
+            }
+        }
+    }
+}
+
+/// The breakers' states as the changes up to `next` left them.
+#[derive(Default)]
+struct Sweep<'a> {
+    next: usize,
+    states: HashMap<&'a str, State>,
+    open: usize,
+    half_open: usize,
+}
+
+impl<'a> Sweep<'a> {
+    /// Applies the changes from `next` on while `before` holds.
+    fn run(&mut self, changes: &'a [Change], before: impl Fn(&Change) -> bool) {
+        while let Some(c) = changes.get(self.next).filter(|c| before(c)) {
+            self.apply(c);
+            self.next += 1;
+        }
+    }
+
+    fn apply(&mut self, c: &'a Change) {
+        let was = self.states.insert(&c.breaker, c.to);
+        for (state, delta) in [(was, false), (Some(c.to), true)] {
+            let count = match state {
+                Some(State::Open) => &mut self.open,
+                Some(State::HalfOpen) => &mut self.half_open,
+                _ => continue,
+            };
+            if delta {
+                *count += 1;
+            } else {
+                *count -= 1;
+            }
+        }
+    }
+
+    fn not_closed(&self) -> usize {
+        self.open + self.half_open
     }
 }
 
@@ -394,5 +420,43 @@ mod tests {
         // No trip at all.
         meet(&mut b, &[]);
         assert_eq!((b[0].tripped_after, b[0].closed_after), (None, None));
+    }
+
+    #[test]
+    fn each_burst_is_met_by_the_changes_before_the_next_onset() {
+        let burst = |onset, end| Burst {
+            onset: ms(onset),
+            end: ms(end),
+            failures: 5,
+            tripped_after: None,
+            closed_after: None,
+        };
+        let mut b = vec![burst(1000, 2000), burst(5000, 6000), burst(9000, 9500)];
+        let changes = [
+            // The first burst trips "a", which closes before the second onset.
+            change(1100, "a", State::Closed, State::Open),
+            change(2500, "a", State::Open, State::HalfOpen),
+            change(2600, "a", State::HalfOpen, State::Closed),
+            // The second trips "b", still half-open at the third onset: no time to close.
+            change(5300, "b", State::Closed, State::Open),
+            change(8000, "b", State::Open, State::HalfOpen),
+            // The third finds "b" half-open, not open: it trips again on its own.
+            change(9200, "b", State::HalfOpen, State::Open),
+            change(9400, "b", State::Open, State::HalfOpen),
+            change(9450, "b", State::HalfOpen, State::Closed),
+        ];
+        meet(&mut b, &changes);
+        let met: Vec<_> = b
+            .iter()
+            .map(|b| (b.tripped_after, b.closed_after))
+            .collect();
+        assert_eq!(
+            met,
+            [
+                (Some(ms(100)), Some(ms(600))),
+                (Some(ms(300)), None),
+                (Some(ms(200)), Some(ms(0)))
+            ]
+        );
     }
 }
