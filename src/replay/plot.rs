@@ -89,12 +89,9 @@ fn row(r: &Report) -> [String; 10] {
 }
 
 fn format_ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1e3;
-    if ms.fract() == 0.0 {
-        format!("{ms:.0}")
-    } else {
-        format!("{ms:.3}")
-    }
+    // To the microsecond, without trailing zeros: `459`, `2.5`, `0.001`.
+    let text = format!("{:.3}", d.as_secs_f64() * 1e3);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The width of a plot's bins for a trace that lasts `span`: a round number of
@@ -350,6 +347,16 @@ fn plot(span: Duration, bin: Duration, bins: &Bins, report: &Report) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn milliseconds_are_written_without_trailing_zeros() {
+        assert_eq!(format_ms(Duration::from_millis(459)), "459");
+        assert_eq!(format_ms(Duration::from_micros(2_500)), "2.5");
+        assert_eq!(format_ms(Duration::from_nanos(2_139_000_400)), "2139");
+        assert_eq!(format_ms(Duration::from_micros(1)), "0.001");
+        assert_eq!(format_ms(Duration::ZERO), "0");
+        assert_eq!(format_ms(Duration::from_secs(10)), "10000");
+    }
 
     #[test]
     fn bins_are_round_and_at_most_six_hundred() {
