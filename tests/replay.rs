@@ -613,6 +613,16 @@ mod tool {
         assert!(html.contains("<polyline"), "the lines");
     }
 
+    /// The tool on a trace and a candidates file, nothing else.
+    fn run_on(trace: &std::path::Path, candidates: &std::path::Path) -> std::process::Output {
+        run(&[
+            "--trace".as_ref(),
+            trace.as_os_str(),
+            "--candidates".as_ref(),
+            candidates.as_os_str(),
+        ])
+    }
+
     #[test]
     fn the_tool_names_the_file_and_the_line_of_a_bad_trace() {
         let dir = dir("replay-tool-bad");
@@ -623,12 +633,7 @@ mod tool {
         )
         .unwrap();
         std::fs::write(&candidates_path, CANDIDATES).unwrap();
-        let out = run(&[
-            "--trace".as_ref(),
-            trace_path.as_os_str(),
-            "--candidates".as_ref(),
-            candidates_path.as_os_str(),
-        ]);
+        let out = run_on(&trace_path, &candidates_path);
         assert_eq!(out.status.code(), Some(2));
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert!(
@@ -642,12 +647,7 @@ mod tool {
             "[x]\npolicy = { kind = \"failure_ratio\", ratio = 2.0, min_requests = 1 }\n",
         )
         .unwrap();
-        let out = run(&[
-            "--trace".as_ref(),
-            trace_path.as_os_str(),
-            "--candidates".as_ref(),
-            candidates_path.as_os_str(),
-        ]);
+        let out = run_on(&trace_path, &candidates_path);
         assert_eq!(out.status.code(), Some(2));
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert!(

@@ -32,23 +32,36 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A service that answers `Err("refused")` when asked to fail, else `Ok("pong")`, and counts
+/// the calls that reached it.
+fn counting_service() -> (
+    Arc<AtomicUsize>,
+    impl Service<
+            bool,
+            Response = &'static str,
+            Error = &'static str,
+            Future = impl std::future::Future<Output = Result<&'static str, &'static str>> + Send,
+        > + Clone,
+) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&calls);
+    let inner = tower::service_fn(move |fail: bool| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if fail {
+                Err("refused")
+            } else {
+                Ok("pong")
+            }
+        }
+    });
+    (calls, inner)
+}
+
 #[test]
 fn calls_go_through_and_failures_trip_it() {
     let breaker = trips_on_first_failure();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let inner = {
-        let calls = Arc::clone(&calls);
-        tower::service_fn(move |fail: bool| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            async move {
-                if fail {
-                    Err("refused")
-                } else {
-                    Ok("pong")
-                }
-            }
-        })
-    };
+    let (calls, inner) = counting_service();
     let mut service = BreakerLayer::new(Arc::clone(&breaker)).layer(inner);
     runtime().block_on(async {
         let r = service.ready().await.unwrap().call(false).await;
@@ -77,20 +90,7 @@ fn a_dry_run_layer_lets_every_call_through_and_counts_what_it_would_have_rejecte
             .dry_run(true)
             .build(),
     );
-    let calls = Arc::new(AtomicUsize::new(0));
-    let inner = {
-        let calls = Arc::clone(&calls);
-        tower::service_fn(move |fail: bool| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            async move {
-                if fail {
-                    Err("refused")
-                } else {
-                    Ok("pong")
-                }
-            }
-        })
-    };
+    let (calls, inner) = counting_service();
     let mut service = BreakerLayer::new(Arc::clone(&breaker)).layer(inner);
     runtime().block_on(async {
         let r = service.ready().await.unwrap().call(true).await;
