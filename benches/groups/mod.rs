@@ -1,5 +1,6 @@
-//! The scenarios, one file per state (plus policies and the floor references). Each group
-//! holds one bench per implementation or variant, so criterion prints them side by side.
+//! The scenarios, one file per state (plus policies, the windowed ratio breakers and the
+//! floor references). Each group holds one bench per implementation or variant, so criterion
+//! prints them side by side.
 
 pub(crate) mod closed;
 pub(crate) mod floor;
@@ -7,3 +8,4 @@ pub(crate) mod half_open;
 pub(crate) mod open;
 pub(crate) mod policies;
 pub(crate) mod registry;
+pub(crate) mod windows;

@@ -1,7 +1,9 @@
 //! What every group shares: the one operation, the criterion settings, and the two-thread
-//! timer.
+//! timer; the adapters of the peers (`peers`) and of the windowed ratio breakers
+//! (`window_peers`).
 
 pub(crate) mod peers;
+pub(crate) mod window_peers;
 
 use peers::Subject;
 

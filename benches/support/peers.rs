@@ -237,7 +237,7 @@ impl Subject for BreakerCrate {
 
 /// Polls a future that never waits, once, and returns its output.
 #[inline(always)]
-fn poll_once<F: Future>(waker: &Waker, future: F) -> F::Output {
+pub(crate) fn poll_once<F: Future>(waker: &Waker, future: F) -> F::Output {
     match pin!(future).poll(&mut Context::from_waker(waker)) {
         Poll::Ready(output) => output,
         Poll::Pending => unreachable!("the operation is ready at once"),
@@ -245,7 +245,7 @@ fn poll_once<F: Future>(waker: &Waker, future: F) -> F::Output {
 }
 
 /// A waker that does nothing (`Waker::noop` needs Rust 1.85; the crate's MSRV is 1.75).
-fn noop_waker() -> Waker {
+pub(crate) fn noop_waker() -> Waker {
     struct Noop;
     impl Wake for Noop {
         fn wake(self: Arc<Self>) {}
