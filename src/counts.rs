@@ -297,16 +297,22 @@ impl Window {
     }
 
     /// Records `requests` admissions and `successes` successes at once, as the lock-free
-    /// lane reports them. Only for a fixed window, where their order does not matter: every
-    /// success resets the failure run, and the successes' own run grows by all of them.
+    /// lane reports them, at the current age (the lane counts in one age at a time: a roll
+    /// closes it first). Their order does not matter: every success resets the failure run,
+    /// and the successes' own run grows by all of them, in the totals as in the bucket.
     pub(crate) fn absorb(&mut self, requests: u64, successes: u64) {
-        debug_assert!(!self.is_rolling());
-        let c = &mut self.counts;
-        c.requests += requests;
-        if successes > 0 {
-            c.total_successes += successes;
-            c.consecutive_successes += successes;
-            c.consecutive_failures = 0;
+        fn add(c: &mut Counts, requests: u64, successes: u64) {
+            c.requests += requests;
+            if successes > 0 {
+                c.total_successes += successes;
+                c.consecutive_successes += successes;
+                c.consecutive_failures = 0;
+            }
+        }
+        add(&mut self.counts, requests, successes);
+        if self.is_rolling() {
+            let i = self.bucket_index(self.age);
+            add(&mut self.buckets[i], requests, successes);
         }
     }
 

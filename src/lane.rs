@@ -4,12 +4,12 @@
 //! lock holder *publishes* after every change, from the machine's [`Phase`] and the lane's
 //! [`Plan`], telling callers what they may do without the lock:
 //!
-//! - **Counting** (closed, no rolling window, a policy that ignores successes): admit a
+//! - **Counting** (closed, a policy that ignores successes and measures no latency): admit a
 //!   request, or record a success, by adding one to a counter in a *cell*. Without a
-//!   closed-state window (**fast**) no clock is read; with a fixed window (**windowed**) one
-//!   clock read shows the window has not expired (an expired window takes the lock, which
-//!   starts the next one). The counters are folded into the machine's counts by the next
-//!   lock holder.
+//!   closed-state window (**fast**) no clock is read; with a fixed window, or a rolling
+//!   one (**windowed**), one clock read shows the window (the bucket) has not ended (an
+//!   ended one takes the lock, which starts the next one). The counters are folded into the
+//!   machine's counts by the next lock holder.
 //! - **Open**: reject while the clock is not past `until`. One clock read, and one count in
 //!   this thread's rejection counter (the base one until two threads collide on it, then
 //!   the thread's stripe).
@@ -55,10 +55,29 @@
 //! compare-and-swap to confirm, so it may see a later open period's end (the breaker is open
 //! then too), but never a window's.
 //!
+//! # Rolling windows: a cell counts for one bucket
+//!
+//! In a rolling window a result belongs to the bucket of its admission, so a rolling lane's
+//! cells count for one `(generation, age)` at a time: the *key*, stored before the cells are
+//! opened and constant while they are, with the current bucket's end as the window's end.
+//! The lock holder that finds the bucket ended rolls the machine (closing the cells first,
+//! which folds their counts into the bucket they counted for) and opens them for the next
+//! key. An admission reads the key before its compare-and-swap and carries it as its
+//! ticket; a success counts only if its ticket is the key, read after loading the cell:
+//! as with the window's end, a compare-and-swap that succeeds proves the key read was the
+//! cell's. Anything else (a result of an earlier bucket, still in the window or not) takes
+//! the lock, which puts it in its bucket or drops it.
+//!
+//! A cell emptied by a close and opened for the next bucket may hold the very counters a
+//! caller loaded from it before: so a rolling lane's cells are tagged not with the
+//! generation but with an *epoch*, one more at every opening, and a compare-and-swap on a
+//! value loaded in one epoch fails in the next. The epoch wraps at `2^30` openings, as a
+//! generation does.
+//!
 //! Whether closed-state calls may count here at all is decided once, when the breaker is
-//! built, by [`Plan::of`]: never with a rolling window (a result needs its bucket), a policy
-//! that must see every success, or a policy that measures latency (a lane admission records
-//! no start time). That is the one place this is decided.
+//! built, by [`Plan::of`]: never for a policy that must see every success, or a policy that
+//! measures latency (a lane admission records no start time). That is the one place this is
+//! decided.
 //!
 //! # Cost
 //!
@@ -73,7 +92,7 @@
 
 use crate::error::Rejected;
 use crate::generation::Generation;
-use crate::machine::Phase;
+use crate::machine::{Phase, Ticket};
 use crate::nanos::Nanos;
 use crate::policy::Capabilities;
 use crate::sync::{self, AtomicU64, Lazy, Ordering};
@@ -99,6 +118,9 @@ pub(crate) enum Peek {
 pub(crate) struct Plan {
     /// Whether closed-state admissions and successes may be counted lock-free.
     counts_closed: bool,
+    /// Whether the closed-state window rolls: the cells then count for one bucket at a time
+    /// and are tagged with a lane epoch rather than the generation (see the module docs).
+    rolls: bool,
     /// Whether the policy measures latency: every admission then needs a clock reading.
     needs_latency: bool,
 }
@@ -109,7 +131,8 @@ impl Plan {
     pub(crate) fn of(caps: &Capabilities, rolls: bool) -> Self {
         let needs_latency = caps.needs_latency;
         Self {
-            counts_closed: !rolls && !needs_latency && !caps.needs_successes,
+            counts_closed: !needs_latency && !caps.needs_successes,
+            rolls,
             needs_latency,
         }
     }
@@ -119,6 +142,10 @@ impl Plan {
         self.needs_latency
     }
 }
+
+/// The bits of a window age in a rolling lane's key (beside a generation's): a generation
+/// that reaches this age (`2^34` buckets) counts under the lock from then on.
+const KEY_AGE_BITS: u32 = 64 - Generation::BITS;
 
 /// The mode word's modes, in its top two bits.
 const LOCKED: u64 = 0;
@@ -141,7 +168,8 @@ impl Cell {
 
     const CLOSED: Cell = Cell(0);
 
-    /// An open cell for `generation`, windowed or not, with empty counters.
+    /// An open cell for `generation` (a rolling lane's epoch, masked to a generation's
+    /// bits), windowed or not, with empty counters.
     fn open(generation: Generation, windowed: bool) -> Self {
         const _: () = assert!(Generation::BITS + Cell::GENERATION_SHIFT <= 32);
         let tag = (generation.get() << Self::GENERATION_SHIFT)
@@ -260,8 +288,9 @@ impl Pending {
 /// reads the clock at most once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
-    /// Admitted lock-free, in this generation.
-    Admitted { generation: Generation },
+    /// Admitted lock-free, with this ticket (its generation, and its age in a rolling
+    /// window).
+    Admitted { ticket: Ticket },
     /// The breaker is open until `until`, and the clock read `now`.
     Open { until: Nanos, now: Nanos },
     /// Take the lock (with the clock reading, if one was taken).
@@ -273,9 +302,16 @@ pub(crate) struct Lane {
     plan: Plan,
     /// `[mode: 2 bits][0: 62 bits]`: what a call whose cell is closed should do.
     word: AtomicU64,
-    /// The end of the current closed-state window; meaningful only while the cells are open
-    /// and windowed. Written before they are opened.
+    /// The end of the current closed-state window (a rolling window's current bucket);
+    /// meaningful only while the cells are open and windowed. Written before they are opened.
     window_until: AtomicU64,
+    /// A rolling lane's key, `[age: 34 bits][generation: 30 bits]`: the generation and the
+    /// window age the open cells count for. Written before they are opened, constant while
+    /// they are.
+    key: AtomicU64,
+    /// A rolling lane's epoch: how many times the lock holder opened its cells, the tag
+    /// they carry (masked to a generation's bits). Written only under the state lock.
+    epoch: AtomicU64,
     /// The end of the current open period; meaningful only while the word says open. Written
     /// before the word is published. Apart from `window_until`: an open-state rejection reads
     /// it without a compare-and-swap to confirm, so it must never hold a window's end.
@@ -318,6 +354,8 @@ impl Lane {
             plan,
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
             window_until: AtomicU64::new(0),
+            key: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
             base: AtomicU64::new(Cell::CLOSED.0),
             base_rejected: AtomicU64::new(0),
@@ -427,7 +465,7 @@ impl Lane {
         let c = Cell(cell.load(Ordering::Acquire));
         if c.is_fast() && c.has_request_room() && Self::count(cell, c, c.with_request()) {
             return Entry::Admitted {
-                generation: c.generation(),
+                ticket: Ticket::unaged(c.generation()),
             };
         }
         self.admit_any(clock)
@@ -466,12 +504,15 @@ impl Lane {
             {
                 return Entry::Locked { now: now.read };
             }
+            // Read before the compare-and-swap: if it succeeds, the key read was this cell's
+            // epoch's (a later key is stored only after this epoch's cells were closed).
+            let ticket = if self.plan.rolls {
+                Self::ticket_of(self.key.load(Ordering::Acquire))
+            } else {
+                Ticket::unaged(c.generation())
+            };
             match Self::try_count(cell, c, c.with_request()) {
-                Ok(()) => {
-                    return Entry::Admitted {
-                        generation: c.generation(),
-                    }
-                }
+                Ok(()) => return Entry::Admitted { ticket },
                 Err(found) => self.contended(base, c, found),
             }
         }
@@ -506,20 +547,21 @@ impl Lane {
         c.is_fast_in(generation) && c.has_success_room() && Self::count(cell, c, c.with_success())
     }
 
-    /// Records a success lock-free if this thread's cell is open in `generation` (and,
-    /// windowed, the window has not ended), retrying under contention. `Err` sends the caller
-    /// to the lock, with the clock reading if one was taken; the lock also finds out whether
-    /// the result is stale. `clock` is called only for a windowed cell, and once.
+    /// Records a success lock-free if this thread's cell is open for `ticket` (its
+    /// generation; in a rolling window, its generation and age) and, windowed, the window (or
+    /// bucket) has not ended, retrying under contention. `Err` sends the caller to the lock,
+    /// with the clock reading if one was taken; the lock also finds out whether the result
+    /// is stale, or its bucket gone. `clock` is called only for a windowed cell, and once.
     pub(crate) fn succeed(
         &self,
-        generation: Generation,
+        ticket: Ticket,
         clock: impl FnOnce() -> Nanos,
     ) -> Result<(), Option<Nanos>> {
         let mut now = Now::new(clock);
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
-            let counting = c.is_open() && c.generation() == generation && c.has_success_room();
+            let counting = c.is_open() && c.has_success_room() && self.counts_for(c, ticket);
             if !counting
                 || (c.is_windowed() && now.get() > self.window_until.load(Ordering::Acquire))
             {
@@ -530,6 +572,33 @@ impl Lane {
                 Err(found) => self.contended(base, c, found),
             }
         }
+    }
+
+    /// Whether open cell `c`, just loaded, counts for `ticket`: the cell's generation, or in
+    /// a rolling lane the key of the cell's epoch (read after the cell: a compare-and-swap
+    /// on the cell that succeeds proves it was that epoch's key).
+    #[inline(always)]
+    fn counts_for(&self, c: Cell, ticket: Ticket) -> bool {
+        if self.plan.rolls {
+            Self::key_of(ticket) == Some(self.key.load(Ordering::Acquire))
+        } else {
+            c.generation() == ticket.generation()
+        }
+    }
+
+    /// A rolling lane's key for `ticket`; `None` for a ticket no key names (a shadow
+    /// call's, or an age past the key's bits).
+    #[inline(always)]
+    fn key_of(ticket: Ticket) -> Option<u64> {
+        let generation = ticket.generation().get();
+        (generation < 1 << Generation::BITS && ticket.age() < 1 << KEY_AGE_BITS)
+            .then(|| (ticket.age() << Generation::BITS) | generation)
+    }
+
+    /// The ticket a rolling lane's key stands for.
+    #[inline(always)]
+    fn ticket_of(key: u64) -> Ticket {
+        Ticket::aged(Generation::from_bits(key), key >> Generation::BITS)
     }
 
     /// Makes the stripes now (closed), as a collision would: for loom models that start
@@ -574,7 +643,26 @@ impl Lane {
         let (mode, cell) = match phase {
             Phase::Closed {
                 generation,
+                age,
                 window_end,
+            } if self.plan.counts_closed && self.plan.rolls => {
+                match (Self::key_of(Ticket::aged(generation, age)), window_end) {
+                    (Some(key), Some(until)) => {
+                        // A new epoch at every opening, so that a cell of one bucket is never
+                        // mistaken for the next one's (its counters may be back to zero).
+                        let epoch = self.epoch.load(Ordering::Relaxed).wrapping_add(1);
+                        self.epoch.store(epoch, Ordering::Relaxed);
+                        self.key.store(key, Ordering::Release);
+                        self.window_until.store(until, Ordering::Release);
+                        (COUNTING, Cell::open(Generation::from_bits(epoch), true))
+                    }
+                    _ => (LOCKED, Cell::CLOSED),
+                }
+            }
+            Phase::Closed {
+                generation,
+                window_end,
+                ..
             } if self.plan.counts_closed => {
                 if let Some(until) = window_end {
                     self.window_until.store(until, Ordering::Release);
@@ -613,6 +701,14 @@ mod tests {
         Generation::from_bits(n)
     }
 
+    fn t(n: u64) -> Ticket {
+        Ticket::unaged(gen(n))
+    }
+
+    fn admitted(n: u64) -> Entry {
+        Entry::Admitted { ticket: t(n) }
+    }
+
     fn counting() -> Plan {
         Plan::of(&ConsecutiveFailures::default().capabilities(), false)
     }
@@ -622,13 +718,14 @@ mod tests {
             counting(),
             Phase::Closed {
                 generation: gen(n),
+                age: 0,
                 window_end: None,
             },
         )
     }
 
     #[test]
-    fn the_plan_keeps_latency_success_and_rolling_policies_off_the_lane() {
+    fn the_plan_keeps_latency_and_success_policies_off_the_lane() {
         fn caps(latency: bool, successes: bool) -> Capabilities {
             Capabilities::default()
                 .needs_latency(latency)
@@ -636,13 +733,17 @@ mod tests {
         }
         assert!(counting().counts_closed);
         let rolling = Plan::of(&ConsecutiveFailures::default().capabilities(), true);
-        assert!(!rolling.counts_closed);
+        assert!(
+            rolling.counts_closed && rolling.rolls,
+            "a rolling window counts too"
+        );
         assert!(!Plan::of(&caps(true, false), false).counts_closed);
         assert!(Plan::of(&caps(true, false), false).needs_latency());
         assert!(!Plan::of(&caps(false, true), false).counts_closed);
         assert!(Plan::of(&caps(false, false), false).counts_closed);
         let closed = Phase::Closed {
             generation: gen(1),
+            age: 0,
             window_end: None,
         };
         let lane = Lane::new(Plan::of(&caps(true, false), false), closed);
@@ -652,11 +753,11 @@ mod tests {
     #[test]
     fn fast_lane_counts_and_hands_over() {
         let lane = fast(7);
-        assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(7) });
-        assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(7) });
-        assert_eq!(lane.succeed(gen(7), never), Ok(()));
+        assert_eq!(lane.admit(never), admitted(7));
+        assert_eq!(lane.admit(never), admitted(7));
+        assert_eq!(lane.succeed(t(7), never), Ok(()));
         assert_eq!(
-            lane.succeed(gen(6), never),
+            lane.succeed(t(6), never),
             Err(None),
             "another generation takes the lock"
         );
@@ -670,13 +771,10 @@ mod tests {
         );
         lane.publish(Phase::Closed {
             generation: gen(7),
+            age: 0,
             window_end: None,
         });
-        assert_eq!(
-            lane.admit(never),
-            Entry::Admitted { generation: gen(7) },
-            "fast again"
-        );
+        assert_eq!(lane.admit(never), admitted(7), "fast again");
         assert_eq!(
             lane.close(),
             Pending {
@@ -686,7 +784,7 @@ mod tests {
             }
         );
         assert_eq!(lane.admit(never), Entry::Locked { now: None }, "closed");
-        assert_eq!(lane.succeed(gen(7), never), Err(None));
+        assert_eq!(lane.succeed(t(7), never), Err(None));
     }
 
     #[test]
@@ -695,10 +793,10 @@ mod tests {
         let lane = fast(last);
         for _ in 0..Cell::COUNTER {
             assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
-            assert_eq!(lane.succeed(gen(last), never), Ok(()));
+            assert_eq!(lane.succeed(t(last), never), Ok(()));
         }
         assert_eq!(lane.admit(never), Entry::Locked { now: None });
-        assert_eq!(lane.succeed(gen(last), never), Err(None));
+        assert_eq!(lane.succeed(t(last), never), Err(None));
         let pending = lane.close();
         assert_eq!(
             (pending.requests, pending.successes),
@@ -712,16 +810,17 @@ mod tests {
             counting(),
             Phase::Closed {
                 generation: gen(3),
+                age: 0,
                 window_end: Some(100),
             },
         );
-        assert_eq!(lane.admit(|| 100), Entry::Admitted { generation: gen(3) });
-        assert_eq!(lane.succeed(gen(3), || 100), Ok(()));
+        assert_eq!(lane.admit(|| 100), admitted(3));
+        assert_eq!(lane.succeed(t(3), || 100), Ok(()));
         // Strictly after `until` the window has expired: the lock starts the next one.
         assert_eq!(lane.admit(|| 101), Entry::Locked { now: Some(101) });
-        assert_eq!(lane.succeed(gen(3), || 101), Err(Some(101)));
+        assert_eq!(lane.succeed(t(3), || 101), Err(Some(101)));
         assert_eq!(
-            lane.succeed(gen(2), never),
+            lane.succeed(t(2), never),
             Err(None),
             "stale: no clock needed"
         );
@@ -733,6 +832,87 @@ mod tests {
                 rejected: 0,
             }
         );
+    }
+
+    fn rolling_at(lane: &Lane, generation: u64, age: u64, bucket_end: Nanos) {
+        lane.publish(Phase::Closed {
+            generation: gen(generation),
+            age,
+            window_end: Some(bucket_end),
+        });
+    }
+
+    #[test]
+    fn a_rolling_lane_counts_for_its_bucket_and_sends_the_others_to_the_lock() {
+        let lane = Lane::new(
+            Plan::of(&ConsecutiveFailures::default().capabilities(), true),
+            Phase::Closed {
+                generation: gen(3),
+                age: 5,
+                window_end: Some(100),
+            },
+        );
+        let aged = Ticket::aged(gen(3), 5);
+        assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: aged });
+        assert_eq!(lane.succeed(aged, || 100), Ok(()));
+        assert_eq!(
+            lane.succeed(Ticket::aged(gen(3), 4), never),
+            Err(None),
+            "an earlier bucket's result is the lock's, without a clock read"
+        );
+        assert_eq!(
+            lane.succeed(Ticket::aged(gen(2), 5), never),
+            Err(None),
+            "another generation's too"
+        );
+        assert_eq!(lane.succeed(Ticket::SHADOW, never), Err(None));
+        assert_eq!(
+            lane.admit(|| 101),
+            Entry::Locked { now: Some(101) },
+            "the bucket ended"
+        );
+        assert_eq!(lane.succeed(aged, || 101), Err(Some(101)));
+        assert_eq!(
+            lane.close(),
+            Pending {
+                requests: 1,
+                successes: 1,
+                rejected: 0,
+            }
+        );
+        rolling_at(&lane, 3, 6, 200);
+        assert_eq!(
+            lane.admit(|| 150),
+            Entry::Admitted {
+                ticket: Ticket::aged(gen(3), 6)
+            }
+        );
+        assert_eq!(lane.succeed(aged, never), Err(None), "age 5 rolled");
+    }
+
+    #[test]
+    fn a_rolling_lanes_next_bucket_never_takes_a_count_meant_for_the_last() {
+        let lane = Lane::new(
+            Plan::of(&ConsecutiveFailures::default().capabilities(), true),
+            Phase::Closed {
+                generation: gen(1),
+                age: 0,
+                window_end: Some(10),
+            },
+        );
+        // A caller loads its (empty) cell in age 0, then the lock holder rolls to age 1:
+        // the new cell is empty too, but its epoch differs, so the caller's
+        // compare-and-swap fails and it starts over (seeing age 1's key).
+        let loaded = Cell(lane.base.load(Ordering::Acquire));
+        lane.close();
+        rolling_at(&lane, 1, 1, 20);
+        let reopened = Cell(lane.base.load(Ordering::Acquire));
+        assert_ne!(loaded, reopened);
+        assert_eq!(loaded.pending(), reopened.pending());
+        assert!(Lane::try_count(&lane.base, loaded, loaded.with_success()).is_err());
+        // The generation keeps its bits; an age past the key's bits counts under the lock.
+        rolling_at(&lane, 1, 1 << KEY_AGE_BITS, 30);
+        assert_eq!(lane.admit(|| 25), Entry::Locked { now: None });
     }
 
     #[test]
@@ -760,9 +940,10 @@ mod tests {
         );
         lane.publish(Phase::Closed {
             generation: gen(5),
+            age: 0,
             window_end: None,
         });
-        assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(5) });
+        assert_eq!(lane.admit(never), admitted(5));
         assert!(lane.succeed_fast(gen(5)));
         assert!(
             !lane.succeed_fast(gen(4)),
@@ -787,13 +968,14 @@ mod tests {
                 counting(),
                 Phase::Closed {
                     generation: gen(n),
+                    age: 0,
                     window_end: None,
                 },
             );
-            assert_eq!(lane.admit(never), Entry::Admitted { generation: gen(n) });
+            assert_eq!(lane.admit(never), admitted(n));
             assert!(!lane.succeed_fast(Generation::SHADOW), "generation {n}");
             assert_eq!(
-                lane.succeed(Generation::SHADOW, never),
+                lane.succeed(Ticket::SHADOW, never),
                 Err(None),
                 "generation {n}"
             );
@@ -805,7 +987,7 @@ mod tests {
     fn open_lane_gives_its_deadline_with_the_reading() {
         let lane = Lane::new(counting(), Phase::Open { until: 42 });
         assert_eq!(lane.admit(|| 40), Entry::Open { until: 42, now: 40 });
-        assert_eq!(lane.succeed(gen(0), never), Err(None));
+        assert_eq!(lane.succeed(t(0), never), Err(None));
         lane.publish(Phase::HalfOpen);
         assert_eq!(lane.admit(never), Entry::Locked { now: None });
     }

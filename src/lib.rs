@@ -67,9 +67,9 @@
 //!   time.
 //! - **Time you control.** Every reading comes from a [`Clock`]; tests use [`ManualClock`].
 //! - **Cheap calls.** The state machine changes under one `parking_lot` mutex, but with
-//!   a counting policy and no rolling window a closed-state success takes no lock (and, with
-//!   gobreaker's defaults, reads no clock), and an open-state rejection reads the clock and
-//!   takes no lock. No call allocates (but see [`Builder::on_state_change`] for a slow
+//!   a counting policy a closed-state success takes no lock, whatever the window (fixed,
+//!   rolling or none; with gobreaker's defaults it reads no clock), and an open-state
+//!   rejection reads the clock and takes no lock. No call allocates (but see [`Builder::on_state_change`] for a slow
 //!   callback; a [`RejectedBy`] copies its breaker's name).
 //!
 //! # Calls over the network

@@ -575,3 +575,83 @@ fn open_rejections_are_counted_once_each() {
         });
     }
 }
+
+/// A breaker counting over a rolling window of two buckets, `TIMEOUT` each, on the lock-free
+/// lane, tripping on the first failure.
+fn rolling(clock: &ManualClock) -> StdArc<Breaker<ConsecutiveFailures>> {
+    StdArc::new(
+        Breaker::builder()
+            .interval(TIMEOUT * 2)
+            .bucket_period(TIMEOUT)
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .clock(clock.clone())
+            .build(),
+    )
+}
+
+/// 14. A rolling window on the lock-free lane: a success racing its bucket's roll counts in
+///     its own bucket (lock-free before the roll, or under the lock after it), never in the
+///     next one, even when it read the lane before the roll and the next bucket's cell holds
+///     the same counters as the one it read (the cell's epoch tells them apart).
+#[test]
+fn a_success_racing_a_roll_never_lands_in_the_next_bucket() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = rolling(&clock);
+        let permit = breaker.allow_owned().unwrap(); // age 0, counted in a cell
+        let _ = breaker.counts(); // folded: the cell is empty again, as the next bucket's
+        let late = thread::spawn(move || permit.success());
+        let roller = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT);
+                breaker.state() // rolls to age 1
+            })
+        };
+        late.join().unwrap();
+        assert_eq!(roller.join().unwrap(), State::Closed);
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes), (1, 1), "both buckets");
+        clock.advance(TIMEOUT); // age 2: the first bucket leaves the window
+        let _ = breaker.state(); // rolls (`counts` is a pure read)
+        let c = breaker.counts();
+        assert_eq!(
+            (c.requests, c.total_successes),
+            (0, 0),
+            "the success was counted in the bucket after its own"
+        );
+    });
+}
+
+/// 15. A rolling window on the lock-free lane: an admission racing a roll carries the age of
+///     the bucket its request was counted in, so that its success lands beside it (a bucket
+///     never holds a success without its request, nor the reverse).
+#[test]
+fn an_admission_racing_a_roll_carries_the_bucket_it_was_counted_in() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = rolling(&clock);
+        let caller = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().unwrap().success())
+        };
+        let roller = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT);
+                breaker.state()
+            })
+        };
+        caller.join().unwrap();
+        assert_eq!(roller.join().unwrap(), State::Closed);
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes), (1, 1), "both buckets");
+        clock.advance(TIMEOUT); // age 2: the first bucket leaves, the second stays
+        let _ = breaker.state(); // rolls (`counts` is a pure read)
+        let c = breaker.counts();
+        assert_eq!(
+            c.requests, c.total_successes,
+            "a request and its success in different buckets"
+        );
+    });
+}

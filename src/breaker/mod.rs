@@ -230,7 +230,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub fn allow(&self) -> Result<Permit<'_, P, O>, Rejected> {
         match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { generation } => Ok(Permit::new(self, Grant::unaged(generation))),
+            Entry::Admitted { ticket } => Ok(Permit::new(self, Grant::lane(ticket))),
             other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
         }
     }
@@ -244,7 +244,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
         let grant = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { generation } => Grant::unaged(generation),
+            Entry::Admitted { ticket } => Grant::lane(ticket),
             other => self.allow_slow(other)?,
         };
         Ok(OwnedPermit::new(Arc::clone(self), grant))
@@ -320,7 +320,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
         // in pieces that stall the loads after the call.
         let permit = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { generation } => Permit::new(self, Grant::unaged(generation)),
+            Entry::Admitted { ticket } => Permit::new(self, Grant::lane(ticket)),
             other => Permit::new(self, self.allow_slow(other)?),
         };
         match call() {
@@ -508,7 +508,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// the latest time the machine saw.
     fn complete_with(&self, grant: Grant, verdict: Verdict, panics: &mut FirstPanic) {
         let now = if verdict == Verdict::Reported(Outcome::Success) {
-            let lane = self.lane.succeed(grant.ticket.generation(), || {
+            let lane = self.lane.succeed(grant.ticket, || {
                 // A clock that panics reads as "later than any window": the lock then takes
                 // the result, at the latest time the machine saw.
                 self.clock.try_now(panics).unwrap_or(Nanos::MAX)

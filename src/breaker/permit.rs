@@ -13,7 +13,6 @@ use std::time::Duration;
 use super::Breaker;
 use crate::classify::{Finish, Unsettled};
 use crate::contain::Payload;
-use crate::generation::Generation;
 use crate::machine::{Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
@@ -40,14 +39,11 @@ impl Grant {
         measures.then(|| Duration::from_nanos(now.saturating_sub(self.started)))
     }
 
-    /// An admission of the lock-free lane: no window age and no start time (the lane never
-    /// admits for a policy that measures latency: see `lane::Plan`).
+    /// An admission of the lock-free lane: no start time (the lane never admits for a
+    /// policy that measures latency: see `lane::Plan`).
     #[inline(always)]
-    pub(crate) fn unaged(generation: Generation) -> Self {
-        Self {
-            ticket: Ticket::unaged(generation),
-            started: 0,
-        }
+    pub(crate) fn lane(ticket: Ticket) -> Self {
+        Self { ticket, started: 0 }
     }
 }
 

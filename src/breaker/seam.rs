@@ -49,7 +49,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, RejectedBy> {
         let grant = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { generation } => Grant::unaged(generation),
+            Entry::Admitted { ticket } => Grant::lane(ticket),
             other => match self.allow_slow(other) {
                 Ok(grant) => grant,
                 Err(rejected) => return Err(self.rejected_by(rejected)),
@@ -77,9 +77,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         now: Nanos,
     ) -> Result<(Permit<'_, P, O>, bool), Rejected> {
         match self.lane.admit(|| now) {
-            Entry::Admitted { generation } => {
-                Ok((Permit::new(self, Grant::unaged(generation)), false))
-            }
+            Entry::Admitted { ticket } => Ok((Permit::new(self, Grant::lane(ticket)), false)),
             other => self.allow_probing_slow(other),
         }
     }

@@ -55,8 +55,19 @@ impl Ticket {
         Self { age: 0, generation }
     }
 
+    /// A request admitted in `generation` at window age `age` (the lock-free lane's
+    /// admission in a rolling window).
+    pub(crate) fn aged(generation: Generation, age: u64) -> Self {
+        Self { age, generation }
+    }
+
     pub(crate) fn generation(&self) -> Generation {
         self.generation
+    }
+
+    /// The window age the request was admitted at (zero where the window does not roll).
+    pub(crate) fn age(&self) -> u64 {
+        self.age
     }
 
     /// The ticket of a shadow call: a call a breaker in dry run admitted although it would
@@ -105,11 +116,13 @@ pub(crate) struct Change {
 /// machine (the lock-free lane).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
-    /// Closed, counting in `generation`; with a fixed window that ends at `window_end`
-    /// (inclusive: it expires strictly after), or no window end at all (`None`: counts are
-    /// never cleared, or the window rolls).
+    /// Closed, counting in `generation` at window age `age` (always zero unless the window
+    /// rolls), until `window_end` (inclusive: the period ends strictly after): the end of a
+    /// fixed window, or of the current bucket of a rolling one; `None` where counts are
+    /// never cleared.
     Closed {
         generation: Generation,
+        age: u64,
         window_end: Option<Nanos>,
     },
     /// Open until `until` (inclusive: it goes half-open strictly after).
@@ -229,21 +242,37 @@ impl<P: TripPolicy> Machine<P> {
         match self.state {
             State::Closed => Phase::Closed {
                 generation: self.generation,
-                window_end: (self.rules.interval > 0).then_some(self.expiry),
+                age: self.window.age(),
+                window_end: self.closed_period_end(),
             },
             State::Open => Phase::Open { until: self.expiry },
             State::HalfOpen => Phase::HalfOpen,
         }
     }
 
+    /// The last instant of the current closed-state period: the fixed window's end, or the
+    /// current bucket's end in a rolling window (the next age starts one nanosecond later);
+    /// `None` when counts are never cleared.
+    fn closed_period_end(&self) -> Option<Nanos> {
+        if self.rules.interval > 0 {
+            return Some(self.expiry);
+        }
+        self.window.is_rolling().then(|| {
+            let next_age = self.window.age().saturating_add(1);
+            self.start
+                .saturating_add(next_age.saturating_mul(self.rules.bucket_period))
+                .saturating_sub(1)
+        })
+    }
+
     /// Records `requests` admissions and `successes` successes made elsewhere (the lock-free
-    /// lane) in the current closed generation with a window that does not roll, as if each
-    /// had been recorded here in turn.
+    /// lane) in the current closed generation, at the window's current age, as if each had
+    /// been recorded here in turn.
     pub(crate) fn absorb(&mut self, requests: u64, successes: u64) {
         if requests == 0 && successes == 0 {
             return;
         }
-        debug_assert!(self.state == State::Closed && !self.rules.rolls());
+        debug_assert!(self.state == State::Closed);
         self.window.absorb(requests, successes);
         self.totals.admitted += requests;
         self.totals.successes += successes;
