@@ -214,10 +214,28 @@ impl<C: Clock + ?Sized> Clock for StdArc<C> {
 pub(crate) enum ClockSource {
     Monotonic(MonotonicClock),
     Coarse(CoarseMonotonicClock),
+    /// A [`ManualClock`] given to the builder: read directly, and known not to panic.
+    Manual(ManualClock),
     Custom(StdArc<dyn Clock>),
 }
 
 impl ClockSource {
+    /// The source for a clock given to a builder: a built-in clock (the manual one
+    /// included) is recognised and read without indirection, and known never to panic;
+    /// any other is a user clock.
+    pub(crate) fn of<C: Clock + 'static>(clock: C) -> Self {
+        let any = &clock as &dyn std::any::Any;
+        if let Some(clock) = any.downcast_ref::<ManualClock>() {
+            ClockSource::Manual(clock.clone())
+        } else if let Some(clock) = any.downcast_ref::<CoarseMonotonicClock>() {
+            ClockSource::Coarse(*clock)
+        } else if let Some(clock) = any.downcast_ref::<MonotonicClock>() {
+            ClockSource::Monotonic(*clock)
+        } else {
+            ClockSource::Custom(StdArc::new(clock))
+        }
+    }
+
     /// The default clock for a policy: precise if it measures latencies, coarse otherwise.
     pub(crate) fn default_for(needs_latency: bool) -> Self {
         if needs_latency {
@@ -234,7 +252,20 @@ impl ClockSource {
         match self {
             ClockSource::Coarse(clock) => clock.nanos(),
             ClockSource::Monotonic(clock) => saturating_nanos(clock.now()),
+            ClockSource::Manual(clock) => saturating_nanos(clock.now()),
             ClockSource::Custom(clock) => saturating_nanos(clock.now()),
+        }
+    }
+
+    /// The current time if reading it cannot panic (a built-in clock); `None` for a user
+    /// clock, which only [`try_now`](Self::try_now) may read where a step must finish.
+    #[inline(always)]
+    pub(crate) fn now_infallible(&self) -> Option<Nanos> {
+        match self {
+            ClockSource::Coarse(clock) => Some(clock.nanos()),
+            ClockSource::Monotonic(clock) => Some(saturating_nanos(clock.now())),
+            ClockSource::Manual(clock) => Some(saturating_nanos(clock.now())),
+            ClockSource::Custom(_) => None,
         }
     }
 
@@ -245,6 +276,7 @@ impl ClockSource {
         match self {
             ClockSource::Coarse(clock) => Some(clock.nanos()),
             ClockSource::Monotonic(clock) => Some(saturating_nanos(clock.now())),
+            ClockSource::Manual(clock) => Some(saturating_nanos(clock.now())),
             ClockSource::Custom(clock) => match contain::catch(|| clock.now()) {
                 Ok(now) => Some(saturating_nanos(now)),
                 Err(payload) => {

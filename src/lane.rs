@@ -461,14 +461,43 @@ impl Lane {
     #[inline]
     pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Entry {
         // The common case first, in a few instructions: a fast cell with room, uncontended.
-        let (cell, _) = self.cell();
+        let (cell, base) = self.cell();
         let c = Cell(cell.load(Ordering::Acquire));
         if c.is_fast() && c.has_request_room() && Self::count(cell, c, c.with_request()) {
             return Entry::Admitted {
                 ticket: Ticket::unaged(c.generation()),
             };
         }
+        if c.is_windowed() && c.has_request_room() {
+            // A window (or a rolling window's bucket) on the lane: one clock read, then the
+            // same compare-and-swap.
+            let now = clock();
+            if now > self.window_until.load(Ordering::Acquire) {
+                return Entry::Locked { now: Some(now) };
+            }
+            let ticket = self.ticket_in(c);
+            match Self::try_count(cell, c, c.with_request()) {
+                Ok(()) => return Entry::Admitted { ticket },
+                // A collision here (likelier than on the fast path: the clock was read between
+                // the load and the compare-and-swap) makes the stripes, as in `admit_any`.
+                Err(found) => self.contended(base, c, found),
+            }
+            return self.admit_any(move || now);
+        }
         self.admit_any(clock)
+    }
+
+    /// The ticket of an admission counted in open cell `c`, just loaded: its generation, or
+    /// in a rolling lane the key of its epoch. Read before the compare-and-swap that counts
+    /// it: if that succeeds, the key read was this cell's epoch's (a later key is stored
+    /// only after this epoch's cells were closed).
+    #[inline(always)]
+    fn ticket_in(&self, c: Cell) -> Ticket {
+        if self.plan.rolls {
+            Self::ticket_of(self.key.load(Ordering::Acquire))
+        } else {
+            Ticket::unaged(c.generation())
+        }
     }
 
     /// [`admit`](Lane::admit) in every mode, retrying under contention.
@@ -504,13 +533,7 @@ impl Lane {
             {
                 return Entry::Locked { now: now.read };
             }
-            // Read before the compare-and-swap: if it succeeds, the key read was this cell's
-            // epoch's (a later key is stored only after this epoch's cells were closed).
-            let ticket = if self.plan.rolls {
-                Self::ticket_of(self.key.load(Ordering::Acquire))
-            } else {
-                Ticket::unaged(c.generation())
-            };
+            let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
                 Ok(()) => return Entry::Admitted { ticket },
                 Err(found) => self.contended(base, c, found),
@@ -537,14 +560,29 @@ impl Lane {
         }
     }
 
-    /// Records a success lock-free in the common case only: this thread's cell is fast (no
-    /// clock needed), in `generation`, with room, and uncontended. `false`: try
+    /// Records a success lock-free in the common case only: this thread's cell counts for
+    /// `ticket`, has room, and is uncontended, and either is fast (no clock read) or is
+    /// windowed and `clock` (read then, once) is within its window. `clock` gives `None`
+    /// when it cannot be read here (a user clock, which may panic). `false`: try
     /// [`succeed`](Lane::succeed).
     #[inline(always)]
-    pub(crate) fn succeed_fast(&self, generation: Generation) -> bool {
+    pub(crate) fn succeed_fast(
+        &self,
+        ticket: Ticket,
+        clock: impl FnOnce() -> Option<Nanos>,
+    ) -> bool {
         let (cell, _) = self.cell();
         let c = Cell(cell.load(Ordering::Acquire));
-        c.is_fast_in(generation) && c.has_success_room() && Self::count(cell, c, c.with_success())
+        if !c.has_success_room() {
+            return false;
+        }
+        if c.is_fast_in(ticket.generation()) {
+            return Self::count(cell, c, c.with_success());
+        }
+        c.is_windowed()
+            && self.counts_for(c, ticket)
+            && clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire))
+            && Self::count(cell, c, c.with_success())
     }
 
     /// Records a success lock-free if this thread's cell is open for `ticket` (its
@@ -695,6 +733,10 @@ mod tests {
 
     fn never() -> Nanos {
         panic!("the fast lane reads no clock")
+    }
+
+    fn unread() -> Option<Nanos> {
+        panic!("no clock read for a fast cell, or a result it does not count")
     }
 
     fn gen(n: u64) -> Generation {
@@ -866,6 +908,19 @@ mod tests {
             "another generation's too"
         );
         assert_eq!(lane.succeed(Ticket::SHADOW, never), Err(None));
+        assert!(
+            lane.succeed_fast(aged, || Some(100)),
+            "in the bucket: counted inline"
+        );
+        assert!(
+            !lane.succeed_fast(aged, || Some(101)),
+            "past it: the slow path"
+        );
+        assert!(
+            !lane.succeed_fast(aged, || None),
+            "a user clock: the slow path"
+        );
+        assert!(!lane.succeed_fast(Ticket::aged(gen(3), 4), unread));
         assert_eq!(
             lane.admit(|| 101),
             Entry::Locked { now: Some(101) },
@@ -876,7 +931,7 @@ mod tests {
             lane.close(),
             Pending {
                 requests: 1,
-                successes: 1,
+                successes: 2,
                 rejected: 0,
             }
         );
@@ -944,9 +999,9 @@ mod tests {
             window_end: None,
         });
         assert_eq!(lane.admit(never), admitted(5));
-        assert!(lane.succeed_fast(gen(5)));
+        assert!(lane.succeed_fast(t(5), unread));
         assert!(
-            !lane.succeed_fast(gen(4)),
+            !lane.succeed_fast(t(4), unread),
             "an old generation's success takes the lock"
         );
         assert_eq!(
@@ -973,13 +1028,16 @@ mod tests {
                 },
             );
             assert_eq!(lane.admit(never), admitted(n));
-            assert!(!lane.succeed_fast(Generation::SHADOW), "generation {n}");
+            assert!(!lane.succeed_fast(Ticket::SHADOW, unread), "generation {n}");
             assert_eq!(
                 lane.succeed(Ticket::SHADOW, never),
                 Err(None),
                 "generation {n}"
             );
-            assert!(lane.succeed_fast(gen(n)), "the cell still counts its own");
+            assert!(
+                lane.succeed_fast(t(n), unread),
+                "the cell still counts its own"
+            );
         }
     }
 

@@ -472,7 +472,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self.clock = Some(ClockSource::of(clock));
         self
     }
 

@@ -484,7 +484,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
         if verdict == Verdict::Reported(Outcome::Success)
-            && self.lane.succeed_fast(grant.ticket.generation())
+            && self
+                .lane
+                .succeed_fast(grant.ticket, || self.clock.now_infallible())
         {
             return;
         }

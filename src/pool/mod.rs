@@ -237,7 +237,7 @@ where
     /// its first endpoint.
     #[must_use]
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.clock = Some(ClockSource::Custom(Arc::new(clock)));
+        self.clock = Some(ClockSource::of(clock));
         self
     }
 

@@ -216,7 +216,7 @@ where
     /// the previous clock.
     #[must_use]
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        let clock = ClockSource::Custom(Arc::new(clock));
+        let clock = ClockSource::of(clock);
         self.clock = clock.clone();
         self.shared_clock = Some(clock);
         self
