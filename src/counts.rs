@@ -1,6 +1,7 @@
 //! [`Counts`] and the closed-state count window: a fixed window, or gobreaker's rolling window
 //! of buckets.
 
+use crate::last_calls::{self, LastCalls};
 use crate::outcome::Outcome;
 use crate::state::State;
 
@@ -239,17 +240,28 @@ impl Totals {
     }
 }
 
-/// The counts of one generation, with the buckets of a rolling window when there is one.
+/// The counts of one generation, with the buckets of a rolling window, or the ring of a
+/// count window, when there is one.
 ///
 /// Every request carries the window's *age* (the number of bucket periods since the generation
 /// started) at admission; its result goes to the bucket of that age, and is dropped when that
 /// bucket has rolled out of the window. With a fixed window the age is always zero.
+///
+/// A count window (the last `n` results, resilience4j's `COUNT_BASED` window) counts in the
+/// closed state only: there `requests` is the number of results it holds, each success or
+/// failure pushes out the oldest once it is full, and an exclusion is counted in
+/// `total_exclusions` but takes no place in it. In the other states it counts as a fixed
+/// window does (the probes of half-open need every admission).
 #[derive(Debug)]
 pub(crate) struct Window {
     counts: Counts,
     age: u64,
     /// Empty for a fixed window; otherwise at least two buckets, indexed by `age % len`.
     buckets: Box<[Counts]>,
+    /// A count window's ring (capacity zero without one).
+    last: LastCalls,
+    /// Whether the ring counts (a count window, in the closed state).
+    by_count: bool,
 }
 
 impl Window {
@@ -261,7 +273,29 @@ impl Window {
             counts: Counts::default(),
             age: 0,
             buckets: vec![Counts::default(); buckets].into_boxed_slice(),
+            last: LastCalls::new(0),
+            by_count: false,
         }
+    }
+
+    /// A count window of the last `n` results (allocated here, once; zero: a fixed window).
+    pub(crate) fn last(n: usize) -> Self {
+        Self {
+            last: LastCalls::new(n),
+            ..Self::rolling(0)
+        }
+    }
+
+    /// Whether this is a count window counting (in the closed state).
+    pub(crate) fn is_by_count(&self) -> bool {
+        self.by_count
+    }
+
+    /// Forgets everything for a new generation, `closed` or not (a count window counts in
+    /// the closed state only).
+    pub(crate) fn restart(&mut self, closed: bool) {
+        self.clear();
+        self.by_count = closed && self.last.capacity() > 0;
     }
 
     pub(crate) fn counts(&self) -> &Counts {
@@ -281,6 +315,7 @@ impl Window {
         self.counts = Counts::default();
         self.age = 0;
         self.buckets.fill(Counts::default());
+        self.last.clear();
     }
 
     fn bucket_index(&self, age: u64) -> usize {
@@ -289,6 +324,9 @@ impl Window {
     }
 
     pub(crate) fn on_request(&mut self) {
+        if self.by_count {
+            return; // its `requests` are the results it holds
+        }
         self.counts.on_request();
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
@@ -309,11 +347,66 @@ impl Window {
                 c.consecutive_failures = 0;
             }
         }
+        if self.by_count {
+            self.push_successes(successes);
+            return;
+        }
         add(&mut self.counts, requests, successes);
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
             add(&mut self.buckets[i], requests, successes);
         }
+    }
+
+    /// Pushes `n` successes into a count window, oldest results out: as many single pushes,
+    /// and no more work than the ring holds.
+    fn push_successes(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let success = last_calls::Result {
+            failed: false,
+            slow: false,
+        };
+        if n >= self.last.capacity() as u64 {
+            self.last.fill(success);
+            let len = self.last.len() as u64;
+            self.counts.requests = len;
+            self.counts.total_successes = len;
+            self.counts.total_failures = 0;
+            self.counts.slow_calls = 0;
+            self.counts.consecutive_successes = len;
+            self.counts.consecutive_failures = 0;
+            return;
+        }
+        for _ in 0..n {
+            self.push(Outcome::Success, false);
+        }
+    }
+
+    /// Pushes a success or a failure into a count window, taking out the result it pushes
+    /// out; the runs never outgrow the results held.
+    fn push(&mut self, outcome: Outcome, slow: bool) {
+        let failed = outcome != Outcome::Success;
+        let c = &mut self.counts;
+        if let Some(oldest) = self.last.push(last_calls::Result { failed, slow }) {
+            if oldest.failed {
+                c.total_failures -= 1;
+            } else {
+                c.total_successes -= 1;
+            }
+            c.slow_calls -= u64::from(oldest.slow);
+        }
+        if failed {
+            c.on_failure();
+        } else {
+            c.on_success();
+        }
+        c.slow_calls += u64::from(slow);
+        let len = self.last.len() as u64;
+        c.requests = len;
+        c.consecutive_successes = c.consecutive_successes.min(len);
+        c.consecutive_failures = c.consecutive_failures.min(len);
     }
 
     /// Records the result of a request admitted at `age`. Returns whether it was counted
@@ -326,6 +419,10 @@ impl Window {
     /// Counts a call admitted at `age`, still in flight, as slow (if its bucket is still in
     /// the window).
     pub(crate) fn add_slow(&mut self, age: u64) {
+        debug_assert!(
+            !self.by_count,
+            "a count window counts a slow call when it returns"
+        );
         if !self.is_rolling() {
             self.counts.slow_calls += 1;
             return;
@@ -348,6 +445,13 @@ impl Window {
             }
             c.slow_calls += u64::from(slow);
         };
+        if self.by_count {
+            match outcome.counted() {
+                Outcome::Excluded => self.counts.on_exclusion(),
+                counted => self.push(counted, slow),
+            }
+            return true;
+        }
         if !self.is_rolling() {
             apply(&mut self.counts);
             return true;

@@ -72,7 +72,7 @@ pub struct Knobs {
     /// How many probes the half-open state admits at once, and how many consecutive
     /// successes close it. `0` means 1 (the default).
     pub max_requests: u32,
-    /// The closed-state count window: the counts are cleared when it expires (strictly after
+    /// The closed-state time window: the counts are cleared when it expires (strictly after
     /// `interval` since the window started). Zero (the default) never clears them.
     #[cfg_attr(
         feature = "serde",
@@ -89,6 +89,17 @@ pub struct Knobs {
         serde(serialize_with = "crate::serde_duration::serialize")
     )]
     pub bucket_period: Duration,
+    /// A count-based sliding window: the closed-state counts cover the last `count_window`
+    /// results (resilience4j's `COUNT_BASED` window), each success or failure pushing out
+    /// the oldest once it is full. `requests` is then the number of results held (calls in
+    /// flight are not in it), and an exclusion is counted but takes no place. It replaces
+    /// `interval` and `bucket_period`; zero (the default) means none. At most
+    /// [`MAX_COUNT_WINDOW`](crate::MAX_COUNT_WINDOW). Written out only when set.
+    #[cfg_attr(
+        feature = "serde",
+        serde(skip_serializing_if = "crate::serde_duration::is_default")
+    )]
+    pub count_window: u32,
     /// How long the breaker stays open before it admits a probe (it goes half-open strictly
     /// after this much time). Zero (the default) means 60 s. A policy may choose another
     /// duration for each open period

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::error::ConfigError;
-use crate::machine::MAX_BUCKETS;
+use crate::machine::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
 /// Checks that `bucket_period` splits `interval` into whole buckets, at most
 /// [`MAX_BUCKETS`] of them; a zero `bucket_period` (a fixed window) always fits.
@@ -39,6 +39,25 @@ pub(crate) fn check(interval: Duration, bucket_period: Duration) -> Result<(), C
         format_args!("{bucket_period:?}"),
         reason,
     ))
+}
+
+/// Checks that a count window (`count_window`, zero: none) is not combined with a time
+/// window (`interval`) and is at most [`MAX_COUNT_WINDOW`] results long.
+///
+/// # Errors
+///
+/// A [`ConfigError`] naming `count_window`.
+pub(crate) fn check_count(interval: Duration, count_window: u32) -> Result<(), ConfigError> {
+    let reason = if count_window == 0 {
+        return Ok(());
+    } else if !interval.is_zero() {
+        "is a window of its own: set `count_window` or `interval`, not both"
+    } else if u64::from(count_window) > MAX_COUNT_WINDOW {
+        "must be at most MAX_COUNT_WINDOW (65536) results"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::new("count_window", count_window, reason))
 }
 
 /// Checks that an explicit `max_open_duration` is not shorter than `timeout` (the builder

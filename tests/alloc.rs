@@ -120,6 +120,32 @@ fn checks() -> Vec<Check> {
                 black_box(b.execute(ok)).unwrap();
             })
         }),
+        ("closed/ratio_windows", || {
+            // A failure ratio over each window kind, 1 % failures: rolling buckets (the first
+            // roll after warm-up included), a fixed window, and the last 100 calls.
+            let ratio = || lazybreaker::policy::FailureRatio::new(0.5, 20).unwrap();
+            let windows = [
+                Breaker::builder()
+                    .policy(ratio())
+                    .interval(std::time::Duration::from_secs(10))
+                    .bucket_period(std::time::Duration::from_secs(1))
+                    .build(),
+                Breaker::builder()
+                    .policy(ratio())
+                    .interval(std::time::Duration::from_secs(10))
+                    .build(),
+                Breaker::builder().policy(ratio()).count_window(100).build(),
+            ];
+            let mut i = 0u32;
+            let stats = count(|| {
+                i += 1;
+                for b in &windows {
+                    let _ = black_box(b.execute(if i % 100 == 0 { err } else { ok }));
+                }
+            });
+            assert!(windows.iter().all(|b| b.state() == State::Closed));
+            stats
+        }),
         ("closed/execute_failure", || {
             let b = never_trips();
             count(|| {

@@ -264,7 +264,7 @@ mod from_files {
         assert!(
             err.message().ends_with(
                 "unknown field, expected one of `name`, `max_requests`, `interval`, \
-                 `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
+                 `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
                  `dry_run`, `check_timeout`"
             ),
             "{}",

@@ -1,10 +1,10 @@
-//! Windowed failure-ratio breakers, closed: lazybreaker's rolling and fixed windows against
+//! Windowed failure-ratio breakers, closed: lazybreaker's rolling, fixed and count windows against
 //! the peers' windowed configurations (all tabled in `support::window_peers`), each tripping
 //! at half of the calls failing once enough are in its window.
 //!
 //! | group | bench | what one call is |
 //! |---|---|---|
-//! | `ratio_windows_success_1t` | `lazybreaker_rolling`, `lazybreaker_fixed`, `failsafe`, `recloser`, `breaker` | one thread, `operation(true)` through the closed breaker |
+//! | `ratio_windows_success_1t` | `lazybreaker_rolling`, `lazybreaker_fixed`, `lazybreaker_count`, `failsafe`, `recloser`, `breaker` | one thread, `operation(true)` through the closed breaker |
 //! | `ratio_windows_success_2t` | the same | the same from two threads on one breaker: wall time / total calls (`support::contended`) |
 //! | `ratio_windows_1pct_1t` | the same | one thread, `operation(ok)` with every 100th call failing (a counter, so deterministic); the breaker must stay closed |
 //!
@@ -17,7 +17,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 
 use crate::support::window_peers::{
-    BreakerWindow, FailsafeWindow, LazyFixed, LazyRolling, RecloserRing, Windowed,
+    BreakerWindow, FailsafeWindow, LazyCount, LazyFixed, LazyRolling, RecloserRing, Windowed,
 };
 use crate::support::{contended, group, group_2t};
 
@@ -32,6 +32,7 @@ pub(crate) fn success_1t(c: &mut Criterion) {
     let mut g = group(c, "ratio_windows_success_1t");
     success_one_thread::<LazyRolling>(&mut g);
     success_one_thread::<LazyFixed>(&mut g);
+    success_one_thread::<LazyCount>(&mut g);
     success_one_thread::<FailsafeWindow>(&mut g);
     success_one_thread::<RecloserRing>(&mut g);
     success_one_thread::<BreakerWindow>(&mut g);
@@ -44,6 +45,7 @@ pub(crate) fn success_2t(c: &mut Criterion) {
     let mut g = group_2t(c, "ratio_windows_success_2t");
     success_two_threads::<LazyRolling>(&mut g);
     success_two_threads::<LazyFixed>(&mut g);
+    success_two_threads::<LazyCount>(&mut g);
     success_two_threads::<FailsafeWindow>(&mut g);
     success_two_threads::<RecloserRing>(&mut g);
     success_two_threads::<BreakerWindow>(&mut g);
@@ -55,6 +57,7 @@ pub(crate) fn one_pct_1t(c: &mut Criterion) {
     let mut g = group(c, "ratio_windows_1pct_1t");
     one_pct_one_thread::<LazyRolling>(&mut g);
     one_pct_one_thread::<LazyFixed>(&mut g);
+    one_pct_one_thread::<LazyCount>(&mut g);
     one_pct_one_thread::<FailsafeWindow>(&mut g);
     one_pct_one_thread::<RecloserRing>(&mut g);
     one_pct_one_thread::<BreakerWindow>(&mut g);

@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | lazybreaker_rolling | `Breaker::builder().policy(FailureRatio::new(0.5, 20)).interval(10 s).bucket_period(1 s)`: ≥ 50 % failures once ≥ 20 requests are counted, the clock the builder picks | 10 s, rolling in 1 s buckets |
 //! | lazybreaker_fixed | the same policy with `.interval(10 s)` and no bucket period | 10 s, fixed (cleared when it expires) |
+//! | lazybreaker_count | the same policy with `.count_window(100)` | the last 100 calls |
 //! | failsafe 1.3 | `success_rate_over_time_window(0.5, 20, 10 s, equal_jittered(10 s, 300 s))`: trips when its EMA success rate is below 0.5 with ≥ 20 requests in the window, and not before 10 s since it was built; no instrument | 10 s: an EMA, and a request counter in 5 slices |
 //! | recloser 1.4 | `Recloser::custom().error_rate(0.5).closed_len(100).build()`: failure rate ≥ 0.5 once the ring is full, open 30 s | a ring of the last 100 calls |
 //! | breaker 2.0 | `CircuitBreakerConfig::builder().failure_rate_threshold(0.5).sliding_window_size(100).minimum_calls(20).consecutive_failures(u32::MAX)`: ≥ 50 % once ≥ 20 outcomes are in the window, the streak rule off, open 30 s, 3 half-open probes | the last 100 calls |
@@ -31,7 +32,7 @@ const MIN_REQUESTS: u32 = 20;
 const WINDOW: Duration = Duration::from_secs(10);
 /// lazybreaker's rolling bucket.
 const BUCKET: Duration = Duration::from_secs(1);
-/// The count window (recloser, breaker).
+/// The count window (lazybreaker_count, recloser, breaker).
 const WINDOW_CALLS: u32 = 100;
 
 /// One windowed implementation, as the `ratio_windows_*` groups see it.
@@ -57,57 +58,46 @@ fn ratio_policy() -> FailureRatio {
     FailureRatio::new(RATIO, u64::from(MIN_REQUESTS)).expect("0.5 is a valid ratio")
 }
 
-/// lazybreaker, failure ratio over a 10 s window rolling in 1 s buckets.
-#[derive(Debug)]
-pub(crate) struct LazyRolling(RatioBreaker);
-
-impl Windowed for LazyRolling {
-    const NAME: &'static str = "lazybreaker_rolling";
-    type Out = Result<u64, lazybreaker::Error<()>>;
-
-    fn new() -> Self {
-        LazyRolling(
-            lazybreaker::Breaker::builder()
-                .policy(ratio_policy())
-                .interval(WINDOW)
-                .bucket_period(BUCKET)
-                .build(),
-        )
-    }
-
-    fn call(&self, ok: bool) -> Self::Out {
-        self.0.execute(|| operation(ok))
-    }
-
-    fn is_closed(&self) -> bool {
-        self.0.state() == lazybreaker::State::Closed
-    }
+/// A lazybreaker variant: the failure-ratio policy over the window `configure` sets.
+fn lazy(
+    configure: impl FnOnce(lazybreaker::Builder<FailureRatio>) -> lazybreaker::Builder<FailureRatio>,
+) -> RatioBreaker {
+    configure(lazybreaker::Breaker::builder().policy(ratio_policy())).build()
 }
 
-/// lazybreaker, failure ratio over a fixed 10 s window.
-#[derive(Debug)]
-pub(crate) struct LazyFixed(RatioBreaker);
+/// The lazybreaker variants: one type each (a bench name), the same calls.
+macro_rules! lazy_windows {
+    ($($(#[$doc:meta])* $name:ident = $bench:literal, |$b:ident| $configure:expr;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub(crate) struct $name(RatioBreaker);
 
-impl Windowed for LazyFixed {
-    const NAME: &'static str = "lazybreaker_fixed";
-    type Out = Result<u64, lazybreaker::Error<()>>;
+        impl Windowed for $name {
+            const NAME: &'static str = $bench;
+            type Out = Result<u64, lazybreaker::Error<()>>;
 
-    fn new() -> Self {
-        LazyFixed(
-            lazybreaker::Breaker::builder()
-                .policy(ratio_policy())
-                .interval(WINDOW)
-                .build(),
-        )
-    }
+            fn new() -> Self {
+                $name(lazy(|$b| $configure))
+            }
 
-    fn call(&self, ok: bool) -> Self::Out {
-        self.0.execute(|| operation(ok))
-    }
+            fn call(&self, ok: bool) -> Self::Out {
+                self.0.execute(|| operation(ok))
+            }
 
-    fn is_closed(&self) -> bool {
-        self.0.state() == lazybreaker::State::Closed
-    }
+            fn is_closed(&self) -> bool {
+                self.0.state() == lazybreaker::State::Closed
+            }
+        }
+    )*};
+}
+
+lazy_windows! {
+    /// lazybreaker, failure ratio over a 10 s window rolling in 1 s buckets.
+    LazyRolling = "lazybreaker_rolling", |b| b.interval(WINDOW).bucket_period(BUCKET);
+    /// lazybreaker, failure ratio over a fixed 10 s window.
+    LazyFixed = "lazybreaker_fixed", |b| b.interval(WINDOW);
+    /// lazybreaker, failure ratio over the last 100 calls.
+    LazyCount = "lazybreaker_count", |b| b.count_window(WINDOW_CALLS);
 }
 
 /// failsafe's time-window success-rate policy, with the backoff of its default policies.

@@ -100,8 +100,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
-    /// The closed-state count window: the counts are cleared when it expires (strictly after
+    /// The closed-state time window: the counts are cleared when it expires (strictly after
     /// `interval` since the window started). `Duration::ZERO` (the default) never clears them.
+    /// For a window of the last N calls instead, see [`count_window`](Self::count_window).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.knobs.interval = interval;
         self
@@ -117,6 +118,48 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// the work of rolling stay bounded.
     pub fn bucket_period(mut self, bucket_period: Duration) -> Self {
         self.knobs.bucket_period = bucket_period;
+        self
+    }
+
+    /// Counts over the last `n` results instead of over time: a count-based sliding window
+    /// (resilience4j's `COUNT_BASED` window; recloser's ring). In the closed state the
+    /// counts cover the last `n` successes and failures, each pushing out the oldest once
+    /// the window is full: `requests` is the number of results held (calls still in flight
+    /// are not in it), and an exclusion is counted in `total_exclusions` but takes no place
+    /// (as an ignored exception in resilience4j). A slow call is counted as slow when it
+    /// returns. Half-open counts its probes as usual.
+    ///
+    /// It replaces [`interval`](Self::interval) and [`bucket_period`](Self::bucket_period)
+    /// (which `build` then ignores and [`build_strict`](Self::build_strict) refuses), and is
+    /// cut to [`MAX_COUNT_WINDOW`](crate::MAX_COUNT_WINDOW) results. Zero (the default) means
+    /// no count window. A policy that needs no success of its own
+    /// ([`FailureRatio`](crate::policy::FailureRatio), the counting policies) counts its
+    /// successes without the lock and without reading the clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::FailureRatio;
+    /// use lazybreaker::{Breaker, State};
+    ///
+    /// // Trips when half of the last 10 calls failed, once 10 are in the window.
+    /// let breaker = Breaker::builder()
+    ///     .policy(FailureRatio::new(0.5, 10).unwrap())
+    ///     .count_window(10)
+    ///     .build();
+    /// for _ in 0..20 {
+    ///     let _ = breaker.execute(|| Ok::<_, ()>(()));
+    /// }
+    /// assert_eq!(breaker.counts().requests, 10, "the last 10 results, no more");
+    /// for _ in 0..4 {
+    ///     let _ = breaker.execute(|| Err::<(), _>("down"));
+    /// }
+    /// assert_eq!(breaker.state(), State::Closed, "4 of the last 10");
+    /// let _ = breaker.execute(|| Err::<(), _>("down"));
+    /// assert_eq!(breaker.state(), State::Open, "5 of the last 10");
+    /// ```
+    pub fn count_window(mut self, n: u32) -> Self {
+        self.knobs.count_window = n;
         self
     }
 
@@ -486,7 +529,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     ///
     /// [`ConfigError`](crate::ConfigError) naming `bucket_period` when it is set without an
     /// `interval`, exceeds `interval`, does not divide it into whole buckets, or makes more
-    /// than `MAX_BUCKETS` of them.
+    /// than `MAX_BUCKETS` of them; naming `count_window` when it is set with an `interval`
+    /// or is longer than [`MAX_COUNT_WINDOW`](crate::MAX_COUNT_WINDOW).
     ///
     /// # Examples
     ///
@@ -504,6 +548,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// ```
     pub fn build_strict(self) -> Result<Breaker<P, O>, ConfigError> {
         crate::window_check::check(self.knobs.interval, self.knobs.bucket_period)?;
+        crate::window_check::check_count(self.knobs.interval, self.knobs.count_window)?;
         crate::window_check::check_open(self.knobs.timeout, self.knobs.max_open_duration)?;
         Ok(self.build())
     }

@@ -595,6 +595,7 @@ impl Settings {
         let knobs = &self.knobs;
         let named = |err: ConfigError| err.for_breaker(&knobs.name);
         crate::window_check::check(knobs.interval, knobs.bucket_period).map_err(named)?;
+        crate::window_check::check_count(knobs.interval, knobs.count_window).map_err(named)?;
         crate::window_check::check_open(knobs.timeout, knobs.max_open_duration).map_err(named)?;
         let policy = self
             .policy

@@ -40,6 +40,9 @@ pub(crate) use rules::Rules;
 /// window bounded (gobreaker allocates `interval / bucket_period` buckets whatever they are).
 pub const MAX_BUCKETS: u64 = 1024;
 
+/// The longest count window: the last 65,536 results (a byte each).
+pub const MAX_COUNT_WINDOW: u64 = 1 << 16;
+
 /// What an admitted request carries to its result: the generation and window age it was
 /// admitted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,7 +181,11 @@ impl<P: TripPolicy> Machine<P> {
             start: now,
             expiry: Nanos::MAX,
             probes: rules.max_requests,
-            window: Window::rolling(rules.buckets as usize),
+            window: match rules.count_window {
+                0 => Window::rolling(rules.buckets as usize),
+                // At most `MAX_COUNT_WINDOW`: it fits a usize.
+                n => Window::last(n as usize),
+            },
             totals: Totals::default(),
             latest: now,
             forced: None,
@@ -374,6 +381,10 @@ impl<P: TripPolicy> Machine<P> {
     /// trips the breaker; in half-open an overdue probe has failed, and reopens it.
     fn check_overdue(&mut self, now: Nanos) -> Option<Change> {
         let threshold = saturating_nanos(self.rules.slow_threshold?);
+        if self.window.is_by_count() {
+            // A count window holds results: a slow call takes its place when it returns.
+            return None;
+        }
         let window = &mut self.window;
         let marked = self
             .in_flight
@@ -568,7 +579,7 @@ impl<P: TripPolicy> Machine<P> {
     fn start_generation(&mut self, now: Nanos, expiry: Nanos) {
         self.generation = self.generation.next();
         self.start = now;
-        self.window.clear();
+        self.window.restart(self.state == State::Closed);
         self.in_flight.clear();
         self.expiry = expiry;
     }

@@ -8,7 +8,7 @@ use crate::knobs::Knobs;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::policy::Capabilities;
 
-use super::MAX_BUCKETS;
+use super::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
 /// The longest open period by default: one hour (or the timeout, if longer).
 const DEFAULT_MAX_OPEN: Nanos = 3_600_000_000_000;
@@ -28,6 +28,9 @@ pub(crate) struct Rules {
     pub(super) bucket_period: Nanos,
     /// Number of buckets of a rolling window (0 for a fixed window).
     pub(super) buckets: u64,
+    /// A count window's length: the last this many results (0: no count window; the time
+    /// window knobs are then zero).
+    pub(super) count_window: u64,
     /// The configured open duration (before the policy's say).
     pub(super) timeout: Nanos,
     /// The longest any open period lasts (a forced open excepted).
@@ -84,6 +87,7 @@ impl Rules {
             interval,
             bucket_period,
             buckets,
+            count_window: 0,
             timeout,
             max_open: timeout.max(DEFAULT_MAX_OPEN),
             abandoned: (AbandonedAs::default(), AbandonedAs::default()),
@@ -119,6 +123,16 @@ impl Rules {
         if !max_open.is_zero() {
             self.max_open = saturating_nanos(max_open);
             self.timeout = self.timeout.min(self.max_open);
+        }
+        self
+    }
+
+    /// These rules, counting over the last `n` results in the closed state (at most
+    /// [`MAX_COUNT_WINDOW`]); a count window replaces any time window. Zero: none.
+    pub(crate) fn count_window(mut self, n: u32) -> Self {
+        if n > 0 {
+            self.count_window = u64::from(n).min(MAX_COUNT_WINDOW);
+            (self.interval, self.bucket_period, self.buckets) = (0, 0, 0);
         }
         self
     }
@@ -176,6 +190,7 @@ impl From<&Knobs> for Rules {
         .abandoned_as(knobs.abandoned_as.closed, knobs.abandoned_as.half_open)
         .never_tripping(knobs.never_trips)
         .dry_running(knobs.dry_run)
+        .count_window(knobs.count_window)
     }
 }
 

@@ -247,7 +247,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 10] = [
+static KNOB_FIELDS: [Field<Settings>; 11] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -257,6 +257,9 @@ static KNOB_FIELDS: [Field<Settings>; 10] = [
     }),
     Field::optional("bucket_period", |s, v, p| {
         set(&mut s.knobs.bucket_period, duration(v, p))
+    }),
+    Field::optional("count_window", |s, v, p| {
+        set(&mut s.knobs.count_window, u32_of(v, p))
     }),
     Field::optional("timeout", |s, v, p| {
         set(&mut s.knobs.timeout, duration(v, p))
@@ -291,8 +294,8 @@ static SETTINGS: Table<Settings> = Table {
     ],
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
-        `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-        `dry_run`, `check_timeout`, `policy`, `open_duration`",
+        `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
+        `never_trips`, `dry_run`, `check_timeout`, `policy`, `open_duration`",
     missing: "",
 };
 
@@ -301,8 +304,8 @@ static KNOBS_ONLY: Table<Settings> = Table {
     fields: &[&KNOB_FIELDS],
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
-        `bucket_period`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-        `dry_run`, `check_timeout`",
+        `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
+        `never_trips`, `dry_run`, `check_timeout`",
     missing: "",
 };
 
