@@ -379,9 +379,16 @@ impl Window {
             self.counts.consecutive_failures = 0;
             return;
         }
-        for _ in 0..n {
-            self.push(Outcome::Success, false);
-        }
+        // Fewer than the ring holds (so `n` fits a usize).
+        let (failed, slow) = self.last.push_many(success, n as usize);
+        let len = self.last.len() as u64;
+        let c = &mut self.counts;
+        c.total_failures -= failed;
+        c.slow_calls -= slow;
+        c.total_successes = len - c.total_failures;
+        c.requests = len;
+        c.consecutive_successes = (c.consecutive_successes + n).min(len);
+        c.consecutive_failures = 0;
     }
 
     /// Pushes a success or a failure into a count window, taking out the result it pushes

@@ -79,6 +79,29 @@ impl LastCalls {
         Some(oldest)
     }
 
+    /// Appends `n` copies of `result` as the newest, at most the capacity (what as many
+    /// [`push`](Self::push)es do, in one pass over the slots); returns how many of the
+    /// results pushed out failed, and how many were slow.
+    pub(crate) fn push_many(&mut self, result: Result, n: usize) -> (u64, u64) {
+        let capacity = self.capacity();
+        let n = n.min(capacity);
+        let bits = result.to_bits();
+        let (mut failed, mut slow) = (0, 0);
+        for _ in 0..n {
+            if self.len < capacity {
+                self.slots[(self.head + self.len) % capacity] = bits;
+                self.len += 1;
+                continue;
+            }
+            let oldest = Result::from_bits(self.slots[self.head]);
+            failed += u64::from(oldest.failed);
+            slow += u64::from(oldest.slow);
+            self.slots[self.head] = bits;
+            self.head = (self.head + 1) % capacity;
+        }
+        (failed, slow)
+    }
+
     /// Fills the ring with `result` alone (what `capacity` or more pushes of it leave).
     pub(crate) fn fill(&mut self, result: Result) {
         self.slots.fill(result.to_bits());
@@ -117,6 +140,29 @@ mod tests {
         assert_eq!(ring.push(OK), Some(OK));
         ring.clear();
         assert_eq!((ring.len(), ring.push(FAILED)), (0, None));
+    }
+
+    #[test]
+    fn pushing_many_is_pushing_each() {
+        for n in 0..9 {
+            let (mut one, mut many) = (LastCalls::new(5), LastCalls::new(5));
+            for r in [FAILED, OK, SLOW_FAILED] {
+                one.push(r);
+                many.push(r);
+            }
+            let mut out = (0, 0);
+            for _ in 0..n {
+                if let Some(r) = one.push(OK) {
+                    out.0 += u64::from(r.failed);
+                    out.1 += u64::from(r.slow);
+                }
+            }
+            assert_eq!(many.push_many(OK, n), out, "{n}");
+            assert_eq!(many.len(), one.len(), "{n}");
+            for _ in 0..5 {
+                assert_eq!(many.push(FAILED), one.push(FAILED), "{n}");
+            }
+        }
     }
 
     #[test]
