@@ -8,7 +8,11 @@ Reads <criterion dir>/<group>/<bench>/new/{benchmark.json,estimates.json} and pr
    (lazybreaker's variants and references, such as `lazybreaker_instant_clock` or `bare`,
    beside it), the best peer, and the ratio of `lazybreaker`'s median to the best peer's
    (<= 1.00: at least as fast as the best peer);
-2. every other group (lazybreaker-only variants, floor references): one row per bench.
+2. the scenarios where several lazybreaker configurations meet the peers (groups without a
+   plain `lazybreaker` bench, whose `lazybreaker_*` benches are the configurations, such as
+   `ratio_windows_*`): each configuration's median, the best peer, and each configuration's
+   ratio to it;
+3. every other group (lazybreaker-only variants, floor references): one row per bench.
 
 Groups that benches/breaker.rs, benches/tower.rs and benches/pool.rs no longer define (left in
 the criterion dir by older runs) are shown only with --all.
@@ -44,6 +48,9 @@ BREAKER = [
     "floor_2t",
     "registry_1t",
     "registry_2t",
+    "ratio_windows_success_1t",
+    "ratio_windows_success_2t",
+    "ratio_windows_1pct_1t",
 ]
 TOWER = [
     "tower_closed_1t",
@@ -139,7 +146,15 @@ def main():
     peer_groups = [
         g for g in order if SUBJECT in results[g] and any(p in results[g] for p in PEERS)
     ]
-    other_groups = [g for g in order if g not in peer_groups]
+    def configs(g):
+        return sorted(b for b in results[g] if b.startswith(SUBJECT + "_"))
+
+    config_groups = [
+        g
+        for g in order
+        if g not in peer_groups and configs(g) and any(p in results[g] for p in PEERS)
+    ]
+    other_groups = [g for g in order if g not in peer_groups and g not in config_groups]
 
     print(f"criterion medians, ns per call ({root})\n")
     # One peer table per bench binary, each with the columns its groups have; groups of
@@ -163,6 +178,23 @@ def main():
             cells = [g, *(cell(g, row.get(b)) for b in ours)]
             cells += [cell(g, row.get(p)) for p in peer_names]
             cells += [f"{best_name} {best:.1f}", f"{ratio:.2f}" + (" ✓" if ratio <= 1 else "")]
+            print("| " + " | ".join(cells) + " |")
+        print()
+    if config_groups:
+        ours = sorted({b for g in config_groups for b in configs(g)})
+        peer_names = [p for p in PEERS if any(p in results[g] for g in config_groups)]
+        head = ["scenario", *ours, *peer_names, "best peer", *(f"{b} / best" for b in ours)]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for g in config_groups:
+            row = results[g]
+            best, best_name = min((row[p][0], p) for p in peer_names if p in row)
+            cells = [g, *(cell(g, row.get(b)) for b in ours)]
+            cells += [cell(g, row.get(p)) for p in peer_names]
+            cells.append(f"{best_name} {best:.1f}")
+            for b in ours:
+                ratio = row[b][0] / best if b in row else None
+                cells.append("–" if ratio is None else f"{ratio:.2f}" + (" ✓" if ratio <= 1 else ""))
             print("| " + " | ".join(cells) + " |")
         print()
     if other_groups:

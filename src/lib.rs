@@ -12,7 +12,7 @@
 //! let breaker = Breaker::builder()
 //!     .name("payments")
 //!     .max_requests(3) // half-open admissions; 0 means 1
-//!     .interval(Duration::from_secs(10)) // closed-state count window; ZERO = never cleared
+//!     .interval(Duration::from_secs(10)) // closed-state time window; ZERO = never cleared
 //!     .bucket_period(Duration::from_secs(1)) // optional rolling window inside `interval`
 //!     .timeout(Duration::from_secs(30)) // open duration; ZERO means 60 s
 //!     .ready_to_trip(|c: &Counts| c.consecutive_failures > 3)
