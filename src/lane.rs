@@ -84,7 +84,7 @@
 //! | | a closed-state call (admission + success) | an open rejection |
 //! |---|---|---|
 //! | shared writes | none once striped (two CAS on the thread's own line) | none once striped (one CAS on the thread's own line) |
-//! | shared reads | the cell pointer; with a window, its end | the cell, the mode word, the open period's end |
+//! | shared reads | the cell pointer; with a window, its end (and a rolling window's key) | the cell, the mode word, the open period's end |
 //! | memory | one word (the base) until contention; then 128 bytes per stripe | — |
 //!
 //! A lock holder closes and opens every stripe (at most 64 cache lines) per locked
@@ -876,6 +876,20 @@ mod tests {
         );
     }
 
+    /// A rolling lane, open for `age` of `generation` until `bucket_end`.
+    fn rolling(generation: u64, age: u64, bucket_end: Nanos) -> Lane {
+        let lane = Lane::new(
+            Plan::of(&ConsecutiveFailures::default().capabilities(), true),
+            Phase::Closed {
+                generation: gen(generation),
+                age,
+                window_end: Some(bucket_end),
+            },
+        );
+        assert_eq!(lane.epoch.load(Ordering::Relaxed), 1, "opened once");
+        lane
+    }
+
     fn rolling_at(lane: &Lane, generation: u64, age: u64, bucket_end: Nanos) {
         lane.publish(Phase::Closed {
             generation: gen(generation),
@@ -886,14 +900,7 @@ mod tests {
 
     #[test]
     fn a_rolling_lane_counts_for_its_bucket_and_sends_the_others_to_the_lock() {
-        let lane = Lane::new(
-            Plan::of(&ConsecutiveFailures::default().capabilities(), true),
-            Phase::Closed {
-                generation: gen(3),
-                age: 5,
-                window_end: Some(100),
-            },
-        );
+        let lane = rolling(3, 5, 100);
         let aged = Ticket::aged(gen(3), 5);
         assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: aged });
         assert_eq!(lane.succeed(aged, || 100), Ok(()));
@@ -947,14 +954,7 @@ mod tests {
 
     #[test]
     fn a_rolling_lanes_next_bucket_never_takes_a_count_meant_for_the_last() {
-        let lane = Lane::new(
-            Plan::of(&ConsecutiveFailures::default().capabilities(), true),
-            Phase::Closed {
-                generation: gen(1),
-                age: 0,
-                window_end: Some(10),
-            },
-        );
+        let lane = rolling(1, 0, 10);
         // A caller loads its (empty) cell in age 0, then the lock holder rolls to age 1:
         // the new cell is empty too, but its epoch differs, so the caller's
         // compare-and-swap fails and it starts over (seeing age 1's key).
