@@ -542,6 +542,25 @@ fn everything_adds_up_under_contention_on_the_windowed_lane() {
     stress_held(policy, |b| b.interval(Duration::from_millis(10)));
 }
 
+/// A rolling closed-state window on the lock-free lane: every bucket's roll races the calls,
+/// and a permit held across rolls reports into its own bucket or is dropped with it.
+#[test]
+fn everything_adds_up_under_contention_on_the_rolling_lane() {
+    let policy = Recorded::new(FailureRatio::new(0.4, 10).unwrap()).needs_successes(false);
+    stress_held(policy, |b| {
+        b.interval(Duration::from_millis(50))
+            .bucket_period(Duration::from_millis(10))
+    });
+}
+
+/// A count window (the last 20 results) on the lock-free lane: successes folded in batches,
+/// failures under the lock.
+#[test]
+fn everything_adds_up_under_contention_on_the_count_window_lane() {
+    let policy = Recorded::new(FailureRatio::new(0.4, 10).unwrap()).needs_successes(false);
+    stress_held(policy, |b| b.count_window(20));
+}
+
 /// The second workload: `THREADS` workers whose permits are all held a while, then finished
 /// in random order with random verdicts (some excluded or dropped), on a breaker with
 /// `policy` and the settings `configure` adds, and a clock thread. Then everything must add
