@@ -446,6 +446,16 @@ fn checks() -> Vec<Check> {
             let registry = lazybreaker::Registry::new(|_: &String| Breaker::builder());
             count(|| registry.allow("search").unwrap().success())
         }),
+        ("registry/execute_lends_the_breaker", || {
+            let registry = lazybreaker::Registry::new(|_: &String| Breaker::builder());
+            count(|| {
+                black_box(registry.execute("search", ok)).unwrap();
+            })
+        }),
+        ("registry/with_lends_the_breaker", || {
+            let registry = lazybreaker::Registry::new(|_: &String| Breaker::builder());
+            count(|| registry.with("search", |b| b.allow().unwrap().success()))
+        }),
         ("registry/allow_rejected_names_the_breaker", || {
             // The one path that allocates by design: a rejection that names its breaker
             // copies the name (one allocation, freed with the rejection), so that the open

@@ -404,3 +404,102 @@ fn a_full_registry_of_open_breakers_answers_a_flood() {
     );
     assert_eq!(registry.len(), 32);
 }
+
+/// `execute` and `with` run the call through the key's breaker, built on first use, and lend
+/// it: no `Arc` is cloned for the call.
+#[test]
+fn execute_and_with_lend_the_keys_breaker() {
+    let built = Arc::new(AtomicUsize::new(0));
+    let registry: Registry<String> = Registry::new({
+        let built = Arc::clone(&built);
+        move |key| {
+            built.fetch_add(1, Ordering::SeqCst);
+            trips_on_first_failure(key)
+        }
+    });
+    assert_eq!(registry.execute("a", || Ok::<_, ()>(1)), Ok(1));
+    assert_eq!(built.load(Ordering::SeqCst), 1, "built on first use");
+    let a = registry.breaker("a");
+    let (same, held) = registry.with("a", |lent| (std::ptr::eq(lent, &*a), Arc::strong_count(&a)));
+    assert!(same, "`with` lends the key's breaker");
+    assert_eq!(held, 2, "the registry's and this test's: none for the call");
+    assert_eq!(a.totals().successes, 1);
+    let _ = registry.execute("a", || Err::<(), _>("down"));
+    assert_eq!(a.state(), State::Open);
+    let rejected = registry.execute("a", || -> Result<(), &str> { panic!("not called") });
+    assert!(matches!(rejected, Err(lazybreaker::Error::Rejected(_))));
+    assert_eq!(registry.with("b", |b| b.name().to_owned()), "b");
+    assert_eq!((built.load(Ordering::SeqCst), registry.len()), (2, 2));
+}
+
+/// A full registry that can make no room still runs the call: on a breaker of the key's own
+/// that it does not keep, counted in `overflowed`.
+#[test]
+fn a_full_registry_lends_an_unkept_breaker() {
+    let registry = Registry::new(trips_on_first_failure).max_keys(1);
+    registry.breaker("forced").force_open();
+    assert_eq!(registry.execute("new", || Ok::<_, ()>(3)), Ok(3));
+    assert!(registry.get("new").is_none());
+    assert_eq!((registry.len(), registry.overflowed()), (1, 1));
+}
+
+/// `retain` and `for_each` hold no lock of the registry while they run user code: a closure
+/// may call the registry itself.
+#[test]
+fn retain_and_for_each_may_call_the_registry() {
+    let registry = Registry::new(|_: &String| Breaker::builder());
+    for key in ["a", "b", "c"] {
+        registry.breaker(key);
+    }
+    registry.retain(|key, _| {
+        // Removing another key from inside the sweep, and looking one up.
+        if key == "a" {
+            registry.remove("c");
+        }
+        registry.get("b").is_some() && key != "b"
+    });
+    assert!(registry.get("b").is_none());
+    assert_eq!(registry.len(), registry.breakers().len());
+    let mut seen = 0;
+    registry.for_each(|b| {
+        seen += 1;
+        assert!(registry.get(b.name()).is_some());
+    });
+    assert_eq!(seen, registry.len());
+}
+
+/// Calls lent a breaker while other threads remove the key (over and over) are all counted:
+/// by the key's breaker of the moment or by one removed while the call ran.
+#[test]
+fn every_lent_call_is_counted_while_its_key_is_removed() {
+    const THREADS: usize = 4;
+    const CALLS: u64 = 5_000;
+    let registry = Registry::new(|_: &String| Breaker::builder());
+    let removed = std::sync::Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                for _ in 0..CALLS {
+                    registry.execute("hot", || Ok::<_, ()>(())).unwrap();
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..2_000 {
+                if let Some(b) = registry.remove("hot") {
+                    removed.lock().unwrap().push(b);
+                }
+                thread::yield_now();
+            }
+        });
+    });
+    let counted: u64 = removed
+        .into_inner()
+        .unwrap()
+        .iter()
+        .chain(registry.get("hot").as_ref())
+        .map(|b| b.totals().successes)
+        .sum();
+    assert_eq!(counted, THREADS as u64 * CALLS);
+    assert!(registry.len() <= 1);
+}

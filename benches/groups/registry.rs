@@ -1,6 +1,8 @@
 //! `Registry` lookups: a lookup of an existing key plus a closed `execute`,
-//! against a plain `execute` on a breaker already in hand, on one and two threads. The
-//! target: within about 2x of the plain call.
+//! against a plain `execute` on a breaker already in hand, on one and two threads: through
+//! `Registry::execute` (the breaker lent for the call), and through `breaker(key)` or
+//! `get(key)` (an `Arc` cloned per call). The target for the lent call: within 1.5x of the
+//! plain call on one thread, 2x with one key on two threads.
 //!
 //! And an open key's rejection: `allow()` on the open breaker in hand, a lookup plus
 //! `allow()` (a plain [`Rejected`](lazybreaker::Rejected)), and `Registry::allow` (a
@@ -63,7 +65,8 @@ fn my_key() -> &'static str {
     })
 }
 
-/// `registry_1t`: `execute` on a breaker in hand; `registry.breaker(key)` + `execute`;
+/// `registry_1t`: `execute` on a breaker in hand; `registry.execute(key, ..)`;
+/// `registry.breaker(key)` + `execute`;
 /// `registry.get(key)` + `execute`. An open key: `allow()` on its breaker in hand;
 /// `registry.breaker(key)` + `allow()`; `registry.allow(key)`.
 pub(crate) fn lookup_1t(c: &mut Criterion) {
@@ -72,6 +75,9 @@ pub(crate) fn lookup_1t(c: &mut Criterion) {
     let breaker = registry.breaker(KEYS[0]);
     g.bench_function("execute", |b| {
         b.iter(|| breaker.execute(|| operation(true)))
+    });
+    g.bench_function("registry_execute", |b| {
+        b.iter(|| registry.execute(KEYS[0], || operation(true)))
     });
     g.bench_function("breaker_execute", |b| {
         b.iter(|| registry.breaker(KEYS[0]).execute(|| operation(true)))
@@ -92,8 +98,8 @@ pub(crate) fn lookup_1t(c: &mut Criterion) {
     g.finish();
 }
 
-/// `registry_2t`: two threads; `execute` on one breaker in hand; lookup + `execute` of the
-/// same key on both threads; lookup + `execute` of a key per thread. One open key on both
+/// `registry_2t`: two threads; `execute` on one breaker in hand; `registry.execute` of the
+/// same key on both threads, and of a key per thread; the same through `breaker(key)`. One open key on both
 /// threads: `allow()` on its breaker in hand; `registry.breaker(key)` + `allow()`;
 /// `registry.allow(key)`.
 pub(crate) fn lookup_2t(c: &mut Criterion) {
@@ -102,6 +108,12 @@ pub(crate) fn lookup_2t(c: &mut Criterion) {
     let breaker = registry.breaker(KEYS[0]);
     g.bench_function("execute", |b| {
         b.iter_custom(|iters| contended(iters, || breaker.execute(|| operation(true))))
+    });
+    g.bench_function("registry_execute_same_key", |b| {
+        b.iter_custom(|iters| contended(iters, || registry.execute(KEYS[0], || operation(true))))
+    });
+    g.bench_function("registry_execute_own_key", |b| {
+        b.iter_custom(|iters| contended(iters, || registry.execute(my_key(), || operation(true))))
     });
     g.bench_function("breaker_execute_same_key", |b| {
         b.iter_custom(|iters| {

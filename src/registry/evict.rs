@@ -18,8 +18,11 @@
 //!
 //! A breaker can be evicted when it is *idle*: closed and not forced (an open or half-open
 //! breaker is protecting its dependency, a forced one carries an operator's decision), and
-//! held by nobody but the registry (no permit outstanding, no `Arc` kept by a caller). The
-//! last check is made under the shard's write lock, where no lookup can clone it meanwhile.
+//! held by nobody but the registry (no owned permit outstanding, no `Arc` kept by a caller).
+//! The last check is made as part of the removal, which is one step of the map; a lookup that
+//! races it may still get the breaker being evicted, which stays valid for that caller like
+//! any removed breaker (its next lookup builds the key a new one), and a call lent the
+//! breaker by [`with`](super::Registry::with) does not hold it.
 
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::Ordering;
@@ -29,7 +32,7 @@ use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
-use super::{Registry, Shard, Slot};
+use super::{Registry, Slot};
 
 /// At most this share of the bound is evicted per full insertion (at least one breaker):
 /// one scan then makes room for many insertions.
@@ -85,68 +88,46 @@ where
         let batch = (max_keys / BATCH_DIVISOR).max(1);
         let now = self.clock.now();
         // The `batch` oldest idle last-use times: the threshold to evict at or below.
-        let mut oldest: Vec<Nanos> = Vec::new();
-        for shard in self.shards.iter() {
-            let map = shard.map.read();
-            oldest.extend(
-                map.iter()
-                    .map(|(_, slot)| slot)
-                    .filter(|slot| slot.evictable())
-                    .map(|slot| slot.last_used(now)),
-            );
-        }
+        let mut oldest: Vec<Nanos> = self
+            .map
+            .pin()
+            .iter()
+            .map(|(_, slot)| slot)
+            .filter(|slot| slot.evictable())
+            .map(|slot| slot.last_used(now))
+            .collect();
         if oldest.is_empty() {
             return None;
         }
         let nth = batch.min(oldest.len()) - 1;
         let (_, &mut threshold, _) = oldest.select_nth_unstable(nth);
-        let mut evicted = 0;
-        for shard in self.shards.iter() {
-            if evicted == batch {
-                break;
-            }
-            evicted += self.evict_from(shard, |slot| slot.seen() <= threshold, batch - evicted);
-        }
+        let mut evicted = self.evict_where(|slot| slot.seen() <= threshold, batch);
         // None at or below the threshold any more (a concurrent scan or sweep marked them
         // used again since): any idle one will do, so that two scans that keep marking each
         // other's candidates cannot both retry for ever. `Some(0)` is left only when nothing
         // is idle at this second look, because another scan evicted it or a caller holds it.
         if evicted == 0 {
-            for shard in self.shards.iter() {
-                evicted += self.evict_from(shard, |_| true, 1);
-                if evicted > 0 {
-                    break;
-                }
-            }
+            evicted = self.evict_where(|_| true, 1);
         }
         Some(evicted)
     }
 
-    /// Evicts from `shard` up to `limit` idle breakers that `pick` chooses; returns how
-    /// many. The evicted breakers are dropped after the lock is released (dropping one runs
-    /// user code: its policy's and observer's destructors).
-    pub(super) fn evict_from(
-        &self,
-        shard: &Shard<K, P, O>,
-        pick: impl Fn(&Slot<P, O>) -> bool,
-        limit: usize,
-    ) -> usize {
-        let mut evicted = Vec::new();
-        {
-            let chosen = std::cell::Cell::new(0);
-            let mut map = shard.map.write();
-            map.retain(
-                |_, slot| {
-                    let evict = chosen.get() < limit && pick(slot) && slot.evictable();
-                    chosen.set(chosen.get() + usize::from(evict));
-                    !evict
-                },
-                |slot| {
-                    self.len.fetch_sub(1, Ordering::Relaxed);
-                    evicted.push(slot);
-                },
-            );
+    /// Evicts up to `limit` idle breakers that `pick` chooses; returns how many. Each
+    /// removal checks, as one step of the map, that the breaker is still idle and chosen.
+    pub(super) fn evict_where(&self, pick: impl Fn(&Slot<P, O>) -> bool, limit: usize) -> usize {
+        let map = self.map.pin();
+        let mut evicted = 0;
+        for (key, slot) in map.iter() {
+            if evicted == limit {
+                break;
+            }
+            if pick(slot)
+                && slot.evictable()
+                && self.remove_slot(&map, key, |now| pick(now) && now.evictable())
+            {
+                evicted += 1;
+            }
         }
-        evicted.len()
+        evicted
     }
 }

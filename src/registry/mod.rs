@@ -1,19 +1,21 @@
 //! [`Registry`]: breakers per key (endpoint, host, method), made on first use from a
-//! factory, looked up without a global lock, optionally bounded, with no timer.
+//! factory, looked up without a lock and without a shared write, optionally bounded, with no
+//! timer.
 //!
-//! The map is split into shards, each behind its own read-write lock, so lookups of
-//! different keys on different threads rarely meet. A key is hashed once, with `S`
-//! ([`RegistryHasher`] by default: keyed per process, since keys often come from traffic):
-//! the hash's high bits pick the shard, and the shard's [`Table`] finds the entry by the
-//! whole hash. A lookup of an existing key takes one shard's read lock and clones an `Arc`;
-//! a new key builds its breaker outside every lock (the factory is user code), then takes
-//! its shard's write lock to insert it.
+//! The map is a lock-free hash map ([papaya](https://docs.rs/papaya)): a lookup hashes its
+//! key once (with `S`, [`RegistryHasher`] by default: keyed per process, since keys often
+//! come from traffic) and reads the table under an epoch guard that writes only this
+//! thread's own slot. [`with`](Registry::with) and [`execute`](Registry::execute) lend the
+//! breaker for one call, so that a lookup of an existing key writes nothing another core
+//! reads; [`breaker`](Registry::breaker) returns an `Arc`, whose count it increments (a
+//! shared write: two threads on one key then share its cache line). A new key builds its
+//! breaker outside the map (the factory is user code), then inserts it unless another
+//! thread inserted one first.
 //!
 //! Eviction (when bounded) is in [`evict`]; the answer when the bound is reached and
 //! nothing can be evicted is [`RegistryFull`].
 
 mod evict;
-mod table;
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -22,17 +24,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
-
 use crate::breaker::{Breaker, Builder, OwnedPermit};
 use crate::clock::Clock;
 use crate::clock::ClockSource;
-use crate::error::RejectedBy;
+use crate::error::{Error, RejectedBy};
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-
-use table::Table;
 
 /// A registry's default key hasher: foldhash's `RandomState`, fast and keyed per process
 /// (minimally DoS-resistant). See [`Registry::with_hasher`] for another.
@@ -44,9 +42,12 @@ type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
 /// Breakers per key, made on first use: one breaker per endpoint, host or method (brpc keeps
 /// one per server node, Kitex one per method, Polly selects a pipeline per authority).
 ///
-/// - [`breaker`](Registry::breaker) returns the key's breaker, building it on first use
-///   with the factory's [`Builder`]; [`get`](Registry::get) only looks. Lookups borrow
-///   (`&str` for `String` keys), and an existing key's lookup takes no global lock.
+/// - [`execute`](Registry::execute) and [`with`](Registry::with) run a call through the
+///   key's breaker, building it on first use with the factory's [`Builder`], and lend it
+///   for the call: an existing key's lookup takes no lock and writes nothing shared, so two
+///   threads on one key scale like two threads on one breaker.
+/// - [`breaker`](Registry::breaker) returns the key's breaker as an `Arc` to keep;
+///   [`get`](Registry::get) only looks. Lookups borrow (`&str` for `String` keys).
 /// - Each breaker is named after its key (its `Display`), unless the factory named it, so
 ///   callbacks and metrics can tell them apart.
 /// - With [`clock`](Registry::clock), every breaker and the registry itself share one
@@ -60,9 +61,10 @@ type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
 ///   them (for snapshots and metrics); [`force_open_all`](Registry::force_open_all) and its
 ///   siblings apply a manual control to every breaker at once.
 ///
-/// A breaker removed or evicted while someone still holds it (a permit, an `Arc`) stays
-/// valid for them: it is only no longer the key's breaker, and the next lookup of the key
-/// builds a new one.
+/// A breaker removed or evicted while someone still holds it (a permit, an `Arc`, a call
+/// it was lent to) stays valid for them: it is only no longer the key's breaker, and the next
+/// lookup of the key builds a new one. The registry drops its own reference once no lookup
+/// can still see the breaker, perhaps a little later and on another thread.
 ///
 /// # Examples
 ///
@@ -73,6 +75,10 @@ type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
 /// let registry: Registry<String> = Registry::new(|_host: &String| {
 ///     Breaker::builder().timeout(Duration::from_secs(30))
 /// });
+/// // The call path: the key's breaker, lent for the call.
+/// let body = registry.execute("api.example.com", || Ok::<_, ()>("body"))?;
+/// assert_eq!(body, "body");
+/// // A breaker to keep: an `Arc`.
 /// let a = registry.breaker("api.example.com");
 /// assert_eq!(a.name(), "api.example.com");
 /// assert!(std::sync::Arc::ptr_eq(&a, &registry.breaker("api.example.com")));
@@ -82,11 +88,11 @@ type Factory<K, P, O> = dyn Fn(&K) -> Builder<P, O> + Send + Sync;
 /// // An operator takes every dependency out at once:
 /// registry.force_open_all();
 /// assert_eq!(a.state(), State::Open);
+/// # Ok::<(), lazybreaker::Error<()>>(())
 /// ```
 pub struct Registry<K, P = ConsecutiveFailures, O = (), S = RegistryHasher> {
-    shards: Box<[Shard<K, P, O>]>,
-    /// Hashes each key once: the high bits pick the shard, the whole hash finds the entry.
-    hasher: S,
+    /// The breakers by key, hashed with `S`.
+    map: papaya::HashMap<K, Slot<P, O>, S>,
     factory: Box<Factory<K, P, O>>,
     /// The clock given with [`clock`](Registry::clock), for the breakers; `None`: each
     /// breaker's builder picks its own.
@@ -94,20 +100,15 @@ pub struct Registry<K, P = ConsecutiveFailures, O = (), S = RegistryHasher> {
     /// What the registry measures idleness with: the shared clock, or a coarse one.
     clock: ClockSource,
     max_keys: Option<usize>,
-    /// Breakers held, across shards; at most `max_keys`.
+    /// Breakers held; at most `max_keys`. Kept here (the map's own length is not reserved
+    /// ahead of an insertion), and changed only by the thread whose insertion or removal
+    /// took effect.
     len: AtomicUsize,
     /// Keys answered with a breaker the registry could not keep (see `try_breaker`).
     overflowed: AtomicU64,
     /// After an eviction scan found nothing to evict: how many full insertions are answered
     /// at once before the next scan (see `evict`).
     skip_scans: AtomicUsize,
-}
-
-/// One shard: its part of the map, on its own cache line so that threads reading different
-/// shards do not share one.
-#[repr(align(128))]
-struct Shard<K, P, O> {
-    map: RwLock<Table<K, Slot<P, O>>>,
 }
 
 /// A key's breaker, and when it was last seen in use.
@@ -133,11 +134,18 @@ impl<P: TripPolicy, O: Observer> Slot<P, O> {
         }
     }
 
+    /// The breaker, its use recorded (a write only when the flag is not set already).
     #[inline]
-    fn touch(&self) -> Arc<Breaker<P, O>> {
+    fn lend(&self) -> &Breaker<P, O> {
         if !self.referenced.load(Ordering::Relaxed) {
             self.referenced.store(true, Ordering::Relaxed);
         }
+        &self.breaker
+    }
+
+    #[inline]
+    fn touch(&self) -> Arc<Breaker<P, O>> {
+        self.lend();
         Arc::clone(&self.breaker)
     }
 
@@ -189,16 +197,8 @@ where
     where
         F: Fn(&K) -> Builder<P, O> + Send + Sync + 'static,
     {
-        let shards = (crate::sync::parallelism() * 4)
-            .next_power_of_two()
-            .clamp(4, 256);
         Self {
-            shards: (0..shards)
-                .map(|_| Shard {
-                    map: RwLock::new(Table::new()),
-                })
-                .collect(),
-            hasher,
+            map: papaya::HashMap::with_hasher(hasher),
             factory: Box::new(factory),
             shared_clock: None,
             clock: ClockSource::default_for(false),
@@ -246,8 +246,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (shard, hash) = self.shard(key);
-        shard.map.read().get(hash, key).map(Slot::touch)
+        self.map.pin().get(key).map(Slot::touch)
     }
 
     /// How many breakers the registry holds.
@@ -273,32 +272,24 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (shard, hash) = self.shard(key);
-        let removed = shard.map.write().remove(hash, key);
-        removed.map(|slot| {
+        let map = self.map.pin();
+        let removed = map.remove(key).map(|slot| Arc::clone(&slot.breaker));
+        if removed.is_some() {
             self.len.fetch_sub(1, Ordering::Relaxed);
-            slot.breaker
-        })
+        }
+        removed
     }
 
-    /// Keeps only the breakers for which `keep` answers `true`. `keep` runs under a shard's
-    /// write lock: it must not call this registry, nor change the breaker it is given in a
-    /// way that runs its observers (a control, a call), since an observer that called the
-    /// registry would then wait for that lock. Removed breakers are dropped after the lock
-    /// is released. If `keep` panics, what was removed so far stays removed.
+    /// Keeps only the breakers for which `keep` answers `true`. `keep` runs under no lock of
+    /// the registry (it may call the registry and the breaker it is given), once for each
+    /// breaker present when the sweep reaches it; a breaker inserted meanwhile may or may not
+    /// be seen. If `keep` panics, what was removed so far stays removed.
     pub fn retain(&self, mut keep: impl FnMut(&K, &Arc<Breaker<P, O>>) -> bool) {
-        for shard in self.shards.iter() {
-            let mut removed = Vec::new();
-            {
-                let mut map = shard.map.write();
-                map.retain(
-                    |key, slot| keep(key, &slot.breaker),
-                    |slot| {
-                        // Counted one by one: a panic of `keep` leaves `len` exact.
-                        self.len.fetch_sub(1, Ordering::Relaxed);
-                        removed.push(slot);
-                    },
-                );
+        let map = self.map.pin();
+        for (key, slot) in map.iter() {
+            if !keep(key, &slot.breaker) {
+                // This entry, not one inserted for the key since `keep` saw it.
+                self.remove_slot(&map, key, |now| Arc::ptr_eq(&now.breaker, &slot.breaker));
             }
         }
     }
@@ -314,11 +305,7 @@ where
     pub fn remove_idle(&self, idle_for: Duration) -> usize {
         let now = self.clock.now();
         let idle_since = now.saturating_sub(saturating_nanos(idle_for));
-        let mut removed = 0;
-        for shard in self.shards.iter() {
-            removed += self.evict_from(shard, |slot| slot.last_used(now) <= idle_since, usize::MAX);
-        }
-        removed
+        self.evict_where(|slot| slot.last_used(now) <= idle_since, usize::MAX)
     }
 
     /// Every key and its breaker, at this moment (clones of the keys and of the `Arc`s), in
@@ -327,29 +314,21 @@ where
     where
         K: Clone,
     {
+        let map = self.map.pin();
         let mut all = Vec::with_capacity(self.len());
-        for shard in self.shards.iter() {
-            let map = shard.map.read();
-            all.extend(
-                map.iter()
-                    .map(|(k, slot)| (k.clone(), Arc::clone(&slot.breaker))),
-            );
-        }
+        all.extend(
+            map.iter()
+                .map(|(k, slot)| (k.clone(), Arc::clone(&slot.breaker))),
+        );
         all
     }
 
-    /// Runs `f` on every breaker, outside the registry's locks.
+    /// Runs `f` on every breaker the registry holds (under no lock: `f` may call the
+    /// registry), without cloning a key or an `Arc`. A breaker inserted meanwhile may or may
+    /// not be seen.
     pub fn for_each(&self, mut f: impl FnMut(&Breaker<P, O>)) {
-        for shard in self.shards.iter() {
-            let breakers: Vec<_> = shard
-                .map
-                .read()
-                .iter()
-                .map(|(_, slot)| Arc::clone(&slot.breaker))
-                .collect();
-            for breaker in breakers {
-                f(&breaker);
-            }
+        for (_, slot) in self.map.pin().iter() {
+            f(&slot.breaker);
         }
     }
 
@@ -372,18 +351,19 @@ where
         self.rescan();
     }
 
-    /// The key's shard and hash.
-    #[inline]
-    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> (&Shard<K, P, O>, u64) {
-        let hash = self.hasher.hash_one(key);
-        // The high bits (the table uses all of them, but its own buckets mostly the low ones).
-        let bits = self.shards.len().trailing_zeros();
-        let index = if bits == 0 {
-            0
-        } else {
-            (hash >> (64 - bits)) as usize
-        };
-        (&self.shards[index], hash)
+    /// Removes `key`'s entry if `pick` chooses it, as one step of the map; whether it did
+    /// (then this thread, and only this one, counts the removal in `len`).
+    fn remove_slot(
+        &self,
+        map: &papaya::HashMapRef<'_, K, Slot<P, O>, S, impl papaya::Guard>,
+        key: &K,
+        mut pick: impl FnMut(&Slot<P, O>) -> bool,
+    ) -> bool {
+        let removed = matches!(map.remove_if(key, |_, slot| pick(slot)), Ok(Some(_)));
+        if removed {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+        }
+        removed
     }
 }
 
@@ -482,6 +462,80 @@ where
         self.lookup_or_insert(key).map_err(|(full, _)| full)
     }
 
+    /// Runs `call` through the key's breaker (built on first use, as
+    /// [`breaker`](Registry::breaker) does): [`Breaker::execute`] on a breaker lent for the
+    /// call. The lookup of an existing key takes no lock and writes nothing another thread
+    /// reads (no `Arc` count), so this is the call path to use on a hot key.
+    ///
+    /// # Errors
+    ///
+    /// As [`Breaker::execute`]: the rejection when the key's breaker does not admit the
+    /// call, or the call's own error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Error, Registry};
+    ///
+    /// let registry = Registry::new(|_: &String| {
+    ///     Breaker::builder().ready_to_trip(|c| c.consecutive_failures >= 1)
+    /// });
+    /// assert_eq!(registry.execute("search", || Ok::<_, &str>(7)), Ok(7));
+    /// let _ = registry.execute("payments", || Err::<(), _>("down"));
+    /// assert!(matches!(
+    ///     registry.execute("payments", || Ok::<_, &str>(())),
+    ///     Err(Error::Rejected(_))
+    /// ));
+    /// ```
+    pub fn execute<Q, T, E, F>(&self, key: &Q, call: F) -> Result<T, Error<E>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.with(key, |breaker| breaker.execute(call))
+    }
+
+    /// Runs `f` with the key's breaker (built on first use, as
+    /// [`breaker`](Registry::breaker) does), lent for the duration of `f`: no `Arc` is
+    /// cloned, and an existing key's lookup takes no lock and writes nothing shared. For the
+    /// two-step calls, or anything else [`execute`](Registry::execute) does not cover.
+    ///
+    /// While `f` runs, the registry keeps every breaker removed meanwhile (by anyone) in
+    /// memory; a breaker evicted while lent to `f` counts `f`'s call all the same, it is only
+    /// no longer the key's. Use [`breaker`](Registry::breaker) to keep one past `f`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, Registry};
+    ///
+    /// let registry = Registry::new(|_: &String| Breaker::builder());
+    /// let admitted = registry.with("search", |breaker| match breaker.allow() {
+    ///     Ok(permit) => {
+    ///         permit.success();
+    ///         true
+    ///     }
+    ///     Err(_) => false,
+    /// });
+    /// assert!(admitted);
+    /// assert_eq!(registry.with("search", |b| b.counts().total_successes), 1);
+    /// ```
+    #[inline]
+    pub fn with<Q, R>(&self, key: &Q, f: impl FnOnce(&Breaker<P, O>) -> R) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let map = self.map.pin();
+        if let Some(slot) = map.get(key) {
+            return f(slot.lend());
+        }
+        drop(map);
+        let breaker = self.breaker(key);
+        f(&breaker)
+    }
+
     #[inline]
     #[allow(clippy::type_complexity)]
     fn lookup_or_insert<Q>(
@@ -492,23 +546,17 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let (shard, hash) = self.shard(key);
-        if let Some(breaker) = shard.map.read().get(hash, key).map(Slot::touch) {
+        if let Some(breaker) = self.map.pin().get(key).map(Slot::touch) {
             return Ok(breaker);
         }
-        self.insert(shard, hash, key.to_owned())
+        self.insert(key.to_owned())
     }
 
-    /// Builds the key's breaker (outside every lock: the factory is user code), then keeps
-    /// it unless another thread kept one first, evicting to make room when bounded.
+    /// Builds the key's breaker (outside the map: the factory is user code), then keeps it
+    /// unless another thread kept one first, evicting to make room when bounded.
     #[cold]
     #[allow(clippy::type_complexity)]
-    fn insert(
-        &self,
-        shard: &Shard<K, P, O>,
-        hash: u64,
-        key: K,
-    ) -> Result<Arc<Breaker<P, O>>, (RegistryFull, Arc<Breaker<P, O>>)> {
+    fn insert(&self, key: K) -> Result<Arc<Breaker<P, O>>, (RegistryFull, Arc<Breaker<P, O>>)> {
         let mut builder = (self.factory)(&key);
         if builder.unnamed() {
             builder = builder.name(key.to_string());
@@ -517,17 +565,23 @@ where
             builder = builder.clock_source(clock.clone());
         }
         let breaker = Arc::new(builder.build());
-        // Read before any lock: the clock may be user code.
+        // Read before the map: the clock may be user code.
         let now = self.clock.now();
         loop {
             {
-                let mut map = shard.map.write();
-                if let Some(slot) = map.get(hash, &key) {
+                let map = self.map.pin();
+                if let Some(slot) = map.get(&key) {
                     return Ok(slot.touch()); // another thread kept one first
                 }
                 if self.reserve() {
-                    map.insert(hash, key, Slot::new(Arc::clone(&breaker), now));
-                    return Ok(breaker);
+                    return match map.try_insert(key, Slot::new(Arc::clone(&breaker), now)) {
+                        Ok(_) => Ok(breaker),
+                        Err(kept) => {
+                            // Another thread kept one since: its place, not this one.
+                            self.len.fetch_sub(1, Ordering::Relaxed);
+                            Ok(kept.current.touch())
+                        }
+                    };
                 }
             }
             // Again while a scan finds idle breakers: if another insertion took the room it
@@ -561,7 +615,6 @@ impl<K, P: TripPolicy, O: Observer, S> fmt::Debug for Registry<K, P, O, S> {
         f.debug_struct("Registry")
             .field("len", &self.len.load(Ordering::Relaxed))
             .field("max_keys", &self.max_keys)
-            .field("shards", &self.shards.len())
             .finish_non_exhaustive()
     }
 }
