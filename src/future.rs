@@ -198,6 +198,28 @@ where
                     let make = make
                         .take()
                         .expect("`ExecuteAsync` polled after it panicked");
+                    if !this.breaker.is_checked() {
+                        // The common case: the call built around the permit in place.
+                        let stage = &mut this.stage;
+                        let rejected = this.breaker.allow_into(
+                            |permit| {
+                                // Built only once admitted. A panic building it drops the
+                                // permit while unwinding: a failure.
+                                let call = make();
+                                stage.set(Stage::Running {
+                                    call,
+                                    permit: Some(permit),
+                                });
+                                None
+                            },
+                            Some,
+                        );
+                        if let Some(rejected) = rejected {
+                            this.stage.set(Stage::Done);
+                            return Poll::Ready(Err(Error::Rejected(rejected)));
+                        }
+                        continue;
+                    }
                     match this.breaker.allow_checking() {
                         Err(rejected) => {
                             this.stage.set(Stage::Done);

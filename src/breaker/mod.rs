@@ -96,6 +96,9 @@ use txn::Inner;
 /// assert_eq!(breaker.execute(|| Ok::<_, &str>(1)).unwrap(), 1); // the half-open probe
 /// assert_eq!(breaker.state(), State::Closed);
 /// ```
+// Aligned to a cache-line pair, so that in an `Arc` (a registry's, a tower layer's) the
+// counts an `Arc` clone writes sit on a line of their own, not on the one every call reads.
+#[repr(align(128))]
 pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     /// What a call may do without the lock; published by every lock holder.
     lane: Lane,

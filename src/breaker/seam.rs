@@ -58,6 +58,23 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         Ok(OwnedPermit::new(self, grant))
     }
 
+    /// [`allow_owning`](Self::allow_owning), its answer handed to `admitted` or `rejected`
+    /// rather than returned (see [`allow_owned_into`](Self::allow_owned_into)).
+    #[inline(always)]
+    pub(crate) fn allow_owning_into<R>(
+        self: Arc<Self>,
+        admitted: impl FnOnce(OwnedPermit<P, O>) -> R,
+        rejected: impl FnOnce(RejectedBy) -> R,
+    ) -> R {
+        match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { ticket } => admitted(OwnedPermit::new(self, Grant::lane(ticket))),
+            other => match self.allow_slow(other) {
+                Ok(grant) => admitted(OwnedPermit::new(self, grant)),
+                Err(refused) => rejected(self.rejected_by(refused)),
+            },
+        }
+    }
+
     /// `rejected`, naming this breaker.
     #[cold]
     #[inline(never)]
@@ -150,6 +167,43 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub(crate) fn is_checked(&self) -> bool {
         self.health_check.is_some()
+    }
+
+    /// [`allow`](Breaker::allow), its answer handed to `admitted` or `rejected` rather than
+    /// returned (see [`allow_owned_into`](Self::allow_owned_into)).
+    #[inline(always)]
+    pub(crate) fn allow_into<'a, R>(
+        &'a self,
+        admitted: impl FnOnce(Permit<'a, P, O>) -> R,
+        rejected: impl FnOnce(Rejected) -> R,
+    ) -> R {
+        match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { ticket } => admitted(Permit::new(self, Grant::lane(ticket))),
+            other => match self.allow_slow(other) {
+                Ok(grant) => admitted(Permit::new(self, grant)),
+                Err(refused) => rejected(refused),
+            },
+        }
+    }
+
+    /// [`allow_owned`](Breaker::allow_owned), its answer handed to `admitted` or `rejected`
+    /// rather than returned: a layer builds its future around the permit in place (a
+    /// `Result` of a permit gets copied in pieces whose reloads stall the call).
+    #[inline(always)]
+    pub(crate) fn allow_owned_into<R>(
+        self: &Arc<Self>,
+        admitted: impl FnOnce(OwnedPermit<P, O>) -> R,
+        rejected: impl FnOnce(Rejected) -> R,
+    ) -> R {
+        match self.lane.admit(|| self.clock.now()) {
+            Entry::Admitted { ticket } => {
+                admitted(OwnedPermit::new(Arc::clone(self), Grant::lane(ticket)))
+            }
+            other => match self.allow_slow(other) {
+                Ok(grant) => admitted(OwnedPermit::new(Arc::clone(self), grant)),
+                Err(refused) => rejected(refused),
+            },
+        }
     }
 
     /// What the next call would find, without admitting it: the rejection of an open

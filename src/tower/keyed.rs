@@ -222,12 +222,12 @@ where
         if breaker.is_checked() {
             return self.call_checked(breaker, request);
         }
-        match breaker.allow_owning() {
-            Ok(permit) => {
-                ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
-            }
-            Err(rejected) => ResponseFuture::rejected(rejected, self.on_rejected.clone()),
-        }
+        // The future built around the permit in place.
+        let (inner, classify, answer) = (&mut self.inner, &self.classify, &self.on_rejected);
+        breaker.allow_owning_into(
+            |permit| ResponseFuture::running(inner.call(request), permit, classify.clone()),
+            |rejected| ResponseFuture::rejected(rejected, answer.clone()),
+        )
     }
 }
 

@@ -132,8 +132,15 @@ where
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
+        if let (Prepared::Nothing, false) = (&self.ready, self.checked) {
+            // The common case: the future built around the permit in place.
+            let (inner, classify, answer) = (&mut self.inner, &self.classify, &self.on_rejected);
+            return self.breaker.allow_owned_into(
+                |permit| ResponseFuture::running(inner.call(request), permit, classify.clone()),
+                |rejected| ResponseFuture::rejected(rejected, answer.clone()),
+            );
+        }
         let permit = match self.ready {
-            Prepared::Nothing if !self.checked => self.breaker.allow_owned(),
             Prepared::Peeked(rejected) => {
                 self.ready = Prepared::Nothing;
                 self.breaker.count_rejection(rejected);
