@@ -4,7 +4,7 @@
 //! lock holder *publishes* after every change, from the machine's [`Phase`] and the lane's
 //! [`Plan`], telling callers what they may do without the lock:
 //!
-//! - **Counting** (closed, a policy that ignores successes and measures no latency): admit a
+//! - **Counting** (closed, a policy that ignores successes or records them itself): admit a
 //!   request, or record a success, by adding one to a counter in a *cell*. Without a
 //!   closed-state window (**fast**) no clock is read; with a fixed window, or a rolling
 //!   one (**windowed**), one clock read shows the window (the bucket) has not ended (an
@@ -75,9 +75,12 @@
 //! generation does.
 //!
 //! Whether closed-state calls may count here at all is decided once, when the breaker is
-//! built, by [`Plan::of`]: never for a policy that must see every success, or a policy that
-//! measures latency (a lane admission records no start time). That is the one place this is
-//! decided.
+//! built, by [`Plan::of`]: never for a policy that must see every success under the lock (one
+//! with a [`SuccessRecorder`](crate::policy::SuccessRecorder) is given them outside it,
+//! after their count here), nor for one with a slow-call threshold (its admissions are
+//! tracked in order under the lock). A policy that measures latency may count here: the
+//! breaker then reads the clock before every admission and keeps the reading in the permit
+//! as the call's start. That is the one place this is decided.
 //!
 //! # Cost
 //!
@@ -127,19 +130,28 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// The plan for a breaker whose policy has `caps`, and whose closed-state window
-    /// `rolls` or not.
-    pub(crate) fn of(caps: &Capabilities, rolls: bool) -> Self {
-        let needs_latency = caps.needs_latency;
+    /// `rolls` or not. `records_successes`: the policy has a
+    /// [`SuccessRecorder`](crate::policy::SuccessRecorder), which takes the closed-state
+    /// successes it needs without the lock.
+    pub(crate) fn of(caps: &Capabilities, rolls: bool, records_successes: bool) -> Self {
+        let successes_here = !caps.needs_successes || records_successes;
         Self {
-            counts_closed: !needs_latency && !caps.needs_successes,
+            // A slow-call threshold tracks every admission in order, under the lock.
+            counts_closed: successes_here && caps.effective_slow_threshold().is_none(),
             rolls,
-            needs_latency,
+            needs_latency: caps.needs_latency,
         }
     }
 
-    /// Whether the policy measures latency (then no admission is made lock-free).
+    /// Whether the policy measures latency: then the breaker reads the clock for every
+    /// admission, lane or lock, as its start.
     pub(crate) fn needs_latency(&self) -> bool {
         self.needs_latency
+    }
+
+    /// Whether closed-state admissions and successes may be counted lock-free.
+    pub(crate) fn counts_closed(&self) -> bool {
+        self.counts_closed
     }
 }
 
@@ -289,8 +301,9 @@ impl Pending {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
     /// Admitted lock-free, with this ticket (its generation, and its age in a rolling
-    /// window).
-    Admitted { ticket: Ticket },
+    /// window), at the clock's reading `at` if the lane took one (a windowed cell, or a
+    /// policy that measures latency, whose cells are windowed for that), zero otherwise.
+    Admitted { ticket: Ticket, at: Nanos },
     /// The breaker is open until `until`, and the clock read `now`.
     Open { until: Nanos, now: Nanos },
     /// Take the lock (with the clock reading, if one was taken).
@@ -466,6 +479,7 @@ impl Lane {
         if c.is_fast() && c.has_request_room() && Self::count(cell, c, c.with_request()) {
             return Entry::Admitted {
                 ticket: Ticket::unaged(c.generation()),
+                at: 0,
             };
         }
         if c.is_windowed() && c.has_request_room() {
@@ -477,7 +491,7 @@ impl Lane {
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
-                Ok(()) => return Entry::Admitted { ticket },
+                Ok(()) => return Entry::Admitted { ticket, at: now },
                 // A collision here (likelier than on the fast path: the clock was read between
                 // the load and the compare-and-swap) makes the stripes, as in `admit_any`.
                 Err(found) => self.contended(base, c, found),
@@ -535,7 +549,12 @@ impl Lane {
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
-                Ok(()) => return Entry::Admitted { ticket },
+                Ok(()) => {
+                    return Entry::Admitted {
+                        ticket,
+                        at: now.read.unwrap_or(0),
+                    }
+                }
                 Err(found) => self.contended(base, c, found),
             }
         }
@@ -587,14 +606,14 @@ impl Lane {
 
     /// Records a success lock-free if this thread's cell is open for `ticket` (its
     /// generation; in a rolling window, its generation and age) and, windowed, the window (or
-    /// bucket) has not ended, retrying under contention. `Err` sends the caller to the lock,
-    /// with the clock reading if one was taken; the lock also finds out whether the result
+    /// bucket) has not ended, retrying under contention; `Ok` with the clock reading if one
+    /// was taken. `Err` sends the caller to the lock, with the clock reading if one was taken; the lock also finds out whether the result
     /// is stale, or its bucket gone. `clock` is called only for a windowed cell, and once.
     pub(crate) fn succeed(
         &self,
         ticket: Ticket,
         clock: impl FnOnce() -> Nanos,
-    ) -> Result<(), Option<Nanos>> {
+    ) -> Result<Option<Nanos>, Option<Nanos>> {
         let mut now = Now::new(clock);
         loop {
             let (cell, base) = self.cell();
@@ -606,7 +625,7 @@ impl Lane {
                 return Err(now.read);
             }
             match Self::try_count(cell, c, c.with_success()) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(now.read),
                 Err(found) => self.contended(base, c, found),
             }
         }
@@ -702,10 +721,16 @@ impl Lane {
                 window_end,
                 ..
             } if self.plan.counts_closed => {
-                if let Some(until) = window_end {
+                // A policy that measures latency has windowed cells, windowless or not: an
+                // admission then reads the clock, its start.
+                let windowed = window_end.is_some() || self.plan.needs_latency;
+                if windowed {
+                    // Without a window, an end no reading reaches but a clock that panicked
+                    // (read as `Nanos::MAX`, which must take the lock).
+                    let until = window_end.unwrap_or(Nanos::MAX - 1);
                     self.window_until.store(until, Ordering::Release);
                 }
-                (COUNTING, Cell::open(generation, window_end.is_some()))
+                (COUNTING, Cell::open(generation, windowed))
             }
             Phase::Open { until } => {
                 self.open_until.store(until, Ordering::Release);
@@ -748,11 +773,14 @@ mod tests {
     }
 
     fn admitted(n: u64) -> Entry {
-        Entry::Admitted { ticket: t(n) }
+        Entry::Admitted {
+            ticket: t(n),
+            at: 0,
+        }
     }
 
     fn counting() -> Plan {
-        Plan::of(&ConsecutiveFailures::default().capabilities(), false)
+        Plan::of(&ConsecutiveFailures::default().capabilities(), false, false)
     }
 
     fn fast(n: u64) -> Lane {
@@ -767,28 +795,41 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_keeps_latency_and_success_policies_off_the_lane() {
+    fn the_plan_keeps_success_and_slow_call_policies_off_the_lane() {
         fn caps(latency: bool, successes: bool) -> Capabilities {
             Capabilities::default()
                 .needs_latency(latency)
                 .needs_successes(successes)
         }
         assert!(counting().counts_closed);
-        let rolling = Plan::of(&ConsecutiveFailures::default().capabilities(), true);
+        let rolling = Plan::of(&ConsecutiveFailures::default().capabilities(), true, false);
         assert!(
             rolling.counts_closed && rolling.rolls,
             "a rolling window counts too"
         );
-        assert!(!Plan::of(&caps(true, false), false).counts_closed);
-        assert!(Plan::of(&caps(true, false), false).needs_latency());
-        assert!(!Plan::of(&caps(false, true), false).counts_closed);
-        assert!(Plan::of(&caps(false, false), false).counts_closed);
+        let latency = Plan::of(&caps(true, false), false, false);
+        assert!(
+            latency.counts_closed && latency.needs_latency(),
+            "latency alone: the breaker keeps the start"
+        );
+        assert!(!Plan::of(&caps(false, true), false, false).counts_closed);
+        assert!(!Plan::of(&caps(true, true), false, false).counts_closed);
+        assert!(
+            Plan::of(&caps(true, true), false, true).counts_closed,
+            "successes taken by a recorder"
+        );
+        let slow = caps(true, false).slow_call_threshold(std::time::Duration::from_secs(1));
+        assert!(
+            !Plan::of(&slow, false, true).counts_closed,
+            "admissions tracked in order under the lock"
+        );
+        assert!(Plan::of(&caps(false, false), false, false).counts_closed);
         let closed = Phase::Closed {
             generation: gen(1),
             age: 0,
             window_end: None,
         };
-        let lane = Lane::new(Plan::of(&caps(true, false), false), closed);
+        let lane = Lane::new(Plan::of(&caps(false, true), false, false), closed);
         assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
     }
 
@@ -797,7 +838,7 @@ mod tests {
         let lane = fast(7);
         assert_eq!(lane.admit(never), admitted(7));
         assert_eq!(lane.admit(never), admitted(7));
-        assert_eq!(lane.succeed(t(7), never), Ok(()));
+        assert_eq!(lane.succeed(t(7), never), Ok(None));
         assert_eq!(
             lane.succeed(t(6), never),
             Err(None),
@@ -835,7 +876,7 @@ mod tests {
         let lane = fast(last);
         for _ in 0..Cell::COUNTER {
             assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
-            assert_eq!(lane.succeed(t(last), never), Ok(()));
+            assert_eq!(lane.succeed(t(last), never), Ok(None));
         }
         assert_eq!(lane.admit(never), Entry::Locked { now: None });
         assert_eq!(lane.succeed(t(last), never), Err(None));
@@ -856,8 +897,14 @@ mod tests {
                 window_end: Some(100),
             },
         );
-        assert_eq!(lane.admit(|| 100), admitted(3));
-        assert_eq!(lane.succeed(t(3), || 100), Ok(()));
+        assert_eq!(
+            lane.admit(|| 100),
+            Entry::Admitted {
+                ticket: t(3),
+                at: 100
+            }
+        );
+        assert_eq!(lane.succeed(t(3), || 100), Ok(Some(100)));
         // Strictly after `until` the window has expired: the lock starts the next one.
         assert_eq!(lane.admit(|| 101), Entry::Locked { now: Some(101) });
         assert_eq!(lane.succeed(t(3), || 101), Err(Some(101)));
@@ -879,7 +926,7 @@ mod tests {
     /// A rolling lane, open for `age` of `generation` until `bucket_end`.
     fn rolling(generation: u64, age: u64, bucket_end: Nanos) -> Lane {
         let lane = Lane::new(
-            Plan::of(&ConsecutiveFailures::default().capabilities(), true),
+            Plan::of(&ConsecutiveFailures::default().capabilities(), true, false),
             Phase::Closed {
                 generation: gen(generation),
                 age,
@@ -902,8 +949,14 @@ mod tests {
     fn a_rolling_lane_counts_for_its_bucket_and_sends_the_others_to_the_lock() {
         let lane = rolling(3, 5, 100);
         let aged = Ticket::aged(gen(3), 5);
-        assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: aged });
-        assert_eq!(lane.succeed(aged, || 100), Ok(()));
+        assert_eq!(
+            lane.admit(|| 100),
+            Entry::Admitted {
+                ticket: aged,
+                at: 100
+            }
+        );
+        assert_eq!(lane.succeed(aged, || 100), Ok(Some(100)));
         assert_eq!(
             lane.succeed(Ticket::aged(gen(3), 4), never),
             Err(None),
@@ -946,7 +999,8 @@ mod tests {
         assert_eq!(
             lane.admit(|| 150),
             Entry::Admitted {
-                ticket: Ticket::aged(gen(3), 6)
+                ticket: Ticket::aged(gen(3), 6),
+                at: 150
             }
         );
         assert_eq!(lane.succeed(aged, never), Err(None), "age 5 rolled");

@@ -212,7 +212,7 @@ mod window_check;
 pub use abandoned::AbandonedAs;
 pub use breaker::{Breaker, Builder, OwnedPermit, Permit};
 pub use classify::Classify;
-pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock};
+pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock, PreciseClock};
 pub use counts::{Counts, Totals, Transitions};
 pub use error::{ConfigError, Error, Rejected, RejectedBy};
 pub use forced::Forced;

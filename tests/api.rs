@@ -504,7 +504,7 @@ fn the_default_clock_is_coarse_unless_the_policy_times_calls() {
         .build();
     let timed = format!("{timed:?}");
     assert!(
-        timed.contains("MonotonicClock") && !timed.contains("Coarse"),
+        timed.contains("PreciseClock") && !timed.contains("Coarse"),
         "{timed}"
     );
 }

@@ -6,9 +6,11 @@ mod support;
 
 use std::time::Duration;
 
-use lazybreaker::policy::{ConsecutiveFailures, Ema, EmaConfig, Outcome, TripPolicy};
+use lazybreaker::policy::{
+    ConsecutiveFailures, Ema, EmaConfig, EmaWindowState, Outcome, TripPolicy,
+};
 use lazybreaker::{Breaker, ManualClock, Rejected, State};
-use support::brpc::{Scenario, Step};
+use support::brpc::{Scenario, Step, WindowState};
 
 const NS: Duration = Duration::from_nanos(1);
 
@@ -110,7 +112,28 @@ fn replay(scenario: &Scenario) -> Result<Replayed, String> {
                 );
                 return Ok(Replayed::Tripped { reset_at_zero });
             }
-            Step::Inspect(_) => {}
+            Step::Inspect(ref want) => {
+                // The windows as brpc has them: the successes were recorded on the breaker's
+                // lock-free lane, the failures under its lock.
+                let window = |w: EmaWindowState| WindowState {
+                    ema_latency: w.ema_latency_us,
+                    ema_error_cost: w.ema_error_cost_us,
+                    init_sample_count: w.initial_samples,
+                    init_error_count: w.initial_errors,
+                };
+                let got = breaker.inspect_policy(|p| {
+                    (
+                        window(p.recorder().long_window()),
+                        window(p.recorder().short_window()),
+                    )
+                });
+                if got != (want.long, want.short) {
+                    return Err(format!(
+                        "step {i}: windows {got:?}, brpc {:?}",
+                        (want.long, want.short)
+                    ));
+                }
+            }
             Step::Reset | Step::MarkBroken { .. } => unreachable!("filtered out above"),
         }
     }

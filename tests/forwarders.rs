@@ -69,6 +69,13 @@ fn exercise(name: &str, policy: &mut dyn TripPolicy, open_for: Duration) {
                 policy.gauges(&mut |name, value| reported.push((name, value)));
                 assert_eq!(reported, [GAUGE], "{name}: gauges");
             }
+            PolicyHook::SuccessRecorder => {
+                let recorder = policy.success_recorder();
+                assert!(
+                    format!("{recorder:?}").contains("Discard"),
+                    "{name}: success_recorder: {recorder:?}"
+                );
+            }
         }
     }
 }

@@ -17,7 +17,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
-use lazybreaker::policy::{CallResult, ConsecutiveFailures, TripPolicy};
+use lazybreaker::policy::{CallResult, ConsecutiveFailures, Ema, EmaConfig, TripPolicy};
 use lazybreaker::{Breaker, ManualClock, Rejected, State};
 
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -653,5 +653,40 @@ fn an_admission_racing_a_roll_carries_the_bucket_it_was_counted_in() {
             c.requests, c.total_successes,
             "a request and its success in different buckets"
         );
+    });
+}
+
+/// 16. brpc's EMA policy records closed-state successes on the lock-free lane, in its windows'
+///     atomics outside the lock, while failures are recorded under the lock: a success and
+///     a failure at once each reach both windows exactly once (no update lost between the
+///     lane's compare-and-swap loops and the lock holder's).
+#[test]
+fn ema_successes_recorded_without_the_lock_are_never_lost() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .policy(Ema::new(EmaConfig::default()).unwrap())
+                .clock(clock)
+                .build(),
+        );
+        let success = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().unwrap().success())
+        };
+        breaker.allow().unwrap().failure();
+        success.join().unwrap();
+        assert_eq!(breaker.state(), State::Closed, "within the initial stage");
+        let (long, short) =
+            breaker.inspect_policy(|p| (p.recorder().long_window(), p.recorder().short_window()));
+        for window in [long, short] {
+            assert_eq!(
+                (window.initial_samples, window.initial_errors),
+                (2, 1),
+                "every result once: {window:?}"
+            );
+        }
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes, c.total_failures), (2, 1, 1));
     });
 }

@@ -17,13 +17,13 @@ mod support;
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, panic_any, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use lazybreaker::observe::{Observer, Transition};
-use lazybreaker::policy::{CallResult, Outcome, TripPolicy};
+use lazybreaker::policy::{CallResult, Outcome, SuccessRecorder, TripPolicy};
 use lazybreaker::{Breaker, Clock, Counts, Error, ManualClock, Rejected, State, Totals};
 use support::hooks::{PolicyHook, POLICY_HOOKS};
 
@@ -426,7 +426,7 @@ fn every_hook_at_every_moment_panics_through_and_leaves_the_breaker_whole() {
     // the breaker does not exist yet when it panics).
     for hook in POLICY_HOOKS {
         let rig_hook = match hook {
-            PolicyHook::Capabilities => continue, // a_policy_panicking_while_the_breaker_is_built_..
+            PolicyHook::Capabilities | PolicyHook::SuccessRecorder => continue, // a_policy_panicking_while_the_breaker_is_built_..
             PolicyHook::HalfOpenProbes => HalfOpenProbes,
             PolicyHook::OnResult => OnResult,
             PolicyHook::OpenDuration => OpenDuration,
@@ -768,4 +768,80 @@ fn a_policy_panicking_while_the_breaker_is_built_panics_out_of_build() {
     let built = catch_unwind(|| Breaker::builder().policy(BadThreshold).build());
     let payload = built.expect_err("the panic comes out of build");
     assert_eq!(payload.downcast_ref::<&str>(), Some(&"capabilities"));
+
+    #[derive(Debug)]
+    struct BadRecorder;
+    impl TripPolicy for BadRecorder {
+        fn on_result(&mut self, _: &CallResult<'_>) -> bool {
+            false
+        }
+        fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+            panic_any("success_recorder")
+        }
+    }
+    let built = catch_unwind(|| Breaker::builder().policy(BadRecorder).build());
+    let payload = built.expect_err("the panic comes out of build");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"success_recorder"));
+}
+
+/// A recorder that panics on its second success, for a policy that trips on the second
+/// failure.
+#[derive(Debug, Default)]
+struct SecondPanics(AtomicUsize);
+
+impl SuccessRecorder for SecondPanics {
+    fn record_success(&self, _latency: Option<Duration>) {
+        if self.0.fetch_add(1, Ordering::Relaxed) == 1 {
+            panic_any("record_success");
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Recorded(Arc<SecondPanics>);
+
+impl TripPolicy for Recorded {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        if result.outcome == Outcome::Success {
+            self.0.record_success(result.latency);
+        }
+        result.counts.total_failures >= 2
+    }
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        lazybreaker::policy::Capabilities::default().needs_latency(true)
+    }
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        Some(self.0.clone())
+    }
+}
+
+/// A success recorder panicking outside the lock: the success stays counted, the panic
+/// reaches the caller, and the breaker goes on (it still trips on the policy's rule).
+#[test]
+fn a_panicking_success_recorder_leaves_the_success_counted() {
+    let clock = ManualClock::new();
+    let policy = Recorded::default();
+    let recorder = policy.0.clone();
+    let breaker = Breaker::builder()
+        .policy(policy)
+        .clock(clock.clone())
+        .build();
+    breaker.execute(|| Ok::<_, ()>(())).unwrap();
+    let caught = catch_unwind(|| breaker.execute(|| Ok::<_, ()>(())));
+    let payload = caught.expect_err("the recorder's panic reaches the caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"record_success"));
+    let permit = breaker.allow().unwrap();
+    clock.advance(Duration::from_millis(3));
+    permit.success();
+    assert_eq!(
+        recorder.0.load(Ordering::Relaxed),
+        3,
+        "every success reached it once"
+    );
+    let counts = breaker.counts();
+    assert_eq!((counts.requests, counts.total_successes), (3, 3));
+    for _ in 0..2 {
+        let _ = breaker.execute(|| Err::<(), _>("down"));
+    }
+    assert_eq!(breaker.state(), State::Open);
 }

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::Criterion;
-use lazybreaker::{Clock, CoarseMonotonicClock};
+use lazybreaker::{Clock, CoarseMonotonicClock, PreciseClock};
 use parking_lot::Mutex;
 
 use crate::support::{contended, group, group_2t, operation};
@@ -17,12 +17,14 @@ fn lock_unlock_twice(m: &Mutex<u64>) {
     *m.lock() += 1;
 }
 
-/// `floor_1t`: `Instant::now()` alone, the coarse clock lazybreaker's builder picks for
-/// policies that measure no latency, two `parking_lot` lock+unlock pairs, and the bare
+/// `floor_1t`: `Instant::now()` alone, the precise clock lazybreaker's builder picks for
+/// policies that measure latency, the coarse one it picks for the others, two `parking_lot` lock+unlock pairs, and the bare
 /// operation.
 pub(crate) fn floor_1t(c: &mut Criterion) {
     let mut g = group(c, "floor_1t");
     g.bench_function("instant_now", |b| b.iter(Instant::now));
+    let precise = PreciseClock::new();
+    g.bench_function("precise_clock_now", |b| b.iter(|| precise.now()));
     let coarse = CoarseMonotonicClock::new();
     g.bench_function("coarse_clock_now", |b| b.iter(|| coarse.now()));
     let m = Mutex::new(0u64);

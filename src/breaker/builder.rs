@@ -510,7 +510,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     ///
     /// The default depends on the policy: a policy that measures latency
     /// ([`Capabilities::needs_latency`]) gets the precise
-    /// [`MonotonicClock`](crate::MonotonicClock); any other gets the
+    /// [`PreciseClock`](crate::PreciseClock) (the processor's counter, half the cost of
+    /// `Instant::now()` here); any other gets the
     /// [`CoarseMonotonicClock`](crate::CoarseMonotonicClock), eight times cheaper to read
     /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
     /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
@@ -558,18 +559,22 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// # Panics
     ///
     /// Only if user code does: the clock, or a policy hook the breaker asks once here
-    /// ([`TripPolicy::capabilities`]); its panic continues from `build`.
+    /// ([`TripPolicy::capabilities`], [`TripPolicy::success_recorder`]); its panic
+    /// continues from `build`.
     pub fn build(self) -> Breaker<P, O> {
         // The policy's capabilities, asked once: a panic continues from `build` (nothing is
         // admitted yet), not from some later call.
         let mut panics = contain::FirstPanic::default();
         let caps = panics.catch(Capabilities::default(), || self.policy.capabilities());
+        let recorder = panics.catch(None, || self.policy.success_recorder());
         contain::resume(panics);
         let rules = Rules::from(&self.knobs)
             .with_capabilities(&caps)
             .health_check(self.health_check.is_some(), self.knobs.check_timeout);
         // What the lane may do, decided once from them.
-        let plan = Plan::of(&caps, rules.rolls());
+        let plan = Plan::of(&caps, rules.rolls(), recorder.is_some());
+        // The recorder takes the closed-state successes only if the lane counts them.
+        let recorder = recorder.filter(|_| plan.counts_closed() && caps.needs_successes);
         let clock = self
             .clock
             .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
@@ -591,6 +596,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observes,
             observers,
             needs_latency: plan.needs_latency(),
+            recorder,
             health_check: self.health_check.filter(|_| !self.knobs.dry_run),
             dry_run: self.knobs.dry_run,
         }

@@ -123,8 +123,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // Spelled out rather than through `admit_checking` (whose answer carries whether the
         // call is a probe): the closed path builds its permit in place, as `allow` does.
         match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => {
-                Ok(Admitted::Call(Permit::new(self, Grant::lane(ticket))))
+            Entry::Admitted { ticket, at } => {
+                Ok(Admitted::Call(Permit::new(self, Grant::new(ticket, at))))
             }
             other if self.health_check.is_none() => self
                 .allow_slow(other)
@@ -147,8 +147,8 @@ pub(super) fn admit_checking<B: Holder>(
         None => breaker.lane.admit(|| breaker.clock.now()),
     };
     match entry {
-        Entry::Admitted { ticket } => {
-            Ok((Admitted::Call(holder.permit(Grant::lane(ticket))), false))
+        Entry::Admitted { ticket, at } => {
+            Ok((Admitted::Call(holder.permit(Grant::new(ticket, at))), false))
         }
         other if breaker.health_check.is_none() => {
             let (grant, probe) = breaker.admit_slow(other, |m| m.state() == State::HalfOpen)?;

@@ -37,7 +37,7 @@ use crate::lane::{Entry, Lane};
 use crate::machine::{Machine, Ticket, Verdict};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
+use crate::policy::{ConsecutiveFailures, Outcome, SuccessRecorder, TripPolicy};
 use crate::snapshot::Snapshot;
 use crate::state::State;
 use crate::sync::Mutex;
@@ -110,6 +110,9 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     observes: bool,
     /// Whether the policy measures latency: then every admission reads the clock.
     needs_latency: bool,
+    /// The policy's record of closed-state successes, when the lane counts them for it: a
+    /// success the lane counted is handed to it, outside the lock, and not to the policy.
+    recorder: Option<Arc<dyn SuccessRecorder>>,
     /// The health check that revives it, if any ([`Builder::health_check`]); none in dry
     /// run, which never runs one.
     health_check: Option<Arc<HealthCheck>>,
@@ -233,7 +236,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub fn allow(&self) -> Result<Permit<'_, P, O>, Rejected> {
         match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => Ok(Permit::new(self, Grant::lane(ticket))),
+            Entry::Admitted { ticket, at } => Ok(Permit::new(self, Grant::new(ticket, at))),
             other => self.allow_slow(other).map(|grant| Permit::new(self, grant)),
         }
     }
@@ -247,7 +250,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<P, O>, Rejected> {
         let grant = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => Grant::lane(ticket),
+            Entry::Admitted { ticket, at } => Grant::new(ticket, at),
             other => self.allow_slow(other)?,
         };
         Ok(OwnedPermit::new(Arc::clone(self), grant))
@@ -323,7 +326,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
         // in pieces that stall the loads after the call.
         let permit = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => Permit::new(self, Grant::lane(ticket)),
+            Entry::Admitted { ticket, at } => Permit::new(self, Grant::new(ticket, at)),
             other => Permit::new(self, self.allow_slow(other)?),
         };
         match call() {
@@ -486,12 +489,29 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
-        if verdict == Verdict::Reported(Outcome::Success)
-            && self
-                .lane
-                .succeed_fast(grant.ticket, || self.clock.now_infallible())
-        {
-            return;
+        if verdict == Verdict::Reported(Outcome::Success) {
+            match &self.recorder {
+                None => {
+                    if self
+                        .lane
+                        .succeed_fast(grant.ticket, || self.clock.now_infallible())
+                    {
+                        return;
+                    }
+                }
+                Some(recorder) => {
+                    // One clock reading for the lane and the latency both.
+                    if let Some(now) = self.clock.now_infallible() {
+                        if self.lane.succeed_fast(grant.ticket, || Some(now)) {
+                            let latency = grant.latency(now, self.needs_latency);
+                            let mut panics = FirstPanic::default();
+                            record(&**recorder, latency, &mut panics);
+                            contain::resume(panics);
+                            return;
+                        }
+                    }
+                }
+            }
         }
         // perf: two scalars, not the grant (see `complete_slow`).
         self.complete_slow(grant.ticket, grant.started, verdict);
@@ -519,7 +539,15 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 self.clock.try_now(panics).unwrap_or(Nanos::MAX)
             });
             match lane {
-                Ok(()) => return,
+                Ok(read) => {
+                    // Counted on the lane: the policy's recorder takes it (a latency policy's
+                    // cells are windowed, so the lane read the clock).
+                    if let Some(recorder) = &self.recorder {
+                        let latency = read.and_then(|now| grant.latency(now, self.needs_latency));
+                        record(&**recorder, latency, panics);
+                    }
+                    return;
+                }
                 Err(now) => now.filter(|_| !panics.is_some()),
             }
         } else {
@@ -537,6 +565,19 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let latency = grant.latency(now, needs_latency);
             ((), m.complete(grant.ticket, verdict, latency, now))
         });
+    }
+}
+
+/// Hands a success the lane counted to the policy's recorder, keeping a panic of it in
+/// `panics` (the success stays counted).
+#[inline]
+fn record(
+    recorder: &dyn SuccessRecorder,
+    latency: Option<std::time::Duration>,
+    panics: &mut FirstPanic,
+) {
+    if let Err(payload) = contain::catch(|| recorder.record_success(latency)) {
+        panics.keep(payload);
     }
 }
 

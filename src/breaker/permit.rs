@@ -38,13 +38,6 @@ impl Grant {
     pub(crate) fn latency(&self, now: Nanos, measures: bool) -> Option<Duration> {
         measures.then(|| Duration::from_nanos(now.saturating_sub(self.started)))
     }
-
-    /// An admission of the lock-free lane: no start time (the lane never admits for a
-    /// policy that measures latency: see `lane::Plan`).
-    #[inline(always)]
-    pub(crate) fn lane(ticket: Ticket) -> Self {
-        Self { ticket, started: 0 }
-    }
 }
 
 /// What a permit dropped without a verdict reports: an abandoned call (counted as the

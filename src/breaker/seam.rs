@@ -49,7 +49,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, RejectedBy> {
         let grant = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => Grant::lane(ticket),
+            Entry::Admitted { ticket, at } => Grant::new(ticket, at),
             other => match self.allow_slow(other) {
                 Ok(grant) => grant,
                 Err(rejected) => return Err(self.rejected_by(rejected)),
@@ -67,7 +67,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         rejected: impl FnOnce(RejectedBy) -> R,
     ) -> R {
         match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => admitted(OwnedPermit::new(self, Grant::lane(ticket))),
+            Entry::Admitted { ticket, at } => {
+                admitted(OwnedPermit::new(self, Grant::new(ticket, at)))
+            }
             other => match self.allow_slow(other) {
                 Ok(grant) => admitted(OwnedPermit::new(self, grant)),
                 Err(refused) => rejected(self.rejected_by(refused)),
@@ -94,7 +96,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         now: Nanos,
     ) -> Result<(Permit<'_, P, O>, bool), Rejected> {
         match self.lane.admit(|| now) {
-            Entry::Admitted { ticket } => Ok((Permit::new(self, Grant::lane(ticket)), false)),
+            Entry::Admitted { ticket, at } => {
+                Ok((Permit::new(self, Grant::new(ticket, at)), false))
+            }
             other => self.allow_probing_slow(other),
         }
     }
@@ -178,7 +182,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         rejected: impl FnOnce(Rejected) -> R,
     ) -> R {
         match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => admitted(Permit::new(self, Grant::lane(ticket))),
+            Entry::Admitted { ticket, at } => admitted(Permit::new(self, Grant::new(ticket, at))),
             other => match self.allow_slow(other) {
                 Ok(grant) => admitted(Permit::new(self, grant)),
                 Err(refused) => rejected(refused),
@@ -196,8 +200,8 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         rejected: impl FnOnce(Rejected) -> R,
     ) -> R {
         match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket } => {
-                admitted(OwnedPermit::new(Arc::clone(self), Grant::lane(ticket)))
+            Entry::Admitted { ticket, at } => {
+                admitted(OwnedPermit::new(Arc::clone(self), Grant::new(ticket, at)))
             }
             other => match self.allow_slow(other) {
                 Ok(grant) => admitted(OwnedPermit::new(Arc::clone(self), grant)),

@@ -1,8 +1,9 @@
 //! [`AnyOf`]: trips when either of two policies trips (`a.or(b)`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CallResult, Capabilities, TripPolicy};
+use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
 use crate::state::State;
 
 /// Trips when either of two policies trips; made by [`TripPolicy::or`].
@@ -100,9 +101,42 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
         self.first.capabilities().either(self.second.capabilities())
     }
 
+    /// A recorder when each policy either ignores successes or records them without the lock
+    /// (both recorders then take each success); none if either needs to see successes
+    /// under the lock.
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        let (first, second) = (lane_side(&self.first), lane_side(&self.second));
+        match (first.ok()?, second.ok()?) {
+            (Some(a), Some(b)) => Some(Arc::new(Both(a, b))),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Both policies' figures (a name both report is reported twice: the second wins).
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
         self.first.gauges(report);
         self.second.gauges(report);
+    }
+}
+
+/// Two recorders, each taking every success.
+#[derive(Debug)]
+struct Both(Arc<dyn SuccessRecorder>, Arc<dyn SuccessRecorder>);
+
+impl SuccessRecorder for Both {
+    fn record_success(&self, latency: Option<Duration>) {
+        self.0.record_success(latency);
+        self.1.record_success(latency);
+    }
+}
+
+/// What one side of an [`AnyOf`] makes of closed-state successes: `Ok` with its recorder, or
+/// with none if it ignores successes; `Err` if it must see them under the lock. Its
+/// capabilities are asked only if it has no recorder.
+fn lane_side<P: TripPolicy>(policy: &P) -> Result<Option<Arc<dyn SuccessRecorder>>, ()> {
+    match policy.success_recorder() {
+        Some(recorder) => Ok(Some(recorder)),
+        None if !policy.capabilities().needs_successes => Ok(None),
+        None => Err(()),
     }
 }

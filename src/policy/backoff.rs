@@ -1,8 +1,9 @@
 //! [`Backoff`]: a policy whose open periods double on each failed recovery.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CallResult, Capabilities, TripPolicy};
+use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
 use crate::error::ConfigError;
 use crate::state::State;
 
@@ -123,6 +124,10 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
 
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities()
+    }
+
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        self.inner.success_recorder()
     }
 
     fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {

@@ -61,7 +61,9 @@
 //! A policy that panics does not leave the breaker half-way through a step: the breaker
 //! finishes it with a neutral answer (no trip; the configured `timeout` for an open period;
 //! `max_requests` probes) and then lets the panic continue to the caller. The panic is never
-//! swallowed. Everything else the user gives the breaker (the wrapped call, the clock,
+//! swallowed. A policy's [`SuccessRecorder`] is the one part of it that runs outside the lock
+//! (it takes closed-state successes on the lock-free lane), and may run on many threads at
+//! once. Everything else the user gives the breaker (the wrapped call, the clock,
 //! `on_state_change` and the observers, a classifier) runs outside the lock, except the
 //! closure given to [`Breaker::inspect_policy`](crate::Breaker::inspect_policy).
 
@@ -74,6 +76,7 @@ mod failure_count;
 mod ratio;
 mod ready_to_trip;
 mod slow_calls;
+mod success_recorder;
 
 pub use any_of::AnyOf;
 pub use backoff::Backoff;
@@ -84,9 +87,11 @@ pub use failure_count::FailureCount;
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
 pub use slow_calls::SlowCalls;
+pub use success_recorder::SuccessRecorder;
 
 pub use crate::outcome::Outcome;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::counts::Counts;
@@ -228,6 +233,15 @@ pub trait TripPolicy: Send {
         Capabilities::default()
     }
 
+    /// A record of closed-state successes that the breaker updates without its lock, for a
+    /// policy that must see every success but that no success can trip (see
+    /// [`SuccessRecorder`]). Asked once, when the breaker is built. The default: none, so
+    /// that every success the capabilities ask for reaches
+    /// [`on_result`](TripPolicy::on_result) under the lock. [`Ema`] returns its windows.
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        None
+    }
+
     /// Reports the policy's own figures, each by a name, for
     /// [`Breaker::snapshot`](crate::Breaker::snapshot) (and the metrics built on it). The
     /// default reports none; [`Ema`] reports its windows. Called under the breaker's lock:
@@ -298,5 +312,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
+    }
+
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        (**self).success_recorder()
     }
 }

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lazybreaker::policy::{AnyOf, Backoff, CallResult, Capabilities, TripPolicy};
+use lazybreaker::policy::{AnyOf, Backoff, CallResult, Capabilities, SuccessRecorder, TripPolicy};
 use lazybreaker::{ConfigError, State};
 
 /// Every hook of [`TripPolicy`] (the combinators `or` and `with_backoff` are not hooks: the
@@ -24,10 +24,11 @@ pub(crate) enum PolicyHook {
     OnProbeResult,
     OnStateChange,
     Gauges,
+    SuccessRecorder,
 }
 
 /// Every [`PolicyHook`], in the order [`Recording`]'s exercise calls them.
-pub(crate) const POLICY_HOOKS: [PolicyHook; 7] = [
+pub(crate) const POLICY_HOOKS: [PolicyHook; 8] = [
     PolicyHook::Capabilities,
     PolicyHook::HalfOpenProbes,
     PolicyHook::OnResult,
@@ -35,6 +36,7 @@ pub(crate) const POLICY_HOOKS: [PolicyHook; 7] = [
     PolicyHook::OnProbeResult,
     PolicyHook::OnStateChange,
     PolicyHook::Gauges,
+    PolicyHook::SuccessRecorder,
 ];
 
 /// The answers [`Recording`] gives, none of them a default.
@@ -101,6 +103,11 @@ impl TripPolicy for Recording {
         report(GAUGE.0, GAUGE.1);
     }
 
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        self.note(PolicyHook::SuccessRecorder);
+        Some(Arc::new(Discard))
+    }
+
     // Not hooks: spelled out only because the lint above wants every method here.
     fn with_backoff(self, initial: Duration, max: Duration) -> Result<Backoff<Self>, ConfigError> {
         Backoff::new(self, initial, max)
@@ -109,4 +116,12 @@ impl TripPolicy for Recording {
     fn or<Q: TripPolicy>(self, other: Q) -> AnyOf<Self, Q> {
         AnyOf::new(self, other)
     }
+}
+
+/// The recorder [`Recording`] answers (the default answers none).
+#[derive(Debug)]
+pub(crate) struct Discard;
+
+impl SuccessRecorder for Discard {
+    fn record_success(&self, _latency: Option<Duration>) {}
 }

@@ -2,12 +2,14 @@
 //! that puts it in a [`Breaker`](crate::Breaker).
 
 mod recorder;
+mod window;
 
 pub use recorder::{EmaConfig, EmaRecorder, EmaWindowState};
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CallResult, Capabilities, TripPolicy};
+use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
 use crate::error::ConfigError;
 use crate::state::State;
 
@@ -38,7 +40,11 @@ use crate::state::State;
 /// monotonic clock is far from zero).
 ///
 /// The policy needs each call's latency, so the breaker reads its clock at admission as well
-/// as at the verdict for it.
+/// as at the verdict for it (its default clock is then the cheap [`PreciseClock`](crate::PreciseClock)).
+/// A closed-state success never breaks the recorder, so the breaker records it without its
+/// lock, in the recorder's atomics (see [`SuccessRecorder`]), as brpc does: a healthy call
+/// costs two clock reads and a few compare-and-swaps, and only failures, probes and state
+/// changes take the lock.
 ///
 /// # Examples
 ///
@@ -145,6 +151,12 @@ impl TripPolicy for Ema {
     /// brpc's error cost weighs each result by its latency.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default().needs_latency(true)
+    }
+
+    /// The recorder's windows: a closed-state success never breaks the recorder, so the
+    /// breaker records it there without its lock, as brpc records every call in atomics.
+    fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
+        Some(self.recorder.windows().clone())
     }
 
     /// The two windows (`ema_short_*`, `ema_long_*`: the latency average and the error cost,

@@ -5,8 +5,10 @@
 //! own code (`tests/data/brpc/`). It never reads a clock: every method that needs the time
 //! takes it as `now`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::window::{CallKnobs, Window, Windows};
 use crate::error::ConfigError;
 use crate::policy::Outcome;
 
@@ -223,133 +225,13 @@ fn smooth(epsilon: f64, window_size: u32) -> f64 {
 }
 
 /// Whole microseconds, as brpc's `int64_t` latencies; saturates.
-fn whole_micros(d: Duration) -> i64 {
+pub(super) fn whole_micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
 /// Whole milliseconds, as brpc's `cpuwide_time_ms()` and isolation flags; saturates.
 fn whole_millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The knobs a window reads on every call (brpc reads them from gflags each time).
-#[derive(Debug, Clone, Copy)]
-struct CallKnobs {
-    min_error_cost_us: i64,
-    max_failed_latency_multiple: i64,
-    epsilon: f64,
-}
-
-/// One of brpc's two `EmaErrorRecorder`s.
-#[derive(Debug, Clone)]
-struct Window {
-    size: u32,
-    error_percent: u32,
-    smooth: f64,
-    /// EMA of successful latencies in µs; 0 means "not seeded".
-    ema_latency: i64,
-    /// Decaying sum of failure costs in µs.
-    ema_error_cost: i64,
-    init_samples: u32,
-    init_errors: u32,
-}
-
-impl Window {
-    fn new(size: u32, error_percent: u32, epsilon: f64) -> Self {
-        Self {
-            size,
-            error_percent,
-            smooth: smooth(epsilon, size),
-            ema_latency: 0,
-            ema_error_cost: 0,
-            init_samples: 0,
-            init_errors: 0,
-        }
-    }
-
-    /// One result; returns the window's verdict (`true` = healthy).
-    fn on_call_end(&mut self, failed: bool, latency_us: i64, knobs: &CallKnobs) -> bool {
-        // A: the EMA state, updated in both stages.
-        let ema_verdict = if failed {
-            let mut cost = latency_us;
-            if self.ema_latency != 0 {
-                cost = cost.min(
-                    self.ema_latency
-                        .saturating_mul(knobs.max_failed_latency_multiple),
-                );
-            }
-            if cost != 0 {
-                self.ema_error_cost = self.ema_error_cost.saturating_add(cost);
-                self.ema_error_cost <= self.error_budget(knobs.epsilon)
-            } else {
-                self.decay_error_cost(knobs.min_error_cost_us);
-                true
-            }
-        } else {
-            self.ema_latency = if self.ema_latency == 0 {
-                latency_us
-            } else {
-                // Two rounded products, a rounded sum, then truncation toward zero; never
-                // fused (brpc's x86 build does not contract it).
-                (self.ema_latency as f64 * self.smooth + latency_us as f64 * (1.0 - self.smooth))
-                    as i64
-            };
-            self.decay_error_cost(knobs.min_error_cost_us);
-            true
-        };
-
-        // B: the initial stage counts errors and discards the EMA verdict.
-        if self.init_samples < self.size {
-            self.init_samples += 1;
-            if failed {
-                let previous_errors = self.init_errors;
-                self.init_errors += 1;
-                // brpc: `int` arithmetic, truncating division (widened here: never overflows).
-                let limit = u64::from(self.size) * u64::from(self.error_percent) / 100;
-                return u64::from(previous_errors) < limit;
-            }
-            return true;
-        }
-        // C: after it, the EMA verdict.
-        ema_verdict
-    }
-
-    /// brpc: `ema_latency * window_size * (percent / 100.0) * (1.0 + EPSILON)`, the first
-    /// product in integers, the rest in f64 left to right, truncated.
-    fn error_budget(&self, epsilon: f64) -> i64 {
-        let scaled = self.ema_latency.saturating_mul(i64::from(self.size));
-        (scaled as f64 * (f64::from(self.error_percent) / 100.0) * (1.0 + epsilon)) as i64
-    }
-
-    /// The ordinary decay of a success (or a free failure).
-    fn decay_error_cost(&mut self, min_error_cost_us: i64) {
-        if self.ema_error_cost == 0 {
-            return;
-        }
-        self.ema_error_cost = if self.ema_error_cost < min_error_cost_us {
-            0
-        } else {
-            (self.ema_error_cost as f64 * self.smooth) as i64
-        };
-    }
-
-    fn state(&self) -> EmaWindowState {
-        EmaWindowState {
-            ema_latency_us: self.ema_latency,
-            ema_error_cost_us: self.ema_error_cost,
-            initial_samples: self.init_samples,
-            initial_errors: self.init_errors,
-        }
-    }
-
-    fn reset(&mut self) {
-        if self.init_samples < self.size {
-            self.init_samples = 0;
-            self.init_errors = 0;
-            self.ema_latency = 0;
-        }
-        self.ema_error_cost = 0;
-    }
 }
 
 /// brpc's circuit breaker (`brpc::CircuitBreaker`) as a sans-IO recorder: two EMA windows
@@ -418,14 +300,14 @@ impl Window {
 /// assert_eq!(rec.isolation_duration(), Duration::from_millis(200));
 /// # Ok::<(), lazybreaker::ConfigError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct EmaRecorder {
     config: EmaConfig,
-    knobs: CallKnobs,
     min_isolation_ms: u64,
     max_isolation_ms: u64,
-    long: Window,
-    short: Window,
+    /// The two windows, in atomics: shared with the breaker's lock-free lane, which records
+    /// closed-state successes there (see [`Ema`](super::Ema)).
+    windows: Arc<Windows>,
     broken: bool,
     /// brpc's `_half_open` flag: set by `reset`, left set by a break.
     half_open: bool,
@@ -447,23 +329,25 @@ impl EmaRecorder {
         config.validate()?;
         let min_isolation_ms = whole_millis(config.min_isolation);
         Ok(Self {
-            knobs: CallKnobs {
-                min_error_cost_us: whole_micros(config.min_error_cost),
-                max_failed_latency_multiple: i64::from(config.max_failed_latency_multiple),
-                epsilon: config.epsilon,
-            },
             min_isolation_ms,
             max_isolation_ms: whole_millis(config.max_isolation),
-            long: Window::new(
-                config.long_window_size,
-                config.long_window_error_percent,
-                config.epsilon,
-            ),
-            short: Window::new(
-                config.short_window_size,
-                config.short_window_error_percent,
-                config.epsilon,
-            ),
+            windows: Arc::new(Windows {
+                knobs: CallKnobs {
+                    min_error_cost_us: whole_micros(config.min_error_cost),
+                    max_failed_latency_multiple: i64::from(config.max_failed_latency_multiple),
+                    epsilon: config.epsilon,
+                },
+                long: Window::new(
+                    config.long_window_size,
+                    config.long_window_error_percent,
+                    smooth(config.epsilon, config.long_window_size),
+                ),
+                short: Window::new(
+                    config.short_window_size,
+                    config.short_window_error_percent,
+                    smooth(config.epsilon, config.short_window_size),
+                ),
+            }),
             broken: false,
             half_open: false,
             half_open_successes: 0,
@@ -481,6 +365,11 @@ impl EmaRecorder {
     /// there; a breaker whose clock starts near zero needs it to behave the same.
     pub(crate) fn forget_initial_reset(&mut self) {
         self.last_reset_ms = None;
+    }
+
+    /// The windows, shared with whoever records successes without the breaker's lock.
+    pub(super) fn windows(&self) -> &Arc<Windows> {
+        &self.windows
     }
 
     /// The configuration this recorder was built with.
@@ -535,10 +424,7 @@ impl EmaRecorder {
                 self.half_open_successes = 0;
             }
         }
-        let latency_us = whole_micros(latency);
-        if self.long.on_call_end(failed, latency_us, &self.knobs)
-            && self.short.on_call_end(failed, latency_us, &self.knobs)
-        {
+        if self.windows.on_call_end(failed, whole_micros(latency)) {
             return true;
         }
         self.mark_as_broken(now);
@@ -596,8 +482,7 @@ impl EmaRecorder {
     /// remembers `now` as the last reset. With `half_open_window_size > 0` it starts a new
     /// probation with no successes. The isolation duration and count are kept.
     pub fn reset(&mut self, now: Duration) {
-        self.long.reset();
-        self.short.reset();
+        self.windows.reset();
         self.last_reset_ms = Some(whole_millis(now));
         self.broken = false;
         if self.config.half_open_window_size > 0 {
@@ -610,8 +495,7 @@ impl EmaRecorder {
     /// closed it: as [`reset`](Self::reset), but no probation follows (the breaker is closed
     /// already, and a probation under way ends). The isolation duration and count are kept.
     pub(crate) fn revive_closed(&mut self, now: Duration) {
-        self.long.reset();
-        self.short.reset();
+        self.windows.reset();
         self.last_reset_ms = Some(whole_millis(now));
         self.broken = false;
         self.half_open = false;
@@ -645,12 +529,12 @@ impl EmaRecorder {
 
     /// The long window's state, for inspection and metrics.
     pub fn long_window(&self) -> EmaWindowState {
-        self.long.state()
+        self.windows.long.state()
     }
 
     /// The short window's state, for inspection and metrics.
     pub fn short_window(&self) -> EmaWindowState {
-        self.short.state()
+        self.windows.short.state()
     }
 
     /// When the recorder was last [`reset`](Self::reset), in whole milliseconds as brpc
@@ -667,6 +551,25 @@ impl EmaRecorder {
             self.half_open_successes
         } else {
             0
+        }
+    }
+}
+
+/// A clone is a recorder of its own, with the same numbers as this one now (its windows are
+/// not shared with this one's).
+impl Clone for EmaRecorder {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config,
+            min_isolation_ms: self.min_isolation_ms,
+            max_isolation_ms: self.max_isolation_ms,
+            windows: Arc::new(self.windows.copy()),
+            broken: self.broken,
+            half_open: self.half_open,
+            half_open_successes: self.half_open_successes,
+            isolation_ms: self.isolation_ms,
+            isolated_times: self.isolated_times,
+            last_reset_ms: self.last_reset_ms,
         }
     }
 }
