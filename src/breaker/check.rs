@@ -96,6 +96,24 @@ impl<P: TripPolicy, O: Observer> Holder for Arc<Breaker<P, O>> {
     }
 }
 
+/// A borrowed `Arc`: the permit holds a clone of it, made only for an admission.
+impl<P: TripPolicy, O: Observer> Holder for &Arc<Breaker<P, O>> {
+    type P = P;
+    type O = O;
+    type Permit = OwnedPermit<P, O>;
+    #[inline(always)]
+    fn breaker(&self) -> &Breaker<P, O> {
+        self
+    }
+    #[inline(always)]
+    fn permit(self, grant: Grant) -> OwnedPermit<P, O> {
+        OwnedPermit::new(Arc::clone(self), grant)
+    }
+    fn exclude(permit: OwnedPermit<P, O>) {
+        permit.exclude();
+    }
+}
+
 /// What [`Breaker::allow_checking`] admits: a call, or a call that first runs the check.
 pub(crate) enum Admitted<B: Holder> {
     /// The call goes ahead, reporting through this permit.

@@ -39,42 +39,29 @@ use super::{Breaker, Builder};
 #[cfg_attr(not(all(feature = "tower", feature = "fleet")), allow(dead_code))]
 impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// [`allow_owned`](Breaker::allow_owned) for an `Arc` the caller gives away (a registry
-    /// lookup's): the permit keeps it, with no clone and drop of another. (The admission is
-    /// spelled out in each `allow` variant, as in [`execute`](Breaker::execute): through a
-    /// shared helper returning a `Result` the permit is copied in stalling pieces, which
-    /// doubled `allow()` + `success()` to 20 ns.)
+    /// lookup's): the permit keeps it, with no clone and drop of another. (Through
+    /// [`admit_into`], which builds the `Result` in place: through a helper returning a
+    /// `Result` of a grant the permit is copied in stalling pieces, which doubled `allow()` +
+    /// `success()` to 20 ns.)
     ///
     /// A rejection names this breaker (the caller is one of many: a registry's): the name is
     /// copied on the rejected path only.
     #[inline(always)]
     pub(crate) fn allow_owning(self: Arc<Self>) -> Result<OwnedPermit<P, O>, RejectedBy> {
-        let grant = match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket, at } => Grant::new(ticket, at),
-            other => match self.allow_slow(other) {
-                Ok(grant) => grant,
-                Err(rejected) => return Err(self.rejected_by(rejected)),
-            },
-        };
-        Ok(OwnedPermit::new(self, grant))
+        self.allow_owning_into(Ok, Err)
     }
 
     /// [`allow_owning`](Self::allow_owning), its answer handed to `admitted` or `rejected`
-    /// rather than returned (see [`allow_owned_into`](Self::allow_owned_into)).
+    /// rather than returned (see [`admit_into`]).
     #[inline(always)]
     pub(crate) fn allow_owning_into<R>(
         self: Arc<Self>,
         admitted: impl FnOnce(OwnedPermit<P, O>) -> R,
         rejected: impl FnOnce(RejectedBy) -> R,
     ) -> R {
-        match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket, at } => {
-                admitted(OwnedPermit::new(self, Grant::new(ticket, at)))
-            }
-            other => match self.allow_slow(other) {
-                Ok(grant) => admitted(OwnedPermit::new(self, grant)),
-                Err(refused) => rejected(self.rejected_by(refused)),
-            },
-        }
+        admit_into(self, admitted, |breaker, refused| {
+            rejected(breaker.rejected_by(refused))
+        })
     }
 
     /// `rejected`, naming this breaker.
@@ -174,40 +161,25 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     }
 
     /// [`allow`](Breaker::allow), its answer handed to `admitted` or `rejected` rather than
-    /// returned (see [`allow_owned_into`](Self::allow_owned_into)).
+    /// returned (see [`admit_into`]).
     #[inline(always)]
     pub(crate) fn allow_into<'a, R>(
         &'a self,
         admitted: impl FnOnce(Permit<'a, P, O>) -> R,
         rejected: impl FnOnce(Rejected) -> R,
     ) -> R {
-        match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket, at } => admitted(Permit::new(self, Grant::new(ticket, at))),
-            other => match self.allow_slow(other) {
-                Ok(grant) => admitted(Permit::new(self, grant)),
-                Err(refused) => rejected(refused),
-            },
-        }
+        admit_into(self, admitted, |_, refused| rejected(refused))
     }
 
     /// [`allow_owned`](Breaker::allow_owned), its answer handed to `admitted` or `rejected`
-    /// rather than returned: a layer builds its future around the permit in place (a
-    /// `Result` of a permit gets copied in pieces whose reloads stall the call).
+    /// rather than returned (see [`admit_into`]); the `Arc` is cloned for an admission only.
     #[inline(always)]
     pub(crate) fn allow_owned_into<R>(
         self: &Arc<Self>,
         admitted: impl FnOnce(OwnedPermit<P, O>) -> R,
         rejected: impl FnOnce(Rejected) -> R,
     ) -> R {
-        match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket, at } => {
-                admitted(OwnedPermit::new(Arc::clone(self), Grant::new(ticket, at)))
-            }
-            other => match self.allow_slow(other) {
-                Ok(grant) => admitted(OwnedPermit::new(Arc::clone(self), grant)),
-                Err(refused) => rejected(refused),
-            },
-        }
+        admit_into(self, admitted, |_, refused| rejected(refused))
     }
 
     /// What the next call would find, without admitting it: the rejection of an open
@@ -302,5 +274,25 @@ impl<B: Holder> CheckLease<B> {
             Ok(false) => Err(self.failed()),
             Err(payload) => self.failed_then_resume(payload),
         }
+    }
+}
+
+/// An admission through `holder`, its answer handed to `admitted` (the holder's permit) or
+/// to `rejected` (with the holder back) rather than returned: a layer builds its future
+/// around the permit in place. (A `Result` of a permit, shared in layout with the rejection,
+/// gets copied in pieces whose reloads stall the call; this doubled a tower layer's cost.)
+#[inline(always)]
+pub(crate) fn admit_into<H: Holder, R>(
+    holder: H,
+    admitted: impl FnOnce(H::Permit) -> R,
+    rejected: impl FnOnce(H, Rejected) -> R,
+) -> R {
+    let breaker = holder.breaker();
+    match breaker.lane.admit(|| breaker.clock.now()) {
+        Entry::Admitted { ticket, at } => admitted(holder.permit(Grant::new(ticket, at))),
+        other => match breaker.allow_slow(other) {
+            Ok(grant) => admitted(holder.permit(grant)),
+            Err(refused) => rejected(holder, refused),
+        },
     }
 }

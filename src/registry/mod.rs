@@ -399,7 +399,18 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        match self.lookup_or_insert(key) {
+        self.kept_or_unkept(self.lookup_or_insert(key))
+    }
+
+    /// The breaker of a lookup or insertion, kept or not: one the bound left out is counted
+    /// as an overflow.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn kept_or_unkept(
+        &self,
+        found: Result<Arc<Breaker<P, O>>, (RegistryFull, Arc<Breaker<P, O>>)>,
+    ) -> Arc<Breaker<P, O>> {
+        match found {
             Ok(breaker) => breaker,
             Err((_, breaker)) => {
                 self.overflowed.fetch_add(1, Ordering::Relaxed);
@@ -532,7 +543,8 @@ where
             return f(slot.lend());
         }
         drop(map);
-        let breaker = self.breaker(key);
+        // A key not held yet (looked up just above): built and inserted.
+        let breaker = self.kept_or_unkept(self.insert(key.to_owned()));
         f(&breaker)
     }
 
