@@ -271,7 +271,9 @@ impl<C: Clock + ?Sized> Clock for StdArc<C> {
 #[derive(Clone, Debug)]
 pub(crate) enum ClockSource {
     Monotonic(MonotonicClock),
-    Precise(PreciseClock),
+    /// Boxed: inline, its calibration would make every breaker's clock field, and so the
+    /// breaker, a cache line larger (the hot fields then spread over more lines).
+    Precise(Box<PreciseClock>),
     Coarse(CoarseMonotonicClock),
     /// A [`ManualClock`] given to the builder: read directly, and known not to panic.
     Manual(ManualClock),
@@ -291,7 +293,7 @@ impl ClockSource {
         } else if let Some(clock) = any.downcast_ref::<MonotonicClock>() {
             ClockSource::Monotonic(*clock)
         } else if let Some(clock) = any.downcast_ref::<PreciseClock>() {
-            ClockSource::Precise(clock.clone())
+            ClockSource::Precise(Box::new(clock.clone()))
         } else {
             ClockSource::Custom(StdArc::new(clock))
         }
@@ -300,7 +302,7 @@ impl ClockSource {
     /// The default clock for a policy: precise if it measures latencies, coarse otherwise.
     pub(crate) fn default_for(needs_latency: bool) -> Self {
         if needs_latency {
-            ClockSource::Precise(PreciseClock::new())
+            ClockSource::Precise(Box::default())
         } else {
             ClockSource::Coarse(CoarseMonotonicClock::new())
         }
@@ -308,7 +310,8 @@ impl ClockSource {
 
     /// The current time in nanoseconds since the clock's origin. A user clock that panics
     /// panics here: call this only where nothing needs finishing (before an admission).
-    #[inline]
+    /// (Always inlined: out of line, it cost an open rejection a quarter more.)
+    #[inline(always)]
     pub(crate) fn now(&self) -> Nanos {
         match self {
             ClockSource::Coarse(clock) => clock.nanos(),

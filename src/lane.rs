@@ -301,9 +301,10 @@ impl Pending {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
     /// Admitted lock-free, with this ticket (its generation, and its age in a rolling
-    /// window), at the clock's reading `at` if the lane took one (a windowed cell, or a
-    /// policy that measures latency, whose cells are windowed for that), zero otherwise.
-    Admitted { ticket: Ticket, at: Nanos },
+    /// window). A caller that needs the admission's time (a policy that measures latency,
+    /// whose cells are windowed for that, so the lane reads the clock) keeps the reading its
+    /// clock closure gave: the entry stays three words.
+    Admitted { ticket: Ticket },
     /// The breaker is open until `until`, and the clock read `now`.
     Open { until: Nanos, now: Nanos },
     /// Take the lock (with the clock reading, if one was taken).
@@ -351,7 +352,7 @@ impl<F: FnOnce() -> Nanos> Now<F> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&mut self) -> Nanos {
         match (self.read, self.clock.take()) {
             (Some(now), _) => now,
@@ -471,7 +472,7 @@ impl Lane {
 
     /// Admits a request lock-free if the lane allows it, or says what to do instead.
     /// `clock` is called only if the lane needs the time (windowed or open), and once.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn admit(&self, clock: impl FnOnce() -> Nanos) -> Entry {
         // The common case first, in a few instructions: a fast cell with room, uncontended.
         let (cell, base) = self.cell();
@@ -479,7 +480,6 @@ impl Lane {
         if c.is_fast() && c.has_request_room() && Self::count(cell, c, c.with_request()) {
             return Entry::Admitted {
                 ticket: Ticket::unaged(c.generation()),
-                at: 0,
             };
         }
         if c.is_windowed() && c.has_request_room() {
@@ -491,7 +491,7 @@ impl Lane {
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
-                Ok(()) => return Entry::Admitted { ticket, at: now },
+                Ok(()) => return Entry::Admitted { ticket },
                 // A collision here (likelier than on the fast path: the clock was read between
                 // the load and the compare-and-swap) makes the stripes, as in `admit_any`.
                 Err(found) => self.contended(base, c, found),
@@ -549,12 +549,7 @@ impl Lane {
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
-                Ok(()) => {
-                    return Entry::Admitted {
-                        ticket,
-                        at: now.read.unwrap_or(0),
-                    }
-                }
+                Ok(()) => return Entry::Admitted { ticket },
                 Err(found) => self.contended(base, c, found),
             }
         }
@@ -773,10 +768,7 @@ mod tests {
     }
 
     fn admitted(n: u64) -> Entry {
-        Entry::Admitted {
-            ticket: t(n),
-            at: 0,
-        }
+        Entry::Admitted { ticket: t(n) }
     }
 
     fn counting() -> Plan {
@@ -897,13 +889,7 @@ mod tests {
                 window_end: Some(100),
             },
         );
-        assert_eq!(
-            lane.admit(|| 100),
-            Entry::Admitted {
-                ticket: t(3),
-                at: 100
-            }
-        );
+        assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: t(3) });
         assert_eq!(lane.succeed(t(3), || 100), Ok(Some(100)));
         // Strictly after `until` the window has expired: the lock starts the next one.
         assert_eq!(lane.admit(|| 101), Entry::Locked { now: Some(101) });
@@ -949,13 +935,7 @@ mod tests {
     fn a_rolling_lane_counts_for_its_bucket_and_sends_the_others_to_the_lock() {
         let lane = rolling(3, 5, 100);
         let aged = Ticket::aged(gen(3), 5);
-        assert_eq!(
-            lane.admit(|| 100),
-            Entry::Admitted {
-                ticket: aged,
-                at: 100
-            }
-        );
+        assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: aged });
         assert_eq!(lane.succeed(aged, || 100), Ok(Some(100)));
         assert_eq!(
             lane.succeed(Ticket::aged(gen(3), 4), never),
@@ -999,8 +979,7 @@ mod tests {
         assert_eq!(
             lane.admit(|| 150),
             Entry::Admitted {
-                ticket: Ticket::aged(gen(3), 6),
-                at: 150
+                ticket: Ticket::aged(gen(3), 6)
             }
         );
         assert_eq!(lane.succeed(aged, never), Err(None), "age 5 rolled");

@@ -140,8 +140,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub(crate) fn allow_checking(&self) -> Result<Admitted<&Self>, Rejected> {
         // Spelled out rather than through `admit_checking` (whose answer carries whether the
         // call is a probe): the closed path builds its permit in place, as `allow` does.
-        match self.lane.admit(|| self.clock.now()) {
-            Entry::Admitted { ticket, at } => {
+        let mut at = 0;
+        match self.lane_admit(&mut at) {
+            Entry::Admitted { ticket } => {
                 Ok(Admitted::Call(Permit::new(self, Grant::new(ticket, at))))
             }
             other if self.health_check.is_none() => self
@@ -160,12 +161,16 @@ pub(super) fn admit_checking<B: Holder>(
     now: Option<Nanos>,
 ) -> Result<(Admitted<B>, bool), Rejected> {
     let breaker = holder.breaker();
+    let mut at = 0;
     let entry = match now {
-        Some(now) => breaker.lane.admit(|| now),
-        None => breaker.lane.admit(|| breaker.clock.now()),
+        Some(now) => {
+            at = now;
+            breaker.lane.admit(|| now)
+        }
+        None => breaker.lane_admit(&mut at),
     };
     match entry {
-        Entry::Admitted { ticket, at } => {
+        Entry::Admitted { ticket } => {
             Ok((Admitted::Call(holder.permit(Grant::new(ticket, at))), false))
         }
         other if breaker.health_check.is_none() => {

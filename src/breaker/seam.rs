@@ -83,9 +83,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         now: Nanos,
     ) -> Result<(Permit<'_, P, O>, bool), Rejected> {
         match self.lane.admit(|| now) {
-            Entry::Admitted { ticket, at } => {
-                Ok((Permit::new(self, Grant::new(ticket, at)), false))
-            }
+            Entry::Admitted { ticket } => Ok((Permit::new(self, Grant::new(ticket, now)), false)),
             other => self.allow_probing_slow(other),
         }
     }
@@ -288,8 +286,9 @@ pub(crate) fn admit_into<H: Holder, R>(
     rejected: impl FnOnce(H, Rejected) -> R,
 ) -> R {
     let breaker = holder.breaker();
-    match breaker.lane.admit(|| breaker.clock.now()) {
-        Entry::Admitted { ticket, at } => admitted(holder.permit(Grant::new(ticket, at))),
+    let mut at = 0;
+    match breaker.lane_admit(&mut at) {
+        Entry::Admitted { ticket } => admitted(holder.permit(Grant::new(ticket, at))),
         other => match breaker.allow_slow(other) {
             Ok(grant) => admitted(holder.permit(grant)),
             Err(refused) => rejected(holder, refused),
