@@ -78,8 +78,8 @@ impl Clock for MonotonicClock {
 /// on AArch64) through [`quanta`], scaled to nanoseconds, measured from the moment the clock
 /// was created; where the processor has no reliable counter, the platform's monotonic clock.
 ///
-/// The same resolution as [`MonotonicClock`] for about half the cost of a read (11.5 ns
-/// against 23.7 ns for `Instant::now()` on the machine the benchmarks ran on): the default
+/// The same resolution as [`MonotonicClock`] for about half the cost of a read (10.0 ns
+/// against 24.4 ns for `Instant::now()` on the machine the benchmarks ran on): the default
 /// clock for policies that measure latency, which read it twice per call. It starts no
 /// thread. The first one made in a process calibrates the counter against the platform's
 /// clock once, busy for about a millisecond (at most 200 ms); clones and later clocks reuse
