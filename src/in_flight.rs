@@ -55,12 +55,19 @@ impl InFlight {
     /// Records the completion of a call admitted at `admitted`: `true` if it was still
     /// tracked (it returned in time), `false` if it was counted as overdue already.
     pub(crate) fn complete(&mut self, admitted: Nanos) -> bool {
-        let first = self.entries.partition_point(|e| e.admitted < admitted);
-        let found = (first..self.entries.len())
-            .take_while(|&i| self.entries[i].admitted == admitted)
-            .find(|&i| !self.entries[i].done);
-        let Some(i) = found else {
-            return false;
+        let i = match self.entries.front() {
+            // Most often the oldest in flight (calls made one after another): no search.
+            Some(front) if front.admitted == admitted && !front.done => 0,
+            _ => {
+                let first = self.entries.partition_point(|e| e.admitted < admitted);
+                let found = (first..self.entries.len())
+                    .take_while(|&i| self.entries[i].admitted == admitted)
+                    .find(|&i| !self.entries[i].done);
+                let Some(i) = found else {
+                    return false;
+                };
+                i
+            }
         };
         self.entries[i].done = true;
         while self.entries.front().is_some_and(|e| e.done) {

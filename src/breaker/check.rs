@@ -190,13 +190,13 @@ fn admit_checking_slow<B: Holder>(
     let breaker = holder.breaker();
     let now = breaker.entry_now(entry)?;
     let mut panics = FirstPanic::default();
-    let admitted = breaker.transact(Some(now), &mut panics, |m, now| {
+    let admitted = breaker.transact(Some(now), &mut panics, |m, now, changes| {
         let (admitted, change) = m.admit_checking(now);
-        let admitted = admitted.map(|a| match a {
+        changes.push(change);
+        admitted.map(|a| match a {
             Admission::Call(ticket) => Ok((Grant::new(ticket, now), m.state() == State::HalfOpen)),
             Admission::Check(ticket) => Err(ticket),
-        });
-        (admitted, change)
+        })
     });
     let will_resume = panics.will_resume();
     let admitted = admitted.map(|a| match a {
@@ -248,9 +248,10 @@ impl<B: Holder> CheckLease<B> {
         let breaker = holder.breaker();
         let mut panics = FirstPanic::default();
         let now = breaker.clock.try_now(&mut panics);
-        let admitted = breaker.transact(now, &mut panics, |m, now| {
+        let admitted = breaker.transact(now, &mut panics, |m, now, changes| {
             let (admitted, change) = m.check_passed(ticket, now);
-            (admitted.map(|t| Grant::new(t, now)), change)
+            changes.push(change);
+            admitted.map(|t| Grant::new(t, now))
         });
         let will_resume = panics.will_resume();
         let admitted = admitted.map(|grant| holder.clone().permit(grant));
@@ -288,9 +289,10 @@ impl<B: Holder> CheckLease<B> {
         let ticket = self.ticket.take().expect("settled once");
         let breaker = self.breaker.breaker();
         let now = breaker.clock.try_now(panics);
-        breaker.transact(now, panics, |m, now| {
-            let (rejected, changes) = m.check_failed(ticket, now);
-            (rejected, changes.into_iter().flatten())
+        breaker.transact(now, panics, |m, now, changes| {
+            let (rejected, made) = m.check_failed(ticket, now);
+            changes.extend(made);
+            rejected
         })
     }
 }

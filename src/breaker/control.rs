@@ -135,10 +135,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let mut panics = FirstPanic::default();
         let now = self.clock.try_now(&mut panics);
         let needs_latency = self.needs_latency;
-        self.transact(now, &mut panics, |m, now| {
+        self.transact(now, &mut panics, |m, now, changes| {
             let latency = grant.latency(now, needs_latency);
-            let changes = m.complete_open_for(grant.ticket, outcome, latency, open_for, now);
-            ((), changes.into_iter().flatten())
+            changes.extend(m.complete_open_for(grant.ticket, outcome, latency, open_for, now));
         });
         contain::resume(panics);
     }
@@ -151,7 +150,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     ) {
         let mut panics = FirstPanic::default();
         let now = self.clock.try_now(&mut panics);
-        self.transact(now, &mut panics, |m, now| ((), op(m, now)));
+        self.transact(now, &mut panics, |m, now, changes| {
+            changes.extend(op(m, now).into_iter().map(Some));
+        });
         contain::resume(panics);
     }
 }

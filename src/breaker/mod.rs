@@ -150,9 +150,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     pub fn state(&self) -> State {
         let now = self.clock.now();
         let mut panics = FirstPanic::default();
-        let state = self.transact(Some(now), &mut panics, |m, now| {
-            let change = m.refresh(now);
-            (m.state(), change)
+        let state = self.transact(Some(now), &mut panics, |m, now, changes| {
+            changes.push(m.refresh(now));
+            m.state()
         });
         contain::resume(panics);
         state
@@ -309,10 +309,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // The admission's start is the time the machine admitted it at (the clock's reading,
         // or the latest time the machine saw if that is later): the latency a completion
         // measures from it is on the machine's own timeline.
-        let admitted = self.transact(Some(now), &mut panics, |m, now| {
-            let (ticket, change) = m.admit(now);
-            let noted = ticket.map(|ticket| (Grant::new(ticket, now), note(m)));
-            (noted, change)
+        let admitted = self.transact(Some(now), &mut panics, |m, now, changes| {
+            let ticket = m.admit_into(now, |change| changes.put(change));
+            ticket.map(|ticket| (Grant::new(ticket, now), note(m)))
         });
         if panics.will_resume() {
             // The policy or an observer panicked on the way: the call will not be made, so
@@ -580,9 +579,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             None => self.clock.try_now(panics),
         };
         let needs_latency = self.needs_latency;
-        self.transact(now, panics, |m, now| {
+        self.transact(now, panics, |m, now, changes| {
             let latency = grant.latency(now, needs_latency);
-            ((), m.complete(grant.ticket, verdict, latency, now))
+            changes.push(m.complete(grant.ticket, verdict, latency, now));
         });
     }
 }

@@ -327,18 +327,34 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Admits a request or says why not.
     pub(crate) fn admit(&mut self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Change>) {
+        let mut made = None;
+        let admitted = self.admit_into(now, |change| made = Some(change));
+        (admitted, made)
+    }
+
+    /// [`admit`](Self::admit), handing the change it made (at most one) to `made` rather
+    /// than returning it: a returned `Option<Change>` is copied whether it holds one or
+    /// not, and almost every admission makes none.
+    #[inline]
+    pub(crate) fn admit_into(
+        &mut self,
+        now: Nanos,
+        mut made: impl FnMut(Change),
+    ) -> Result<Ticket, Rejected> {
         // At most one change: a refresh that goes half-open starts a generation with no
         // call in flight, so nothing can be overdue after it.
-        let mut change = self.refresh(now).or_else(|| self.check_overdue(now));
+        if let Some(change) = self.refresh(now).or_else(|| self.check_overdue(now)) {
+            made(change);
+        }
         if self.check_due(now) {
             // A call that cannot run the check: held back while one is under way, else it
             // probes as gobreaker's would (no check to wait for).
             if let Some(rejected) = self.admit_without_check(now) {
-                return (Err(rejected), change);
+                return Err(rejected);
             }
-            change = change.or(Some(self.set_state(State::HalfOpen, now)));
+            made(self.set_state(State::HalfOpen, now));
         }
-        let admitted = match self.state {
+        match self.state {
             State::Open if self.forced == Some(Forced::Open) => self.refuse(Rejected::ForcedOpen),
             State::Open => self.refuse(Rejected::open_until(self.expiry, now)),
             State::HalfOpen if self.half_open_in_flight() >= self.probes => {
@@ -356,8 +372,7 @@ impl<P: TripPolicy> Machine<P> {
                     age,
                 })
             }
-        };
-        (admitted, change)
+        }
     }
 
     /// Turns a call away, counting it by its reason; in dry run, admits it as a shadow call
