@@ -39,22 +39,23 @@ pin_project! {
     pub struct ExecuteAsync<'a, P: TripPolicy, O: Observer, F, Fut, C> {
         breaker: &'a Breaker<P, O>,
         classify: C,
+        // Kept out of the stages, so that leaving the first stage drops nothing.
+        make: Option<F>,
         #[pin]
-        stage: Stage<'a, P, O, F, Fut>,
+        stage: Stage<'a, P, O, Fut>,
     }
 }
 
 pin_project! {
     #[project = StageProj]
-    enum Stage<'a, P: TripPolicy, O: Observer, F, Fut> {
-        /// Not polled yet: the closure that builds the call.
-        Start { make: Option<F> },
+    enum Stage<'a, P: TripPolicy, O: Observer, Fut> {
+        /// Not polled yet (the closure that builds the call is in `make`).
+        Start,
         /// The open period is over and this call runs the breaker's health check before it
         /// builds its request.
         Checking {
             check: CheckFuture,
             lease: Option<CheckLease<&'a Breaker<P, O>>>,
-            make: Option<F>,
         },
         /// Admitted: the call in flight and the permit it reports through.
         Running {
@@ -174,7 +175,8 @@ impl<'a, P: TripPolicy, O: Observer, F, Fut, C> ExecuteAsync<'a, P, O, F, Fut, C
         Self {
             breaker,
             classify,
-            stage: Stage::Start { make: Some(make) },
+            make: Some(make),
+            stage: Stage::Start,
         }
     }
 }
@@ -194,8 +196,9 @@ where
         let mut this = self.project();
         loop {
             match this.stage.as_mut().project() {
-                StageProj::Start { make } => {
-                    let make = make
+                StageProj::Start => {
+                    let make = this
+                        .make
                         .take()
                         .expect("`ExecuteAsync` polled after it panicked");
                     if !this.breaker.is_checked() {
@@ -243,15 +246,15 @@ where
                                     lease.failed_then_resume(payload)
                                 }
                             };
+                            *this.make = Some(make);
                             this.stage.set(Stage::Checking {
                                 check,
                                 lease: Some(lease),
-                                make: Some(make),
                             });
                         }
                     }
                 }
-                StageProj::Checking { check, lease, make } => {
+                StageProj::Checking { check, lease } => {
                     let passed = match contain::catch(|| check.as_mut().poll(cx)) {
                         Ok(Poll::Pending) => return Poll::Pending,
                         Ok(Poll::Ready(passed)) => passed,
@@ -262,7 +265,7 @@ where
                         }
                     };
                     let lease = lease.take().expect("settled once");
-                    let make = make.take().expect("settled once");
+                    let make = this.make.take().expect("settled once");
                     if !passed {
                         let rejected = lease.failed();
                         this.stage.set(Stage::Done);
@@ -283,8 +286,9 @@ where
                     }
                 }
                 StageProj::Running { call, permit } => {
+                    // Left as it is: the permit is spent (polled again, this panics), and the
+                    // finished call is dropped with this future, not in a stage change.
                     let result = ready!(poll_admitted(call, cx, permit, &*this.classify));
-                    this.stage.set(Stage::Done);
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
                 StageProj::Done => panic!("`ExecuteAsync` polled after completion"),
@@ -344,7 +348,7 @@ where
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let stage = match self.stage {
-            Stage::Start { .. } => "start",
+            Stage::Start => "start",
             Stage::Checking { .. } => "checking",
             Stage::Running { .. } => "running",
             Stage::Done => "done",

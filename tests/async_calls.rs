@@ -272,3 +272,23 @@ fn a_stale_abandoned_call_is_abandoned_not_dropped() {
     let t = breaker.totals();
     assert_eq!((t.admitted, t.abandoned, t.dropped), (2, 1, 0), "{t:?}");
 }
+
+/// A finished call's future polled again panics (a bug in the executor), and counts nothing
+/// more: its one result is in, once.
+#[test]
+fn a_finished_call_polled_again_panics_and_counts_nothing_more() {
+    let breaker = Breaker::builder().build();
+    let mut call = Box::pin(breaker.execute_async(|| async { Ok::<_, ()>(7) }));
+    let waker = waker();
+    let first = call.as_mut().poll(&mut Context::from_waker(&waker));
+    assert!(matches!(first, Poll::Ready(Ok(7))));
+    let again = catch_unwind(AssertUnwindSafe(|| {
+        let _ = call.as_mut().poll(&mut Context::from_waker(&waker));
+    }));
+    assert!(again.is_err(), "polled after completion: a panic");
+    drop(call);
+    let counts = breaker.counts();
+    assert_eq!((counts.requests, counts.total_successes), (1, 1));
+    let totals = breaker.totals();
+    assert_eq!((totals.abandoned, totals.dropped), (0, 0));
+}
