@@ -39,23 +39,22 @@ pin_project! {
     pub struct ExecuteAsync<'a, P: TripPolicy, O: Observer, F, Fut, C> {
         breaker: &'a Breaker<P, O>,
         classify: C,
-        // Kept out of the stages, so that leaving the first stage drops nothing.
-        make: Option<F>,
         #[pin]
-        stage: Stage<'a, P, O, Fut>,
+        stage: Stage<'a, P, O, F, Fut>,
     }
 }
 
 pin_project! {
     #[project = StageProj]
-    enum Stage<'a, P: TripPolicy, O: Observer, Fut> {
-        /// Not polled yet (the closure that builds the call is in `make`).
-        Start,
+    enum Stage<'a, P: TripPolicy, O: Observer, F, Fut> {
+        /// Not polled yet: the closure that builds the call.
+        Start { make: Option<F> },
         /// The open period is over and this call runs the breaker's health check before it
         /// builds its request.
         Checking {
             check: CheckFuture,
             lease: Option<CheckLease<&'a Breaker<P, O>>>,
+            make: Option<F>,
         },
         /// Admitted: the call in flight and the permit it reports through.
         Running {
@@ -175,8 +174,7 @@ impl<'a, P: TripPolicy, O: Observer, F, Fut, C> ExecuteAsync<'a, P, O, F, Fut, C
         Self {
             breaker,
             classify,
-            make: Some(make),
-            stage: Stage::Start,
+            stage: Stage::Start { make: Some(make) },
         }
     }
 }
@@ -196,9 +194,8 @@ where
         let mut this = self.project();
         loop {
             match this.stage.as_mut().project() {
-                StageProj::Start => {
-                    let make = this
-                        .make
+                StageProj::Start { make } => {
+                    let make = make
                         .take()
                         .expect("`ExecuteAsync` polled after it panicked");
                     if !this.breaker.is_checked() {
@@ -246,15 +243,15 @@ where
                                     lease.failed_then_resume(payload)
                                 }
                             };
-                            *this.make = Some(make);
                             this.stage.set(Stage::Checking {
                                 check,
                                 lease: Some(lease),
+                                make: Some(make),
                             });
                         }
                     }
                 }
-                StageProj::Checking { check, lease } => {
+                StageProj::Checking { check, lease, make } => {
                     let passed = match contain::catch(|| check.as_mut().poll(cx)) {
                         Ok(Poll::Pending) => return Poll::Pending,
                         Ok(Poll::Ready(passed)) => passed,
@@ -265,7 +262,7 @@ where
                         }
                     };
                     let lease = lease.take().expect("settled once");
-                    let make = this.make.take().expect("settled once");
+                    let make = make.take().expect("settled once");
                     if !passed {
                         let rejected = lease.failed();
                         this.stage.set(Stage::Done);
@@ -286,9 +283,8 @@ where
                     }
                 }
                 StageProj::Running { call, permit } => {
-                    // Left as it is: the permit is spent (polled again, this panics), and the
-                    // finished call is dropped with this future, not in a stage change.
                     let result = ready!(poll_admitted(call, cx, permit, &*this.classify));
+                    this.stage.set(Stage::Done);
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
                 StageProj::Done => panic!("`ExecuteAsync` polled after completion"),
@@ -348,7 +344,7 @@ where
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let stage = match self.stage {
-            Stage::Start => "start",
+            Stage::Start { .. } => "start",
             Stage::Checking { .. } => "checking",
             Stage::Running { .. } => "running",
             Stage::Done => "done",

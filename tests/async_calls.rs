@@ -292,3 +292,32 @@ fn a_finished_call_polled_again_panics_and_counts_nothing_more() {
     let totals = breaker.totals();
     assert_eq!((totals.abandoned, totals.dropped), (0, 0));
 }
+
+/// What a finished call holds (a timer, a connection) is released when it completes, not
+/// when its future is dropped: a future polled by reference may be kept a long time.
+#[test]
+fn a_finished_call_is_dropped_when_it_completes() {
+    struct Holds(Arc<AtomicUsize>);
+    impl Future for Holds {
+        type Output = Result<(), ()>;
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+            Poll::Ready(Ok(()))
+        }
+    }
+    impl Drop for Holds {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let breaker = Breaker::builder().build();
+    let held = Arc::clone(&dropped);
+    let mut call = Box::pin(breaker.execute_async(move || Holds(held)));
+    let waker = waker();
+    let done = call.as_mut().poll(&mut Context::from_waker(&waker));
+    assert!(matches!(done, Poll::Ready(Ok(()))));
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "dropped as it completed");
+    drop(call);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "and only once");
+    assert_eq!(breaker.counts().total_successes, 1);
+}
