@@ -150,6 +150,7 @@
 // engine (`lane`, `breaker` with its permits, `future`, `clock`, `sync`, `observe`) imports
 // core and engine; each integration imports what it declares there.
 mod abandoned;
+mod atomic;
 mod breaker;
 pub mod classify;
 mod clock;

@@ -12,8 +12,8 @@ mod imp {
     use std::sync::atomic::AtomicU32;
     use std::sync::OnceLock;
 
+    pub(crate) use crate::atomic::{AtomicU64, Ordering};
     pub(crate) use parking_lot::{Mutex, MutexGuard};
-    pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
     pub(crate) use std::sync::Arc;
 
     /// A value made at most once, on demand, and read without a lock afterwards.
@@ -82,7 +82,8 @@ mod imp {
 mod imp {
     use std::hash::{Hash, Hasher};
 
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    pub(crate) use crate::atomic::{AtomicU64, Ordering};
+    pub(crate) use loom::sync::atomic::AtomicBool;
     pub(crate) use loom::sync::{Arc, MutexGuard};
 
     /// loom's mutex with `parking_lot`'s signature: `lock()` returns the guard directly.

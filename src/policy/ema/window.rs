@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use super::recorder::{whole_micros, EmaWindowState};
+use crate::atomic::{AtomicU64, Ordering};
 use crate::policy::SuccessRecorder;
-use crate::sync::{AtomicU64, Ordering};
 
 /// The knobs a window reads on every call (brpc reads them from gflags each time).
 #[derive(Debug, Clone, Copy)]
