@@ -9,11 +9,12 @@ use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use crate::breaker::Breaker;
-use crate::breaker::{Admitted, CheckFuture, CheckLease, Permit, Report};
-use crate::classify::{judge, Classify, OkIsSuccess};
-use crate::contain;
-use crate::error::Error;
+use std::cell::Cell;
+
+use crate::breaker::gate::{self, At, Gate};
+use crate::breaker::{Breaker, Permit};
+use crate::classify::{Classify, OkIsSuccess};
+use crate::error::{Error, Rejected};
 use crate::observe::Observer;
 use crate::policy::{Outcome, TripPolicy};
 
@@ -52,8 +53,7 @@ pin_project! {
         /// The open period is over and this call runs the breaker's health check before it
         /// builds its request.
         Checking {
-            check: CheckFuture,
-            lease: Option<CheckLease<&'a Breaker<P, O>>>,
+            gate: Gate<&'a Breaker<P, O>>,
             make: Option<F>,
         },
         /// Admitted: the call in flight and the permit it reports through.
@@ -195,80 +195,44 @@ where
         loop {
             match this.stage.as_mut().project() {
                 StageProj::Start { make } => {
-                    let make = make
-                        .take()
-                        .expect("`ExecuteAsync` polled after it panicked");
-                    if !this.breaker.is_checked() {
-                        // The common case: the call built around the permit in place.
-                        let stage = &mut this.stage;
-                        let rejected = this.breaker.allow_into(
-                            |permit| {
-                                // Built only once admitted. A panic building it drops the
-                                // permit while unwinding: a failure.
-                                let call = make();
-                                stage.set(Stage::Running {
-                                    call,
-                                    permit: Some(permit),
-                                });
-                                None
-                            },
-                            Some,
-                        );
-                        if let Some(rejected) = rejected {
-                            this.stage.set(Stage::Done);
-                            return Poll::Ready(Err(Error::Rejected(rejected)));
-                        }
-                        continue;
-                    }
-                    match this.breaker.allow_checking() {
-                        Err(rejected) => {
-                            this.stage.set(Stage::Done);
-                            return Poll::Ready(Err(Error::Rejected(rejected)));
-                        }
-                        Ok(Admitted::Call(permit)) => {
-                            // Built only once admitted. A panic building it drops the permit
-                            // while unwinding: a failure.
+                    let make = Cell::new(make.take());
+                    let stage = &mut this.stage;
+                    let next = gate::admit_into(
+                        *this.breaker,
+                        At::Now,
+                        (),
+                        |(), permit, _| {
+                            // Built only once admitted. A panic building it drops the
+                            // permit while unwinding: a failure.
+                            let make = make
+                                .take()
+                                .expect("`ExecuteAsync` polled after it panicked");
                             let call = make();
-                            this.stage.set(Stage::Running {
+                            stage.set(Stage::Running {
                                 call,
                                 permit: Some(permit),
                             });
+                            Next::Go
+                        },
+                        |(), _, rejected| Next::Rejected(rejected),
+                        |(), gate| Next::Check(gate),
+                    );
+                    match next {
+                        Next::Go => {}
+                        Next::Rejected(rejected) => {
+                            this.stage.set(Stage::Done);
+                            return Poll::Ready(Err(Error::Rejected(rejected)));
                         }
-                        Ok(Admitted::Check(lease)) => {
-                            // A panic starting the check is the check's failure.
-                            let check = match contain::catch(|| lease.start()) {
-                                Ok(check) => check,
-                                Err(payload) => {
-                                    this.stage.set(Stage::Done);
-                                    lease.failed_then_resume(payload)
-                                }
-                            };
-                            this.stage.set(Stage::Checking {
-                                check,
-                                lease: Some(lease),
-                                make: Some(make),
-                            });
-                        }
+                        Next::Check(gate) => this.stage.set(Stage::Checking {
+                            gate,
+                            make: make.into_inner(),
+                        }),
                     }
                 }
-                StageProj::Checking { check, lease, make } => {
-                    let passed = match contain::catch(|| check.as_mut().poll(cx)) {
-                        Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(passed)) => passed,
-                        Err(payload) => {
-                            let lease = lease.take().expect("settled once");
-                            this.stage.set(Stage::Done);
-                            lease.failed_then_resume(payload)
-                        }
-                    };
-                    let lease = lease.take().expect("settled once");
+                StageProj::Checking { gate, make } => {
+                    let admitted = ready!(Pin::new(gate).poll(cx));
                     let make = make.take().expect("settled once");
-                    if !passed {
-                        let rejected = lease.failed();
-                        this.stage.set(Stage::Done);
-                        return Poll::Ready(Err(Error::Rejected(rejected)));
-                    }
-                    match lease.passed() {
+                    match admitted {
                         Err(rejected) => {
                             this.stage.set(Stage::Done);
                             return Poll::Ready(Err(Error::Rejected(rejected)));
@@ -283,7 +247,7 @@ where
                     }
                 }
                 StageProj::Running { call, permit } => {
-                    let result = ready!(poll_admitted(call, cx, permit, &*this.classify));
+                    let result = ready!(gate::poll_call(call, cx, permit, &*this.classify));
                     this.stage.set(Stage::Done);
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
@@ -293,52 +257,13 @@ where
     }
 }
 
-/// Polls an admitted call and, once it completes, reports its result through `permit`: the
-/// one place where an async call (this module's future, the tower layer's) is settled.
-///
-/// A panic while polling is reported as a failure and continues; a panic in the classifier
-/// is reported as an exclusion and continues. `permit` reports when the call completes:
-/// polled again after that, this panics (a future polled after completion).
-#[inline]
-pub(crate) fn poll_admitted<Fut, T, E, R, C>(
-    call: Pin<&mut Fut>,
-    cx: &mut Context<'_>,
-    permit: &mut R,
-    classify: &C,
-) -> Poll<Result<T, E>>
-where
-    Fut: Future<Output = Result<T, E>>,
-    R: Report,
-    C: Classify<T, E>,
-{
-    assert!(!permit.reported(), "a call polled after completion");
-    let mut result = match contain::catch(|| call.poll(cx)) {
-        Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(result)) => result,
-        Err(payload) => permit.report_then_resume(Outcome::Failure, payload),
-    };
-    match contain::catch(|| classify.unsettled(&result)) {
-        Ok(false) => {}
-        Ok(true) => {
-            // Its response tells the outcome later: the verdict goes with it, when it can
-            // leave this call (an owned permit); else the call counts now.
-            if let Some(verdict) = permit.unsettle() {
-                let deferred = contain::catch(|| classify.defer(&mut result, verdict));
-                match deferred {
-                    Ok(()) => return Poll::Ready(result),
-                    // The verdict was dropped with the panic: the call is abandoned.
-                    Err(payload) => contain::resume_payload(payload),
-                }
-            }
-        }
-        Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
-    }
-    match contain::catch(|| judge(classify, &result)) {
-        Ok((outcome, None)) => permit.report(outcome),
-        Ok((outcome, Some(open_for))) => permit.report_open_for(outcome, open_for),
-        Err(payload) => permit.report_then_resume(Outcome::Excluded, payload),
-    }
-    Poll::Ready(result)
+/// What the admission at the first poll left to do.
+enum Next<G> {
+    /// The call runs.
+    Go,
+    Rejected(Rejected),
+    /// The call runs the health check first.
+    Check(G),
 }
 
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {

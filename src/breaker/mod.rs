@@ -4,6 +4,8 @@
 //! - `builder.rs`: [`Builder`].
 //! - `txn.rs`: the change transaction: lock, close the lane, step the machine, republish.
 //! - `outbox.rs`: serial, ordered, exactly-once delivery of state changes to observers.
+//! - `gate.rs`: the front door every other caller comes through (admission, health check,
+//!   verdict); `holder.rs`: how an admission holds its breaker.
 //!
 //! User code that may panic (the clock, observers, classifiers, policies) is run through
 //! [`crate::contain`], and every path below finishes its bookkeeping before a panic continues:
@@ -13,6 +15,8 @@ mod adopt;
 mod builder;
 mod check;
 mod control;
+pub(crate) mod gate;
+mod holder;
 mod outbox;
 mod permit;
 mod seam;
@@ -20,7 +24,6 @@ mod txn;
 
 pub use builder::Builder;
 use check::HealthCheck;
-pub(crate) use check::{Admitted, CheckFuture, CheckLease};
 #[allow(unused_imports)] // `Handing`: for the tower layers
 pub(crate) use permit::{Handing, Report};
 pub use permit::{OwnedPermit, Permit};
@@ -398,14 +401,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         F: FnOnce() -> Result<T, E>,
         C: Fn(&Result<T, E>) -> Outcome,
     {
-        let permit = self.allow()?;
-        let result = call();
-        match contain::catch(|| classify(&result)) {
-            Ok(outcome) => permit.record(outcome),
-            Err(payload) => {
-                self.record_grant_then_resume(permit.into_grant(), Outcome::Excluded, payload)
-            }
-        }
+        let mut permit = Some(self.allow()?);
+        let mut result = call();
+        gate::record(&mut permit, &classify, &mut result).resume();
         result.map_err(Error::Inner)
     }
 
@@ -449,17 +447,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         F: FnOnce() -> Result<T, E>,
         C: crate::classify::Classify<T, E>,
     {
-        let permit = self.allow()?;
-        let result = call();
-        match contain::catch(|| crate::classify::judge(&classify, &result)) {
-            Ok((outcome, None)) => permit.record(outcome),
-            Ok((outcome, Some(open_for))) => {
-                self.complete_open_for(permit.into_grant(), outcome, open_for)
-            }
-            Err(payload) => {
-                self.record_grant_then_resume(permit.into_grant(), Outcome::Excluded, payload)
-            }
-        }
+        let mut permit = Some(self.allow()?);
+        let mut result = call();
+        gate::record(&mut permit, &classify, &mut result).resume();
         result.map_err(Error::Inner)
     }
 

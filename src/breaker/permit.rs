@@ -211,6 +211,16 @@ pub(crate) trait Report {
     fn unsettle(&mut self) -> Option<Unsettled> {
         None
     }
+    /// Whether a failure the classifier says is overload
+    /// ([`Classify::overloaded`](crate::classify::Classify::overloaded)) is reported apart,
+    /// through [`report_overloaded`](Report::report_overloaded) (a pool's pick); otherwise
+    /// the classifier is not asked.
+    const SEES_OVERLOAD: bool = false;
+    /// Reports a failure the classifier says is overload (unless reported already); asked
+    /// only when [`SEES_OVERLOAD`](Report::SEES_OVERLOAD).
+    fn report_overloaded(&mut self) {
+        self.report(Outcome::Failure);
+    }
 }
 
 /// An owned permit whose verdict can leave with the response, to be settled later: the tower

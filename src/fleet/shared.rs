@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::breaker::{Admitted, Permit};
+use crate::breaker::gate::{self, Admit, At, Recorded};
+use crate::breaker::Permit;
 use crate::breaker::{Breaker, Builder};
 use crate::classify::{Classify, OkIsSuccess};
 use crate::contain::{self, FirstPanic};
@@ -474,15 +475,12 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         } else {
             now // one clock read for the staleness check and the admission both
         };
-        let (permit, probe) = if self.breaker.is_checked() {
-            match self.breaker.allow_checking_at(now)? {
-                (Admitted::Call(permit), probe) => (permit, probe),
-                (Admitted::Check(lease), _) => {
-                    return Box::pin(self.checked(lease, make, classify, left)).await;
-                }
+        let (permit, probe) = match gate::admit(&self.breaker, At::Given(now)) {
+            Admit::Call(permit, probe) => (permit, probe),
+            Admit::Rejected(_, rejected) => return Err(Error::Rejected(rejected)),
+            Admit::Check(gate) => {
+                return Box::pin(self.checked(gate, make, classify, left)).await;
             }
-        } else {
-            self.breaker.allow_probing_at(now)?
         };
         // Whether the call is a half-open probe is the admission's answer, not the link's:
         // the link hears of a change only when it is delivered, which a slow observer on
@@ -490,8 +488,8 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         if probe {
             return Box::pin(self.probe(permit, make, classify, left)).await;
         }
-        let result = make().await;
-        let (outcome, panics) = classified(&classify, &result, permit);
+        let mut result = make().await;
+        let (outcome, panics) = classified(&classify, &mut result, permit);
         if self.link.pending() {
             Box::pin(self.settle_after(None, outcome, left, panics)).await;
         } else {
@@ -567,8 +565,8 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
-        let result = make().await;
-        let (outcome, panics) = classified(&classify, &result, permit);
+        let mut result = make().await;
+        let (outcome, panics) = classified(&classify, &mut result, permit);
         budget.panics.merge(panics);
         if lease.is_some() || self.link.pending() {
             self.settle(lease, outcome, &mut budget).await;
@@ -1035,16 +1033,10 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// back, and the call held back: the next call runs the check).
     fn readmit(&self) -> Result<(LinkedPermit<'_, P, O>, bool), Rejected> {
         let now = self.breaker.clock_nanos();
-        if !self.breaker.is_checked() {
-            return self.breaker.allow_probing_at(now);
-        }
-        match self.breaker.allow_checking_at(now)? {
-            (Admitted::Call(permit), probe) => Ok((permit, probe)),
-            (Admitted::Check(lease), _) => {
-                drop(lease);
-                self.breaker.count_rejection(Rejected::Checking);
-                Err(Rejected::Checking)
-            }
+        match gate::admit(&self.breaker, At::Given(now)) {
+            Admit::Call(permit, probe) => Ok((permit, probe)),
+            Admit::Rejected(_, rejected) => Err(rejected),
+            Admit::Check(gate) => Err(gate.decline()),
         }
     }
 
@@ -1131,10 +1123,10 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreake
     }
 }
 
-/// The classifier's answer for `result`, recorded on `permit`; a panicking classifier
-/// records an exclusion (the breaker cannot know what the result meant), as the local
-/// breaker's calls do, and its panic is returned to continue once the call's bookkeeping is
-/// done (a panic recording the outcome is dropped: the classifier's came first).
+/// The verdict on `result`, recorded on `permit` through the front door ([`gate::record`]:
+/// every method of the classifier), and how it counted; a panicking classifier records an
+/// exclusion (the breaker cannot know what the result meant), as the local breaker's calls
+/// do, and its panic is returned to continue once the call's bookkeeping is done.
 ///
 /// (Always inlined: passed to a call, the permit was copied sixteen bytes at a time from
 /// the eight-byte stores that had just made it, a store-forwarding stall of a fifth of the
@@ -1142,7 +1134,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> std::fmt::Debug for SharedBreake
 #[inline(always)]
 fn classified<T, E, C, P, O>(
     classify: &C,
-    result: &Result<T, E>,
+    result: &mut Result<T, E>,
     permit: Permit<'_, P, O>,
 ) -> (Outcome, FirstPanic)
 where
@@ -1150,17 +1142,11 @@ where
     P: TripPolicy,
     O: Observer,
 {
-    let mut panics = FirstPanic::default();
-    match contain::catch(|| classify.classify(result)) {
-        Ok(outcome) => {
-            permit.record(outcome);
-            (outcome, panics)
-        }
-        Err(payload) => {
-            panics.keep(payload);
-            panics.catch((), || permit.record(Outcome::Excluded));
-            (Outcome::Excluded, panics)
-        }
+    match gate::record(&mut Some(permit), classify, result) {
+        Recorded::Counted(outcome) => (outcome, FirstPanic::default()),
+        // A borrowed permit cannot leave its call: it counts at once, never deferred.
+        Recorded::Deferred => (Outcome::Excluded, FirstPanic::default()),
+        Recorded::Panicked(panics) => (Outcome::Excluded, panics),
     }
 }
 

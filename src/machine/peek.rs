@@ -23,7 +23,7 @@ pub(crate) struct Peek {
 /// What the next call would find, as a layer that prepares calls before it has them (a tower
 /// service's `poll_ready`) asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ahead {
+pub(crate) enum Ready {
     /// Rejected: open, forced open, or a health check under way.
     Rejected(Rejected),
     /// The open period is over and no check runs: the next checking admission wins the
@@ -84,20 +84,20 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
-    /// What the next call would find at `now`, without admitting it (see [`Ahead`]).
-    pub(crate) fn peek_ahead(&self, now: Nanos) -> Ahead {
+    /// What the next call would find at `now`, without admitting it (see [`Ready`]).
+    pub(crate) fn peek_ahead(&self, now: Nanos) -> Ready {
         if self.rules.dry_run {
-            return Ahead::Passes;
+            return Ready::Passes;
         }
         let now = now.max(self.latest);
         match self.peek_open(now) {
-            Some(rejected) => Ahead::Rejected(rejected),
-            None if self.check_due(now) => Ahead::CheckDue,
+            Some(rejected) => Ready::Rejected(rejected),
+            None if self.check_due(now) => Ready::CheckDue,
             // Half-open with every probe out: the next call would be turned away.
             None if self.state == State::HalfOpen && self.half_open_in_flight() >= self.probes => {
-                Ahead::Rejected(Rejected::TooManyRequests)
+                Ready::Rejected(Rejected::TooManyRequests)
             }
-            None => Ahead::Passes,
+            None => Ready::Passes,
         }
     }
 

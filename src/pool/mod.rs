@@ -99,10 +99,10 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
+use crate::breaker::gate::{self, Ready};
 use crate::breaker::{Breaker, Builder};
 use crate::clock::{Clock, ClockSource};
 use crate::error::Rejected;
-use crate::machine::Ahead;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 use crate::snapshot::Snapshot;
@@ -110,6 +110,8 @@ use crate::state::State;
 
 pub use choose::Balance;
 pub(crate) use endpoint::Endpoint;
+#[cfg_attr(not(feature = "tower"), allow(unused_imports))]
+pub(crate) use pick::HandingPick;
 pub use pick::Pick;
 // For the tower service over the pool.
 #[cfg_attr(not(feature = "tower"), allow(unused_imports))]
@@ -503,9 +505,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             .iter()
             .filter(|e| {
                 matches!(
-                    e.breaker.peek_ahead(),
-                    Ahead::CheckDue
-                        | Ahead::Rejected(
+                    gate::ready(&e.breaker),
+                    Ready::CheckDue
+                        | Ready::Rejected(
                             Rejected::Open { .. } | Rejected::ForcedOpen | Rejected::Checking
                         )
                 )

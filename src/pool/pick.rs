@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::breaker::{Breaker, OwnedPermit, Report};
+use crate::classify::{Finish, Unsettled};
 use crate::contain::{self, Payload};
 use crate::observe::Observer;
 use crate::outcome::Outcome;
@@ -191,6 +192,82 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
             (true, Some(mut permit)) => permit.report_then_resume(outcome, payload),
             _ => contain::resume_payload(payload),
         }
+    }
+
+    const SEES_OVERLOAD: bool = true;
+
+    fn report_overloaded(&mut self) {
+        self.settle_overloaded();
+    }
+}
+
+/// A pick whose verdict can leave with the response, to be settled later (a gRPC status in
+/// the trailers): a tower service's pick (`'static`, so the verdict can go into a
+/// type-erased body), as [`Handing`](crate::breaker::Handing) is for a permit.
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) struct HandingPick<'a, K, P: TripPolicy, O: Observer>(pub(crate) &'a mut Pick<K, P, O>);
+
+impl<K, P, O> Report for HandingPick<'_, K, P, O>
+where
+    K: Send + Sync + 'static,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
+{
+    #[inline(always)]
+    fn reported(&self) -> bool {
+        self.0.reported
+    }
+
+    #[inline(always)]
+    fn report(&mut self, outcome: Outcome) {
+        self.0.report(outcome);
+    }
+
+    fn report_open_for(&mut self, outcome: Outcome, open_for: Duration) {
+        self.0.report_open_for(outcome, open_for);
+    }
+
+    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> ! {
+        self.0.report_then_resume(outcome, payload)
+    }
+
+    const SEES_OVERLOAD: bool = true;
+
+    fn report_overloaded(&mut self) {
+        self.0.settle_overloaded();
+    }
+
+    /// The pick moves into the verdict whole: the endpoint's call stays in flight, and its
+    /// bookkeeping waits, until the outcome is known.
+    fn unsettle(&mut self) -> Option<Unsettled> {
+        if std::mem::replace(&mut self.0.reported, true) {
+            return None;
+        }
+        Some(Unsettled::new(Box::new(Pick {
+            endpoint: Arc::clone(&self.0.endpoint),
+            permit: self.0.permit.take(),
+            over_cap: self.0.over_cap,
+            reported: false,
+        })))
+    }
+}
+
+/// An unsettled pick's verdict is the pick, boxed.
+impl<K, P, O> Finish for Pick<K, P, O>
+where
+    K: Send + Sync + 'static,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
+{
+    fn finish(&mut self, outcome: Outcome, open_for: Option<Duration>) {
+        match open_for {
+            Some(open_for) => self.report_open_for(outcome, open_for),
+            None => self.report(outcome),
+        }
+    }
+
+    fn breaker_name(&self) -> &str {
+        self.endpoint.breaker.name()
     }
 }
 

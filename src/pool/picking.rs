@@ -5,9 +5,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::breaker::{Admitted, Breaker, CheckLease};
+use crate::breaker::gate::{self, Admit, At, Gate, Ready};
+use crate::breaker::Breaker;
 use crate::error::Rejected;
-use crate::machine::Ahead;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
@@ -25,7 +25,7 @@ pub(crate) enum Choice<K, P: TripPolicy, O: Observer> {
     /// An endpoint that takes the call.
     Pick(Pick<K, P, O>),
     /// An endpoint whose open period is over, and whose check this pick won: run it.
-    Check(Arc<Endpoint<K, P, O>>, CheckLease<Arc<Breaker<P, O>>>),
+    Check(Arc<Endpoint<K, P, O>>, Gate<Arc<Breaker<P, O>>>),
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
@@ -69,8 +69,8 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         for _ in 0..MAX_CHECKS_PER_PICK {
             match self.choose(true)? {
                 Choice::Pick(pick) => return Ok(pick),
-                Choice::Check(endpoint, lease) => {
-                    if let Ok(permit) = lease.run().await {
+                Choice::Check(endpoint, gate) => {
+                    if let Ok(permit) = gate.await {
                         return Ok(Pick::admitted(endpoint, permit));
                     }
                 }
@@ -114,14 +114,14 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         // The less loaded of the two first; its twin if it is full. An isolated endpoint
         // among them sends the pick to the full walk, which knows the cap.
         for i in [first, second] {
-            match endpoints[i].breaker.peek_ahead() {
-                Ahead::Passes => {
+            match gate::ready(&endpoints[i].breaker) {
+                Ready::Passes => {
                     if let Some(pick) = admit(&endpoints[i]) {
                         return Ok(Choice::Pick(pick));
                     }
                 }
-                Ahead::Rejected(Rejected::Open { .. }) | Ahead::CheckDue => break,
-                Ahead::Rejected(_) => {}
+                Ready::Rejected(Rejected::Open { .. }) | Ready::CheckDue => break,
+                Ready::Rejected(_) => {}
             }
         }
         self.choose_slow(&endpoints, r, checking)
@@ -166,7 +166,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             ];
             let nth = |rank: usize| {
                 walk()
-                    .filter(|e| e.breaker.peek_ahead() == Ahead::Passes)
+                    .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
                     .nth(rank)
             };
             let (a, b) = (nth(ranks[0]), nth(ranks[1]));
@@ -181,7 +181,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             }
             // Both full (half-open, their probes out since the count): any other.
             for endpoint in walk() {
-                if endpoint.breaker.peek_ahead() == Ahead::Passes {
+                if gate::ready(&endpoint.breaker) == Ready::Passes {
                     if let Some(pick) = admit(endpoint) {
                         return Ok(Choice::Pick(pick));
                     }
@@ -292,12 +292,12 @@ fn look<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
     checking: bool,
 ) -> Look<K, P, O> {
-    match endpoint.breaker.peek_ahead() {
-        Ahead::Passes => Look::Admits,
-        Ahead::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
-        Ahead::CheckDue if checking => check(endpoint).map_or(Look::Out, Look::Checked),
-        Ahead::CheckDue => Look::Isolated(Duration::ZERO),
-        Ahead::Rejected(_) => Look::Out,
+    match gate::ready(&endpoint.breaker) {
+        Ready::Passes => Look::Admits,
+        Ready::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
+        Ready::CheckDue if checking => check(endpoint).map_or(Look::Out, Look::Checked),
+        Ready::CheckDue => Look::Isolated(Duration::ZERO),
+        Ready::Rejected(_) => Look::Out,
     }
 }
 
@@ -315,8 +315,9 @@ fn admit<K, P: TripPolicy, O: Observer>(
 fn check<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
 ) -> Option<Choice<K, P, O>> {
-    match endpoint.breaker.allow_checking_owned().ok()? {
-        Admitted::Call(permit) => Some(Choice::Pick(Pick::admitted(Arc::clone(endpoint), permit))),
-        Admitted::Check(lease) => Some(Choice::Check(Arc::clone(endpoint), lease)),
+    match gate::admit(Arc::clone(&endpoint.breaker), At::Now) {
+        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(Arc::clone(endpoint), permit))),
+        Admit::Check(gate) => Some(Choice::Check(Arc::clone(endpoint), gate)),
+        Admit::Rejected(..) => None,
     }
 }

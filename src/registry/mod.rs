@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::breaker::gate;
 use crate::breaker::{Breaker, Builder, OwnedPermit};
 use crate::clock::Clock;
 use crate::clock::ClockSource;
@@ -447,7 +448,12 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.breaker(key).allow_owning()
+        gate::allow_into(
+            self.breaker(key),
+            (),
+            |(), permit| Ok(permit),
+            |(), breaker, rejected| Err(breaker.rejected_by(rejected)),
+        )
     }
 
     /// The key's breaker, built on first use; [`RegistryFull`] when the registry holds

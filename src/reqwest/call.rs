@@ -9,14 +9,14 @@ use reqwest::Response;
 use reqwest_middleware::Error;
 
 use super::classify::ResponseRules;
+use crate::breaker::gate;
 use crate::breaker::OwnedPermit;
-use crate::future::poll_admitted;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
 pin_project! {
     /// The rest of the chain (`next.run(..)`) with the permit it reports through, settled
-    /// as every async call of the crate is ([`poll_admitted`]): a panic while it is polled
+    /// as every async call of the crate is ([`gate::poll_call`]): a panic while it is polled
     /// is recorded as a failure, then keeps unwinding. (The permit's own drop would count it
     /// as a failure too, since an async body's locals are dropped while the panic unwinds
     /// through its `poll`; settling it here does not depend on that.) Dropped before it
@@ -49,6 +49,6 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        poll_admitted(this.call, cx, this.permit, &*this.rules)
+        gate::poll_call(this.call, cx, this.permit, &*this.rules)
     }
 }

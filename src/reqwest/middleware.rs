@@ -11,7 +11,7 @@ use reqwest_middleware::{Error, Middleware, Next, Result};
 use super::call::Admitted;
 use super::classify::ResponseRules;
 use super::key::host_port;
-use crate::breaker::Admitted as BreakerAdmitted;
+use crate::breaker::gate::{self, Admit, At};
 use crate::http::StatusRules;
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -145,18 +145,18 @@ where
     ) -> Result<Response> {
         let key = (self.key)(&req);
         // Before `next.run`: a rejected request never reaches the connection pool.
-        let breaker = self.registry.breaker(key.as_str());
-        let permit = if breaker.is_checked() {
+        let permit = match gate::admit(self.registry.breaker(key.as_str()), At::Now) {
+            Admit::Call(permit, _) => permit,
+            Admit::Rejected(breaker, rejected) => {
+                return Err(Error::middleware(breaker.rejected_by(rejected)))
+            }
             // The first request after an open period runs the host's health check first,
             // and is sent only if it passes.
-            let admitted = match breaker.allow_checking_owned() {
-                Ok(BreakerAdmitted::Call(permit)) => Ok(permit),
-                Ok(BreakerAdmitted::Check(lease)) => lease.run().await,
-                Err(rejected) => Err(rejected),
-            };
-            admitted.map_err(|rejected| Error::middleware(breaker.rejected_by(rejected)))?
-        } else {
-            breaker.allow_owning().map_err(Error::middleware)?
+            Admit::Check(gate) => {
+                let breaker = std::sync::Arc::clone(gate.holder());
+                gate.await
+                    .map_err(|rejected| Error::middleware(breaker.rejected_by(rejected)))?
+            }
         };
         Admitted::new(next.run(req, extensions), permit, ResponseRules(self.rules)).await
     }

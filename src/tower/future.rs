@@ -6,7 +6,6 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
-use sync_wrapper::SyncWrapper;
 
 use std::convert::Infallible;
 use std::marker::PhantomData;
@@ -14,11 +13,11 @@ use std::sync::Arc;
 
 use tower_service::Service;
 
-use crate::breaker::{Breaker, CheckFuture, CheckLease, Handing, OwnedPermit};
+use crate::breaker::gate::{self, Gate};
+use crate::breaker::{Breaker, Handing, OwnedPermit};
 use crate::classify::Classify;
-use crate::contain;
+use crate::contain::{self, FirstPanic};
 use crate::error::{Rejected, RejectedBy};
-use crate::future::poll_admitted;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
@@ -65,15 +64,10 @@ impl<S, Req> fmt::Debug for DeferredCall<S, Req> {
 /// Where a keyed call keeps its check: emptied once the check settled.
 type Slot<P, O, C, J, D> = Option<Box<Checking<P, O, C, J, D>>>;
 
-/// A keyed call that runs its breaker's health check first: the check, its lease, and what
-/// the call needs afterwards.
+/// A keyed call that runs its breaker's health check first: the check under its lease, and
+/// what the call needs afterwards.
 struct Checking<P: TripPolicy, O: Observer, C, J, D> {
-    /// Wrapped (as the verdict): a check's future need not be `Sync`, and the response
-    /// future stays `Sync` when its parts are (it only ever reaches them through `&mut`).
-    check: SyncWrapper<CheckFuture>,
-    /// The check's verdict once it finished (`Err`: it panicked).
-    passed: SyncWrapper<Option<Result<bool, contain::Payload>>>,
-    lease: CheckLease<Arc<Breaker<P, O>>>,
+    gate: Gate<Arc<Breaker<P, O>>>,
     deferred: D,
     classify: C,
     answer: J,
@@ -176,8 +170,7 @@ impl<F, P: TripPolicy, O: Observer, C, J, R, D> ResponseFuture<F, P, O, C, J, R,
     }
 
     pub(super) fn checking(
-        check: CheckFuture,
-        lease: CheckLease<Arc<Breaker<P, O>>>,
+        gate: Gate<Arc<Breaker<P, O>>>,
         deferred: D,
         classify: C,
         answer: J,
@@ -185,9 +178,7 @@ impl<F, P: TripPolicy, O: Observer, C, J, R, D> ResponseFuture<F, P, O, C, J, R,
         Self {
             kind: Kind::Checking {
                 checking: Some(Box::new(Checking {
-                    check: SyncWrapper::new(check),
-                    passed: SyncWrapper::new(None),
-                    lease,
+                    gate,
                     deferred,
                     classify,
                     answer,
@@ -244,7 +235,7 @@ where
                 permit,
                 classify,
             } => {
-                let result = ready!(poll_admitted(inner, cx, &mut Handing(permit), &*classify));
+                let result = ready!(gate::poll_call(inner, cx, &mut Handing(permit), &*classify));
                 Poll::Ready(result.map_err(J::inner))
             }
             KindProj::Checking { .. } => unreachable!("settled before"),
@@ -258,69 +249,33 @@ where
         let KindProj::Checking { checking } = self.as_mut().project().kind.project() else {
             unreachable!("called while checking")
         };
-        ready!(poll_check(checking, cx));
-        // Settled: the call was sent, or is answered as a rejection.
-        let kind = settle(checking);
+        let state = checking
+            .as_mut()
+            .expect("`ResponseFuture` polled after completion");
+        let mut panics = FirstPanic::default();
+        let checked = ready!(state.gate.poll_settle(cx, &mut panics));
+        let Checking {
+            gate,
+            deferred,
+            classify,
+            answer,
+        } = *checking.take().expect("settled once");
+        // A panic of the check continues once its failure is settled.
+        contain::resume(panics);
+        // Settled: the call is sent, or answered as a rejection.
+        let kind = match checked.into_result() {
+            Ok(permit) => Kind::Running {
+                inner: deferred.call(),
+                permit,
+                classify,
+            },
+            Err(rejected) => Kind::Rejected {
+                rejected: Some(R::of(gate.holder(), rejected)),
+                answer,
+            },
+        };
         self.as_mut().project().kind.set(kind);
         self.poll_call(cx)
-    }
-}
-
-/// Polls a keyed call's running check; ready once it settled.
-fn poll_check<P: TripPolicy, O: Observer, C, J, D>(
-    checking: &mut Slot<P, O, C, J, D>,
-    cx: &mut Context<'_>,
-) -> Poll<()> {
-    let state = checking
-        .as_mut()
-        .expect("`ResponseFuture` polled after completion");
-    match contain::catch(|| state.check.get_mut().as_mut().poll(cx)) {
-        Ok(Poll::Pending) => Poll::Pending,
-        Ok(Poll::Ready(passed)) => {
-            *state.passed.get_mut() = Some(Ok(passed));
-            Poll::Ready(())
-        }
-        Err(payload) => {
-            *state.passed.get_mut() = Some(Err(payload));
-            Poll::Ready(())
-        }
-    }
-}
-
-/// Settles a keyed call's check once it finished: its request sent (passed) or a rejection
-/// to answer (failed). A panic in the check fails it and continues from here.
-fn settle<F, P: TripPolicy, O: Observer, C, J, R: Rejection, D: Deferred<Future = F>>(
-    checking: &mut Slot<P, O, C, J, D>,
-) -> Kind<F, P, O, C, J, R, D> {
-    let Checking {
-        lease,
-        deferred,
-        classify,
-        answer,
-        passed,
-        ..
-    } = *checking
-        .take()
-        .expect("`ResponseFuture` polled after completion");
-    let breaker = Arc::clone(lease.holder());
-    let admitted = match passed
-        .into_inner()
-        .expect("settled once the check finished")
-    {
-        Ok(true) => lease.passed(),
-        Ok(false) => Err(lease.failed()),
-        Err(payload) => lease.failed_then_resume(payload),
-    };
-    match admitted {
-        Ok(permit) => Kind::Running {
-            inner: deferred.call(),
-            permit,
-            classify,
-        },
-        Err(rejected) => Kind::Rejected {
-            rejected: Some(R::of(&breaker, rejected)),
-            answer,
-        },
     }
 }
 

@@ -10,10 +10,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::{DeferredCall, FailFast, Fallback, OnRejected, ResponseFuture};
-use crate::breaker::{Admitted, Breaker};
+use crate::breaker::gate::{self, At};
 use crate::classify::Classify;
 use crate::classify::OkIsSuccess;
-use crate::contain;
 use crate::error::{Rejected, RejectedBy};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -219,55 +218,30 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         let key = (self.key)(&request);
         let breaker = self.registry.breaker(&key);
-        if breaker.is_checked() {
-            return self.call_checked(breaker, request);
-        }
-        // The future built around the permit in place.
-        let (inner, classify, answer) = (&mut self.inner, &self.classify, &self.on_rejected);
-        breaker.allow_owning_into(
-            |permit| ResponseFuture::running(inner.call(request), permit, classify.clone()),
-            |rejected| ResponseFuture::rejected(rejected, answer.clone()),
-        )
-    }
-}
-
-impl<S: Clone, K, F, P: TripPolicy, O: Observer, H, C: Clone, J: Clone>
-    KeyedBreakerService<S, K, F, P, O, H, C, J>
-{
-    /// A call whose breaker has a health check: when it wins the check lease, its request
-    /// waits in the response future, with the ready inner service (a clone stays here), until
-    /// the check settles. A panic starting the check fails it and continues.
-    fn call_checked<Req>(
-        &mut self,
-        breaker: Arc<Breaker<P, O>>,
-        request: Req,
-    ) -> ResponseFuture<S::Future, P, O, C, J, RejectedBy, DeferredCall<S, Req>>
-    where
-        S: Service<Req>,
-    {
-        match breaker.allow_checking_owned() {
-            Ok(Admitted::Call(permit)) => {
-                ResponseFuture::running(self.inner.call(request), permit, self.classify.clone())
-            }
-            Ok(Admitted::Check(lease)) => {
-                let check = match contain::catch(|| lease.start()) {
-                    Ok(check) => check,
-                    Err(payload) => lease.failed_then_resume(payload),
-                };
-                let clone = self.inner.clone();
-                let ready = std::mem::replace(&mut self.inner, clone);
+        // The future built around the permit in place. A call that wins its breaker's check
+        // lease waits in the response future with its request and the ready inner service
+        // (a clone stays here) until the check settles.
+        gate::admit_into(
+            breaker,
+            At::Now,
+            (self, request),
+            |(this, request), permit, _| {
+                ResponseFuture::running(this.inner.call(request), permit, this.classify.clone())
+            },
+            |(this, _), breaker, rejected| {
+                ResponseFuture::rejected(breaker.rejected_by(rejected), this.on_rejected.clone())
+            },
+            |(this, request), gate| {
+                let clone = this.inner.clone();
+                let ready = std::mem::replace(&mut this.inner, clone);
                 ResponseFuture::checking(
-                    check,
-                    lease,
+                    gate,
                     DeferredCall::new(ready, request),
-                    self.classify.clone(),
-                    self.on_rejected.clone(),
+                    this.classify.clone(),
+                    this.on_rejected.clone(),
                 )
-            }
-            Err(rejected) => {
-                ResponseFuture::rejected(breaker.rejected_by(rejected), self.on_rejected.clone())
-            }
-        }
+            },
+        )
     }
 }
 

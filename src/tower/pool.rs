@@ -12,17 +12,17 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
-use sync_wrapper::SyncWrapper;
 use tower_service::Service;
 
-use crate::breaker::{Breaker, CheckFuture, CheckLease, Report};
-use crate::classify::{judge, Classify, OkIsSuccess};
-use crate::contain;
+use crate::breaker::gate::{self, Gate};
+use crate::breaker::{Breaker, Report};
+use crate::classify::{Classify, OkIsSuccess};
+use crate::contain::{self, FirstPanic};
 use crate::error::{Error, Rejected};
 use crate::observe::Observer;
 use crate::outcome::Outcome;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::pool::{Choice, Endpoint, Pick, Pool};
+use crate::pool::{Choice, Endpoint, HandingPick, Pick, Pool};
 
 /// A service over a [`Pool`]: each request picks an endpoint and goes to that endpoint's
 /// inner service, made on first use by `make(&key)` and kept per key (the services of
@@ -133,11 +133,11 @@ impl<K, S, M, P: TripPolicy, O: Observer, C> PoolService<K, S, M, P, O, C> {
 
 impl<K, S, M, Req, P, O, C> Service<Req> for PoolService<K, S, M, P, O, C>
 where
-    K: Clone + Eq + Hash + fmt::Display,
+    K: Clone + Eq + Hash + fmt::Display + Send + Sync + 'static,
     S: Service<Req> + Clone,
     M: Fn(&K) -> S,
-    P: TripPolicy,
-    O: Observer,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
     C: Classify<S::Response, S::Error> + Clone,
 {
     type Response = S::Response;
@@ -149,9 +149,9 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let (endpoint, lease, pick) = match self.pool.choose(true) {
+        let (endpoint, gate, pick) = match self.pool.choose(true) {
             Ok(Choice::Pick(pick)) => (None, None, Some(pick)),
-            Ok(Choice::Check(endpoint, lease)) => (Some(endpoint), Some(lease), None),
+            Ok(Choice::Check(endpoint, gate)) => (Some(endpoint), Some(gate), None),
             Err(rejected) => {
                 return PoolFuture {
                     state: State::Rejected {
@@ -182,20 +182,16 @@ where
             request,
             classify: self.classify.clone(),
         };
-        let state = match (pick, endpoint, lease) {
+        let state = match (pick, endpoint, gate) {
             (Some(pick), _, _) => State::Ready {
                 call: Some((ready, pick)),
             },
-            (None, Some(endpoint), Some(lease)) => match contain::catch(|| lease.start()) {
-                Ok(check) => State::Checking {
-                    check: Some(Box::new(Checking {
-                        check: SyncWrapper::new(check),
-                        lease,
-                        endpoint,
-                        ready,
-                    })),
-                },
-                Err(payload) => lease.failed_then_resume(payload),
+            (None, Some(endpoint), Some(gate)) => State::Checking {
+                check: Some(Box::new(Checking {
+                    gate,
+                    endpoint,
+                    ready,
+                })),
             },
             _ => unreachable!("a pick or a check"),
         };
@@ -278,8 +274,7 @@ struct Ready<S, Req, C> {
 
 /// A request waiting for its endpoint's health check.
 struct Checking<K, S, Req, P: TripPolicy, O: Observer, C> {
-    check: SyncWrapper<CheckFuture>,
-    lease: CheckLease<Arc<Breaker<P, O>>>,
+    gate: Gate<Arc<Breaker<P, O>>>,
     endpoint: Arc<Endpoint<K, P, O>>,
     ready: Ready<S, Req, C>,
 }
@@ -307,9 +302,10 @@ pin_project! {
 
 impl<K, S, Req, P, O, C> Future for PoolFuture<K, S, Req, P, O, C>
 where
+    K: Send + Sync + 'static,
     S: Service<Req>,
-    P: TripPolicy,
-    O: Observer,
+    P: TripPolicy + 'static,
+    O: Observer + 'static,
     C: Classify<S::Response, S::Error>,
 {
     type Output = Result<S::Response, Error<S::Error>>;
@@ -324,23 +320,14 @@ where
                 }
                 StateProj::Checking { check } => {
                     let state = check.as_mut().expect(DONE);
-                    let passed = match contain::catch(|| state.check.get_mut().as_mut().poll(cx)) {
-                        Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(passed)) => Ok(passed),
-                        Err(payload) => Err(payload),
-                    };
+                    let mut panics = FirstPanic::default();
+                    let checked = ready!(state.gate.poll_settle(cx, &mut panics));
                     let Checking {
-                        lease,
-                        endpoint,
-                        ready,
-                        ..
+                        endpoint, ready, ..
                     } = *check.take().expect(DONE);
-                    let admitted = match passed {
-                        Ok(true) => lease.passed(),
-                        Ok(false) => Err(lease.failed()),
-                        Err(payload) => lease.failed_then_resume(payload),
-                    };
-                    let next = match admitted {
+                    // A panic of the check continues once its failure is settled.
+                    contain::resume(panics);
+                    let next = match checked.into_result() {
                         Ok(permit) => State::Ready {
                             call: Some((ready, Pick::admitted(endpoint, permit))),
                         },
@@ -393,49 +380,17 @@ where
                     pick,
                     classify,
                 } => {
-                    let result = ready!(poll_settled(call, cx, pick, &*classify));
+                    let result = ready!(gate::poll_call(
+                        call,
+                        cx,
+                        &mut HandingPick(pick),
+                        &*classify
+                    ));
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
             }
         }
     }
-}
-
-/// Polls the endpoint's call and, once it completes, reports its result through `pick`, as
-/// every async call of the crate does (`poll_admitted`: a panic while polling is a failure
-/// and continues, a panic in the classifier an exclusion), except that a failure the
-/// classifier says is overload ([`Classify::overloaded`]) is reported as such
-/// ([`Pick::overloaded`]: by default, not the endpoint's fault).
-fn poll_settled<F, K, P, O, C, T, E>(
-    call: Pin<&mut F>,
-    cx: &mut Context<'_>,
-    pick: &mut Pick<K, P, O>,
-    classify: &C,
-) -> Poll<Result<T, E>>
-where
-    F: Future<Output = Result<T, E>>,
-    P: TripPolicy,
-    O: Observer,
-    C: Classify<T, E>,
-{
-    assert!(!pick.reported(), "a call polled after completion");
-    let result = match contain::catch(|| call.poll(cx)) {
-        Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(result)) => result,
-        Err(payload) => pick.report_then_resume(Outcome::Failure, payload),
-    };
-    let judged = contain::catch(|| {
-        let (outcome, open_for) = judge(classify, &result);
-        let failed = matches!(outcome, Outcome::Failure | Outcome::Fatal);
-        (outcome, open_for, failed && classify.overloaded(&result))
-    });
-    match judged {
-        Ok((_, _, true)) => pick.settle_overloaded(),
-        Ok((outcome, None, false)) => pick.report(outcome),
-        Ok((outcome, Some(open_for), false)) => pick.report_open_for(outcome, open_for),
-        Err(payload) => pick.report_then_resume(Outcome::Excluded, payload),
-    }
-    Poll::Ready(result)
 }
 
 impl<K, S: Service<Req>, Req, P: TripPolicy, O: Observer, C> fmt::Debug

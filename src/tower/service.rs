@@ -11,15 +11,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use sync_wrapper::SyncWrapper;
 use tower_service::Service;
 
 use super::{FailFast, OnRejected, ResponseFuture};
-use crate::breaker::{Admitted, Breaker, CheckFuture, CheckLease, OwnedPermit};
+use crate::breaker::gate::{self, Admit, At, Gate, Ready};
+use crate::breaker::{Breaker, OwnedPermit};
 use crate::classify::Classify;
-use crate::contain;
+use crate::contain::{self, FirstPanic};
 use crate::error::Rejected;
-use crate::machine::Ahead;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
@@ -34,9 +33,6 @@ pub struct BreakerService<S, P: TripPolicy, O: Observer, C, J = FailFast> {
     on_rejected: J,
     /// What `poll_ready` prepared for the next `call`.
     ready: Prepared<P, O>,
-    /// Whether the breaker has a health check (read once: `call` would otherwise read the
-    /// breaker for it).
-    checked: bool,
 }
 
 /// The next call, as `poll_ready` left it.
@@ -53,13 +49,7 @@ enum Prepared<P: TripPolicy, O: Observer> {
     Admitted(Box<OwnedPermit<P, O>>),
     /// This service holds the check lease and its check is running (boxed: the service
     /// stays small for the calls that never check).
-    Checking(Box<Checking<P, O>>),
-}
-
-/// A check that a service's `poll_ready` runs.
-struct Checking<P: TripPolicy, O: Observer> {
-    check: SyncWrapper<CheckFuture>,
-    lease: CheckLease<Arc<Breaker<P, O>>>,
+    Checking(Box<Gate<Arc<Breaker<P, O>>>>),
 }
 
 impl<S, P: TripPolicy, O: Observer, C> BreakerService<S, P, O, C> {
@@ -77,7 +67,6 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     pub fn with_answer(inner: S, breaker: Arc<Breaker<P, O>>, classify: C, on_rejected: J) -> Self {
         Self {
             inner,
-            checked: breaker.is_checked(),
             breaker,
             classify,
             on_rejected,
@@ -115,16 +104,16 @@ where
         if let Prepared::Nothing | Prepared::Peeked(_) = self.ready {
             // An open breaker fails fast, even when the inner service is not ready: the
             // call that follows is rejected and never reaches it.
-            match self.breaker.peek_ahead() {
-                Ahead::Rejected(rejected) => {
+            match gate::ready(&self.breaker) {
+                Ready::Rejected(rejected) => {
                     self.ready = Prepared::Peeked(rejected);
                     return Poll::Ready(Ok(()));
                 }
-                Ahead::Passes => {
+                Ready::Passes => {
                     self.ready = Prepared::Nothing;
                     return self.inner.poll_ready(cx).map_err(J::inner);
                 }
-                Ahead::CheckDue => return self.poll_check_due(cx),
+                Ready::CheckDue => return self.poll_check_due(cx),
             }
         }
         self.poll_prepared(cx)
@@ -132,12 +121,20 @@ where
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        if let (Prepared::Nothing, false) = (&self.ready, self.checked) {
-            // The common case: the future built around the permit in place.
+        if let Prepared::Nothing = self.ready {
+            // The common case: the future built around the permit in place. A check due
+            // that `poll_ready` did not see cannot run here (the inner service's readiness
+            // was not asked for it): the lease is given back, and the call held back.
             let (inner, classify, answer) = (&mut self.inner, &self.classify, &self.on_rejected);
-            return self.breaker.allow_owned_into(
-                |permit| ResponseFuture::running(inner.call(request), permit, classify.clone()),
-                |rejected| ResponseFuture::rejected(rejected, answer.clone()),
+            return gate::admit_into(
+                &self.breaker,
+                At::Now,
+                request,
+                |request, permit, _| {
+                    ResponseFuture::running(inner.call(request), permit, classify.clone())
+                },
+                |_, _, rejected| ResponseFuture::rejected(rejected, answer.clone()),
+                |_, gate| ResponseFuture::rejected(gate.decline(), answer.clone()),
             );
         }
         let permit = match self.ready {
@@ -166,27 +163,16 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
         S: Service<Req>,
         J: OnRejected<S::Response, S::Error, Rejected>,
     {
-        if let Prepared::Checking(checking) = &mut self.ready {
-            let checking = checking.as_mut();
-            let passed = match contain::catch(|| checking.check.get_mut().as_mut().poll(cx)) {
-                Ok(Poll::Pending) => return Poll::Pending,
-                Ok(Poll::Ready(passed)) => Ok(passed),
-                Err(payload) => Err(payload),
+        if let Prepared::Checking(gate) = &mut self.ready {
+            let mut panics = FirstPanic::default();
+            let checked = std::task::ready!(gate.poll_settle(cx, &mut panics));
+            self.ready = match checked.into_result() {
+                // A panic of the check (or of an observer) leaves nothing prepared.
+                _ if panics.is_some() => Prepared::Nothing,
+                Ok(permit) => Prepared::Admitted(Box::new(permit)),
+                Err(rejected) => Prepared::Answered(rejected),
             };
-            let Prepared::Checking(checking) =
-                std::mem::replace(&mut self.ready, Prepared::Nothing)
-            else {
-                unreachable!("matched above")
-            };
-            let lease = checking.lease;
-            self.ready = match passed {
-                Ok(true) => match lease.passed() {
-                    Ok(permit) => Prepared::Admitted(Box::new(permit)),
-                    Err(rejected) => Prepared::Answered(rejected),
-                },
-                Ok(false) => Prepared::Answered(lease.failed()),
-                Err(payload) => lease.failed_then_resume(payload),
-            };
+            contain::resume(panics);
         }
         // Admitted after a passed check: the inner service was ready before the check
         // started (and stays so until `call`, as tower's contract has it).
@@ -216,8 +202,7 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     #[inline(never)]
     fn take_prepared(&mut self) -> Result<OwnedPermit<P, O>, Rejected> {
         match std::mem::replace(&mut self.ready, Prepared::Nothing) {
-            Prepared::Nothing if self.checked => self.admit_checked(),
-            Prepared::Nothing => self.breaker.allow_owned(),
+            Prepared::Nothing => unreachable!("`call` admits what nothing prepared"),
             Prepared::Peeked(rejected) => {
                 self.breaker.count_rejection(rejected);
                 Err(rejected)
@@ -236,35 +221,14 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
 }
 
 impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
-    /// A health check is due: admits the next call through the check, starting it if this
-    /// service wins the lease. A panic starting it fails the check and continues.
+    /// A health check is due: admits the next call through the check, which this service
+    /// runs if it wins the lease (started by the first poll).
     fn prepare_checked(&mut self) {
-        self.ready = Prepared::Nothing; // nothing stale left should the check's start panic
-        self.ready = match self.breaker.allow_checking_owned() {
-            Err(rejected) => Prepared::Answered(rejected),
-            Ok(Admitted::Call(permit)) => Prepared::Admitted(Box::new(permit)),
-            Ok(Admitted::Check(lease)) => match contain::catch(|| lease.start()) {
-                Ok(check) => Prepared::Checking(Box::new(Checking {
-                    check: SyncWrapper::new(check),
-                    lease,
-                })),
-                Err(payload) => lease.failed_then_resume(payload),
-            },
+        self.ready = match gate::admit(Arc::clone(&self.breaker), At::Now) {
+            Admit::Rejected(_, rejected) => Prepared::Answered(rejected),
+            Admit::Call(permit, _) => Prepared::Admitted(Box::new(permit)),
+            Admit::Check(gate) => Prepared::Checking(Box::new(gate)),
         };
-    }
-
-    /// A call that `poll_ready` did not prepare, on a breaker with a health check: admitted
-    /// as usual, but never a revival without the check (which it cannot run without its
-    /// readiness): a lease it would win is given back, and the call held back.
-    fn admit_checked(&self) -> Result<OwnedPermit<P, O>, Rejected> {
-        match self.breaker.allow_checking_owned()? {
-            Admitted::Call(permit) => Ok(permit),
-            Admitted::Check(lease) => {
-                drop(lease);
-                self.breaker.count_rejection(Rejected::Checking);
-                Err(Rejected::Checking)
-            }
-        }
     }
 }
 

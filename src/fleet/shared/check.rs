@@ -4,11 +4,11 @@
 //! its result is published as a probe's. A failed check reopens the local breaker, which is
 //! published as a failed probe's reopening is.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::breaker::CheckLease;
+use crate::breaker::gate::{Checked, Gate};
 use crate::classify::Classify;
 use crate::contain;
 use crate::error::{Error, Rejected};
@@ -24,7 +24,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// within `left` of store time.
     pub(super) async fn checked<F, Fut, T, E, C>(
         &self,
-        lease: CheckLease<&LinkedBreaker<P, O>>,
+        mut gate: Gate<&LinkedBreaker<P, O>>,
         make: F,
         classify: C,
         left: Duration,
@@ -38,7 +38,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         let held = match self.lease_check(&mut budget).await {
             Ok(held) => held,
             Err(rejected) => {
-                drop(lease); // released: no verdict
+                drop(gate); // released: no verdict
                 self.breaker.count_rejection(rejected);
                 contain::resume(budget.panics);
                 return Err(Error::Rejected(rejected));
@@ -46,24 +46,15 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         };
         // A panic starting or polling the check is its failure, and continues once the
         // failure is settled and published.
-        let verdict = lease.verdict().await;
-        let passed = match verdict {
-            Ok(passed) => passed,
-            Err(payload) => {
-                budget.panics.keep(payload);
-                false
+        let permit = match poll_fn(|cx| gate.poll_settle(cx, &mut budget.panics)).await {
+            Checked::Passed(permit) => permit,
+            Checked::Failed(rejected) => {
+                self.settle(held, Outcome::Failure, &mut budget).await;
+                contain::resume(budget.panics);
+                return Err(Error::Rejected(rejected));
             }
-        };
-        if !passed {
-            let rejected = lease.failed_keeping(&mut budget.panics);
-            self.settle(held, Outcome::Failure, &mut budget).await;
-            contain::resume(budget.panics);
-            return Err(Error::Rejected(rejected));
-        }
-        let permit = match lease.passed() {
-            Ok(permit) => permit,
-            Err(rejected) => {
-                // Stale: the breaker moved on meanwhile; the fleet's slot is given back.
+            Checked::Stale(rejected) => {
+                // The breaker moved on meanwhile: the fleet's slot is given back.
                 self.settle(held, Outcome::Excluded, &mut budget).await;
                 contain::resume(budget.panics);
                 return Err(Error::Rejected(rejected));

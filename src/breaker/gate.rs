@@ -1,0 +1,455 @@
+//! The front door: how every caller but the inline `allow` / `allow_owned` / `execute` hot
+//! paths asks a breaker for a call, runs a due health check, and turns a result into a
+//! verdict. `execute_async`, the tower layers (single, keyed, pool), the reqwest
+//! middleware, a pool's pick and the fleet's shared breaker all come through here, so a
+//! capability of the call path lands once.
+//!
+//! | step | function | what it owns |
+//! |---|---|---|
+//! | look | [`ready`] | what the next call would find, admitting nothing (`poll_ready`, a pool's look) |
+//! | admit | [`admit`], [`admit_into`] (and [`allow_into`], for a call that cannot wait for a check) | the lane, the lock, the health-check lease, whether the call is a half-open probe; the clock read here ([`At::Now`]) or given ([`At::Given`]) |
+//! | check | [`Gate`] | the user's check started, polled and settled under panic containment; dropped, the lease is released with no verdict |
+//! | verdict | [`record`], [`poll_call`] | every method of [`Classify`]: `classify`, `open_for`, `unsettled` / `defer`, `overloaded` |
+//!
+//! A holder ([`Holder`]) says how the call holds its breaker: borrowed, an `Arc` given away,
+//! or an `Arc` lent (cloned for an admission only).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use sync_wrapper::SyncWrapper;
+
+use crate::classify::{judge, Classify};
+use crate::contain::{self, FirstPanic};
+use crate::error::Rejected;
+use crate::lane::{Entry, Peek};
+use crate::machine::Admission;
+use crate::nanos::Nanos;
+use crate::observe::Observer;
+use crate::policy::{Outcome, TripPolicy};
+use crate::state::State;
+
+use super::check::{CheckFuture, CheckLease};
+use super::holder::Holder;
+use super::permit::{Grant, Report};
+use super::Breaker;
+
+pub(crate) use crate::machine::Ready;
+
+/// When an admission happens: at a reading of the breaker's clock taken here, or at one the
+/// caller took already (a layer in front that needed the breaker's timeline first: the
+/// fleet's staleness check), which is not read again.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))] // `Given`: the fleet's
+pub(crate) enum At {
+    /// Read the breaker's clock (only if the admission needs it).
+    Now,
+    /// This reading of the breaker's clock.
+    Given(Nanos),
+}
+
+/// What the next call would find, without admitting it: the rejection of an open breaker
+/// (or of a check under way), a health check due (the next admission wins its lease), or
+/// neither. Lock-free but for an expired open period of a checked breaker, or a lane that
+/// sends every call to the lock (half-open, forced, a policy it cannot count for).
+#[inline]
+pub(crate) fn ready<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) -> Ready {
+    match breaker.lane.peek_open(|| breaker.clock.now()) {
+        Peek::Open(_) if breaker.dry_run => Ready::Passes,
+        Peek::Open(rejected) => Ready::Rejected(rejected),
+        Peek::Passes => Ready::Passes,
+        Peek::Expired if breaker.health_check.is_none() => Ready::Passes,
+        Peek::Expired | Peek::AskTheLock => ready_locked(breaker),
+    }
+}
+
+/// [`ready`] when the lane cannot answer: under the lock.
+#[inline(never)]
+fn ready_locked<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) -> Ready {
+    let now = breaker.clock.now();
+    breaker.locked(|m| m.peek_ahead(now))
+}
+
+/// What an admission gave.
+pub(crate) enum Admit<H: Holder> {
+    /// The call goes ahead, reporting through this permit; `true` if it is a probe of a
+    /// half-open period (decided by the admission itself, under the lock, not by what the
+    /// observers were told: a delivery can lag a change behind a slow observer).
+    Call(H::Permit, bool),
+    /// Not admitted; the holder back (to name the breaker in a keyed rejection).
+    Rejected(H, Rejected),
+    /// The open period is over and this call won the health-check lease: it runs the check
+    /// ([`Gate`]) before it builds its request.
+    Check(Gate<H>),
+}
+
+/// The admission of one call through `holder`, at `at`.
+#[inline(always)]
+pub(crate) fn admit<H: Holder>(holder: H, at: At) -> Admit<H> {
+    admit_into(
+        holder,
+        at,
+        (),
+        |(), permit, probe| Admit::Call(permit, probe),
+        |(), holder, rejected| Admit::Rejected(holder, rejected),
+        |(), gate| Admit::Check(gate),
+    )
+}
+
+/// [`admit`], its answer handed to the continuation that fits (with `context`, moved into
+/// whichever runs) rather than returned: a layer builds its future around the permit in
+/// place. (A `Result` of a permit, shared in layout with the rejection, gets copied in
+/// pieces whose reloads stall the call; this doubled a tower layer's cost.)
+#[inline(always)]
+pub(crate) fn admit_into<H: Holder, X, R>(
+    holder: H,
+    at: At,
+    context: X,
+    call: impl FnOnce(X, H::Permit, bool) -> R,
+    rejected: impl FnOnce(X, H, Rejected) -> R,
+    check: impl FnOnce(X, Gate<H>) -> R,
+) -> R {
+    let breaker = holder.breaker();
+    let mut now = 0;
+    let entry = match at {
+        At::Now => breaker.lane_admit(&mut now),
+        At::Given(given) => {
+            now = given;
+            breaker.lane.admit(|| given)
+        }
+    };
+    match entry {
+        Entry::Admitted { ticket } => call(context, holder.permit(Grant::new(ticket, now)), false),
+        other => match admit_locked(holder, other) {
+            Admit::Call(permit, probe) => call(context, permit, probe),
+            Admit::Rejected(holder, refused) => rejected(context, holder, refused),
+            Admit::Check(gate) => check(context, gate),
+        },
+    }
+}
+
+/// The admission of a call that cannot wait for a health check (`allow`'s, for any
+/// holder: a registry's `allow`): a due check is not run; the breaker probes with the call
+/// as gobreaker would, or rejects it while a check runs.
+#[inline(always)]
+pub(crate) fn allow_into<H: Holder, X, R>(
+    holder: H,
+    context: X,
+    call: impl FnOnce(X, H::Permit) -> R,
+    rejected: impl FnOnce(X, H, Rejected) -> R,
+) -> R {
+    let breaker = holder.breaker();
+    let mut now = 0;
+    match breaker.lane_admit(&mut now) {
+        Entry::Admitted { ticket } => call(context, holder.permit(Grant::new(ticket, now))),
+        other => match breaker.allow_slow(other) {
+            Ok(grant) => call(context, holder.permit(grant)),
+            Err(refused) => rejected(context, holder, refused),
+        },
+    }
+}
+
+/// An admission off the lock-free lane: an open breaker's rejection (no lock), or the lock,
+/// where a checked breaker whose open period is over hands out its lease.
+#[inline(never)]
+fn admit_locked<H: Holder>(holder: H, entry: Entry) -> Admit<H> {
+    let breaker = holder.breaker();
+    if breaker.health_check.is_none() {
+        return match breaker.admit_slow(entry, |m| m.state() == State::HalfOpen) {
+            Ok((grant, probe)) => Admit::Call(holder.permit(grant), probe),
+            Err(refused) => Admit::Rejected(holder, refused),
+        };
+    }
+    let now = match breaker.entry_now(entry) {
+        Ok(now) => now,
+        Err(refused) => return Admit::Rejected(holder, refused),
+    };
+    let mut panics = FirstPanic::default();
+    let admitted = breaker.transact(Some(now), &mut panics, |m, now, changes| {
+        let (admitted, change) = m.admit_checking(now);
+        changes.push(change);
+        admitted.map(|a| match a {
+            Admission::Call(ticket) => Ok((Grant::new(ticket, now), m.state() == State::HalfOpen)),
+            Admission::Check(ticket) => Err(ticket),
+        })
+    });
+    let admitted = match admitted {
+        Ok(Ok((grant, probe))) => Admit::Call(holder.clone().permit(grant), probe),
+        Ok(Err(ticket)) => Admit::Check(Gate::new(CheckLease::new(holder.clone(), ticket))),
+        Err(refused) => Admit::Rejected(holder.clone(), refused),
+    };
+    if panics.will_resume() {
+        // An observer or the policy panicked on the way: nothing will run, so the
+        // admission is given back (a permit dropped while panicking is a failure, so it is
+        // excluded first; a lease is released) before the panic continues.
+        match admitted {
+            Admit::Call(permit, _) => H::exclude(permit),
+            Admit::Check(gate) => drop(gate),
+            Admit::Rejected(..) => {}
+        }
+        contain::resume(panics);
+        // Reached only while this thread is unwinding already (the panic is then dropped):
+        // nothing was admitted.
+        return Admit::Rejected(holder, Rejected::Checking);
+    }
+    admitted
+}
+
+/// How a health check settled.
+#[derive(Debug)]
+pub(crate) enum Checked<T> {
+    /// It passed: the breaker went half-open and this call is its first probe.
+    Passed(T),
+    /// It failed (returned `false`, or panicked): the breaker opened again; the call is
+    /// rejected with what the breaker answers now.
+    Failed(Rejected),
+    /// It passed, but the lease was stale (the breaker moved on meanwhile: forced, tripped
+    /// by hand, taken over) and the call, treated as arriving now, was not admitted.
+    Stale(Rejected),
+}
+
+impl<T> Checked<T> {
+    /// The probe's permit, or the rejection.
+    pub(crate) fn into_result(self) -> Result<T, Rejected> {
+        match self {
+            Checked::Passed(permit) => Ok(permit),
+            Checked::Failed(rejected) | Checked::Stale(rejected) => Err(rejected),
+        }
+    }
+}
+
+/// A call that holds the health-check lease: the one place a check runs and its lease is
+/// settled. The user's check is started on the first poll (so a call that cannot run it,
+/// [`decline`](Gate::decline), calls no user code), polled in the caller's future under
+/// panic containment, and settled once: passed, the call is the first half-open probe;
+/// failed or panicked, the breaker opens again. Dropped unsettled (the call was cancelled
+/// during its check), the lease is released with no verdict, so the next call runs the check
+/// again.
+///
+/// `Send` and `Sync` when the holder is (the check's future is only reached through
+/// `&mut`); `Unpin`. As a [`Future`], it resolves to the probe's permit or the rejection,
+/// a panic of the check continuing once its failure is settled.
+pub(crate) struct Gate<H: Holder> {
+    /// The check's future once started; dropped before the lease is released.
+    check: Option<SyncWrapper<CheckFuture>>,
+    lease: CheckLease<H>,
+}
+
+#[cfg_attr(
+    not(all(feature = "tower", feature = "reqwest", feature = "fleet")),
+    allow(dead_code)
+)]
+impl<H: Holder> Gate<H> {
+    fn new(lease: CheckLease<H>) -> Self {
+        Self { check: None, lease }
+    }
+
+    /// How the lease holds its breaker.
+    pub(crate) fn holder(&self) -> &H {
+        self.lease.holder()
+    }
+
+    /// For a call that cannot run the check (it has no way to wait for it): the lease is
+    /// given back with no verdict, and the call is held back as every call is while a check
+    /// runs ([`Rejected::Checking`], counted). The next call that can runs the check.
+    pub(crate) fn decline(self) -> Rejected {
+        let breaker = self.holder().clone();
+        drop(self);
+        breaker.breaker().count_rejection(Rejected::Checking);
+        Rejected::Checking
+    }
+
+    /// Polls the check (started on the first poll) and, once it finished, settles the
+    /// lease. A panic of user code on the way (the check's closure or future, an observer
+    /// of the change) is kept in `panics`, for the caller to continue once its own
+    /// bookkeeping is done; the check's own panic counts as its failure.
+    ///
+    /// # Panics
+    ///
+    /// Polled again after it settled.
+    pub(crate) fn poll_settle(
+        &mut self,
+        cx: &mut Context<'_>,
+        panics: &mut FirstPanic,
+    ) -> Poll<Checked<H::Permit>> {
+        let verdict = match self.poll_verdict(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(verdict) => verdict,
+        };
+        self.check = None;
+        let lease = &mut self.lease;
+        Poll::Ready(match verdict {
+            Ok(true) => match lease.passed_keeping(panics) {
+                Ok(permit) => Checked::Passed(permit),
+                Err(rejected) => Checked::Stale(rejected),
+            },
+            Ok(false) => Checked::Failed(lease.failed_keeping(panics)),
+            Err(payload) => {
+                panics.keep(payload);
+                Checked::Failed(lease.failed_keeping(panics))
+            }
+        })
+    }
+
+    /// The check's verdict once it finished: `Err` with the payload of a panic in the
+    /// user's closure or future.
+    fn poll_verdict(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, contain::Payload>> {
+        assert!(!self.lease.settled(), "`Gate` polled after it settled");
+        if self.check.is_none() {
+            let lease = &self.lease;
+            match contain::catch(|| lease.start()) {
+                Ok(check) => self.check = Some(SyncWrapper::new(check)),
+                Err(payload) => return Poll::Ready(Err(payload)),
+            }
+        }
+        let check = self.check.as_mut().expect("started above").get_mut();
+        match contain::catch(|| check.as_mut().poll(cx)) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(passed)) => Poll::Ready(Ok(passed)),
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
+    }
+}
+
+impl<H: Holder> Future for Gate<H> {
+    type Output = Result<H::Permit, Rejected>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut panics = FirstPanic::default();
+        let checked = std::task::ready!(self.get_mut().poll_settle(cx, &mut panics));
+        contain::resume(panics);
+        Poll::Ready(checked.into_result())
+    }
+}
+
+// Neither field is pinned: the check's future is boxed.
+impl<H: Holder> Unpin for Gate<H> {}
+
+impl<H: Holder> fmt::Debug for Gate<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("lease", &self.lease)
+            .field("started", &self.check.is_some())
+            .finish()
+    }
+}
+
+/// What [`record`] did with a result.
+#[must_use = "a kept panic must be resumed"]
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))] // the outcome: the fleet publishes it
+pub(crate) enum Recorded {
+    /// The verdict was reported, counting as this.
+    Counted(Outcome),
+    /// The result's outcome shows later ([`Classify::unsettled`]): its verdict went with it.
+    Deferred,
+    /// User code panicked (the classifier: the call was reported excluded; its `defer`: the
+    /// verdict was dropped with the panic, an abandoned call). The panic, to continue once
+    /// the caller's own bookkeeping is done.
+    Panicked(FirstPanic),
+}
+
+impl Recorded {
+    /// Continues a kept panic, if any.
+    #[inline(always)]
+    pub(crate) fn resume(self) {
+        if let Recorded::Panicked(panics) = self {
+            contain::resume(panics);
+        }
+    }
+}
+
+/// The one verdict site: how `result` counts, reported through `report`, honouring every
+/// method of [`Classify`]: `classify`, `open_for` (a failure opens the breaker for that
+/// long), `unsettled` / `defer` (a report that can leave its call hands its verdict to the
+/// result; one that cannot counts at once), and `overloaded` (a report that tells overload
+/// apart, a pool's pick). A panic in the classifier reports the call excluded (the breaker
+/// cannot know what the result meant) and is handed back.
+#[inline]
+pub(crate) fn record<R, T, E, C>(
+    report: &mut R,
+    classify: &C,
+    result: &mut Result<T, E>,
+) -> Recorded
+where
+    R: Report,
+    C: Classify<T, E> + ?Sized,
+{
+    match contain::catch(|| classify.unsettled(result)) {
+        Ok(false) => {}
+        Ok(true) => {
+            if let Some(verdict) = report.unsettle() {
+                return match contain::catch(|| classify.defer(result, verdict)) {
+                    Ok(()) => Recorded::Deferred,
+                    Err(payload) => panicked(payload, None::<&mut R>),
+                };
+            }
+        }
+        Err(payload) => return panicked(payload, Some(report)),
+    }
+    let judged = contain::catch(|| {
+        let (outcome, open_for) = judge(classify, result);
+        let overloaded = R::SEES_OVERLOAD
+            && matches!(outcome, Outcome::Failure | Outcome::Fatal)
+            && classify.overloaded(result);
+        (outcome, open_for, overloaded)
+    });
+    match judged {
+        Ok((outcome, _, true)) => {
+            report.report_overloaded();
+            Recorded::Counted(outcome)
+        }
+        Ok((outcome, None, false)) => {
+            report.report(outcome);
+            Recorded::Counted(outcome)
+        }
+        Ok((outcome, Some(open_for), false)) => {
+            report.report_open_for(outcome, open_for);
+            Recorded::Counted(outcome)
+        }
+        Err(payload) => panicked(payload, Some(report)),
+    }
+}
+
+/// A classifier's panic: the call reported excluded through `report` if given (a panic
+/// while reporting is dropped: the classifier's came first), the panic kept.
+#[cold]
+fn panicked<R: Report>(payload: contain::Payload, report: Option<&mut R>) -> Recorded {
+    let mut panics = FirstPanic::default();
+    panics.keep(payload);
+    if let Some(report) = report {
+        panics.catch((), || report.report(Outcome::Excluded));
+    }
+    Recorded::Panicked(panics)
+}
+
+/// Polls an admitted call and, once it completes, reports its result through `report`
+/// ([`record`]): how every async call of the crate settles. A panic while polling is
+/// reported as a failure and continues; a panic in the classifier as an exclusion, and
+/// continues.
+///
+/// # Panics
+///
+/// Polled again after the call completed (a future polled after completion).
+#[inline]
+pub(crate) fn poll_call<Fut, T, E, R, C>(
+    call: Pin<&mut Fut>,
+    cx: &mut Context<'_>,
+    report: &mut R,
+    classify: &C,
+) -> Poll<Result<T, E>>
+where
+    Fut: Future<Output = Result<T, E>>,
+    R: Report,
+    C: Classify<T, E> + ?Sized,
+{
+    assert!(!report.reported(), "a call polled after completion");
+    let mut result = match contain::catch(|| call.poll(cx)) {
+        Ok(Poll::Pending) => return Poll::Pending,
+        Ok(Poll::Ready(result)) => result,
+        Err(payload) => report.report_then_resume(Outcome::Failure, payload),
+    };
+    record(report, classify, &mut result).resume();
+    Poll::Ready(result)
+}
