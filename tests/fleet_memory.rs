@@ -407,3 +407,57 @@ fn the_store_follows_the_latest_clock_reading() {
         assert_eq!((two.generation, two.written), (1, true));
     });
 }
+
+/// A classifier that asks for time (`Classify::open_for`, an HTTP `Retry-After`, say) opens
+/// the shared breaker for that long, as it does a local one, and the fleet adopts it.
+#[test]
+fn a_classifier_that_asks_for_time_opens_the_shared_breaker_for_that_long() {
+    use lazybreaker::classify::Classify;
+    use lazybreaker::policy::Outcome;
+
+    /// `Err(secs)`: come back in `secs` seconds.
+    struct Busy;
+    impl Classify<(), u64> for Busy {
+        fn classify(&self, result: &Result<(), u64>) -> Outcome {
+            if result.is_ok() {
+                Outcome::Success
+            } else {
+                Outcome::Failure
+            }
+        }
+        fn open_for(&self, result: &Result<(), u64>) -> Option<Duration> {
+            result.as_ref().err().map(|secs| Duration::from_secs(*secs))
+        }
+    }
+
+    run(async {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new();
+        // Two failures in a row would trip it: one that asks for time trips it at once.
+        let build = || {
+            SharedBreaker::builder(store.clone())
+                .sync_interval(SYNC)
+                .build(
+                    Breaker::builder()
+                        .name("payments")
+                        .policy(ConsecutiveFailures::new(2).unwrap())
+                        .timeout(OPEN)
+                        .clock(clock.clone()),
+                )
+                .unwrap()
+        };
+        let (a, b) = (build(), build());
+        let asked = a.execute_with(|| async { Err::<(), u64>(90) }, Busy).await;
+        assert!(matches!(asked, Err(Error::Inner(90))));
+        assert_eq!(a.state(), State::Open, "opened by the classifier's answer");
+
+        // Past the breaker's own timeout, still open: for the 90 s asked.
+        clock.advance(OPEN + Duration::from_secs(1));
+        assert!(is_open_rejection(&ok(&a).await));
+        // The other instance adopted the opening.
+        clock.advance(SYNC * 2);
+        assert!(is_open_rejection(&ok(&b).await));
+        clock.advance(Duration::from_secs(90));
+        assert_eq!(ok(&a).await, Ok(()), "the probe after the 90 s");
+    });
+}

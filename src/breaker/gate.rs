@@ -453,3 +453,369 @@ where
     record(report, classify, &mut result).resume();
     Poll::Ready(result)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The gate as a table: each holder (borrowed, an `Arc` given away, an `Arc` lent) ×
+    //! each `At` × each way a call can find the breaker (the fast path, a half-open probe,
+    //! open, and a check due that passes, fails, panics, is dropped or is declined).
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::breaker::Builder;
+    use crate::clock::ManualClock;
+    use crate::policy::ConsecutiveFailures;
+
+    const OPEN: Duration = Duration::from_secs(10);
+
+    /// How the breaker stands when the call arrives.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Found {
+        Closed,
+        /// Unchecked, its open period over.
+        HalfOpen,
+        Open,
+        /// Checked, its open period over: the check answers so.
+        CheckDue(Check),
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Check {
+        Passes,
+        Fails,
+        Panics,
+    }
+
+    /// What the call does with a lease it wins.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Then {
+        Poll,
+        Drop,
+        Decline,
+    }
+
+    /// A breaker as `found` says, opening at the first failure; its check's runs counted.
+    fn breaker(clock: &ManualClock, found: Found, runs: &Arc<AtomicU32>) -> Arc<Breaker> {
+        let builder = Builder::new()
+            .name("gate")
+            .timeout(OPEN)
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .clock(clock.clone());
+        let builder = match found {
+            Found::CheckDue(check) => {
+                let runs = Arc::clone(runs);
+                builder.health_check(move || {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        match check {
+                            Check::Passes => true,
+                            Check::Fails => false,
+                            Check::Panics => panic!("the check panicked"),
+                        }
+                    }
+                })
+            }
+            _ => builder,
+        };
+        let b = Arc::new(builder.build());
+        if found != Found::Closed {
+            b.allow().unwrap().failure();
+        }
+        if matches!(found, Found::HalfOpen | Found::CheckDue(_)) {
+            clock.advance(OPEN + Duration::from_nanos(1));
+        }
+        b
+    }
+
+    fn kind(rejected: Rejected) -> &'static str {
+        match rejected {
+            Rejected::Open { .. } => "open",
+            Rejected::Checking => "checking",
+            Rejected::TooManyRequests => "too many",
+            _ => "other",
+        }
+    }
+
+    /// One admission through `holder` at `at`, and what came of it.
+    fn row<H: Holder>(holder: H, at: At, then: Then) -> String {
+        let breaker = holder.clone();
+        let state = || format!("{:?}", breaker.breaker().state());
+        match admit(holder, at) {
+            Admit::Call(permit, probe) => {
+                H::exclude(permit);
+                format!("call probe={probe}")
+            }
+            Admit::Rejected(_, rejected) => format!("rejected {}", kind(rejected)),
+            Admit::Check(mut gate) => match then {
+                Then::Drop => {
+                    drop(gate);
+                    "check dropped".into()
+                }
+                Then::Decline => format!("check declined: {}", kind(gate.decline())),
+                Then::Poll => {
+                    let polled = contain::catch(|| {
+                        let mut cx = Context::from_waker(Waker::noop());
+                        Pin::new(&mut gate).poll(&mut cx)
+                    });
+                    match polled {
+                        Ok(Poll::Ready(Ok(permit))) => {
+                            H::exclude(permit);
+                            format!("check passed, {}", state())
+                        }
+                        Ok(Poll::Ready(Err(rejected))) => {
+                            format!("check failed: {}, {}", kind(rejected), state())
+                        }
+                        Ok(Poll::Pending) => "pending".into(),
+                        Err(_) => format!("check panicked, {}", state()),
+                    }
+                }
+            },
+        }
+    }
+
+    /// Every row, for one way of holding the breaker (`$b`, the `Arc`, made into the holder
+    /// by `$hold`); `$given` says whether the admission is given the clock's reading.
+    macro_rules! table {
+        ($b:ident => $hold:expr, $given:expr) => {{
+            use Check::*;
+            use Found::*;
+            let rows: [(Found, Then, &str, u32); 10] = [
+                (Closed, Then::Poll, "call probe=false", 0),
+                (HalfOpen, Then::Poll, "call probe=true", 0),
+                (Open, Then::Poll, "rejected open", 0),
+                (CheckDue(Passes), Then::Poll, "check passed, HalfOpen", 1),
+                (CheckDue(Fails), Then::Poll, "check failed: open, Open", 1),
+                (CheckDue(Panics), Then::Poll, "check panicked, Open", 1),
+                // A dropped or declined lease runs no user code, and the next call wins it.
+                (CheckDue(Passes), Then::Drop, "check dropped", 0),
+                (
+                    CheckDue(Passes),
+                    Then::Decline,
+                    "check declined: checking",
+                    0,
+                ),
+                // Whatever the check would have said.
+                (CheckDue(Fails), Then::Drop, "check dropped", 0),
+                (
+                    CheckDue(Panics),
+                    Then::Decline,
+                    "check declined: checking",
+                    0,
+                ),
+            ];
+            for (found, then, expected, expected_runs) in rows {
+                let clock = ManualClock::new();
+                let runs = Arc::new(AtomicU32::new(0));
+                let b = breaker(&clock, found, &runs);
+                let at = if $given {
+                    At::Given(b.clock_nanos())
+                } else {
+                    At::Now
+                };
+                let before = b.totals();
+                let got = row(
+                    {
+                        let $b = &b;
+                        $hold
+                    },
+                    at,
+                    then,
+                );
+                let ctx = format!("{found:?} then {then:?}, given={}", $given);
+                assert_eq!(got, expected, "{ctx}");
+                assert_eq!(
+                    runs.load(Ordering::SeqCst),
+                    expected_runs,
+                    "check runs: {ctx}"
+                );
+                let totals = b.totals();
+                match (found, then) {
+                    (CheckDue(Passes), Then::Poll) => {
+                        assert_eq!((totals.health_checks, totals.health_checks_failed), (1, 0))
+                    }
+                    (CheckDue(_), Then::Poll) => {
+                        assert_eq!((totals.health_checks, totals.health_checks_failed), (1, 1))
+                    }
+                    (CheckDue(_), Then::Drop | Then::Decline) => {
+                        assert_eq!(totals.health_checks, 0, "{ctx}");
+                        let declined = u64::from(then == Then::Decline);
+                        assert_eq!(
+                            totals.rejected_open,
+                            before.rejected_open + declined,
+                            "{ctx}"
+                        );
+                        // The lease is free again: the next call wins it.
+                        assert!(
+                            matches!(
+                                admit(
+                                    {
+                                        let $b = &b;
+                                        $hold
+                                    },
+                                    At::Now
+                                ),
+                                Admit::Check(_)
+                            ),
+                            "{ctx}"
+                        );
+                    }
+                    (Open, _) => assert_eq!(totals.rejected_open, before.rejected_open + 1),
+                    _ => assert_eq!(totals.admitted, before.admitted + 1, "{ctx}"),
+                }
+            }
+        }};
+    }
+
+    #[test]
+    fn a_borrowed_breaker_through_the_gate() {
+        table!(b => &**b, false);
+        table!(b => &**b, true);
+    }
+
+    #[test]
+    fn an_arc_given_away_through_the_gate() {
+        table!(b => Arc::clone(b), false);
+        table!(b => Arc::clone(b), true);
+    }
+
+    #[test]
+    fn an_arc_lent_through_the_gate() {
+        table!(b => b, false);
+        table!(b => b, true);
+    }
+
+    /// What a report saw, for the verdict table.
+    #[derive(Default)]
+    struct Seen {
+        reported: Vec<String>,
+        deferrable: bool,
+        sees_overload: bool,
+    }
+
+    impl Report for Seen {
+        fn reported(&self) -> bool {
+            false
+        }
+        fn report(&mut self, outcome: Outcome) {
+            self.reported.push(format!("{outcome:?}"));
+        }
+        fn report_open_for(&mut self, outcome: Outcome, open_for: Duration) {
+            self.reported.push(format!("{outcome:?} for {open_for:?}"));
+        }
+        fn report_then_resume(&mut self, _: Outcome, payload: contain::Payload) -> ! {
+            contain::resume_payload(payload)
+        }
+        fn unsettle(&mut self) -> Option<crate::classify::Unsettled> {
+            if !self.deferrable {
+                return None;
+            }
+            self.reported.push("deferred".into());
+            Some(crate::classify::Unsettled::new(Box::new(Noop)))
+        }
+        fn report_overloaded(&mut self) {
+            self.reported.push("overloaded".into());
+        }
+    }
+
+    /// Tells overload apart.
+    struct Overload(Seen);
+
+    struct Noop;
+    impl crate::classify::Finish for Noop {
+        fn finish(&mut self, _: Outcome, _: Option<Duration>) {}
+        fn breaker_name(&self) -> &str {
+            ""
+        }
+    }
+
+    /// `Err(0)`: a failure; `Err(n)`: a failure that asks for `n` seconds, and is overload;
+    /// `Ok(1)`: unsettled; `Ok(2)`: the classifier panics.
+    struct Rules;
+    impl Classify<u32, u64> for Rules {
+        fn classify(&self, result: &Result<u32, u64>) -> Outcome {
+            match result {
+                Ok(2) => panic!("the classifier panicked"),
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Failure,
+            }
+        }
+        fn open_for(&self, result: &Result<u32, u64>) -> Option<Duration> {
+            match result {
+                Err(n) if *n > 0 => Some(Duration::from_secs(*n)),
+                _ => None,
+            }
+        }
+        fn overloaded(&self, result: &Result<u32, u64>) -> bool {
+            matches!(result, Err(n) if *n > 0)
+        }
+        fn unsettled(&self, result: &Result<u32, u64>) -> bool {
+            matches!(result, Ok(1))
+        }
+    }
+
+    #[test]
+    fn the_verdict_honours_every_method_of_classify() {
+        let rows: [(Result<u32, u64>, bool, bool, &str); 8] = [
+            (Ok(0), false, false, "Success"),
+            (Err(0), false, false, "Failure"),
+            (Err(30), false, false, "Failure for 30s"),
+            (Err(30), false, true, "overloaded"),
+            (Err(0), false, true, "Failure"),
+            // Unsettled: deferred where the report can leave its call, counted at once
+            // where it cannot.
+            (Ok(1), true, false, "deferred"),
+            (Ok(1), false, false, "Success"),
+            (Ok(2), false, false, "Excluded"),
+        ];
+        for (result, deferrable, overload, expected) in rows {
+            let mut result = result;
+            let seen = Seen {
+                deferrable,
+                sees_overload: overload,
+                ..Seen::default()
+            };
+            let (recorded, reported) = if overload {
+                let mut report = Overload(seen);
+                let recorded = record(&mut report, &Rules, &mut result);
+                (recorded, report.0.reported)
+            } else {
+                let mut report = seen;
+                let recorded = record(&mut report, &Rules, &mut result);
+                (recorded, report.reported)
+            };
+            assert_eq!(reported, [expected], "{result:?}");
+            let panicked = matches!(recorded, Recorded::Panicked(_));
+            assert_eq!(panicked, result == Ok(2), "{result:?}");
+            if let Recorded::Panicked(panics) = recorded {
+                let caught = contain::catch(|| contain::resume(panics)).unwrap_err();
+                assert_eq!(
+                    *caught.downcast_ref::<&str>().unwrap(),
+                    "the classifier panicked"
+                );
+            }
+        }
+    }
+
+    impl Report for Overload {
+        fn reported(&self) -> bool {
+            false
+        }
+        fn report(&mut self, outcome: Outcome) {
+            self.0.report(outcome);
+        }
+        fn report_open_for(&mut self, outcome: Outcome, open_for: Duration) {
+            self.0.report_open_for(outcome, open_for);
+        }
+        fn report_then_resume(&mut self, outcome: Outcome, payload: contain::Payload) -> ! {
+            self.0.report_then_resume(outcome, payload)
+        }
+        const SEES_OVERLOAD: bool = true;
+        fn report_overloaded(&mut self) {
+            assert!(self.0.sees_overload);
+            self.0.report_overloaded();
+        }
+    }
+}

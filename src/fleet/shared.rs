@@ -454,9 +454,15 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         self.execute_with(make, classify).await
     }
 
-    /// [`execute_classified`](Self::execute_classified) with any [`Classify`] (the public
-    /// method asks for the closure trait, so that a closure's argument is inferred).
-    async fn execute_with<F, Fut, T, E, C>(&self, make: F, classify: C) -> Result<T, Error<E>>
+    /// Like [`execute_classified`](Self::execute_classified), with any [`Classify`] rather
+    /// than a closure (as [`Breaker::execute_with`]): an HTTP classifier, or one that says
+    /// how long the dependency asked to be left alone ([`Classify::open_for`]: the local
+    /// breaker opens for that long, and the fleet adopts the opening as any other).
+    ///
+    /// # Errors
+    ///
+    /// As [`execute`](Self::execute).
+    pub async fn execute_with<F, Fut, T, E, C>(&self, make: F, classify: C) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
