@@ -9,12 +9,10 @@ use std::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use std::cell::Cell;
-
 use crate::breaker::gate::{self, At, Gate};
 use crate::breaker::{Breaker, Permit};
 use crate::classify::{Classify, OkIsSuccess};
-use crate::error::{Error, Rejected};
+use crate::error::Error;
 use crate::observe::Observer;
 use crate::policy::{Outcome, TripPolicy};
 
@@ -195,38 +193,37 @@ where
         loop {
             match this.stage.as_mut().project() {
                 StageProj::Start { make } => {
-                    let make = Cell::new(make.take());
-                    let stage = &mut this.stage;
-                    let next = gate::admit_into(
+                    let make = make
+                        .take()
+                        .expect("`ExecuteAsync` polled after it panicked");
+                    // The call built around the permit in place; the stage and the closure
+                    // go to whichever continuation runs.
+                    let rejected = gate::admit_into(
                         *this.breaker,
                         At::Now,
-                        (),
-                        |(), permit, _| {
+                        (this.stage.as_mut(), make),
+                        |(mut stage, make), permit, _| {
                             // Built only once admitted. A panic building it drops the
                             // permit while unwinding: a failure.
-                            let make = make
-                                .take()
-                                .expect("`ExecuteAsync` polled after it panicked");
                             let call = make();
                             stage.set(Stage::Running {
                                 call,
                                 permit: Some(permit),
                             });
-                            Next::Go
+                            None
                         },
-                        |(), _, rejected| Next::Rejected(rejected),
-                        |(), gate| Next::Check(gate),
+                        |_, _, rejected| Some(rejected),
+                        |(mut stage, make), gate| {
+                            stage.set(Stage::Checking {
+                                gate,
+                                make: Some(make),
+                            });
+                            None
+                        },
                     );
-                    match next {
-                        Next::Go => {}
-                        Next::Rejected(rejected) => {
-                            this.stage.set(Stage::Done);
-                            return Poll::Ready(Err(Error::Rejected(rejected)));
-                        }
-                        Next::Check(gate) => this.stage.set(Stage::Checking {
-                            gate,
-                            make: make.into_inner(),
-                        }),
+                    if let Some(rejected) = rejected {
+                        this.stage.set(Stage::Done);
+                        return Poll::Ready(Err(Error::Rejected(rejected)));
                     }
                 }
                 StageProj::Checking { gate, make } => {
@@ -255,15 +252,6 @@ where
             }
         }
     }
-}
-
-/// What the admission at the first poll left to do.
-enum Next<G> {
-    /// The call runs.
-    Go,
-    Rejected(Rejected),
-    /// The call runs the health check first.
-    Check(G),
 }
 
 impl<P: TripPolicy, O: Observer, F, Fut, C> std::fmt::Debug for ExecuteAsync<'_, P, O, F, Fut, C> {
