@@ -137,10 +137,6 @@
 //!   breaker per host, and `reqwest::rejection` to recover a rejection from its error.
 //! - `dashboard`: `dashboard::Dashboard`, a status page as an axum `Router`: the page, its
 //!   JSON, the Prometheus metrics and guarded manual controls.
-//! - `replay`: `replay::replay`, a recorded `replay::Trace` replayed through candidate
-//!   settings exactly as live breakers would decide, with a report per candidate, a table
-//!   and an HTML page of plots; `replay::Recorder` to record a trace; and the
-//!   `lazybreaker-replay` tool.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
@@ -191,9 +187,6 @@ pub mod prometheus;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 mod registry;
-#[cfg(feature = "replay")]
-#[cfg_attr(docsrs, doc(cfg(feature = "replay")))]
-pub mod replay;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub mod reqwest;

@@ -545,28 +545,6 @@ fn checks() -> Vec<Check> {
             count_with(1, 200, cycle)
         }),
     ];
-    #[cfg(feature = "replay")]
-    checks.push(("replay/recorder_on_keyed", || {
-        // Recording, into a ring that is full (it overwrites), under a key seen before.
-        use lazybreaker::replay::Recorder;
-        let recorder = Recorder::with_clock(64, ManualClock::new());
-        let b = Breaker::builder().build();
-        recorder.start();
-        count(|| {
-            let call = recorder.begin().unwrap();
-            black_box(b.execute(ok)).unwrap();
-            call.end_keyed("api.example.com", lazybreaker::policy::Outcome::Success);
-        })
-    }));
-    #[cfg(feature = "replay")]
-    checks.push(("replay/recorder_off", || {
-        use lazybreaker::replay::Recorder;
-        let recorder = Recorder::new(64);
-        let b = Breaker::builder().build();
-        count(|| {
-            black_box(recorder.execute(&b, ok)).unwrap();
-        })
-    }));
     checks
 }
 

@@ -412,7 +412,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// beside the real breaker (a second layer, or a registry of candidates), its
     /// [`Totals::would_reject`](crate::Totals::would_reject), its transitions (each marked
     /// [`dry_run`](crate::observe::Transition::dry_run)) and its snapshot compared with the
-    /// real one's, or with a replay of the same traffic (the `replay` feature). A breaker in dry run runs no health check (it goes half-open by
+    /// real one's, or with a replay of the same traffic (`lazybreaker-replay`). A breaker in dry run runs no health check (it goes half-open by
     /// its open period alone, as a replay does). In a file: `dry_run = true`.
     ///
     /// Envoy's outlier detection with `enforcing_*` at 0, resilience4j's `METRICS_ONLY`

@@ -14,18 +14,16 @@
 //! 60 ms, so that calls overlap.
 
 #[allow(dead_code)]
-mod support;
-
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lazybreaker::config::{PolicyConfig, Settings, SettingsMap};
 use lazybreaker::policy::{EmaConfig, Outcome};
-use lazybreaker::replay::{replay, replay_all, Recorder, Trace};
 use lazybreaker::{Breaker, Knobs};
+use lazybreaker_replay::{replay, replay_all, Recorder, Trace};
 
-use support::operation;
+use lazybreaker_bench_support::{self as support, operation};
 
 const CALLS: u64 = 100_000;
 

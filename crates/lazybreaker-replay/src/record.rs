@@ -9,12 +9,12 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::trace::{Entry, Trace, NO_KEY};
-use crate::breaker::Breaker;
-use crate::clock::{Clock, MonotonicClock};
-use crate::error::Error;
-use crate::observe::Observer;
-use crate::outcome::Outcome;
-use crate::policy::TripPolicy;
+use lazybreaker::observe::Observer;
+use lazybreaker::policy::Outcome;
+use lazybreaker::policy::TripPolicy;
+use lazybreaker::Breaker;
+use lazybreaker::Error;
+use lazybreaker::{Clock, MonotonicClock};
 
 /// Records calls as a [`Trace`]: off until [`start`](Recorder::start)ed, then each call
 /// made through [`begin`](Recorder::begin) (or [`execute`](Recorder::execute)) is kept with
@@ -29,13 +29,13 @@ use crate::policy::TripPolicy;
 ///
 /// **What a recording holds.** The calls that were made: a call a breaker rejected was never
 /// made, so its outcome is unknown and it is not in the trace. For a complete trace, record
-/// through a breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)), which makes
+/// through a breaker in dry run ([`Builder::dry_run`](lazybreaker::Builder::dry_run)), which makes
 /// every call, or in front of no breaker at all.
 ///
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::replay::Recorder;
+/// use lazybreaker_replay::Recorder;
 /// use lazybreaker::{Breaker, ManualClock};
 /// use std::time::Duration;
 ///
@@ -87,7 +87,7 @@ impl Recorder {
         Self::with_clock(capacity, MonotonicClock::new())
     }
 
-    /// Like [`new`](Recorder::new), on `clock` (a [`ManualClock`](crate::ManualClock) in
+    /// Like [`new`](Recorder::new), on `clock` (a [`ManualClock`](lazybreaker::ManualClock) in
     /// tests).
     pub fn with_clock(capacity: usize, clock: impl Clock + 'static) -> Self {
         Self {
@@ -268,7 +268,7 @@ impl std::fmt::Debug for Recording<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use lazybreaker::ManualClock;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

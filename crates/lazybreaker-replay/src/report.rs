@@ -6,10 +6,10 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 
 use super::trace::{Entry, Trace};
-use crate::error::ConfigError;
-use crate::observe::Origin;
-use crate::outcome::Outcome;
-use crate::state::State;
+use lazybreaker::observe::Origin;
+use lazybreaker::policy::Outcome;
+use lazybreaker::ConfigError;
+use lazybreaker::State;
 
 /// What a candidate's breakers decided over a trace: how many calls they admitted and
 /// rejected, what the rejected calls would have done, every state change with its time,
@@ -233,7 +233,8 @@ impl Bin {
                 self.failures += 1;
                 self.last_end = self.last_end.max(e.end());
             }
-            Outcome::Excluded => {}
+            // Excluded, and any outcome a later version adds: not counted.
+            _ => {}
         }
     }
 

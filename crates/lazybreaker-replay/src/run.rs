@@ -10,13 +10,13 @@ use parking_lot::Mutex;
 
 use super::report::{self, Change, Report};
 use super::trace::Trace;
-use crate::breaker::{Breaker, OwnedPermit};
-use crate::clock::ManualClock;
-use crate::config::Settings;
-use crate::error::ConfigError;
-use crate::observe::{Observer, Transition};
-use crate::outcome::Outcome;
-use crate::policy::TripPolicy;
+use lazybreaker::config::Settings;
+use lazybreaker::observe::{Observer, Transition};
+use lazybreaker::policy::Outcome;
+use lazybreaker::policy::TripPolicy;
+use lazybreaker::ConfigError;
+use lazybreaker::ManualClock;
+use lazybreaker::{Breaker, OwnedPermit};
 
 /// How many calls a replay reports its progress by.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -79,7 +79,7 @@ pub(super) fn run(
     let enforcing;
     let settings = if settings.knobs.dry_run {
         enforcing = Settings {
-            knobs: crate::knobs::Knobs {
+            knobs: lazybreaker::Knobs {
                 dry_run: false,
                 ..settings.knobs.clone()
             },
@@ -169,7 +169,7 @@ pub(super) fn run(
     report.opened = report
         .transitions
         .iter()
-        .filter(|c| c.to == crate::state::State::Open)
+        .filter(|c| c.to == lazybreaker::State::Open)
         .count() as u64;
     report.bursts = report::bursts(trace);
     report::meet(&mut report.bursts, &report.transitions);

@@ -3,7 +3,7 @@
 //! per candidate when asked.
 //!
 //! ```text
-//! cargo run --release --features replay --bin lazybreaker-replay -- \
+//! cargo run --release -p lazybreaker-replay -- \
 //!     --trace trace.csv --candidates candidates.toml [--json report.json] [--html report.html]
 //! ```
 //!
@@ -22,7 +22,7 @@ use std::time::Instant;
 use clap::{Arg, ArgAction, Command};
 use indicatif::{ProgressBar, ProgressStyle};
 use lazybreaker::config::SettingsMap;
-use lazybreaker::replay::{self, Report, Trace};
+use lazybreaker_replay::{self as replay, Report, Trace};
 use serde::Serialize;
 
 /// A trace with at least this many calls gets a progress bar (on a terminal).

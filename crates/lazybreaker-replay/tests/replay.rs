@@ -8,8 +8,8 @@ use std::time::Duration;
 use lazybreaker::config::{PolicyConfig, Settings, SettingsMap};
 use lazybreaker::observe::{Observer, Transition};
 use lazybreaker::policy::{EmaConfig, Outcome, TripPolicy};
-use lazybreaker::replay::{replay, replay_all, try_replay, Trace};
 use lazybreaker::{Builder, Knobs, ManualClock, OwnedPermit, Registry, State};
+use lazybreaker_replay::{replay, replay_all, try_replay, Trace};
 use parking_lot::Mutex;
 use proptest::prelude::*;
 
@@ -668,7 +668,7 @@ mod tool {
 /// calls it would have rejected are the replay's rejections, its changes the replay's.
 #[test]
 fn a_recorded_dry_run_replays_to_what_the_live_breaker_decided() {
-    use lazybreaker::replay::Recorder;
+    use lazybreaker_replay::Recorder;
     let clock = ManualClock::new();
     let settings = Settings {
         knobs: Knobs {

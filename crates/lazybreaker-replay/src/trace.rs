@@ -7,13 +7,13 @@ use std::fmt::{self, Write as _};
 use std::io::{self, BufRead, Write};
 use std::time::Duration;
 
-use crate::outcome::Outcome;
+use lazybreaker::policy::Outcome;
 
 /// No key: the call went through the one breaker.
 pub(super) const NO_KEY: u32 = u32::MAX;
 
 /// A recorded trace: calls in start order, each with its start time, latency and outcome,
-/// and optionally a key (one breaker per key, as a [`Registry`](crate::Registry) keeps).
+/// and optionally a key (one breaker per key, as a [`Registry`](lazybreaker::Registry) keeps).
 ///
 /// Built in code with [`push`](Trace::push) and [`push_keyed`](Trace::push_keyed), or read
 /// from CSV with [`from_csv`](Trace::from_csv). Times are on the trace's own timeline, from
@@ -22,7 +22,7 @@ pub(super) const NO_KEY: u32 = u32::MAX;
 /// # Examples
 ///
 /// ```
-/// use lazybreaker::replay::Trace;
+/// use lazybreaker_replay::Trace;
 /// use lazybreaker::policy::Outcome;
 /// use std::time::Duration;
 ///
@@ -37,7 +37,7 @@ pub(super) const NO_KEY: u32 = u32::MAX;
 /// built.push(Duration::ZERO, Duration::from_millis(12), Outcome::Success);
 /// built.push(Duration::from_millis(5), Duration::from_micros(500), Outcome::Failure);
 /// assert_eq!(built, trace);
-/// # Ok::<(), lazybreaker::replay::TraceError>(())
+/// # Ok::<(), lazybreaker_replay::TraceError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trace {
@@ -204,7 +204,7 @@ impl Trace {
     /// # Examples
     ///
     /// ```
-    /// use lazybreaker::replay::Trace;
+    /// use lazybreaker_replay::Trace;
     ///
     /// let bad = "start_ms,latency_ms,outcome\n0,12,success\n4,-1,failure\n";
     /// let err = Trace::from_csv(bad.as_bytes()).unwrap_err();
@@ -456,6 +456,7 @@ pub(super) fn outcome_name(outcome: Outcome) -> &'static str {
         Outcome::Failure => "failure",
         Outcome::Excluded => "excluded",
         Outcome::Fatal => "fatal",
+        _ => "excluded",
     }
 }
 

@@ -2,8 +2,8 @@
 //! settings would have decided: to choose a breaker's numbers from real traffic.
 //!
 //! A [`Trace`] is a list of calls, each with its start, latency and outcome (and optionally
-//! a key: one breaker per key, as a [`Registry`](crate::Registry) keeps). [`replay`] runs
-//! the crate's real breaker, built from a [`Settings`], on a [`ManualClock`](crate::ManualClock):
+//! a key: one breaker per key, as a [`Registry`](lazybreaker::Registry) keeps). [`replay`] runs
+//! the crate's real breaker, built from a [`Settings`], on a [`ManualClock`](lazybreaker::ManualClock):
 //! each call asks for admission at its start and, if admitted, reports its recorded outcome
 //! at its start plus its latency, every event in time order. The breaker has no timer and
 //! reads time only from its clock, so its decisions are the ones a live breaker with the
@@ -15,7 +15,7 @@
 //! starts), the answers in the order their calls started. The breaker of the calls without
 //! a key exists from the trace's zero, as a service's breaker exists before its first call
 //! (a fixed window's first generation starts there); the breaker of a key is built at that
-//! key's first call, as a [`Registry`](crate::Registry) builds it.
+//! key's first call, as a [`Registry`](lazybreaker::Registry) builds it.
 //!
 //! # What replay cannot know
 //!
@@ -38,7 +38,7 @@
 //!
 //! # The tool
 //!
-//! `cargo run --release --features replay --bin lazybreaker-replay -- --trace T.csv
+//! `cargo run --release -p lazybreaker-replay -- --trace T.csv
 //! --candidates C.toml [--json R.json] [--html R.html]` replays a trace through every
 //! candidate of a file of named breakers ([`SettingsMap`]), prints [`table`], and writes
 //! the reports as JSON (`{"trace": {"calls", "keys", "span_ms"}, "candidates": [Report…]}`)
@@ -46,9 +46,9 @@
 //!
 //! # Beside a live dry run
 //!
-//! A breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) makes the same
+//! A breaker in dry run ([`Builder::dry_run`](lazybreaker::Builder::dry_run)) makes the same
 //! decisions live, on production traffic, without enforcing them: its
-//! [`Totals::would_reject`](crate::Totals::would_reject) is the replay's
+//! [`Totals::would_reject`](lazybreaker::Totals::would_reject) is the replay's
 //! [`rejected`](Report::rejected), and its transitions are the replay's (a property the
 //! crate's tests check on random traces). Settings in dry run replay as if enforcing.
 //!
@@ -56,7 +56,7 @@
 //!
 //! ```
 //! use lazybreaker::config::{PolicyConfig, Settings};
-//! use lazybreaker::replay::{replay, Trace};
+//! use lazybreaker_replay::{replay, Trace};
 //! use lazybreaker::policy::Outcome;
 //! use lazybreaker::Knobs;
 //! use std::time::Duration;
@@ -88,6 +88,9 @@
 //! assert_eq!(report.time_to_close, Some(Duration::from_millis(1800)));
 //! ```
 
+#![warn(missing_docs)]
+#![doc(test(attr(deny(warnings))))]
+
 mod plot;
 mod record;
 mod report;
@@ -99,8 +102,8 @@ pub use record::{Recorder, Recording};
 pub use report::{Burst, Change, Report, BURST_BIN, BURST_MIN_CALLS};
 pub use trace::{Call, Trace, TraceError};
 
-use crate::config::{Settings, SettingsMap};
-use crate::error::ConfigError;
+use lazybreaker::config::{Settings, SettingsMap};
+use lazybreaker::ConfigError;
 
 /// Replays `trace` through breakers built from `settings`, one per key of a keyed trace
 /// (see the [module documentation](self) for the semantics, and what replay cannot know).

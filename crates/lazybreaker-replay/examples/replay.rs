@@ -3,14 +3,14 @@
 //! `examples/replay/candidates.toml`, printed as a table and written as JSON and HTML.
 //!
 //! ```text
-//! cargo run --example replay --features replay
+//! cargo run -p lazybreaker-replay --example replay
 //! ```
 //!
 //! The trace it generates is the one shipped as `examples/replay/trace.csv` (checked on
 //! every run; `LAZYBREAKER_WRITE_TRACE=1` writes it anew), so the tool gives the same table:
 //!
 //! ```text
-//! cargo run --release --features replay --bin lazybreaker-replay -- \
+//! cargo run --release -p lazybreaker-replay -- \
 //!     --trace examples/replay/trace.csv --candidates examples/replay/candidates.toml \
 //!     --html target/replay.html
 //! ```
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use lazybreaker::config::SettingsMap;
 use lazybreaker::policy::Outcome;
-use lazybreaker::replay::{self, Trace};
+use lazybreaker_replay::{self as replay, Trace};
 
 /// Calls a second.
 const RATE: u64 = 20;
