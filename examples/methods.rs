@@ -25,7 +25,7 @@ const SECONDS: u64 = 20;
 fn fails(method: &str, t: u64, n: u64) -> bool {
     match method {
         "Sub" => (3_000..9_000).contains(&t),
-        "Health" => n % 7 == 0,
+        "Health" => n.is_multiple_of(7),
         _ => false,
     }
 }

@@ -94,7 +94,7 @@ async fn run() {
         }
         clock.advance(CALL_EVERY);
         let now = clock.now();
-        if now.as_millis() % 5_000 == 0 {
+        if now.as_millis().is_multiple_of(5_000) {
             let request = Request::get(uri.as_str())
                 .body(Empty::new())
                 .expect("a request");

@@ -93,7 +93,7 @@ fn main() -> Result<(), lazybreaker::ConfigError> {
                 pick.failure();
             }
         }
-        if (ms + TICK.as_millis() as usize) % 1_000 == 0 {
+        if (ms + TICK.as_millis() as usize).is_multiple_of(1_000) {
             let total: usize = share.iter().sum();
             let shares: Vec<String> = share
                 .iter()

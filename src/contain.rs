@@ -27,7 +27,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
 /// A caught panic's payload.
-pub(crate) type Payload = Box<dyn Any + Send + 'static>;
+pub type Payload = Box<dyn Any + Send + 'static>;
 
 /// Runs user code, catching a panic.
 ///
@@ -35,14 +35,14 @@ pub(crate) type Payload = Box<dyn Any + Send + 'static>;
 /// state borrowed, and every caller restores that state to a consistent one (by finishing the
 /// step with a neutral answer) before the panic continues.
 #[inline]
-pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Payload> {
+pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Payload> {
     panic::catch_unwind(AssertUnwindSafe(f))
 }
 
 /// Lets a caught panic continue: resumes it, unless the thread is already unwinding, in which
-/// case it is dropped (see the [module documentation](self)).
+/// case it is dropped (a second panic escaping during unwinding would abort the process).
 #[inline]
-pub(crate) fn resume(panic: FirstPanic) {
+pub fn resume(panic: FirstPanic) {
     if let Some(payload) = panic.0 {
         if thread::panicking() {
             // Leaked, not dropped: a destructor that panicked here would abort the process.
@@ -56,7 +56,7 @@ pub(crate) fn resume(panic: FirstPanic) {
 /// Lets a caught panic continue even if the thread is already unwinding (then it aborts, as
 /// any panic in a destructor during unwinding would): for a panic that user code raised in
 /// the caller's own frame, which `catch` caught only to finish the breaker's bookkeeping.
-pub(crate) fn resume_now(panic: FirstPanic) -> ! {
+pub fn resume_now(panic: FirstPanic) -> ! {
     match panic.0 {
         Some(payload) => panic::resume_unwind(payload),
         None => unreachable!("resume_now is called with a caught panic"),
@@ -64,21 +64,21 @@ pub(crate) fn resume_now(panic: FirstPanic) -> ! {
 }
 
 /// Lets a caught panic continue at once.
-pub(crate) fn resume_payload(payload: Payload) -> ! {
+pub fn resume_payload(payload: Payload) -> ! {
     panic::resume_unwind(payload)
 }
 
 /// The first panic caught during one operation; later ones are dropped.
 #[derive(Default)]
 #[must_use = "a caught panic must be resumed"]
-pub(crate) struct FirstPanic(Option<Payload>);
+pub struct FirstPanic(Option<Payload>);
 
 impl FirstPanic {
     /// Keeps `payload` unless a panic is already kept. A losing payload is leaked, not
     /// dropped: its destructor is user code, which could run here under the breaker's lock
     /// (and call the breaker, or panic again). A second panic is rare; a few leaked bytes are
     /// the safe price.
-    pub(crate) fn keep(&mut self, payload: Payload) {
+    pub fn keep(&mut self, payload: Payload) {
         match self.0 {
             None => self.0 = Some(payload),
             Some(_) => std::mem::forget(payload),
@@ -86,31 +86,31 @@ impl FirstPanic {
     }
 
     /// Adds the panics of `other`, keeping the first.
-    pub(crate) fn merge(&mut self, other: FirstPanic) {
+    pub fn merge(&mut self, other: FirstPanic) {
         if let Some(payload) = other.0 {
             self.keep(payload);
         }
     }
 
     /// Whether a panic was caught.
-    pub(crate) fn is_some(&self) -> bool {
+    pub fn is_some(&self) -> bool {
         self.0.is_some()
     }
 
     /// Whether [`resume`] will let the kept panic continue: one was caught and the thread is
     /// not already unwinding.
-    pub(crate) fn will_resume(&self) -> bool {
+    pub fn will_resume(&self) -> bool {
         self.is_some() && !thread::panicking()
     }
 
     /// Takes the panic kept so far, leaving none.
-    pub(crate) fn take(&mut self) -> FirstPanic {
+    pub fn take(&mut self) -> FirstPanic {
         FirstPanic(self.0.take())
     }
 
     /// Runs user code; if it panics, keeps the panic and answers `fallback`.
     #[inline]
-    pub(crate) fn catch<R>(&mut self, fallback: R, f: impl FnOnce() -> R) -> R {
+    pub fn catch<R>(&mut self, fallback: R, f: impl FnOnce() -> R) -> R {
         match catch(f) {
             Ok(answer) => answer,
             Err(payload) => {
@@ -126,6 +126,17 @@ impl fmt::Debug for FirstPanic {
         f.debug_tuple("FirstPanic")
             .field(&self.0.as_ref().map(|_| "..."))
             .finish()
+    }
+}
+
+/// Ends a caught panic without letting it continue: resumed where it is caught again, and
+/// dropped (a payload whose destructor panics is leaked). A scrape reports it instead, and so
+/// does a status page.
+pub fn end(panics: FirstPanic) {
+    if let Err(payload) = catch(|| resume(panics)) {
+        if let Err(again) = catch(|| drop(payload)) {
+            std::mem::forget(again);
+        }
     }
 }
 

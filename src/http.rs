@@ -2,7 +2,7 @@
 //! ([`StatusRules`], itself a classifier), the upstream's `Retry-After` ([`retry_after`]),
 //! and what to answer when the breaker rejects a call ([`rejected_response`]: a 503 with
 //! `Retry-After`, e.g. as a tower layer's
-//! [fallback](crate::tower::BreakerLayer::fallback)).
+//! fallback, in `lazybreaker-tower`).
 //!
 //! The rules, status by status:
 //!

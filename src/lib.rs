@@ -77,13 +77,13 @@
 //! A breaker around a network call must see a refused connection, a 5xx and a hang as
 //! failures. The recipes that do, shortest first:
 //!
-//! - **reqwest** (feature `reqwest`): [`reqwest::BreakerMiddleware`] keeps a breaker per
+//! - **reqwest** (the `lazybreaker-reqwest` crate): `BreakerMiddleware` keeps a breaker per
 //!   host and classifies by itself; put the deadline on the client or the request
 //!   (`.timeout(d)`), inside the middleware.
-//! - **tower** (features `tower`, `http`): `.layer(BreakerLayer::new(b).classify(StatusRules::new())).timeout(d)`:
-//!   the HTTP classifier, the deadline inside the breaker; `.fallback(http::rejected_response)`
-//!   answers 503 with `Retry-After` instead of an error, so the layer fits an axum `Router`
-//!   (see [`tower`]).
+//! - **tower** (the `lazybreaker-tower` crate, and the feature `http` here):
+//!   `.layer(BreakerLayer::new(b).classify(StatusRules::new())).timeout(d)`: the HTTP
+//!   classifier, the deadline inside the breaker; `.fallback(http::rejected_response)`
+//!   answers 503 with `Retry-After` instead of an error, so the layer fits an axum `Router`.
 //! - **any async call**: `breaker.execute_async_with(|| timeout(d, call()), classify::deadline(OkIsSuccess))`:
 //!   [`classify::deadline`] counts the elapsed deadline and the call's own `Err` as failures
 //!   (`classify::deadline(StatusRules::new())` for an HTTP call, whose 5xx is an `Ok`).
@@ -122,21 +122,21 @@
 //!   [`Outcome`](policy::Outcome) and [`EmaConfig`](policy::EmaConfig), and for the
 //!   [`config`] values: breakers configured from files, durations written as `"250ms"` or
 //!   `"1m30s"`, errors that name the breaker and the field by its path.
-//! - `tower`: `tower::BreakerLayer` and `tower::KeyedBreakerLayer`, with a `fallback` answer
-//!   for rejected requests (no async runtime).
 //! - `http`: `http::StatusRules` (a classifier of responses, `Retry-After` on request),
 //!   `http::rejected_response` (503 with `Retry-After`), `http::retry_after`.
 //! - `prometheus`: `prometheus::BreakerCollector`, metrics read at scrape time.
 //! - `tracing`: `tracing::TracingObserver`, one event per state change.
-//! - `fleet`: `fleet::SharedBreaker`, a fleet-wide breaker that shares its decisions
-//!   through a `fleet::FleetStore` (async, tokio), and `fleet::MemoryStore`, a store in this
-//!   process for tests.
-//! - `redis`: `redis::RedisStore`, the fleet's store on Redis, and `redis::SharedBreaker`
-//!   built from a `redis::Client`.
-//! - `reqwest`: `reqwest::BreakerMiddleware`, a `reqwest_middleware::Middleware` with a
-//!   breaker per host, and `reqwest::rejection` to recover a rejection from its error.
-//! - `dashboard`: `dashboard::Dashboard`, a status page as an axum `Router`: the page, its
-//!   JSON, the Prometheus metrics and guarded manual controls.
+//!
+//! # Integrations
+//!
+//! Each is a crate of its own, on the current major of what it integrates, released in
+//! lockstep with this one: `lazybreaker-tower` (layers, a keyed layer, a pool service,
+//! fallbacks), `lazybreaker-reqwest` (a `reqwest_middleware::Middleware` with a breaker per
+//! host), `lazybreaker-grpc` (tonic: status rules, per-method keys, `grpc.health.v1`
+//! checks), `lazybreaker-fleet` (a breaker shared by a fleet through a store; Redis with its
+//! feature `redis`), `lazybreaker-dashboard` (a status page as an axum `Router`) and
+//! `lazybreaker-replay` (a recorded trace replayed through candidate settings, and the
+//! `lazybreaker-replay` tool).
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
@@ -153,19 +153,12 @@ mod clock;
 pub mod config;
 mod contain;
 mod counts;
-#[cfg(feature = "dashboard")]
-#[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
-pub mod dashboard;
+#[doc(hidden)]
+pub mod door;
 mod error;
-#[cfg(feature = "fleet")]
-#[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
-pub mod fleet;
 mod forced;
 mod future;
 mod generation;
-#[cfg(feature = "grpc")]
-#[cfg_attr(docsrs, doc(cfg(feature = "grpc")))]
-pub mod grpc;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
@@ -183,21 +176,12 @@ pub mod pool;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;
-#[cfg(feature = "redis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub mod redis;
 mod registry;
-#[cfg(feature = "reqwest")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
-pub mod reqwest;
 #[cfg(feature = "serde")]
 mod serde_duration;
 mod snapshot;
 mod state;
 mod sync;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub mod tower;
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod tracing;
@@ -225,8 +209,3 @@ pub type DynBreaker<O = ()> = Breaker<Box<dyn policy::TripPolicy>, O>;
 /// A builder for a [`DynBreaker`], e.g. from
 /// [`Settings::to_builder`](config::Settings::to_builder).
 pub type DynBuilder<O = ()> = Builder<Box<dyn policy::TripPolicy>, O>;
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

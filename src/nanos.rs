@@ -10,7 +10,7 @@ pub(crate) type Nanos = u64;
 
 /// A duration in nanoseconds, saturating at `u64::MAX` (about 584 years).
 #[inline]
-pub(crate) fn saturating_nanos(d: Duration) -> Nanos {
+pub fn saturating_nanos(d: Duration) -> Nanos {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

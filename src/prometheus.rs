@@ -79,8 +79,8 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
-use crate::breaker::Breaker;
-use crate::contain::{self, FirstPanic};
+use crate::breaker::{Breaker, BreakerSeam};
+use crate::contain::{self, end, FirstPanic};
 use crate::forced::Forced;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
@@ -311,17 +311,6 @@ struct Level<N>(N);
 impl<N: prometheus_client::encoding::EncodeGaugeValue> Value for Level<N> {
     fn encode(&self, encoder: &mut prometheus_client::encoding::MetricEncoder<'_>) -> fmt::Result {
         encoder.encode_gauge(&self.0)
-    }
-}
-
-/// Ends a caught panic without letting it continue: resumed where it is caught again, and
-/// dropped (a payload whose destructor panics is leaked). A scrape reports it instead, and so
-/// does the dashboard's page.
-pub(crate) fn end(panics: FirstPanic) {
-    if let Err(payload) = contain::catch(|| contain::resume(panics)) {
-        if let Err(again) = contain::catch(|| drop(payload)) {
-            std::mem::forget(again);
-        }
     }
 }
 

@@ -140,7 +140,7 @@ fn checks() -> Vec<Check> {
             let stats = count(|| {
                 i += 1;
                 for b in &windows {
-                    let _ = black_box(b.execute(if i % 100 == 0 { err } else { ok }));
+                    let _ = black_box(b.execute(if i.is_multiple_of(100) { err } else { ok }));
                 }
             });
             assert!(windows.iter().all(|b| b.state() == State::Closed));
@@ -158,7 +158,7 @@ fn checks() -> Vec<Check> {
             let mut i = 0u32;
             let stats = count(|| {
                 i += 1;
-                let _ = black_box(b.execute(if i % 6 == 0 { ok } else { err }));
+                let _ = black_box(b.execute(if i.is_multiple_of(6) { ok } else { err }));
             });
             assert_eq!(b.state(), State::Closed);
             stats
@@ -264,7 +264,7 @@ fn checks() -> Vec<Check> {
             count(|| {
                 i += 1;
                 clock.advance(Duration::from_millis(1_001));
-                let _ = black_box(b.execute(if i % 3 == 0 { err } else { ok }));
+                let _ = black_box(b.execute(if i.is_multiple_of(3) { err } else { ok }));
             })
         }),
         ("interval/stale_permit", || {
@@ -301,13 +301,13 @@ fn checks() -> Vec<Check> {
             let mut i = 0u32;
             count(|| {
                 i += 1;
-                let step = if i % 100 == 0 {
+                let step = if i.is_multiple_of(100) {
                     LONG
                 } else {
                     Duration::from_millis(300)
                 };
                 clock.advance(step);
-                let _ = black_box(b.execute(if i % 3 == 0 { err } else { ok }));
+                let _ = black_box(b.execute(if i.is_multiple_of(3) { err } else { ok }));
             })
         }),
         ("rolling/max_buckets", || {
@@ -336,7 +336,7 @@ fn checks() -> Vec<Check> {
             let mut i = 0u32;
             let stats = count_with(5_000, CALLS, || {
                 i += 1;
-                let call = if i % 100 == 0 { err } else { ok };
+                let call = if i.is_multiple_of(100) { err } else { ok };
                 let _ = black_box(b.execute(|| {
                     clock.advance(Duration::from_millis(1));
                     call()
@@ -356,7 +356,7 @@ fn checks() -> Vec<Check> {
                 i += 1;
                 let permit = b.allow().unwrap();
                 clock.advance(Duration::from_micros(300));
-                if i % 100 == 0 {
+                if i.is_multiple_of(100) {
                     permit.failure()
                 } else {
                     permit.success()

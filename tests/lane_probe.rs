@@ -271,7 +271,7 @@ fn stress<P: TripPolicy + 'static>(
                 let mut i = 0u64;
                 while i < 20 * CALLS && !done.load(Ordering::Acquire) {
                     i += 1;
-                    if i % 64 == 0 && Instant::now() >= deadline {
+                    if i.is_multiple_of(64) && Instant::now() >= deadline {
                         break;
                     }
                     anomalies.reads.fetch_add(1, Ordering::Relaxed);
@@ -291,7 +291,7 @@ fn stress<P: TripPolicy + 'static>(
                     }
                     last = t;
                     // One reader also runs transactions (the lane is closed and reopened).
-                    if r == 0 && i % 4 == 0 {
+                    if r == 0 && i.is_multiple_of(4) {
                         let _ = breaker.state();
                     }
                 }
@@ -334,14 +334,14 @@ fn stress<P: TripPolicy + 'static>(
                 };
                 let mut steps = 0u64;
                 while steps < MAX_CALLS && (steps < CALLS || !clock_done.load(Ordering::Acquire)) {
-                    if steps % 64 == 0 && Instant::now() >= deadline {
+                    if steps.is_multiple_of(64) && Instant::now() >= deadline {
                         break;
                     }
                     steps += 1;
-                    if steps % 16 == 0 {
+                    if steps.is_multiple_of(16) {
                         progress.fetch_add(16, Ordering::Relaxed);
                     }
-                    if steps % 256 == 0 {
+                    if steps.is_multiple_of(256) {
                         thread::yield_now(); // lock-free calls never block: let the clock run
                     }
                     let action = rng.next() % 10;
@@ -373,7 +373,7 @@ fn stress<P: TripPolicy + 'static>(
                         6..=8 => match (clock.now(), breaker.allow_owned(), clock.now()) {
                             (_, Ok(permit), _) => {
                                 me.admitted += 1;
-                                if rng.next() % 3 == 0 {
+                                if rng.next().is_multiple_of(3) {
                                     let mut mb = mailbox.lock().unwrap();
                                     if mb.len() < HELD * WORKERS {
                                         mb.push(permit);
@@ -397,7 +397,7 @@ fn stress<P: TripPolicy + 'static>(
                             }
                         }
                     }
-                    while !held.is_empty() && rng.next() % 2 == 0 {
+                    while !held.is_empty() && rng.next().is_multiple_of(2) {
                         let i = (rng.next() % held.len() as u64) as usize;
                         let permit = held.swap_remove(i);
                         verdict(&mut rng, permit, &mut me);
@@ -620,7 +620,7 @@ fn stress_held<P: TripPolicy + 'static>(
                     // outages: in the first half of every 100 ms, 80 % of calls fail, in the
                     // second half 10 %.
                     let outage = clock.now().as_millis() % 100 < 50;
-                    while !held.is_empty() && rng.next() % 3 != 0 {
+                    while !held.is_empty() && !rng.next().is_multiple_of(3) {
                         let i = (rng.next() % held.len() as u64) as usize;
                         let permit = held.swap_remove(i);
                         match rng.next() % 20 {
@@ -689,7 +689,7 @@ fn snapshots_never_show_a_success_without_its_admission() {
                 let mut n = 0u64;
                 // At most 8 000 per thread between two folds: far from a cell's 65 535.
                 while n < 4 * CALLS {
-                    if n % 64 == 0 && Instant::now() >= deadline {
+                    if n.is_multiple_of(64) && Instant::now() >= deadline {
                         break;
                     }
                     n += 1;
@@ -989,7 +989,7 @@ fn handed_over_permits_never_make_a_torn_snapshot() {
                 while n < 20 * CALLS && !done.load(Ordering::Acquire) {
                     let mine = slots[i].lock().unwrap().take();
                     let Some(permit) = mine else {
-                        if n % 64 == 0 && Instant::now() >= deadline {
+                        if n.is_multiple_of(64) && Instant::now() >= deadline {
                             break;
                         }
                         thread::yield_now();

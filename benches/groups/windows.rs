@@ -87,7 +87,7 @@ fn one_pct_one_thread<W: Windowed>(g: &mut BenchmarkGroup<'_, WallTime>) {
     let mut n: u64 = 0;
     let mut next = || {
         n = n.wrapping_add(1);
-        n % FAIL_EVERY != 0
+        !n.is_multiple_of(FAIL_EVERY)
     };
     for _ in 0..WARM_UP_CALLS {
         let _ = subject.call(next());

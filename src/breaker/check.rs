@@ -57,10 +57,6 @@ impl<B: Holder> CheckLease<B> {
     }
 
     /// How the lease holds its breaker.
-    #[cfg_attr(
-        not(any(feature = "tower", feature = "reqwest", feature = "fleet")),
-        allow(dead_code)
-    )]
     pub(super) fn holder(&self) -> &B {
         &self.breaker
     }

@@ -34,16 +34,16 @@ use crate::state::State;
 use super::check::{CheckFuture, CheckLease};
 use super::holder::Holder;
 use super::permit::{Grant, Report};
+use super::seam::BreakerSeam;
 use super::Breaker;
 
-pub(crate) use crate::machine::Ready;
+pub use crate::machine::Ready;
 
 /// When an admission happens: at a reading of the breaker's clock taken here, or at one the
 /// caller took already (a layer in front that needed the breaker's timeline first: the
 /// fleet's staleness check), which is not read again.
 #[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(feature = "fleet"), allow(dead_code))] // `Given`: the fleet's
-pub(crate) enum At {
+pub enum At {
     /// Read the breaker's clock (only if the admission needs it).
     Now,
     /// This reading of the breaker's clock.
@@ -55,7 +55,7 @@ pub(crate) enum At {
 /// neither. Lock-free but for an expired open period of a checked breaker, or a lane that
 /// sends every call to the lock (half-open, forced, a policy it cannot count for).
 #[inline]
-pub(crate) fn ready<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) -> Ready {
+pub fn ready<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) -> Ready {
     match breaker.lane.peek_open(|| breaker.clock.now()) {
         Peek::Open(_) if breaker.dry_run => Ready::Passes,
         Peek::Open(rejected) => Ready::Rejected(rejected),
@@ -73,7 +73,8 @@ fn ready_locked<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) -> Ready {
 }
 
 /// What an admission gave.
-pub(crate) enum Admit<H: Holder> {
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub enum Admit<H: Holder> {
     /// The call goes ahead, reporting through this permit; `true` if it is a probe of a
     /// half-open period (decided by the admission itself, under the lock, not by what the
     /// observers were told: a delivery can lag a change behind a slow observer).
@@ -87,7 +88,7 @@ pub(crate) enum Admit<H: Holder> {
 
 /// The admission of one call through `holder`, at `at`.
 #[inline(always)]
-pub(crate) fn admit<H: Holder>(holder: H, at: At) -> Admit<H> {
+pub fn admit<H: Holder>(holder: H, at: At) -> Admit<H> {
     admit_into(
         holder,
         at,
@@ -103,7 +104,7 @@ pub(crate) fn admit<H: Holder>(holder: H, at: At) -> Admit<H> {
 /// place. (A `Result` of a permit, shared in layout with the rejection, gets copied in
 /// pieces whose reloads stall the call; this doubled a tower layer's cost.)
 #[inline(always)]
-pub(crate) fn admit_into<H: Holder, X, R>(
+pub fn admit_into<H: Holder, X, R>(
     holder: H,
     at: At,
     context: X,
@@ -134,7 +135,7 @@ pub(crate) fn admit_into<H: Holder, X, R>(
 /// holder: a registry's `allow`): a due check is not run; the breaker probes with the call
 /// as gobreaker would, or rejects it while a check runs.
 #[inline(always)]
-pub(crate) fn allow_into<H: Holder, X, R>(
+pub fn allow_into<H: Holder, X, R>(
     holder: H,
     context: X,
     call: impl FnOnce(X, H::Permit) -> R,
@@ -199,7 +200,7 @@ fn admit_locked<H: Holder>(holder: H, entry: Entry) -> Admit<H> {
 
 /// How a health check settled.
 #[derive(Debug)]
-pub(crate) enum Checked<T> {
+pub enum Checked<T> {
     /// It passed: the breaker went half-open and this call is its first probe.
     Passed(T),
     /// It failed (returned `false`, or panicked): the breaker opened again; the call is
@@ -212,7 +213,7 @@ pub(crate) enum Checked<T> {
 
 impl<T> Checked<T> {
     /// The probe's permit, or the rejection.
-    pub(crate) fn into_result(self) -> Result<T, Rejected> {
+    pub fn into_result(self) -> Result<T, Rejected> {
         match self {
             Checked::Passed(permit) => Ok(permit),
             Checked::Failed(rejected) | Checked::Stale(rejected) => Err(rejected),
@@ -231,30 +232,26 @@ impl<T> Checked<T> {
 /// `Send` and `Sync` when the holder is (the check's future is only reached through
 /// `&mut`); `Unpin`. As a [`Future`], it resolves to the probe's permit or the rejection,
 /// a panic of the check continuing once its failure is settled.
-pub(crate) struct Gate<H: Holder> {
+pub struct Gate<H: Holder> {
     /// The check's future once started; dropped before the lease is released.
     check: Option<SyncWrapper<CheckFuture>>,
     lease: CheckLease<H>,
 }
 
-#[cfg_attr(
-    not(all(feature = "tower", feature = "reqwest", feature = "fleet")),
-    allow(dead_code)
-)]
 impl<H: Holder> Gate<H> {
     fn new(lease: CheckLease<H>) -> Self {
         Self { check: None, lease }
     }
 
     /// How the lease holds its breaker.
-    pub(crate) fn holder(&self) -> &H {
+    pub fn holder(&self) -> &H {
         self.lease.holder()
     }
 
     /// For a call that cannot run the check (it has no way to wait for it): the lease is
     /// given back with no verdict, and the call is held back as every call is while a check
     /// runs ([`Rejected::Checking`], counted). The next call that can runs the check.
-    pub(crate) fn decline(self) -> Rejected {
+    pub fn decline(self) -> Rejected {
         let breaker = self.holder().clone();
         drop(self);
         breaker.breaker().count_rejection(Rejected::Checking);
@@ -269,7 +266,7 @@ impl<H: Holder> Gate<H> {
     /// # Panics
     ///
     /// Polled again after it settled.
-    pub(crate) fn poll_settle(
+    pub fn poll_settle(
         &mut self,
         cx: &mut Context<'_>,
         panics: &mut FirstPanic,
@@ -338,8 +335,8 @@ impl<H: Holder> fmt::Debug for Gate<H> {
 
 /// What [`record`] did with a result.
 #[must_use = "a kept panic must be resumed"]
-#[cfg_attr(not(feature = "fleet"), allow(dead_code))] // the outcome: the fleet publishes it
-pub(crate) enum Recorded {
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub enum Recorded {
     /// The verdict was reported, counting as this.
     Counted(Outcome),
     /// The result's outcome shows later ([`Classify::unsettled`]): its verdict went with it.
@@ -353,7 +350,7 @@ pub(crate) enum Recorded {
 impl Recorded {
     /// Continues a kept panic, if any.
     #[inline(always)]
-    pub(crate) fn resume(self) {
+    pub fn resume(self) {
         if let Recorded::Panicked(panics) = self {
             contain::resume(panics);
         }
@@ -367,11 +364,7 @@ impl Recorded {
 /// apart, a pool's pick). A panic in the classifier reports the call excluded (the breaker
 /// cannot know what the result meant) and is handed back.
 #[inline]
-pub(crate) fn record<R, T, E, C>(
-    report: &mut R,
-    classify: &C,
-    result: &mut Result<T, E>,
-) -> Recorded
+pub fn record<R, T, E, C>(report: &mut R, classify: &C, result: &mut Result<T, E>) -> Recorded
 where
     R: Report,
     C: Classify<T, E> + ?Sized,
@@ -433,7 +426,7 @@ fn panicked<R: Report>(payload: contain::Payload, report: Option<&mut R>) -> Rec
 ///
 /// Polled again after the call completed (a future polled after completion).
 #[inline]
-pub(crate) fn poll_call<Fut, T, E, R, C>(
+pub fn poll_call<Fut, T, E, R, C>(
     call: Pin<&mut Fut>,
     cx: &mut Context<'_>,
     report: &mut R,

@@ -12,8 +12,10 @@ use super::{Breaker, OwnedPermit, Permit};
 /// How an admission holds its breaker: borrowed (a [`Permit`]: `execute_async`, a fleet's
 /// call, a lent registry breaker) or shared (an [`OwnedPermit`]: the tower layers, the
 /// reqwest middleware, a pool's pick, which keep the permit past the borrow).
-pub(crate) trait Holder: Clone {
+pub trait Holder: Clone {
+    /// The breaker's policy.
     type P: TripPolicy;
+    /// The breaker's observer.
     type O: Observer;
     /// The permit an admission through this holder reports with.
     type Permit;

@@ -19,16 +19,15 @@ pub(crate) mod gate;
 mod holder;
 mod outbox;
 mod permit;
-mod seam;
+pub(crate) mod seam;
 mod txn;
 
 pub use builder::Builder;
 use check::HealthCheck;
-#[allow(unused_imports)] // `Handing`: for the tower layers
-pub(crate) use permit::{Handing, Report};
+pub use holder::Holder;
+pub use permit::{Grant, Handing, Report};
 pub use permit::{OwnedPermit, Permit};
-
-use permit::Grant;
+pub use seam::{BreakerSeam, BuilderSeam};
 
 use std::sync::Arc;
 
@@ -176,14 +175,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// counted, so every call that returned before is in it).
     pub fn snapshot(&self) -> Snapshot {
         let mut panics = FirstPanic::default();
-        let snapshot = self.snapshot_keeping(&mut panics);
+        let snapshot = self.snapshot_with(&mut panics);
         contain::resume(panics);
         snapshot
     }
 
     /// [`snapshot`](Self::snapshot), keeping a panic of the policy's gauges in `panics`
     /// (the snapshot then holds the figures reported before it).
-    pub(crate) fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot {
+    fn snapshot_with(&self, panics: &mut FirstPanic) -> Snapshot {
         let now = self.clock.now();
         self.read(|m| {
             let peek = m.peek(now);

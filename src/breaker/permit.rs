@@ -20,7 +20,7 @@ use crate::policy::{ConsecutiveFailures, Outcome, TripPolicy};
 
 /// What a permit owes its breaker: the admission it was granted.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Grant {
+pub struct Grant {
     pub(crate) ticket: Ticket,
     /// When the call was admitted; meaningful only if the breaker measures latencies (a plain
     /// number rather than an `Option` keeps a permit two words smaller on the hot path).
@@ -190,7 +190,7 @@ impl<P: TripPolicy, O: Observer> OwnedPermit<P, O> {
 
 /// What the async calls need of a permit, borrowed or owned: one verdict, or one verdict
 /// after user code panicked, through `&mut` so that a future can keep its permit in place.
-pub(crate) trait Report {
+pub trait Report {
     /// Whether the verdict was reported already.
     fn reported(&self) -> bool;
     /// Reports `outcome`, unless reported already.
@@ -226,8 +226,8 @@ pub(crate) trait Report {
 /// An owned permit whose verdict can leave with the response, to be settled later: the tower
 /// layers' permits (`'static`, so the verdict can go into a type-erased body). Unused
 /// without them.
-#[allow(dead_code)]
-pub(crate) struct Handing<'a, P: TripPolicy, O: Observer>(pub(crate) &'a mut OwnedPermit<P, O>);
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub struct Handing<'a, P: TripPolicy, O: Observer>(pub &'a mut OwnedPermit<P, O>);
 
 impl<P: TripPolicy + 'static, O: Observer + 'static> Report for Handing<'_, P, O> {
     #[inline(always)]

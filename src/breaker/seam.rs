@@ -20,30 +20,49 @@
 use std::time::Duration;
 
 use crate::clock::ClockSource;
+use crate::contain::FirstPanic;
 use crate::error::{Rejected, RejectedBy};
 use crate::lane::Peek;
 use crate::machine::Rules;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
+use crate::snapshot::Snapshot;
 use crate::state::State;
 
 use super::{Breaker, Builder};
 
-#[cfg_attr(not(all(feature = "tower", feature = "fleet")), allow(dead_code))]
-impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+/// What a layer in front of a breaker may ask of it beyond the public API (the integration
+/// crates, through `door`; the registry and the gate, here).
+pub trait BreakerSeam {
     /// `rejected`, naming this breaker.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn rejected_by(&self, rejected: Rejected) -> RejectedBy {
-        RejectedBy::new(self.name(), rejected)
-    }
-
+    fn rejected_by(&self, rejected: Rejected) -> RejectedBy;
     /// The rejection the next call would get because the breaker is open or forced open,
     /// without admitting anything or evaluating any expiry, or `None` (the breaker may still
     /// reject the call for another reason: half-open and full). Lock-free unless the lane
     /// sends every call to the lock anyway (half-open, forced, a policy it cannot count for).
+    fn peek_open(&self) -> Option<Rejected>;
+    /// Counts `rejected`, a rejection read with [`peek_open`](Self::peek_open) and answered
+    /// to a call without asking the breaker again (the tower layer's `call` after its
+    /// `poll_ready`), as the breaker counts its own.
+    fn count_rejection(&self, rejected: Rejected);
+    /// The breaker's clock, in nanoseconds since its epoch: a plain read, for a layer in
+    /// front of the breaker that needs the breaker's timeline before it admits anything (a
+    /// clock that panics then panics out of that layer's call, with nothing admitted).
+    fn clock_nanos(&self) -> u64;
+    /// [`snapshot`](Breaker::snapshot), keeping a panic of the policy's gauges in `panics`
+    /// (the snapshot then holds the figures reported before it).
+    fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot;
+}
+
+impl<P: TripPolicy, O: Observer> BreakerSeam for Breaker<P, O> {
+    #[cold]
+    #[inline(never)]
+    fn rejected_by(&self, rejected: Rejected) -> RejectedBy {
+        RejectedBy::new(self.name(), rejected)
+    }
+
     #[inline]
-    pub(crate) fn peek_open(&self) -> Option<Rejected> {
+    fn peek_open(&self) -> Option<Rejected> {
         match self.lane.peek_open(|| self.clock.now()) {
             Peek::Open(_) if self.dry_run => None,
             Peek::Open(rejected) => Some(rejected),
@@ -52,43 +71,49 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
     }
 
-    /// [`peek_open`](Self::peek_open) when the lane cannot answer: under the lock.
-    #[inline(never)]
-    fn peek_open_locked(&self) -> Option<Rejected> {
-        let now = self.clock.now();
-        self.locked(|m| m.peek_open(now))
-    }
-
-    /// Counts `rejected`, a rejection read with [`peek_open`](Self::peek_open) and answered
-    /// to a call without asking the breaker again (the tower layer's `call` after its
-    /// `poll_ready`), as the breaker counts its own.
-    pub(crate) fn count_rejection(&self, rejected: Rejected) {
+    fn count_rejection(&self, rejected: Rejected) {
         match rejected {
             Rejected::Open { .. } => self.lane.count_rejection(),
             _ => self.locked(|m| m.count_rejection(rejected)),
         }
     }
 
-    /// The breaker's clock, in nanoseconds since its epoch: a plain read, for a layer in
-    /// front of the breaker that needs the breaker's timeline before it admits anything (a
-    /// clock that panics then panics out of that layer's call, with nothing admitted).
     #[inline]
-    pub(crate) fn clock_nanos(&self) -> u64 {
+    fn clock_nanos(&self) -> u64 {
         self.clock.now()
+    }
+
+    fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot {
+        self.snapshot_with(panics)
     }
 }
 
-#[cfg_attr(not(feature = "fleet"), allow(dead_code))]
-impl<P, O> Builder<P, O> {
-    /// The `max_requests` knob as the breaker will use it (at least 1).
-    pub(crate) fn max_requests_or_default(&self) -> u32 {
-        self.knobs.max_requests.max(1)
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// [`peek_open`](BreakerSeam::peek_open) when the lane cannot answer: under the lock.
+    #[inline(never)]
+    fn peek_open_locked(&self) -> Option<Rejected> {
+        let now = self.clock.now();
+        self.locked(|m| m.peek_open(now))
     }
+}
 
+/// What a layer in front of a breaker may read of its builder (the fleet's probe slots and
+/// longest open period).
+pub trait BuilderSeam {
+    /// The `max_requests` knob as the breaker will use it (at least 1).
+    fn max_requests_or_default(&self) -> u32;
     /// The longest open period the breaker will hold (a forced open excepted): its
     /// `max_open_duration` knob with the default rule applied (one hour, or the timeout if
     /// longer), read from the knobs at build time, as the machine's rules make it.
-    pub(crate) fn max_open_duration_or_default(&self) -> Duration {
+    fn max_open_duration_or_default(&self) -> Duration;
+}
+
+impl<P, O> BuilderSeam for Builder<P, O> {
+    fn max_requests_or_default(&self) -> u32 {
+        self.knobs.max_requests.max(1)
+    }
+
+    fn max_open_duration_or_default(&self) -> Duration {
         Rules::from(&self.knobs).max_open_duration()
     }
 }

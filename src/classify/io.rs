@@ -7,8 +7,6 @@ use std::io::{self, ErrorKind};
 use crate::error::{Error, Rejected, RejectedBy};
 use crate::policy::Outcome;
 
-// For the integrations that classify transport errors (`http`, `grpc`): unused without them.
-#[allow(dead_code)]
 type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// How an I/O error counts, by its kind:
@@ -111,8 +109,8 @@ pub fn io_error_in(error: &(dyn StdError + 'static)) -> Option<Outcome> {
 /// that loops back on itself) is not followed further.
 const MAX_CAUSES: usize = 64;
 
-/// `error` and its causes, at most [`MAX_CAUSES`] of them.
-pub(crate) fn causes<'a>(
+/// `error` and its causes, at most 64 of them.
+pub fn causes<'a>(
     error: &'a (dyn StdError + 'static),
 ) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
     std::iter::successors(Some(error), |&e| e.source()).take(MAX_CAUSES)
@@ -124,8 +122,7 @@ pub(crate) fn causes<'a>(
 /// [`Error::Rejected`], among the causes: a breaker further down the stack) is excluded:
 /// that request never reached the dependency, and the breaker that rejected it counted it
 /// already. An `std::io::Error` counts as [`io_error`] says. Anything else is a failure.
-#[allow(dead_code)]
-pub(crate) fn transport(
+pub fn transport(
     error: &(dyn StdError + 'static),
     first: &dyn Fn(&(dyn StdError + 'static)) -> Option<Outcome>,
 ) -> Outcome {
@@ -154,8 +151,7 @@ pub(crate) fn transport(
 /// [`transport`] for an error of any type: the types that can carry an `std::io::Error`
 /// without naming a client's types (a `BoxError`, an `io::Error`, a layer's [`Error`] around
 /// either), and the error types `first_type` knows (a client's own); else a failure.
-#[allow(dead_code)]
-pub(crate) fn transport_any<E: 'static>(
+pub fn transport_any<E: 'static>(
     error: &E,
     first_type: &dyn Fn(&dyn Any) -> Option<&(dyn StdError + 'static)>,
     first: &dyn Fn(&(dyn StdError + 'static)) -> Option<Outcome>,

@@ -16,14 +16,10 @@ mod io;
 mod unsettled;
 
 pub use deadline::{deadline, Deadline};
-// For the integrations that walk an error's causes (`http`, `reqwest`): unused without them.
-#[allow(unused_imports)]
-pub(crate) use io::causes;
+pub use io::causes;
 pub use io::{io_error, io_error_in, io_errors};
-// For the integrations that classify transport errors (`http`, `grpc`).
-#[allow(unused_imports)]
-pub(crate) use io::{transport, transport_any};
-pub(crate) use unsettled::Finish;
+pub use io::{transport, transport_any};
+pub use unsettled::Finish;
 pub use unsettled::Unsettled;
 
 use std::time::Duration;

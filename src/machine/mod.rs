@@ -32,7 +32,7 @@ use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
 use guarded::Guarded;
 use judge::{judge, Judged};
-pub(crate) use peek::Ready;
+pub use peek::Ready;
 pub(crate) use rules::Rules;
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened

@@ -23,7 +23,7 @@ pub(crate) struct Peek {
 /// What the next call would find, as a layer that prepares calls before it has them (a tower
 /// service's `poll_ready`) asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ready {
+pub enum Ready {
     /// Rejected: open, forced open, or a health check under way.
     Rejected(Rejected),
     /// The open period is over and no check runs: the next checking admission wins the

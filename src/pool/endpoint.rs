@@ -10,7 +10,8 @@ use crate::policy::TripPolicy;
 use super::Shared;
 
 /// An endpoint: its key, its breaker, and how many picks of it are in flight.
-pub(crate) struct Endpoint<K, P: TripPolicy, O: Observer> {
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) key: K,
     pub(super) breaker: Arc<Breaker<P, O>>,
     in_flight: AtomicUsize,
@@ -29,7 +30,6 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     }
 
     /// Its key (for the tower service over the pool).
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn key(&self) -> &K {
         &self.key
     }

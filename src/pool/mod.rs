@@ -109,13 +109,11 @@ use crate::snapshot::Snapshot;
 use crate::state::State;
 
 pub use choose::Balance;
-pub(crate) use endpoint::Endpoint;
-#[cfg_attr(not(feature = "tower"), allow(unused_imports))]
-pub(crate) use pick::HandingPick;
+pub use endpoint::Endpoint;
+pub use pick::HandingPick;
 pub use pick::Pick;
 // For the tower service over the pool.
-#[cfg_attr(not(feature = "tower"), allow(unused_imports))]
-pub(crate) use picking::Choice;
+pub use picking::Choice;
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
 

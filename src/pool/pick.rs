@@ -204,8 +204,8 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
 /// A pick whose verdict can leave with the response, to be settled later (a gRPC status in
 /// the trailers): a tower service's pick (`'static`, so the verdict can go into a
 /// type-erased body), as [`Handing`](crate::breaker::Handing) is for a permit.
-#[cfg_attr(not(feature = "tower"), allow(dead_code))]
-pub(crate) struct HandingPick<'a, K, P: TripPolicy, O: Observer>(pub(crate) &'a mut Pick<K, P, O>);
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub struct HandingPick<'a, K, P: TripPolicy, O: Observer>(pub &'a mut Pick<K, P, O>);
 
 impl<K, P, O> Report for HandingPick<'_, K, P, O>
 where

@@ -21,7 +21,8 @@ use super::{Endpoints, Pool};
 const MAX_CHECKS_PER_PICK: usize = 2;
 
 /// What a pick found.
-pub(crate) enum Choice<K, P: TripPolicy, O: Observer> {
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub enum Choice<K, P: TripPolicy, O: Observer> {
     /// An endpoint that takes the call.
     Pick(Pick<K, P, O>),
     /// An endpoint whose open period is over, and whose check this pick won: run it.

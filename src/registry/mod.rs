@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::breaker::gate;
+use crate::breaker::BreakerSeam;
 use crate::breaker::{Breaker, Builder, OwnedPermit};
 use crate::clock::Clock;
 use crate::clock::ClockSource;

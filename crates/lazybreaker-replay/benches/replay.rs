@@ -1,4 +1,4 @@
-//! Replay and recording: `cargo bench --bench replay --features replay`, see
+//! Replay and recording: `cargo bench -p lazybreaker-replay --bench replay`, see
 //! `benches/README.md`.
 //!
 //! | group | bench | what one element is |

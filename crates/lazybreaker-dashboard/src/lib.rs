@@ -1,0 +1,402 @@
+//! A status page for operators (feature `dashboard`, on axum): every breaker's state, counts
+//! and recent changes on one self-contained page, the same as JSON for scripts, the
+//! Prometheus metrics, and manual controls behind a token, all from one [`Dashboard`]
+//! turned into an [`axum::Router`].
+//!
+//! # Routes
+//!
+//! | route | answers |
+//! |---|---|
+//! | `GET /` | one HTML page, rendered on the server and refreshed in place by a small inline script: a row per breaker (open and half-open first), its recent states as a bar, the recent changes; `?filter=text` keeps the names that contain `text` |
+//! | `GET /breakers` | the same as JSON (below) |
+//! | `GET /metrics` | the metrics of [`BreakerCollector`], in the OpenMetrics text format |
+//! | `POST /breakers/{name}/force_open`, `…/force_closed`, `…/release` | only with [`Dashboard::controls`]: [`Breaker::force_open`](lazybreaker::Breaker::force_open), [`force_closed`](lazybreaker::Breaker::force_closed), [`release`](lazybreaker::Breaker::release); `200` with the breaker's JSON object after it, `401` without `Authorization: Bearer …`, `403` with another token, `404` for a name no breaker has |
+//!
+//! **The page is self-contained**: its styles and script are inline and it loads nothing
+//! else (no fonts, scripts or images from anywhere; its `Content-Security-Policy` forbids
+//! it), so it works inside a network with no internet. It reads without JavaScript; with
+//! it, the board refreshes every two seconds ([`Dashboard::refresh`]), the filter works as
+//! you type, and the controls have buttons (the token is typed into the page and kept for
+//! the tab's session only).
+//!
+//! **Recent changes come from [`History`]**: a breaker whose observer keeps one (directly or
+//! beside another observer, see [`Observer::history`]) has
+//! its changes drawn and listed; histories given with [`Dashboard::history`] are listed too.
+//! Every control through the dashboard is recorded in the breaker's history as
+//! [`Origin::Manual`](lazybreaker::observe::Origin::Manual), one that changed only the forced
+//! mode (say, forcing a closed breaker closed) as a change from a state to itself.
+//!
+//! **The page belongs behind the service's own authentication.** It lists every breaker's
+//! name, which often names internal hosts and methods; mount it on an internal port or
+//! behind the middleware that guards your other admin routes. The controls' token guards
+//! only the controls: it is compared in constant time, is never put in the page, and since
+//! browsers never send it on their own, another site cannot make a browser use the controls.
+//!
+//! Breaker names are untrusted text: they are escaped in the HTML, in the JSON and in the
+//! metrics' labels.
+//!
+//! # JSON
+//!
+//! `GET /breakers` answers an array with an object per breaker, in the page's order. Each
+//! object has the fields of its [`Snapshot`](lazybreaker::Snapshot) as serde writes them (`name`,
+//! `at`, `state` as `"closed"`, `"half-open"` or `"open"`, `forced` as `null`, `"open"` or
+//! `"closed"`, `dry_run`, `counts`, `totals` (with `would_reject`), `retry_after` as a duration string or `null`,
+//! `transitions`, `times_opened`, `recent_failures`, `policy`), then `pool` (the pool it is
+//! an endpoint of, if any), `policy_panicked` (only when true) and `history`: its recent
+//! changes, oldest first, each a [`Recorded`](lazybreaker::observe::Recorded) (`seq`, `breaker`,
+//! `from`, `to`, `at`, `wall` in milliseconds since the Unix epoch, `origin` as
+//! `"breaker"`, `"manual"`, `"adopted"` or `"health_check"`, `counts`, `totals`, `open_for`,
+//! `forced`, `dry_run`). Fields may be added; none is removed or changes its meaning.
+//!
+//! # A breaker's user code
+//!
+//! The page is for monitoring, as a scrape is: a breaker whose clock panics is left out of
+//! it (and counted as unreadable), one whose policy's figures panic is shown without them,
+//! and the panic ends there instead of taking the page down (see
+//! [`lazybreaker::prometheus`]). A control whose observers panic when told of the change has
+//! still taken effect, and answers `500`.
+//!
+//! # Examples
+//!
+//! ```
+//! use lazybreaker_dashboard::Dashboard;
+//! use lazybreaker::observe::History;
+//! use lazybreaker::{Breaker, Registry};
+//! use std::sync::Arc;
+//! # use http_body_util::BodyExt;
+//! # use tower::ServiceExt;
+//!
+//! let history = Arc::new(History::new(256));
+//! let h = Arc::clone(&history);
+//! let hosts = Arc::new(Registry::new(move |_: &String| {
+//!     Breaker::builder().observer(Arc::clone(&h))
+//! }));
+//! let payments = Arc::new(Breaker::builder().name("payments").observer(Arc::clone(&history)).build());
+//! payments.force_open();
+//!
+//! let app = axum::Router::new().nest(
+//!     "/status",
+//!     Dashboard::new()
+//!         .registry(Arc::clone(&hosts))
+//!         .breaker(Arc::clone(&payments))
+//!         .controls("a long random token")
+//!         .router(),
+//! );
+//! // axum::serve(listener, app) on an internal address, behind your admin authentication.
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! # let get = |uri: &'static str| {
+//! #     let app = app.clone();
+//! #     async move {
+//! #         let request = http::Request::get(uri).body(axum::body::Body::empty()).unwrap();
+//! #         let response = app.oneshot(request).await.unwrap();
+//! #         let bytes = response.into_body().collect().await.unwrap().to_bytes();
+//! #         String::from_utf8(bytes.to_vec()).unwrap()
+//! #     }
+//! # };
+//! # let json: serde_json::Value = serde_json::from_str(&get("/status/breakers").await).unwrap();
+//! # assert_eq!(json[0]["name"], "payments");
+//! # assert_eq!(json[0]["forced"], "open");
+//! # assert_eq!(json[0]["history"][0]["origin"], "manual");
+//! # assert!(get("/status").await.contains("payments")); // axum nests "/" at "/status"
+//! # });
+//! ```
+
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings))))]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, StatusCode};
+
+use lazybreaker::observe::{History, Observer};
+use lazybreaker::policy::TripPolicy;
+use lazybreaker::pool::Pool;
+use lazybreaker::prometheus::BreakerCollector;
+use lazybreaker::Breaker;
+use lazybreaker::Registry;
+
+mod guard;
+mod json;
+mod page;
+mod source;
+
+use source::{Control, Source};
+
+/// The content type of the metrics: the OpenMetrics text format `prometheus-client` writes.
+const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The page's content security policy: nothing from anywhere else, its own inline style and
+/// script only, requests to its own origin only, never framed.
+const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+     script-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
+     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// A status page over breakers, registries and pools: see the [module documentation](self)
+/// for its routes, its JSON and what it asks of its deployment.
+///
+/// Build it like a [`BreakerCollector`], then take its [`router`](Dashboard::router), to
+/// serve on its own or to [`nest`](axum::Router::nest) in an application's router.
+pub struct Dashboard {
+    sources: Vec<Source>,
+    histories: Vec<Arc<History>>,
+    collector: BreakerCollector,
+    token: Option<String>,
+    title: String,
+    refresh: Duration,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Self {
+            sources: Vec::new(),
+            histories: Vec::new(),
+            collector: BreakerCollector::new(),
+            token: None,
+            title: "Circuit breakers".to_owned(),
+            refresh: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Dashboard {
+    /// A dashboard of no breakers yet, without controls.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also shows `breaker`.
+    #[must_use]
+    pub fn breaker<P, O>(mut self, breaker: Arc<Breaker<P, O>>) -> Self
+    where
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+    {
+        self.collector = self.collector.breaker(Arc::clone(&breaker));
+        self.sources.push(source::breaker(breaker));
+        self
+    }
+
+    /// Also shows every breaker `registry` holds, at each request.
+    #[must_use]
+    pub fn registry<K, P, O, S>(mut self, registry: Arc<Registry<K, P, O, S>>) -> Self
+    where
+        K: std::hash::Hash + Eq + Send + Sync + 'static,
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+        S: std::hash::BuildHasher + Clone + Send + Sync + 'static,
+    {
+        self.collector = self.collector.registry(Arc::clone(&registry));
+        self.sources.push(source::registry(registry));
+        self
+    }
+
+    /// Also shows the breaker of every endpoint `pool` has, at each request (each named
+    /// after its key, with the pool's name beside it); the metrics get the pool's series.
+    #[must_use]
+    pub fn pool<K, P, O>(mut self, pool: Arc<Pool<K, P, O>>) -> Self
+    where
+        K: Send + Sync + 'static,
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+    {
+        self.collector = self.collector.pool(Arc::clone(&pool));
+        self.sources.push(source::pool(pool));
+        self
+    }
+
+    /// Also lists the changes `history` keeps, whichever breakers they are of (breakers
+    /// whose observer keeps a history need not be given it: it is found through them).
+    #[must_use]
+    pub fn history(mut self, history: Arc<History>) -> Self {
+        self.histories.push(history);
+        self
+    }
+
+    /// Turns the controls on, guarded by `token`: see the [module documentation](self). An
+    /// empty token lets no request through.
+    #[must_use]
+    pub fn controls(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The page's title (and heading); the default is "Circuit breakers".
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// How often the page's script refreshes the board; the default is two seconds, and
+    /// zero turns the refresh off.
+    #[must_use]
+    pub fn refresh(mut self, every: Duration) -> Self {
+        self.refresh = every;
+        self
+    }
+
+    /// The routes, as an [`axum::Router`] with no state left to provide.
+    pub fn router(self) -> Router {
+        let mut metrics = prometheus_client::registry::Registry::default();
+        metrics.register_collector(Box::new(self.collector));
+        let controls = self.token.is_some();
+        let shared = Arc::new(Shared {
+            sources: self.sources,
+            histories: self.histories,
+            metrics,
+            token: self.token.unwrap_or_default(),
+            look: page::Look {
+                title: self.title,
+                refresh_ms: u64::try_from(self.refresh.as_millis()).unwrap_or(u64::MAX),
+                controls,
+            },
+        });
+        let mut router = Router::new()
+            .route("/", get(index))
+            .route("/breakers", get(breakers))
+            .route("/metrics", get(metrics_text));
+        if controls {
+            router = router
+                .route(
+                    "/breakers/{name}/force_open",
+                    post(|s, h, n| control(s, h, n, Control::ForceOpen)),
+                )
+                .route(
+                    "/breakers/{name}/force_closed",
+                    post(|s, h, n| control(s, h, n, Control::ForceClosed)),
+                )
+                .route(
+                    "/breakers/{name}/release",
+                    post(|s, h, n| control(s, h, n, Control::Release)),
+                );
+        }
+        router.with_state(shared)
+    }
+}
+
+impl std::fmt::Debug for Dashboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dashboard")
+            .field("sources", &self.sources.len())
+            .field("histories", &self.histories.len())
+            .field("controls", &self.token.is_some())
+            .field("title", &self.title)
+            .field("refresh", &self.refresh)
+            .finish()
+    }
+}
+
+/// What the routes share.
+struct Shared {
+    sources: Vec<Source>,
+    histories: Vec<Arc<History>>,
+    metrics: prometheus_client::registry::Registry,
+    /// The controls' token (empty without controls: their routes are then not there).
+    token: String,
+    look: page::Look,
+}
+
+impl Shared {
+    fn board(&self) -> source::Board {
+        source::read(&self.sources, &self.histories)
+    }
+}
+
+/// `?filter=`.
+#[derive(Debug, serde::Deserialize)]
+struct Filter {
+    #[serde(default)]
+    filter: String,
+}
+
+/// A response with `body` as `content_type`, never cached.
+fn answer(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+const JSON: &str = "application/json";
+
+/// A JSON error: `{"error": "…"}`.
+fn error(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({ "error": message }).to_string();
+    answer(status, JSON, body)
+}
+
+async fn index(State(shared): State<Arc<Shared>>, Query(filter): Query<Filter>) -> Response {
+    let html = page::render(&shared.board(), &shared.look, filter.filter.trim());
+    let mut response = answer(StatusCode::OK, "text/html; charset=utf-8", html);
+    let headers = response.headers_mut();
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static(PAGE_POLICY),
+    );
+    headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    response
+}
+
+async fn breakers(State(shared): State<Arc<Shared>>) -> Response {
+    answer(StatusCode::OK, JSON, json::board(&shared.board()))
+}
+
+async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &shared.metrics) {
+        Ok(()) => answer(StatusCode::OK, METRICS_CONTENT_TYPE, text),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "metrics could not be encoded",
+        ),
+    }
+}
+
+async fn control(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    what: Control,
+) -> Response {
+    if let Err(status) = guard::check(&headers, &shared.token) {
+        let mut response = error(
+            status,
+            if status == StatusCode::UNAUTHORIZED {
+                "the controls need `Authorization: Bearer <token>`"
+            } else {
+                "wrong token"
+            },
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        return response;
+    }
+    let Some(done) = source::control(&shared.sources, &name, what) else {
+        return error(StatusCode::NOT_FOUND, "no breaker has that name");
+    };
+    match (done.row, done.panicked) {
+        (Some(row), false) => answer(StatusCode::OK, JSON, json::row(&row)),
+        _ => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!(
+                "{} took effect, but the breaker's own code (an observer or its clock) panicked",
+                what.as_str()
+            ),
+        ),
+    }
+}

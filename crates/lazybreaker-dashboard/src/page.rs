@@ -1,0 +1,400 @@
+//! The page: one self-contained HTML document rendered on the server (readable without
+//! JavaScript), with its styles and its small script inline.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use super::source::{Board, Row};
+use lazybreaker::observe::Origin;
+use lazybreaker::observe::Recorded;
+use lazybreaker::Forced;
+use lazybreaker::State;
+
+/// The page's styles: no fonts, no images, nothing fetched.
+const STYLE: &str = include_str!("page.css");
+/// The page's script: refreshes the board in place, filters by name, sends the controls.
+const SCRIPT: &str = include_str!("page.js");
+
+/// How the page is drawn.
+#[derive(Debug, Clone)]
+pub(super) struct Look {
+    pub(super) title: String,
+    /// How often the script refreshes the board, in milliseconds (0: never).
+    pub(super) refresh_ms: u64,
+    /// Whether the control routes are on (the page then shows their buttons).
+    pub(super) controls: bool,
+}
+
+/// Text made safe for HTML, in an element or in a quoted attribute.
+pub(super) struct Escaped<'a>(pub(super) &'a str);
+
+impl std::fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut rest = self.0;
+        while let Some(at) = rest.find(['&', '<', '>', '"', '\'']) {
+            f.write_str(&rest[..at])?;
+            f.write_str(match rest.as_bytes()[at] {
+                b'&' => "&amp;",
+                b'<' => "&lt;",
+                b'>' => "&gt;",
+                b'"' => "&quot;",
+                _ => "&#39;",
+            })?;
+            rest = &rest[at + 1..];
+        }
+        f.write_str(rest)
+    }
+}
+
+/// The whole page, the board filtered to names that contain `filter` (case-insensitive).
+pub(super) fn render(board: &Board, look: &Look, filter: &str) -> String {
+    let mut out = String::with_capacity(16 * 1024 + board.rows.len() * 1024);
+    let title = Escaped(&look.title);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><style>{STYLE}</style></head>\
+         <body data-refresh-ms=\"{}\" data-controls=\"{}\">\
+         <header><h1>{title}</h1>\
+         <form method=\"get\" class=\"filter\" role=\"search\">\
+         <input id=\"filter\" name=\"filter\" value=\"{}\" placeholder=\"filter by name\" \
+         aria-label=\"filter by name\" autocomplete=\"off\">\
+         <noscript><button>filter</button></noscript></form>",
+        look.refresh_ms,
+        u8::from(look.controls),
+        Escaped(filter),
+    );
+    if look.controls {
+        out.push_str(
+            "<input id=\"token\" type=\"password\" placeholder=\"control token\" \
+             aria-label=\"control token\" autocomplete=\"off\">",
+        );
+    }
+    out.push_str("<p id=\"status\">rendered by the server</p></header>");
+    board_html(&mut out, board, look, filter);
+    let _ = writeln!(out, "<script>{SCRIPT}</script></body></html>");
+    out
+}
+
+/// Whether `name` passes `filter`.
+fn shown(name: &str, filter: &str) -> bool {
+    filter.is_empty() || name.to_lowercase().contains(&filter.to_lowercase())
+}
+
+/// The part the script replaces: the summary, the table and the recent changes.
+fn board_html(out: &mut String, board: &Board, look: &Look, filter: &str) {
+    let count = |state| {
+        board
+            .rows
+            .iter()
+            .filter(|r| r.snapshot.state == state)
+            .count()
+    };
+    let _ = write!(
+        out,
+        "<main id=\"board\"><p class=\"summary\"><b>{}</b> breakers: \
+         <span class=\"n-open\">{} open</span> · <span class=\"n-half-open\">{} half-open</span> · \
+         <span class=\"n-closed\">{} closed</span>",
+        board.rows.len(),
+        count(State::Open),
+        count(State::HalfOpen),
+        count(State::Closed),
+    );
+    if board.unreadable > 0 {
+        let _ = write!(
+            out,
+            " · <span class=\"warn\">{} unreadable (their clock panicked)</span>",
+            board.unreadable
+        );
+    }
+    out.push_str(
+        "</p><table id=\"breakers\"><thead><tr><th>breaker</th><th>state</th><th>forced</th>\
+         <th>counts</th><th>totals</th><th>retry after</th><th>opened</th>\
+         <th>recent states</th>",
+    );
+    if look.controls {
+        out.push_str("<th>control</th>");
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in board
+        .rows
+        .iter()
+        .filter(|r| shown(&r.snapshot.name, filter))
+    {
+        row_html(out, row, look);
+    }
+    out.push_str("</tbody></table>");
+    if board.rows.is_empty() {
+        out.push_str("<p class=\"empty\">No breakers yet.</p>");
+    }
+    out.push_str("<h2>Recent changes</h2><ol id=\"recent\">");
+    for r in board.recent.iter().filter(|r| shown(&r.breaker, filter)) {
+        recorded_html(out, r);
+    }
+    if board.recent.is_empty() {
+        out.push_str("<li class=\"empty\">None recorded (a breaker's changes are kept when it observes an <code>observe::History</code>).</li>");
+    }
+    out.push_str("</ol></main>");
+}
+
+/// A state's class and label.
+fn state_class(state: State) -> &'static str {
+    state.as_str()
+}
+
+fn forced_label(forced: Option<Forced>) -> &'static str {
+    match forced {
+        Some(Forced::Open) => "forced open",
+        Some(Forced::Closed) => "forced closed",
+        Some(_) => "forced",
+        None => "",
+    }
+}
+
+fn forced_attr(forced: Option<Forced>) -> &'static str {
+    match forced {
+        Some(Forced::Open) => "open",
+        Some(Forced::Closed) => "closed",
+        Some(_) => "forced",
+        None => "none",
+    }
+}
+
+/// A duration rounded for people: "950ms", "12s", "3m 20s".
+pub(super) fn human(d: Duration) -> String {
+    let rounded = if d >= Duration::from_secs(10) {
+        Duration::from_secs(d.as_secs())
+    } else {
+        Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    };
+    humantime::format_duration(rounded).to_string()
+}
+
+fn row_html(out: &mut String, row: &Row, look: &Look) {
+    let s = &row.snapshot;
+    let name = Escaped(&s.name);
+    let state = state_class(s.state);
+    let _ = write!(
+        out,
+        "<tr class=\"breaker {state}\" data-name=\"{name}\" data-state=\"{state}\" \
+         data-forced=\"{}\"><td class=\"name\" data-label=\"breaker\">{name}",
+        forced_attr(s.forced),
+    );
+    if let Some(pool) = &row.pool {
+        let _ = write!(out, " <small>pool {}</small>", Escaped(pool));
+    }
+    if row.panicked {
+        out.push_str(" <small class=\"warn\">policy figures panicked</small>");
+    }
+    if s.dry_run {
+        out.push_str(" <small class=\"dry\">dry run: admits every call</small>");
+    }
+    // Open, the counts of the new generation are empty: the trip's say more.
+    let tripped = row
+        .history
+        .last()
+        .filter(|r| s.state != State::Closed && r.to == State::Open && r.counts.requests > 0);
+    let (c, label) = match tripped {
+        Some(r) => (&r.counts, "tripped on: "),
+        None => (&s.counts, ""),
+    };
+    let t = &s.totals;
+    let _ = write!(
+        out,
+        "</td><td data-label=\"state\"><span class=\"badge {state}\">{state}</span></td>\
+         <td data-label=\"forced\" class=\"forced\">{}</td>\
+         <td data-label=\"counts\">{label}{} calls · {} ok · {} failed · {} in a row</td>\
+         <td data-label=\"totals\">{} ok · {} failed · {} rejected{}</td>\
+         <td data-label=\"retry after\">{}</td><td data-label=\"opened\">{}</td>\
+         <td data-label=\"recent states\">",
+        forced_label(s.forced),
+        c.requests,
+        c.total_successes,
+        c.total_failures,
+        c.consecutive_failures,
+        t.successes,
+        t.failures,
+        t.rejected_open + t.rejected_half_open + t.rejected_forced,
+        if s.dry_run {
+            format!(" · {} would have been", t.would_reject)
+        } else {
+            String::new()
+        },
+        s.retry_after.map(human).unwrap_or_default(),
+        s.times_opened,
+    );
+    timeline(out, row);
+    out.push_str("</td>");
+    if look.controls {
+        out.push_str("<td data-label=\"control\" class=\"controls\">");
+        for (action, label) in [
+            ("force_open", "force open"),
+            ("force_closed", "force closed"),
+            ("release", "release"),
+        ] {
+            let _ = write!(
+                out,
+                "<button type=\"button\" data-action=\"{action}\" data-name=\"{name}\">{label}</button>"
+            );
+        }
+        out.push_str("</td>");
+    }
+    out.push_str("</tr>");
+}
+
+/// The shortest and the longest span a timeline covers.
+const SPAN: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(3600));
+/// The timeline's width in SVG units.
+const WIDTH: f64 = 240.0;
+
+/// The breaker's recent states as an inline SVG bar, from its history up to the snapshot's
+/// instant, on the breaker's own clock. An open period that ended with no call since is
+/// drawn half-open from its end: what the next call finds.
+fn timeline(out: &mut String, row: &Row) {
+    let now = row.snapshot.at;
+    let oldest = row.history.first().map_or(now, |r| r.at);
+    let start = now.saturating_sub(now.saturating_sub(oldest).clamp(SPAN.0, SPAN.1));
+    // A clock younger than the shortest span: the bar covers it all.
+    let span = now.saturating_sub(start).max(Duration::from_nanos(1));
+    // Until an open period ends, for a change to open (not forced).
+    let until = |r: &Recorded| match (r.to, r.open_for) {
+        (State::Open, Some(d)) if r.forced.is_none() => Some(r.at.saturating_add(d)),
+        _ => None,
+    };
+    // The state at `start`: the last change before it says, else the first change's `from`.
+    let before = row.history.iter().rev().find(|r| r.at <= start);
+    let mut state = before
+        .map(|r| r.to)
+        .or_else(|| row.history.first().map(|r| r.from))
+        .unwrap_or(row.snapshot.state);
+    let mut open_until = before.and_then(until);
+    let mut segments: Vec<(Duration, Duration, State)> = Vec::new();
+    let mut from = start;
+    for r in row.history.iter().filter(|r| r.at > start && r.at <= now) {
+        push_open(&mut segments, from, r.at, state, open_until);
+        from = r.at;
+        state = r.to;
+        open_until = until(r);
+    }
+    push_open(&mut segments, from, now, state, open_until);
+    let x = |t: Duration| (t.saturating_sub(start).as_secs_f64() / span.as_secs_f64()) * WIDTH;
+    let _ = write!(
+        out,
+        "<svg class=\"timeline\" viewBox=\"0 0 {WIDTH} 14\" width=\"{WIDTH}\" height=\"14\" \
+         role=\"img\" aria-label=\"states over the last {}\">",
+        human(span)
+    );
+    for (a, b, state) in segments {
+        let (x0, x1) = (x(a), x(b));
+        let _ = write!(
+            out,
+            "<rect class=\"{}\" x=\"{x0:.1}\" y=\"0\" width=\"{:.1}\" height=\"14\">\
+             <title>{} for {} (until {} ago)</title></rect>",
+            state_class(state),
+            (x1 - x0).max(0.5),
+            state.as_str(),
+            human(b.saturating_sub(a)),
+            human(now.saturating_sub(b)),
+        );
+    }
+    out.push_str("</svg>");
+}
+
+/// A segment of `state` from `a` to `b`, split where an open period ends (`open_until`).
+fn push_open(
+    segments: &mut Vec<(Duration, Duration, State)>,
+    a: Duration,
+    b: Duration,
+    state: State,
+    open_until: Option<Duration>,
+) {
+    match open_until {
+        Some(end) if state == State::Open && end > a && end < b => {
+            segments.push((a, end, State::Open));
+            segments.push((end, b, State::HalfOpen));
+        }
+        Some(end) if state == State::Open && end <= a => segments.push((a, b, State::HalfOpen)),
+        _ if b > a => segments.push((a, b, state)),
+        _ => {}
+    }
+}
+
+/// How a change's origin reads.
+fn origin_label(origin: Origin) -> &'static str {
+    match origin {
+        Origin::Breaker => "by the breaker",
+        Origin::Manual => "manual",
+        Origin::Adopted => "adopted",
+        Origin::HealthCheck => "by a health check",
+        _ => "other",
+    }
+}
+
+fn recorded_html(out: &mut String, r: &Recorded) {
+    let wall = humantime::format_rfc3339_seconds(r.wall);
+    let name = Escaped(&r.breaker);
+    let change = if r.from == r.to {
+        format!("stays {}", r.from)
+    } else {
+        format!("{} → {}", r.from, r.to)
+    };
+    let _ = write!(
+        out,
+        "<li class=\"{}\" data-name=\"{name}\" data-origin=\"{}\"><time datetime=\"{wall}\">{wall}</time> \
+         <b>{name}</b> {change} <span class=\"origin\">{}</span>",
+        state_class(r.to),
+        r.origin,
+        origin_label(r.origin),
+    );
+    let c = &r.counts;
+    if r.to == State::Open && r.origin == Origin::Breaker && c.requests > 0 {
+        let _ = write!(
+            out,
+            " <span class=\"why\">on {} failed of {} calls ({} in a row)</span>",
+            c.total_failures, c.requests, c.consecutive_failures
+        );
+    }
+    if let Some(d) = r.open_for {
+        let _ = write!(out, " for {}", human(d));
+    }
+    let forced = forced_label(r.forced);
+    if !forced.is_empty() {
+        let _ = write!(out, " <span class=\"forced\">{forced}</span>");
+    }
+    out.push_str("</li>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_every_character_that_could_end_text_or_an_attribute() {
+        assert_eq!(
+            Escaped("a<b>&\"c'</script>").to_string(),
+            "a&lt;b&gt;&amp;&quot;c&#39;&lt;/script&gt;"
+        );
+        assert_eq!(Escaped("plain").to_string(), "plain");
+    }
+
+    #[test]
+    fn an_open_period_that_ended_is_drawn_half_open_from_its_end() {
+        let mut segments = Vec::new();
+        let s = Duration::from_secs;
+        push_open(&mut segments, s(10), s(50), State::Open, Some(s(40)));
+        assert_eq!(
+            segments,
+            [(s(10), s(40), State::Open), (s(40), s(50), State::HalfOpen)]
+        );
+        segments.clear();
+        push_open(&mut segments, s(45), s(50), State::Open, Some(s(40)));
+        assert_eq!(segments, [(s(45), s(50), State::HalfOpen)]);
+    }
+
+    #[test]
+    fn durations_read_rounded() {
+        assert_eq!(human(Duration::from_millis(12_345)), "12s");
+        assert_eq!(human(Duration::from_micros(950_400)), "950ms");
+    }
+}

@@ -1,0 +1,714 @@
+//! The status page served for real on 127.0.0.1 and fetched as a user would: the JSON, the
+//! metrics, the guarded controls, untrusted names, and the page itself in a real headless
+//! Chromium (the DOM after its script ran, and a screenshot).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lazybreaker::observe::{History, Origin};
+use lazybreaker::policy::ConsecutiveFailures;
+use lazybreaker::{Breaker, Clock, Forced, ManualClock, Registry, State};
+use lazybreaker_dashboard::Dashboard;
+
+/// A name made of everything that could break out of HTML, JSON or a label.
+const HOSTILE: &str = "<b>\"tom & jerry\"\n</script><script>alert(1)</script>";
+
+/// Breakers in every state the page shows, on one manual clock, all kept in one history.
+struct Fleet {
+    history: Arc<History>,
+    closed: Arc<Breaker<ConsecutiveFailures, Arc<History>>>,
+    open: Arc<Breaker<ConsecutiveFailures, Arc<History>>>,
+    half_open: Arc<Breaker<ConsecutiveFailures, Arc<History>>>,
+    forced: Arc<Breaker<ConsecutiveFailures, Arc<History>>>,
+    hosts: Arc<Registry<String, ConsecutiveFailures, Arc<History>>>,
+}
+
+fn fleet() -> Fleet {
+    let clock = ManualClock::new();
+    let history = Arc::new(History::new(64));
+    let build = |name: &str, timeout: u64| {
+        Arc::new(
+            Breaker::builder()
+                .name(name)
+                .policy(ConsecutiveFailures::new(2).unwrap())
+                .timeout(Duration::from_secs(timeout))
+                .clock(clock.clone())
+                .observer(Arc::clone(&history))
+                .build(),
+        )
+    };
+    let fail = |b: &Breaker<_, Arc<History>>| {
+        for _ in 0..2 {
+            let _ = b.execute(|| Err::<(), _>("down"));
+        }
+    };
+    let closed = build("inventory", 60);
+    let _ = closed.execute(|| Ok::<_, ()>(()));
+    let half_open = build("search", 10);
+    fail(&half_open);
+    clock.advance(Duration::from_secs(30)); // search's open period is over: half-open
+    let open = build("payments", 60);
+    fail(&open);
+    let forced = build("ledger", 60);
+    forced.force_open();
+    let (c, h) = (clock.clone(), Arc::clone(&history));
+    let hosts = Arc::new(Registry::new(move |_: &String| {
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .clock(c.clone())
+            .observer(Arc::clone(&h))
+    }));
+    let _ = hosts.breaker("api.example.com").execute(|| Ok::<_, ()>(()));
+    let _ = hosts.breaker(HOSTILE).execute(|| Err::<(), _>("down"));
+    Fleet {
+        history,
+        closed,
+        open,
+        half_open,
+        forced,
+        hosts,
+    }
+}
+
+fn dashboard(f: &Fleet) -> Dashboard {
+    Dashboard::new()
+        .registry(Arc::clone(&f.hosts))
+        .breaker(Arc::clone(&f.closed))
+        .breaker(Arc::clone(&f.open))
+        .breaker(Arc::clone(&f.half_open))
+        .breaker(Arc::clone(&f.forced))
+}
+
+/// A server for `router` on a free port of 127.0.0.1, on a runtime of its own that lives
+/// as long as the returned guard.
+struct Server {
+    addr: SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn serve(router: axum::Router) -> Server {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(async move { axum::serve(listener, router).await.unwrap() });
+    Server {
+        addr,
+        _runtime: runtime,
+    }
+}
+
+/// What the server answered.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection, read to its end (bounded: 10 s).
+fn request(server: &Server, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut text = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\ncontent-length: 0\r\n",
+        server.addr
+    );
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    stream.write_all(text.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap();
+            (n.trim().to_owned(), v.trim().to_owned())
+        })
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+fn get(server: &Server, path: &str) -> Reply {
+    request(server, "GET", path, &[])
+}
+
+/// The JSON object of the breaker named `name`.
+fn entry<'a>(all: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    all.as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap_or_else(|| panic!("no breaker {name:?} in {all}"))
+}
+
+#[test]
+fn the_json_has_every_breaker_with_its_state_forced_mode_and_history() {
+    let f = fleet();
+    let server = serve(dashboard(&f).router());
+    let reply = get(&server, "/breakers");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let all = reply.json();
+    assert_eq!(all.as_array().unwrap().len(), 6);
+    for (name, state, forced) in [
+        ("inventory", "closed", serde_json::Value::Null),
+        ("payments", "open", serde_json::Value::Null),
+        ("search", "half-open", serde_json::Value::Null),
+        ("ledger", "open", "open".into()),
+        ("api.example.com", "closed", serde_json::Value::Null),
+        (HOSTILE, "open", serde_json::Value::Null),
+    ] {
+        let b = entry(&all, name);
+        assert_eq!(
+            (&b["state"], &b["forced"]),
+            (&state.into(), &forced),
+            "{name}"
+        );
+    }
+    // Open and half-open first.
+    let states: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        ["open", "open", "open", "half-open", "closed", "closed"]
+    );
+    // The trip, with the counts that caused it, on the breaker's clock.
+    let payments = entry(&all, "payments");
+    let trip = &payments["history"][0];
+    assert_eq!(
+        (&trip["from"], &trip["to"]),
+        (&"closed".into(), &"open".into())
+    );
+    assert_eq!(trip["origin"], "breaker");
+    assert_eq!(trip["counts"]["consecutive_failures"], 2);
+    assert_eq!(trip["at"], "30s");
+    assert_eq!(payments["retry_after"], "1m");
+    assert_eq!(payments["totals"]["failures"], 2);
+    assert_eq!(entry(&all, "ledger")["history"][0]["origin"], "manual");
+    // Half-open by expiry: no call moved it, so its history ends at the trip.
+    let search = entry(&all, "search");
+    assert_eq!(search["history"].as_array().unwrap().len(), 1);
+    assert_eq!(f.half_open.totals().opened, 1);
+}
+
+#[test]
+fn the_metrics_are_the_collectors_in_the_openmetrics_format() {
+    let f = fleet();
+    let server = serve(dashboard(&f).router());
+    let reply = get(&server, "/metrics");
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    assert!(reply
+        .body
+        .contains(r#"circuit_breaker_state{breaker="payments"} 2"#));
+    assert!(reply
+        .body
+        .contains(r#"circuit_breaker_state{breaker="search"} 1"#));
+    assert!(reply
+        .body
+        .contains(r#"circuit_breaker_forced{breaker="ledger"} 1"#));
+    // The hostile name is one escaped label value, on one line.
+    assert!(reply.body.contains(
+        r#"circuit_breaker_state{breaker="<b>\"tom & jerry\"\n</script><script>alert(1)</script>"} 2"#
+    ));
+    assert!(reply.body.ends_with("# EOF\n"));
+}
+
+#[test]
+fn without_controls_no_request_changes_a_breaker() {
+    let f = fleet();
+    let server = serve(dashboard(&f).router());
+    for action in ["force_open", "force_closed", "release"] {
+        let reply = request(
+            &server,
+            "POST",
+            &format!("/breakers/inventory/{action}"),
+            &[("authorization", "Bearer anything")],
+        );
+        assert!(
+            matches!(reply.status, 404 | 405),
+            "{action}: {}",
+            reply.status
+        );
+    }
+    assert_eq!((f.closed.state(), f.closed.forced()), (State::Closed, None));
+    assert_eq!(f.history.recent_for("inventory").len(), 0);
+}
+
+#[test]
+fn controls_need_the_bearer_token_and_change_nothing_without_it() {
+    let f = fleet();
+    let server = serve(dashboard(&f).controls("s3cret-token").router());
+    let path = "/breakers/inventory/force_open";
+
+    let none = request(&server, "POST", path, &[]);
+    assert_eq!(none.status, 401);
+    assert_eq!(none.header("www-authenticate"), Some("Bearer"));
+    let basic = request(
+        &server,
+        "POST",
+        path,
+        &[("authorization", "Basic czNjcmV0")],
+    );
+    assert_eq!(basic.status, 401);
+    for wrong in [
+        "Bearer s3cret-toke",
+        "Bearer s3cret-tokenX",
+        "Bearer S3CRET-TOKEN",
+    ] {
+        let reply = request(&server, "POST", path, &[("authorization", wrong)]);
+        assert_eq!(reply.status, 403, "{wrong:?}");
+    }
+    assert_eq!((f.closed.state(), f.closed.forced()), (State::Closed, None));
+    assert!(f.history.recent_for("inventory").is_empty());
+
+    let ok = request(
+        &server,
+        "POST",
+        path,
+        &[("authorization", "Bearer s3cret-token")],
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let after = ok.json();
+    assert_eq!(
+        (&after["state"], &after["forced"]),
+        (&"open".into(), &"open".into())
+    );
+    assert_eq!(f.closed.forced(), Some(Forced::Open));
+    let recorded = f.history.recent_for("inventory");
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        (recorded[0].from, recorded[0].to, recorded[0].origin),
+        (State::Closed, State::Open, Origin::Manual)
+    );
+
+    let released = request(
+        &server,
+        "POST",
+        "/breakers/inventory/release",
+        &[("authorization", "Bearer s3cret-token")],
+    );
+    assert_eq!(released.status, 200);
+    assert_eq!((f.closed.state(), f.closed.forced()), (State::Closed, None));
+    // GET is not a control.
+    let get = request(
+        &server,
+        "GET",
+        "/breakers/payments/release",
+        &[("authorization", "Bearer s3cret-token")],
+    );
+    assert_eq!(get.status, 405);
+    assert_eq!(f.open.state(), State::Open);
+}
+
+#[test]
+fn a_control_that_changes_only_the_forced_mode_is_recorded_too() {
+    let f = fleet();
+    let server = serve(dashboard(&f).controls("t0ken").router());
+    let auth = [("authorization", "Bearer t0ken")];
+    let reply = request(&server, "POST", "/breakers/inventory/force_closed", &auth);
+    assert_eq!(reply.status, 200);
+    assert_eq!(f.closed.forced(), Some(Forced::Closed));
+    let recorded = f.history.recent_for("inventory");
+    assert_eq!(recorded.len(), 1);
+    let r = &recorded[0];
+    assert_eq!(
+        (r.from, r.to, r.origin, r.forced),
+        (
+            State::Closed,
+            State::Closed,
+            Origin::Manual,
+            Some(Forced::Closed)
+        )
+    );
+    // A control that changed the state is recorded once, by the observer.
+    let reply = request(&server, "POST", "/breakers/payments/force_closed", &auth);
+    assert_eq!(reply.status, 200);
+    let payments = f.history.recent_for("payments");
+    assert_eq!(payments.len(), 2);
+    assert_eq!(
+        (payments[1].from, payments[1].to),
+        (State::Open, State::Closed)
+    );
+}
+
+#[test]
+fn a_control_reaches_registry_breakers_by_their_escaped_name_and_404s_unknown_ones() {
+    let f = fleet();
+    let server = serve(dashboard(&f).controls("t0ken").router());
+    let auth = [("authorization", "Bearer t0ken")];
+    let encoded: String = HOSTILE
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let reply = request(
+        &server,
+        "POST",
+        &format!("/breakers/{encoded}/release"),
+        &auth,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["name"], HOSTILE);
+    assert_eq!(f.hosts.get(HOSTILE).unwrap().state(), State::Closed);
+
+    let unknown = request(&server, "POST", "/breakers/nobody/force_open", &auth);
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.json()["error"].is_string());
+}
+
+#[test]
+fn the_page_is_readable_without_javascript_and_escapes_names() {
+    let f = fleet();
+    let server = serve(dashboard(&f).router());
+    let page = get(&server, "/");
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    let policy = page.header("content-security-policy").unwrap();
+    assert!(policy.starts_with("default-src 'none'"));
+    let html = &page.body;
+    // Self-contained: nothing loaded from anywhere.
+    for outside in ["src=", "href=", "@import", "url("] {
+        assert!(!html.contains(outside), "{outside}");
+    }
+    // Server-rendered rows, open and half-open first.
+    let order: Vec<&str> = ["payments", "ledger", "search", "inventory"]
+        .iter()
+        .map(|n| {
+            let at = html.find(&format!("data-name=\"{n}\"")).unwrap();
+            (at, *n)
+        })
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    assert_eq!(
+        order[..2]
+            .iter()
+            .filter(|n| ["payments", "ledger"].contains(n))
+            .count(),
+        2
+    );
+    assert_eq!(order[2..], ["search", "inventory"]);
+    assert!(html.contains(r#"data-name="search" data-state="half-open""#));
+    assert!(html.contains(r#"data-name="ledger" data-state="open" data-forced="open""#));
+    assert!(html.contains("<svg class=\"timeline\""));
+    // The hostile name, escaped; the page's own script is the only one.
+    assert!(html.contains("&lt;b&gt;&quot;tom &amp; jerry&quot;\n&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_eq!(html.matches("<script>").count(), 1);
+    assert_eq!(html.matches("</script>").count(), 1);
+    // No controls without `controls`.
+    assert!(!html.contains("data-action=\""));
+}
+
+#[test]
+fn the_filter_keeps_the_names_that_contain_it() {
+    let f = fleet();
+    let server = serve(dashboard(&f).router());
+    let html = get(&server, "/?filter=PAY").body;
+    assert!(html.contains("data-name=\"payments\""));
+    assert!(!html.contains("data-name=\"inventory\""));
+    assert!(html.contains("value=\"PAY\""));
+}
+
+/// A clock that panics while armed, and reads the manual clock otherwise.
+#[derive(Debug, Clone)]
+struct Flaky {
+    armed: Arc<AtomicBool>,
+    clock: ManualClock,
+}
+
+impl Clock for Flaky {
+    fn now(&self) -> Duration {
+        if self.armed.load(Ordering::SeqCst) {
+            panic!("the clock is broken");
+        }
+        self.clock.now()
+    }
+}
+
+#[test]
+fn a_breaker_whose_clock_panics_is_counted_unreadable_and_the_rest_still_served() {
+    let f = fleet();
+    let armed = Arc::new(AtomicBool::new(false));
+    let broken = Arc::new(
+        Breaker::builder()
+            .name("broken-clock")
+            .clock(Flaky {
+                armed: Arc::clone(&armed),
+                clock: ManualClock::new(),
+            })
+            .build(),
+    );
+    let server = serve(dashboard(&f).breaker(Arc::clone(&broken)).router());
+    armed.store(true, Ordering::SeqCst);
+
+    let page = get(&server, "/");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("1 unreadable"), "{}", page.body);
+    assert!(!page.body.contains("data-name=\"broken-clock\""));
+    assert!(page.body.contains("data-name=\"payments\""));
+    let json = get(&server, "/breakers");
+    assert_eq!(json.status, 200);
+    let all = json.json();
+    assert!(all
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|b| b["name"] != "broken-clock"));
+    assert_eq!(entry(&all, "payments")["state"], "open");
+    assert_eq!(get(&server, "/metrics").status, 200);
+
+    // Mended, it is read again: nothing stayed broken in the dashboard.
+    armed.store(false, Ordering::SeqCst);
+    let all = get(&server, "/breakers").json();
+    assert_eq!(entry(&all, "broken-clock")["state"], "closed");
+    assert!(!get(&server, "/").body.contains("unreadable"));
+}
+
+#[test]
+fn a_control_whose_observer_panics_took_effect_and_answers_500() {
+    let armed = Arc::new(AtomicBool::new(false));
+    let told = Arc::new(AtomicUsize::new(0));
+    let (a, t) = (Arc::clone(&armed), Arc::clone(&told));
+    let b = Arc::new(
+        Breaker::builder()
+            .name("touchy")
+            .clock(ManualClock::new())
+            .on_state_change(move |_, _, _| {
+                t.fetch_add(1, Ordering::SeqCst);
+                if a.load(Ordering::SeqCst) {
+                    panic!("the observer is broken");
+                }
+            })
+            .build(),
+    );
+    let server = serve(
+        Dashboard::new()
+            .breaker(Arc::clone(&b))
+            .controls("tok")
+            .router(),
+    );
+    let auth = [("authorization", "Bearer tok")];
+    armed.store(true, Ordering::SeqCst);
+
+    let forced = request(&server, "POST", "/breakers/touchy/force_open", &auth);
+    assert_eq!(forced.status, 500, "{}", forced.body);
+    assert!(
+        forced.body.contains("force_open took effect"),
+        "{}",
+        forced.body
+    );
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.forced(), Some(Forced::Open));
+    assert_eq!(told.load(Ordering::SeqCst), 1);
+
+    // The server is still up, and the next control works as usual once the observer mends.
+    assert_eq!(
+        entry(&get(&server, "/breakers").json(), "touchy")["state"],
+        "open"
+    );
+    armed.store(false, Ordering::SeqCst);
+    let released = request(&server, "POST", "/breakers/touchy/release", &auth);
+    assert_eq!(released.status, 200, "{}", released.body);
+    assert_eq!(released.json()["state"], "closed");
+    assert_eq!(b.forced(), None);
+}
+
+/// The Chromium to run: `LAZYBREAKER_CHROMIUM` (which `bash .ci/test` sets), or `chromium`.
+fn chromium() -> String {
+    std::env::var("LAZYBREAKER_CHROMIUM").unwrap_or_else(|_| "chromium".into())
+}
+
+/// Runs headless Chromium on `args` and what it prints (bounded: 90 s).
+fn browse(args: &[&str]) -> String {
+    let profile = std::env::temp_dir().join(format!(
+        "lazybreaker-chromium-{}-{}",
+        std::process::id(),
+        PROFILES.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {:?} ({e}): install Debian's chromium, or run `bash .ci/test`",
+                chromium()
+            )
+        });
+    let mut out = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "chromium failed: {status}");
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish in 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_dir_all(&profile);
+    reader.join().unwrap()
+}
+
+static PROFILES: AtomicUsize = AtomicUsize::new(0);
+
+#[test]
+fn in_a_real_browser_the_script_refreshes_the_board_in_place() {
+    let f = fleet();
+    let late = Arc::clone(&f.closed);
+    let pages = Arc::new(AtomicUsize::new(0));
+    let served = Arc::clone(&pages);
+    // After the first page went out, `inventory` trips: only the script's refresh can show it.
+    let router = dashboard(&f)
+        .controls("t0ken")
+        .router()
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let (late, served) = (Arc::clone(&late), Arc::clone(&served));
+                async move {
+                    let first =
+                        req.uri().path() == "/" && served.fetch_add(1, Ordering::SeqCst) == 0;
+                    let response = next.run(req).await;
+                    if first {
+                        late.trip_for(Duration::from_secs(45));
+                    }
+                    response
+                }
+            },
+        ));
+    let server = serve(router);
+    let url = format!("http://{}/", server.addr);
+    let dom = browse(&["--virtual-time-budget=5000", "--dump-dom", &url]);
+    assert!(
+        pages.load(Ordering::SeqCst) >= 2,
+        "the script never fetched the page again"
+    );
+
+    let body = dom.split("<body").nth(1).expect("a body");
+    let refreshed: u32 = body
+        .split("data-refreshed=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the script did not mark a refresh: {dom}"));
+    assert!(refreshed >= 1);
+    assert!(dom.contains("live, updated"), "{dom}");
+    // The rows as the refreshed board has them: inventory tripped after the first render.
+    for (name, state, forced) in [
+        ("inventory", "open", "none"),
+        ("payments", "open", "none"),
+        ("search", "half-open", "none"),
+        ("ledger", "open", "open"),
+        ("api.example.com", "closed", "none"),
+    ] {
+        let row = format!(r#"data-name="{name}" data-state="{state}" data-forced="{forced}""#);
+        assert!(dom.contains(&row), "{row} not in the DOM: {dom}");
+    }
+    // The hostile name is text in the DOM, never markup: no script of its own ran.
+    assert!(dom.contains("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!dom.contains("<script>alert(1)</script>"));
+    // The controls' buttons, the recent changes with the late trip (manual, by trip_for).
+    assert!(dom.contains(r#"data-action="force_open" data-name="inventory""#));
+    assert!(
+        dom.contains(r#"data-name="inventory" data-origin="manual""#),
+        "{dom}"
+    );
+
+    // A screenshot of the desktop and the phone layouts (the README shows the first).
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for (file, size) in [
+        ("dashboard.png", "1280,820"),
+        ("dashboard-phone.png", "390,844"),
+    ] {
+        let shot = std::env::var("LAZYBREAKER_SCREENSHOT_DIR")
+            .map(|d| std::path::PathBuf::from(d).join(file))
+            .unwrap_or_else(|_| dir.join(file));
+        let _ = std::fs::remove_file(&shot);
+        browse(&[
+            "--virtual-time-budget=3000",
+            &format!("--window-size={size}"),
+            &format!("--screenshot={}", shot.display()),
+            &url,
+        ]);
+        let png = std::fs::read(&shot).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{}", shot.display());
+        println!("screenshot: {}", shot.display());
+    }
+}

@@ -1,0 +1,73 @@
+//! The front door of this workspace's integration crates (`lazybreaker-tower`,
+//! `lazybreaker-reqwest`, `lazybreaker-grpc`, `lazybreaker-fleet`, `lazybreaker-dashboard`):
+//! what they need of the engine beyond the public API, in one place. **Not a public API**:
+//! hidden from the docs, outside semver; the integration crates require this crate's exact
+//! version, so they always agree with it.
+//!
+//! - [`gate`]: admission, health checks and verdicts, for every call path;
+//! - [`contain`]: panic containment of user code;
+//! - [`BreakerSeam`], [`BuilderSeam`]: the few reads and counts that are not a call;
+//! - the pool's pick for a tower service ([`choose`], [`Choice`], [`HandingPick`]).
+
+use std::sync::Arc;
+
+use crate::breaker::OwnedPermit;
+use crate::classify::Unsettled;
+use crate::error::{ConfigError, Rejected};
+use crate::observe::Observer;
+use crate::policy::TripPolicy;
+use crate::pool::{Pick, Pool};
+
+pub use crate::breaker::{BreakerSeam, BuilderSeam, Grant, Handing, Holder, Report};
+pub use crate::classify::{causes, transport, transport_any, Finish};
+pub use crate::nanos::saturating_nanos;
+pub use crate::pool::{Choice, Endpoint, HandingPick};
+
+/// Admission, health checks and verdicts: the breaker's front door (see the engine's
+/// `breaker/gate.rs`).
+pub mod gate {
+    pub use crate::breaker::gate::{
+        admit, admit_into, allow_into, poll_call, ready, record, Admit, At, Checked, Gate, Ready,
+        Recorded,
+    };
+}
+
+/// Panic containment of user code: caught, the breaker's bookkeeping finished, then let
+/// continue (see the engine's `contain.rs`).
+pub mod contain {
+    pub use crate::contain::{catch, end, resume, resume_now, resume_payload, FirstPanic, Payload};
+}
+
+/// A pool's choice for one call: an endpoint that admits it, or one whose check this call
+/// won (see `Pool::pick_async`).
+pub fn choose<K, P: TripPolicy, O: Observer>(
+    pool: &Pool<K, P, O>,
+    checking: bool,
+) -> Result<Choice<K, P, O>, Rejected> {
+    pool.choose(checking)
+}
+
+/// The pick of `endpoint`, its breaker having admitted the call with `permit` (after a
+/// passed check).
+pub fn pick_admitted<K, P: TripPolicy, O: Observer>(
+    endpoint: Arc<Endpoint<K, P, O>>,
+    permit: OwnedPermit<P, O>,
+) -> Pick<K, P, O> {
+    Pick::admitted(endpoint, permit)
+}
+
+/// The key of the endpoint a [`Choice::Check`] names.
+pub fn endpoint_key<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> &K {
+    endpoint.key()
+}
+
+/// `error`, attributed to the breaker called `name` (unless it already is, or `name` is
+/// empty).
+pub fn for_breaker(error: ConfigError, name: &str) -> ConfigError {
+    error.for_breaker(name)
+}
+
+/// The verdict of an unsettled call, reported through `verdict` when its outcome shows.
+pub fn unsettled(verdict: Box<dyn Finish>) -> Unsettled {
+    Unsettled::new(verdict)
+}
