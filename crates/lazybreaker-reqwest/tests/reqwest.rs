@@ -5,17 +5,17 @@
 //! request to a hung server (`DEADLINE`, short) and the bound on each test (`BOUND`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+
 use http::Extensions;
 use lazybreaker::http::StatusRules;
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, ManualClock, Registry, Rejected, RejectedBy, State};
 use lazybreaker_reqwest::{rejection, BreakerMiddleware};
+use lazybreaker_test_support::{body, refused, Upstream, BUSY, FAIL, HANG, NOT_FOUND, OK};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
 /// How long a request to the hung server waits before the client's timeout ends it.
@@ -29,56 +29,9 @@ const OPEN_FOR: Duration = Duration::from_secs(30);
 /// Consecutive failures that trip a breaker.
 const TRIP_AFTER: u64 = 3;
 
-const OK: u8 = 0;
-const FAIL: u8 = 1;
-const NOT_FOUND: u8 = 2;
-const HANG: u8 = 3;
-const BUSY: u8 = 4;
-
-/// The body of a successful response: long enough to span several reads, every byte placed.
-fn body() -> Vec<u8> {
-    (0..64 * 1024u32).map(|i| (i % 251) as u8).collect()
-}
-
-/// An upstream's switch and the requests it received.
-#[derive(Clone, Default)]
-struct Upstream {
-    mode: Arc<AtomicU8>,
-    hits: Arc<AtomicUsize>,
-}
-
-impl Upstream {
-    fn set(&self, mode: u8) {
-        self.mode.store(mode, Ordering::SeqCst);
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
-
-/// `/` and every other path answer as the switch says.
-async fn handler(axum::extract::State(upstream): axum::extract::State<Upstream>) -> Response {
-    upstream.hits.fetch_add(1, Ordering::SeqCst);
-    match upstream.mode.load(Ordering::SeqCst) {
-        OK => ([("x-upstream", "intact")], body()).into_response(),
-        FAIL => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        NOT_FOUND => StatusCode::NOT_FOUND.into_response(),
-        BUSY => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "120")]).into_response(),
-        _ => std::future::pending().await, // hung: TCP answers, the process does not
-    }
-}
-
 /// Serves `upstream` on a free loopback port until the runtime is dropped.
 async fn serve(upstream: &Upstream) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new()
-        .route("/", axum::routing::get(handler))
-        .route("/{*path}", axum::routing::get(handler))
-        .with_state(upstream.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
+    upstream.serve().await
 }
 
 /// Breakers that trip after [`TRIP_AFTER`] consecutive failures and stay open
@@ -173,12 +126,9 @@ fn a_refused_connection_trips_the_breaker_at_once() {
         let registry = registry(&clock);
         let client = client(&registry);
         // A port nothing listens on: bound, then closed.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let url = format!("http://127.0.0.1:{port}/");
+        let refused = refused();
+        let port = refused.port();
+        let url = format!("http://{refused}/");
 
         let err = client.get(&url).send().await.unwrap_err();
         match &err {

@@ -11,7 +11,7 @@
 //! request (`DEADLINE`, short) and the bound on each test (`BOUND`).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use hyper_util::rt::TokioExecutor;
 use lazybreaker::http::status_classifier;
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{AbandonedAs, Breaker, Error, ManualClock, Rejected, State};
+use lazybreaker_test_support::{refused, Upstream, FAIL, HANG, OK};
 use lazybreaker_tower::BreakerLayer;
 use tower::timeout::error::Elapsed;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
@@ -39,45 +40,11 @@ const PAST_OPEN: Duration = Duration::from_millis(30_001);
 /// Consecutive failures that trip the breaker.
 const TRIP_AFTER: u64 = 3;
 
-const OK: u8 = 0;
-const FAIL: u8 = 1;
-const HANG: u8 = 2;
-
-/// The upstream's switch and the requests it received.
-#[derive(Clone, Default)]
-struct Upstream {
-    mode: Arc<AtomicU8>,
-    hits: Arc<AtomicUsize>,
-}
-
-impl Upstream {
-    fn set(&self, mode: u8) {
-        self.mode.store(mode, Ordering::SeqCst);
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
-
-async fn handler(axum::extract::State(upstream): axum::extract::State<Upstream>) -> StatusCode {
-    upstream.hits.fetch_add(1, Ordering::SeqCst);
-    match upstream.mode.load(Ordering::SeqCst) {
-        OK => StatusCode::OK,
-        FAIL => StatusCode::INTERNAL_SERVER_ERROR,
-        _ => std::future::pending().await, // hung: TCP answers, the process does not
-    }
-}
-
-/// Serves the upstream on a free loopback port until the runtime is dropped.
+/// Serves `upstream` on a free loopback port until the runtime is dropped.
 async fn serve(upstream: Upstream) -> Uri {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new()
-        .route("/", axum::routing::get(handler))
-        .with_state(upstream);
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/").parse().unwrap()
+    format!("http://{}/", upstream.serve().await)
+        .parse()
+        .unwrap()
 }
 
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
@@ -376,11 +343,7 @@ fn the_layer_composes_in_a_real_client_stack() {
 #[test]
 fn a_refused_connection_under_the_layers_trips_at_once() {
     run(async {
-        let port = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap().port()
-        }; // freed: nothing listens there
-        let uri: Uri = format!("http://127.0.0.1:{port}/").parse().unwrap();
+        let uri: Uri = format!("http://{}/", refused()).parse().unwrap();
         let clock = ManualClock::new();
         let breaker = breaker(&clock, AbandonedAs::Exclusion); // 3 failures in a row...
         let mut service = ServiceBuilder::new()

@@ -9,11 +9,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::http::{header, Request, Response, StatusCode, Uri};
 use axum::routing::get;
 use axum::Router;
@@ -25,6 +24,7 @@ use lazybreaker::classify::deadline;
 use lazybreaker::http::{rejected_response, StatusRules};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Registry, State};
+use lazybreaker_test_support::{refused, Upstream, BUSY, BUSY_RETRY_AFTER_SECS, FAIL, HANG, OK};
 use lazybreaker_tower::{BreakerLayer, KeyedBreakerLayer};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 
@@ -37,51 +37,7 @@ const OPEN_FOR: Duration = Duration::from_secs(30);
 /// Consecutive failures that trip the breaker.
 const TRIP_AFTER: usize = 3;
 /// The upstream's `Retry-After` when it asks for time.
-const BACK_OFF_SECS: u64 = 120;
-
-const OK: u8 = 0;
-const FAIL: u8 = 1;
-const HANG: u8 = 2;
-const BUSY: u8 = 3;
-
-/// The upstream's switch and the requests it received.
-#[derive(Clone, Default)]
-struct Upstream {
-    mode: Arc<AtomicU8>,
-    hits: Arc<AtomicUsize>,
-}
-
-impl Upstream {
-    fn set(&self, mode: u8) {
-        self.mode.store(mode, Ordering::SeqCst);
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
-
-async fn upstream_handler(
-    axum::extract::State(upstream): axum::extract::State<Upstream>,
-) -> Response<Body> {
-    upstream.hits.fetch_add(1, Ordering::SeqCst);
-    let status = match upstream.mode.load(Ordering::SeqCst) {
-        OK => StatusCode::OK,
-        FAIL => StatusCode::INTERNAL_SERVER_ERROR,
-        BUSY => {
-            return Response::builder()
-                .status(StatusCode::SERVICE_UNAVAILABLE)
-                .header(header::RETRY_AFTER, BACK_OFF_SECS.to_string())
-                .body(Body::empty())
-                .unwrap()
-        }
-        _ => std::future::pending().await, // hung: TCP answers, the process does not
-    };
-    Response::builder()
-        .status(status)
-        .body(Body::from("upstream"))
-        .unwrap()
-}
+const BACK_OFF_SECS: u64 = BUSY_RETRY_AFTER_SECS;
 
 /// Serves `app` on a free loopback port until the runtime is dropped.
 async fn serve(app: Router) -> Uri {
@@ -92,21 +48,14 @@ async fn serve(app: Router) -> Uri {
 }
 
 async fn serve_upstream(upstream: Upstream) -> Uri {
-    serve(
-        Router::new()
-            .route("/", get(upstream_handler))
-            .with_state(upstream),
-    )
-    .await
+    format!("http://{}/", upstream.serve().await)
+        .parse()
+        .unwrap()
 }
 
 /// A loopback address nothing listens on: connecting is refused.
 fn refused_uri() -> Uri {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    }; // freed
-    format!("http://127.0.0.1:{port}/").parse().unwrap()
+    format!("http://{}/", refused()).parse().unwrap()
 }
 
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
