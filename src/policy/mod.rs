@@ -28,7 +28,7 @@
 //!
 //! brpc's algorithm is also available without a breaker, as the sans-IO [`EmaRecorder`] a
 //! load balancer can keep per endpoint; it replays the 334 scenarios recorded from brpc's own
-//! `circuit_breaker.cpp` bit for bit (`tests/conformance_brpc.rs`).
+//! `circuit_breaker.cpp` bit for bit (`tests/conformance/conformance_brpc.rs`).
 //!
 //! # How fast each trips
 //!

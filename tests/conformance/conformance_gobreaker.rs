@@ -3,8 +3,8 @@
 //! admission, every state and count check, and every state change with the step it fired at
 //! must match.
 
+use crate::support;
 use std::collections::HashMap;
-mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

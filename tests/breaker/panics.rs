@@ -13,7 +13,7 @@
 //! The table at the bottom has one row per hook and per moment; the reproducers of the panic reports
 //! follow it as named tests.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, panic_any, AssertUnwindSafe};

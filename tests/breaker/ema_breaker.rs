@@ -2,7 +2,7 @@
 //! unhealthy and stays open for exactly brpc's isolation duration; backoff, probation and
 //! composition.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

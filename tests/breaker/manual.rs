@@ -2,7 +2,7 @@
 //! answer after it, the change delivered (marked manual) or none, and what the next call gets.
 //! Expected values come from the documented semantics of each control, not from the code.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `Registry`: breakers per key, made on first use, bounded without timers.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! a trip opens for the configured timeout (or the policy's backoff), `trip_for(d)` for `d`,
 //! `adopt_open(d)` for exactly `d`, a forced open for no fixed time.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! lose the lock-free lane (`needs_successes` defaults to `true`). This test pins each one,
 //! from the one list of hooks in `support::hooks`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

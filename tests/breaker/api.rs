@@ -1,6 +1,6 @@
 //! The public API's contracts: errors, conversions, clock reads, policy hooks.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

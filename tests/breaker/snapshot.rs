@@ -1,7 +1,7 @@
 //! `Breaker::snapshot` and the rejection counters: exact, and without side
 //! effects.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! failures, cancellation as an abandoned call. Driven by a hand-written executor: the core
 //! has no async runtime, and neither do these tests.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};

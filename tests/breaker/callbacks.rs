@@ -1,7 +1,7 @@
 //! `on_state_change`: delivered outside the lock, once each, in order, one at a time, and
 //! free to call back into the breaker.
 
-mod support;
+use crate::support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

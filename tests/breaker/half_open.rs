@@ -1,6 +1,6 @@
 //! Half-open admission, and the permits that must never leave it stuck.
 
-mod support;
+use crate::support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;

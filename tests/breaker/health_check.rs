@@ -5,7 +5,7 @@
 //! a dropped check is run again by the next call; a check past `check_timeout` is taken
 //! over; a panicking check fails and keeps unwinding; sync calls probe as without a check.
 
-mod checks;
+use crate::checks;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};

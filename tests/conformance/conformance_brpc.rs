@@ -3,7 +3,7 @@
 //! duration and count after a break, the smoothing factors' bits, and every `inspect` snapshot
 //! of the internals must match.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

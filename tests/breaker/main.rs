@@ -1,0 +1,25 @@
+//! The breaker as users call it: sync and async calls, permits, callbacks and observers, half-open, health checks, manual control, panics, snapshots, policies that time calls, dry run, the pool.
+//!
+//! One test binary for the area (its files are modules), so the suite links a few binaries
+//! rather than one per file.
+
+#[path = "../checks/mod.rs"]
+mod checks;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod api;
+mod async_calls;
+mod callbacks;
+mod dry_run;
+mod ema_breaker;
+mod fatal;
+mod forwarders;
+mod half_open;
+mod health_check;
+mod manual;
+mod origin;
+mod panics;
+mod pool;
+mod slow_calls;
+mod snapshot;

@@ -1,0 +1,16 @@
+//! Configuration: knobs, files, errors that name the field, the registry and its bounds.
+//!
+//! One test binary for the area (its files are modules), so the suite links a few binaries
+//! rather than one per file.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod config_errors;
+#[cfg(feature = "serde")]
+mod count_window;
+mod knobs;
+mod registry;
+mod reliability_config;
+mod reliability_registry;
+mod serde;

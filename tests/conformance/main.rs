@@ -1,0 +1,12 @@
+//! The recorded conformance vectors (gobreaker, brpc), the model-based property tests and the reliability scenarios.
+//!
+//! One test binary for the area (its files are modules), so the suite links a few binaries
+//! rather than one per file.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod conformance_brpc;
+mod conformance_gobreaker;
+mod model;
+mod reliability;
