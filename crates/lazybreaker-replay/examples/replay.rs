@@ -117,7 +117,8 @@ fn main() {
     let reports = replay::replay_all(&trace, &candidates).expect("the candidates validate");
     print!("{}", replay::table(&reports));
 
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/replay-example");
+    // The workspace's target directory (this crate's manifest is two levels below it).
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/replay-example");
     std::fs::create_dir_all(&out).expect("target/replay-example");
     std::fs::write(out.join("report.html"), replay::html(&trace, &reports)).expect("html");
     std::fs::write(
