@@ -22,17 +22,20 @@ impl Generation {
 
     /// The generation after this one.
     #[must_use]
+    #[inline]
     pub(crate) fn next(self) -> Self {
         Self((self.0 + 1) & Self::MASK)
     }
 
     /// The generation as a number below `2^BITS`.
+    #[inline]
     pub(crate) fn get(self) -> u64 {
         self.0
     }
 
     /// The generation whose number is `bits`, for a word that stores it in `BITS` bits
     /// (higher bits are ignored).
+    #[inline]
     pub(crate) fn from_bits(bits: u64) -> Self {
         Self(bits & Self::MASK)
     }

@@ -147,11 +147,13 @@ impl Plan {
 
     /// Whether the policy measures latency: then the breaker reads the clock for every
     /// admission, lane or lock, as its start.
+    #[inline]
     pub(crate) fn needs_latency(&self) -> bool {
         self.needs_latency
     }
 
     /// Whether closed-state admissions and successes may be counted lock-free.
+    #[inline]
     pub(crate) fn counts_closed(&self) -> bool {
         self.counts_closed
     }
@@ -184,6 +186,7 @@ impl Cell {
 
     /// An open cell for `generation` (a rolling lane's epoch, masked to a generation's
     /// bits), windowed or not, with empty counters.
+    #[inline]
     fn open(generation: Generation, windowed: bool) -> Self {
         const _: () = assert!(Generation::BITS + Cell::GENERATION_SHIFT <= 32);
         let tag = (generation.get() << Self::GENERATION_SHIFT)
@@ -244,6 +247,7 @@ impl Cell {
         Cell(self.0 + Self::SUCCESS)
     }
 
+    #[inline]
     fn pending(self) -> Pending {
         Pending {
             requests: self.0 & Self::COUNTER,
@@ -291,6 +295,7 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    #[inline]
     fn add(&mut self, other: Pending) {
         self.requests += other.requests;
         self.successes += other.successes;
@@ -617,6 +622,7 @@ impl Lane {
     /// bucket) has not ended, retrying under contention; `Ok` with the clock reading if one
     /// was taken. `Err` sends the caller to the lock, with the clock reading if one was taken; the lock also finds out whether the result
     /// is stale, or its bucket gone. `clock` is called only for a windowed cell, and once.
+    #[inline]
     pub(crate) fn succeed(
         &self,
         ticket: Ticket,

@@ -12,8 +12,10 @@ use criterion::BenchmarkGroup;
 
 #[allow(unused_imports)] // each bench binary uses its own part
 pub(crate) use lazybreaker_bench_support::{
-    contended, criterion, group, group_2t, operation, LONG_OPEN, MIN_CALLS_PER_THREAD, THREADS,
+    contended, criterion, group, group_2t, LONG_OPEN, MIN_CALLS_PER_THREAD, THREADS,
 };
+
+lazybreaker_bench_support::local_operation!();
 
 /// `subject`'s call, one thread, as the bench named after the implementation.
 pub(crate) fn one_thread<S: Subject>(group: &mut BenchmarkGroup<'_, WallTime>, subject: &S) {

@@ -275,19 +275,27 @@ impl<H: Holder> Gate<H> {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(verdict) => verdict,
         };
-        self.check = None;
+        // Settled on a reckoning of its own: a panic the caller kept before (a fleet's
+        // observer) must not cost a passed check its probe.
+        let mut own = FirstPanic::default();
         let lease = &mut self.lease;
-        Poll::Ready(match verdict {
-            Ok(true) => match lease.passed_keeping(panics) {
+        let checked = match verdict {
+            Ok(true) => match lease.passed_keeping(&mut own) {
                 Ok(permit) => Checked::Passed(permit),
                 Err(rejected) => Checked::Stale(rejected),
             },
-            Ok(false) => Checked::Failed(lease.failed_keeping(panics)),
+            Ok(false) => Checked::Failed(lease.failed_keeping(&mut own)),
             Err(payload) => {
-                panics.keep(payload);
-                Checked::Failed(lease.failed_keeping(panics))
+                own.keep(payload);
+                Checked::Failed(lease.failed_keeping(&mut own))
             }
-        })
+        };
+        // The user's future goes once the lease is settled; its destructor is user code too.
+        if let Some(check) = self.check.take() {
+            own.catch((), || drop(check));
+        }
+        panics.merge(own);
+        Poll::Ready(checked)
     }
 
     /// The check's verdict once it finished: `Err` with the payload of a panic in the

@@ -12,7 +12,7 @@ use super::{Breaker, OwnedPermit, Permit};
 /// How an admission holds its breaker: borrowed (a [`Permit`]: `execute_async`, a fleet's
 /// call, a lent registry breaker) or shared (an [`OwnedPermit`]: the tower layers, the
 /// reqwest middleware, a pool's pick, which keep the permit past the borrow).
-pub trait Holder: Clone {
+pub trait Holder: Clone + sealed::Sealed {
     /// The breaker's policy.
     type P: TripPolicy;
     /// The breaker's observer.
@@ -59,6 +59,21 @@ impl<P: TripPolicy, O: Observer> Holder for Arc<Breaker<P, O>> {
     fn exclude(permit: OwnedPermit<P, O>) {
         permit.exclude();
     }
+}
+
+/// Keeps [`Holder`] to this crate: another holder could drop a grant and leave its call in
+/// flight for good.
+mod sealed {
+    use std::sync::Arc;
+
+    use super::Breaker;
+    use crate::observe::Observer;
+    use crate::policy::TripPolicy;
+
+    pub trait Sealed {}
+    impl<P: TripPolicy, O: Observer> Sealed for &Breaker<P, O> {}
+    impl<P: TripPolicy, O: Observer> Sealed for Arc<Breaker<P, O>> {}
+    impl<P: TripPolicy, O: Observer> Sealed for &Arc<Breaker<P, O>> {}
 }
 
 /// A borrowed `Arc`: the permit holds a clone of it, made only for an admission.

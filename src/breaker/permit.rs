@@ -28,6 +28,7 @@ pub struct Grant {
 }
 
 impl Grant {
+    #[inline]
     pub(crate) fn new(ticket: Ticket, started: Nanos) -> Self {
         Self { ticket, started }
     }

@@ -54,21 +54,25 @@ pub(crate) struct Ticket {
 impl Ticket {
     /// A request admitted in `generation` with no window age: where the window does not roll
     /// (the age of a fixed window is always zero).
+    #[inline]
     pub(crate) fn unaged(generation: Generation) -> Self {
         Self { age: 0, generation }
     }
 
     /// A request admitted in `generation` at window age `age` (the lock-free lane's
     /// admission in a rolling window).
+    #[inline]
     pub(crate) fn aged(generation: Generation, age: u64) -> Self {
         Self { age, generation }
     }
 
+    #[inline]
     pub(crate) fn generation(&self) -> Generation {
         self.generation
     }
 
     /// The window age the request was admitted at (zero where the window does not roll).
+    #[inline]
     pub(crate) fn age(&self) -> u64 {
         self.age
     }

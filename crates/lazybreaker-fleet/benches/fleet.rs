@@ -26,7 +26,9 @@ use lazybreaker::{Breaker, Error, Rejected};
 use lazybreaker_fleet::redis::SharedBreaker;
 use lazybreaker_fleet::{self as fleet, MemoryStore};
 
-use lazybreaker_bench_support::{group, operation, LONG_OPEN};
+use lazybreaker_bench_support::{group, LONG_OPEN};
+
+lazybreaker_bench_support::local_operation!();
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

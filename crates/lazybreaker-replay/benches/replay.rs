@@ -23,7 +23,9 @@ use lazybreaker::policy::{EmaConfig, Outcome};
 use lazybreaker::{Breaker, Knobs};
 use lazybreaker_replay::{replay, replay_all, Recorder, Trace};
 
-use lazybreaker_bench_support::{self as support, operation};
+use lazybreaker_bench_support as support;
+
+lazybreaker_bench_support::local_operation!();
 
 const CALLS: u64 = 100_000;
 

@@ -24,7 +24,10 @@
 // The support module is shared with `benches/breaker.rs`; this binary uses part of it.
 mod pool_groups;
 #[allow(dead_code)]
-use lazybreaker_bench_support as support;
+mod support {
+    pub(crate) use lazybreaker_bench_support::*;
+    lazybreaker_bench_support::local_operation!();
+}
 
 use criterion::{criterion_group, criterion_main};
 

@@ -25,7 +25,10 @@
 
 // The support module is shared with `benches/breaker.rs`; this binary uses part of it.
 #[allow(dead_code)]
-use lazybreaker_bench_support as support;
+mod support {
+    pub(crate) use lazybreaker_bench_support::*;
+    lazybreaker_bench_support::local_operation!();
+}
 mod tower_groups;
 
 use criterion::{criterion_group, criterion_main};

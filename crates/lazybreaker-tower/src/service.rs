@@ -168,9 +168,14 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
             let mut panics = FirstPanic::default();
             let checked = std::task::ready!(gate.poll_settle(cx, &mut panics));
             self.ready = match checked.into_result() {
-                // A panic of the check (or of an observer) leaves nothing prepared.
-                _ if panics.is_some() => Prepared::Nothing,
+                // A panic of the check (or of an observer) leaves nothing prepared; a probe
+                // admitted on the way (the thread unwinding already) is given back.
+                Ok(permit) if panics.is_some() => {
+                    permit.exclude();
+                    Prepared::Nothing
+                }
                 Ok(permit) => Prepared::Admitted(Box::new(permit)),
+                Err(_) if panics.is_some() => Prepared::Nothing,
                 Err(rejected) => Prepared::Answered(rejected),
             };
             contain::resume(panics);
