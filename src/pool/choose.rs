@@ -33,8 +33,10 @@ pub(super) fn allowed_isolated(n: usize, fraction: f64) -> usize {
     if fraction >= 1.0 {
         return n;
     }
-    // `n` is at most the pool's length, so the product is exact enough to round down.
-    let share = (fraction * n as f64).floor() as usize;
+    // In integers, the fraction to a millionth: in floating point `0.29 × 100` is
+    // 28.999…, which rounds down to 28.
+    let millionths = (fraction * 1e6).round() as u128;
+    let share = (n as u128 * millionths / 1_000_000) as usize;
     share.clamp(1, n)
 }
 
@@ -94,6 +96,33 @@ pub(super) fn random() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn item_10_the_cap_is_the_fraction_of_the_pool_rounded_down_in_integers() {
+        // The probe's cases, each one below in floating point.
+        for (n, fraction, share) in [
+            (100, 0.29, 29),
+            (100, 0.57, 57),
+            (100, 0.58, 58),
+            (50, 0.58, 29),
+        ] {
+            assert_eq!(allowed_isolated(n, fraction), share, "{fraction} of {n}");
+        }
+        // Every hundredth of 100 and of 1 000 endpoints is exact.
+        for percent in 1..100usize {
+            let fraction = percent as f64 / 100.0;
+            assert_eq!(allowed_isolated(100, fraction), percent, "{fraction}");
+            assert_eq!(
+                allowed_isolated(1_000, fraction),
+                percent * 10,
+                "{fraction}"
+            );
+        }
+        // Still rounded down, and at least one.
+        assert_eq!(allowed_isolated(10, 0.15), 1);
+        assert_eq!(allowed_isolated(7, 0.5), 3);
+        assert_eq!(allowed_isolated(3, 0.0), 1);
+    }
 
     #[test]
     fn the_small_cluster_rule() {

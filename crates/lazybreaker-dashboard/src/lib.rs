@@ -235,7 +235,9 @@ impl Dashboard {
     }
 
     /// How often the page's script refreshes the board; the default is two seconds, and
-    /// zero turns the refresh off.
+    /// zero turns the refresh off. A browser keeps a timer's delay in 32 bits: a period
+    /// longer than that (about 24.8 days, `Duration::MAX` included) is held at it, never
+    /// wrapped into a refresh that fires at once.
     #[must_use]
     pub fn refresh(mut self, every: Duration) -> Self {
         self.refresh = every;
@@ -254,7 +256,7 @@ impl Dashboard {
             token: self.token.unwrap_or_default(),
             look: page::Look {
                 title: self.title,
-                refresh_ms: u64::try_from(self.refresh.as_millis()).unwrap_or(u64::MAX),
+                refresh_ms: refresh_ms(self.refresh),
                 controls,
             },
         });
@@ -399,4 +401,10 @@ async fn control(
             ),
         ),
     }
+}
+/// The page's refresh period in milliseconds, at most what a browser's timer holds
+/// (2³¹ − 1 ms: a longer delay wraps, and the timer fires at once, again and again).
+fn refresh_ms(every: Duration) -> u64 {
+    const LONGEST_TIMER_MS: u64 = i32::MAX as u64;
+    u64::try_from(every.as_millis()).map_or(LONGEST_TIMER_MS, |ms| ms.min(LONGEST_TIMER_MS))
 }

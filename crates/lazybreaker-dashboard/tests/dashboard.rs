@@ -712,3 +712,26 @@ fn in_a_real_browser_the_script_refreshes_the_board_in_place() {
         println!("screenshot: {}", shot.display());
     }
 }
+
+/// A refresh period longer than a browser's timer holds (2³¹ − 1 ms) is held at it: the
+/// page never gets a delay that wraps and fires at once, again and again.
+#[test]
+fn item_7_a_refresh_longer_than_a_browser_timer_is_held_at_its_longest() {
+    let f = fleet();
+    for (every, expected) in [
+        (std::time::Duration::MAX, "2147483647"),
+        (std::time::Duration::from_secs(30 * 86_400), "2147483647"),
+        (
+            std::time::Duration::from_millis(2_147_483_647),
+            "2147483647",
+        ),
+        (std::time::Duration::from_secs(2), "2000"),
+        (std::time::Duration::ZERO, "0"),
+    ] {
+        let server = serve(dashboard(&f).refresh(every).router());
+        let page = get(&server, "/");
+        assert_eq!(page.status, 200);
+        let attr = format!("data-refresh-ms=\"{expected}\"");
+        assert!(page.body.contains(&attr), "{every:?}: no {attr}");
+    }
+}

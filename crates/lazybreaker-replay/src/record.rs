@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -160,7 +161,17 @@ impl Recorder {
         F: FnOnce() -> Result<T, E>,
     {
         let recording = self.begin();
-        let result = breaker.execute(call);
+        // A call that panics is a failure to the breaker, and so to the trace; the panic
+        // then continues.
+        let result = match std::panic::catch_unwind(AssertUnwindSafe(|| breaker.execute(call))) {
+            Ok(result) => result,
+            Err(payload) => {
+                if let Some(recording) = recording {
+                    recording.end(Outcome::Failure);
+                }
+                std::panic::resume_unwind(payload)
+            }
+        };
         if let Some(recording) = recording {
             match &result {
                 Ok(_) => recording.end(Outcome::Success),

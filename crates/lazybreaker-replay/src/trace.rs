@@ -235,6 +235,10 @@ impl Trace {
                 "no header: the trace is empty".into(),
             ));
         }
+        // A spreadsheet's export starts with a byte-order mark: not part of the header.
+        if let Some(rest) = text.strip_prefix('\u{feff}') {
+            text = rest.to_owned();
+        }
         split(&text, &mut fields).map_err(|r| TraceError::new(1, None, r))?;
         let keyed = match fields.iter().map(|f| &**f).collect::<Vec<_>>().as_slice() {
             [START, LATENCY, OUTCOME] => false,
@@ -496,11 +500,23 @@ impl TraceError {
 }
 
 impl fmt::Display for TraceError {
+    /// The reason quotes the file; its control and format characters (a NUL, a byte-order
+    /// mark, a bidi override) are shown escaped, as `\u{0}`, never raw.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.column {
-            Some(column) => write!(f, "line {}, column {column}: {}", self.line, self.reason),
-            None => write!(f, "line {}: {}", self.line, self.reason),
+            Some(column) => write!(f, "line {}, column {column}: ", self.line)?,
+            None => write!(f, "line {}: ", self.line)?,
         }
+        for c in self.reason.chars() {
+            if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+            {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -716,3 +716,60 @@ fn a_recorded_dry_run_replays_to_what_the_live_breaker_decided() {
     let lived: Vec<_> = changes.lock().iter().map(|c| (c.0, c.2, c.3)).collect();
     assert_eq!(replayed, lived);
 }
+
+/// A call that panics through `Recorder::execute` is a failure to the breaker, and so in the
+/// trace; the panic continues to the caller.
+#[test]
+fn item_13_a_call_that_panics_is_recorded_as_the_failure_the_breaker_counted() {
+    use lazybreaker::{Breaker, ManualClock};
+    use lazybreaker_replay::Recorder;
+
+    let recorder = Recorder::with_clock(16, ManualClock::new());
+    recorder.start();
+    let breaker = Breaker::builder().build();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        recorder.execute(&breaker, || -> Result<(), ()> {
+            panic!("the call panicked")
+        })
+    }));
+    let payload = caught.expect_err("the panic continues");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the call panicked"));
+    assert_eq!(breaker.totals().failures, 1);
+    let trace = recorder.trace();
+    let calls: Vec<_> = trace.iter().map(|c| c.outcome).collect();
+    assert_eq!(calls, [Outcome::Failure]);
+    // A call that returns is recorded as before.
+    recorder.execute(&breaker, || Ok::<_, ()>(())).unwrap();
+    let trace = recorder.trace();
+    let calls: Vec<_> = trace.iter().map(|c| c.outcome).collect();
+    assert_eq!(calls, [Outcome::Failure, Outcome::Success]);
+}
+
+/// A spreadsheet's CSV starts with a byte-order mark: the header is read past it. What an
+/// error quotes of the file shows its control characters escaped, never raw.
+#[test]
+fn item_14_a_byte_order_mark_is_read_past_and_control_characters_are_shown_escaped() {
+    let trace = Trace::from_csv("\u{feff}start_ms,latency_ms,outcome\n0,5,success\n".as_bytes())
+        .expect("a header behind a byte-order mark");
+    assert_eq!(trace.len(), 1);
+    let keyed =
+        Trace::from_csv("\u{feff}start_ms,latency_ms,outcome,key\n0,5,failure,a\n".as_bytes())
+            .expect("a keyed header behind a byte-order mark");
+    assert_eq!(keyed.keys().collect::<Vec<_>>(), ["a"]);
+
+    let err = Trace::from_csv("start_ms,latency_ms,outcome\n0,5,succ\0ess\n".as_bytes())
+        .expect_err("not an outcome");
+    let shown = err.to_string();
+    assert!(!shown.contains('\0'), "{shown:?}");
+    assert!(shown.contains("succ\\u{0}ess"), "{shown}");
+    assert!(shown.starts_with("line 2, column outcome: "), "{shown}");
+
+    // A mark further in is no header's, and is shown escaped too.
+    let err =
+        Trace::from_csv("start_ms,\u{feff}latency_ms,outcome\n".as_bytes()).expect_err("header");
+    let shown = err.to_string();
+    assert!(
+        !shown.contains('\u{feff}') && shown.contains("\\u{feff}"),
+        "{shown}"
+    );
+}
