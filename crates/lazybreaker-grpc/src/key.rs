@@ -14,6 +14,15 @@
 /// `exempt = ["/grpc.health.v1.Health/Check"]` for a method that is counted but never
 /// broken.
 ///
+/// **On a server, bound the registry.** There the paths are the clients' to choose: every
+/// distinct path a client sends (a method the server does not have included) gets a breaker
+/// of its own, kept in the registry and shown in its metrics (20 000 distinct paths made
+/// 20 000 breakers, about 21 MB). Give a server's registry
+/// [`max_keys`](lazybreaker::Registry::max_keys) (a full registry keeps no breaker for a
+/// new key: the call is judged by a fresh breaker it does not keep, and counted in
+/// [`overflowed`](lazybreaker::Registry::overflowed)), or key only the methods the server
+/// has, with a key function of your own that maps the rest to one key.
+///
 /// # Examples
 ///
 /// ```
@@ -22,7 +31,8 @@
 /// use lazybreaker::{Breaker, Registry};
 /// use std::sync::Arc;
 ///
-/// let registry = Arc::new(Registry::new(|_: &String| Breaker::builder()));
+/// // Bounded: on a server, the paths are the clients'.
+/// let registry = Arc::new(Registry::new(|_: &String| Breaker::builder()).max_keys(1_000));
 /// let layer = KeyedBreakerLayer::new(registry, grpc::per_method)
 ///     .classify(grpc::status_classifier())
 ///     .on_rejected(grpc::AsStatus);

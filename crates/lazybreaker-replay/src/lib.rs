@@ -44,6 +44,10 @@
 //! the reports as JSON (`{"trace": {"calls", "keys", "span_ms"}, "candidates": [Report…]}`)
 //! and [`html`].
 //!
+//! A keyed trace replays a breaker per distinct key, as a registry keeps them: about 2.4 KB
+//! of memory per key and candidate while it runs (10⁵ distinct keys took 241 MB more; a
+//! million would take about 2.4 GB).
+//!
 //! # Beside a live dry run
 //!
 //! A breaker in dry run ([`Builder::dry_run`](lazybreaker::Builder::dry_run)) makes the same
