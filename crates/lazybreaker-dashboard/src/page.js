@@ -53,12 +53,14 @@
       var button = e.target.closest("button[data-action]");
       if (!button) return;
       var name = button.dataset.name, action = button.dataset.action;
+      // The name isolated (FSI … PDI): a bidi override in it stays inside it.
+      var shown = "\u2068" + name + "\u2069";
       fetch(base + "breakers/" + encodeURIComponent(name) + "/" + action, {
         method: "POST",
         headers: { authorization: "Bearer " + token.value },
       }).then(function (r) {
-        status.textContent = r.ok ? name + ": " + action.replace("_", " ") + " done"
-          : name + ": " + action.replace("_", " ") + " refused (HTTP " + r.status + ")";
+        status.textContent = r.ok ? shown + ": " + action.replace("_", " ") + " done"
+          : shown + ": " + action.replace("_", " ") + " refused (HTTP " + r.status + ")";
         return refresh();
       });
     });

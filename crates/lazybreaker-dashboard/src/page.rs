@@ -178,11 +178,11 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
     let _ = write!(
         out,
         "<tr class=\"breaker {state}\" data-name=\"{name}\" data-state=\"{state}\" \
-         data-forced=\"{}\"><td class=\"name\" data-label=\"breaker\">{name}",
+         data-forced=\"{}\"><td class=\"name\" data-label=\"breaker\"><bdi>{name}</bdi>",
         forced_attr(s.forced),
     );
     if let Some(pool) = &row.pool {
-        let _ = write!(out, " <small>pool {}</small>", Escaped(pool));
+        let _ = write!(out, " <small>pool <bdi>{}</bdi></small>", Escaped(pool));
     }
     if row.panicked {
         out.push_str(" <small class=\"warn\">policy figures panicked</small>");
@@ -342,7 +342,7 @@ fn recorded_html(out: &mut String, r: &Recorded) {
     let _ = write!(
         out,
         "<li class=\"{}\" data-name=\"{name}\" data-origin=\"{}\"><time datetime=\"{wall}\">{wall}</time> \
-         <b>{name}</b> {change} <span class=\"origin\">{}</span>",
+         <b><bdi>{name}</bdi></b> {change} <span class=\"origin\">{}</span>",
         state_class(r.to),
         r.origin,
         origin_label(r.origin),

@@ -735,3 +735,28 @@ fn item_7_a_refresh_longer_than_a_browser_timer_is_held_at_its_longest() {
         assert!(page.body.contains(&attr), "{every:?}: no {attr}");
     }
 }
+
+/// A name with a bidi override (`"\u{202E}stnemyap"` renders as "payments") is isolated
+/// wherever the page shows it as text, so it cannot pose as another breaker or reverse the
+/// text around it; the script isolates the names it writes too.
+#[test]
+fn item_8_names_are_isolated_from_the_text_around_them() {
+    let f = fleet();
+    let spoof = Arc::new(Breaker::builder().name("\u{202E}stnemyap").build());
+    spoof.force_open(); // a change, so the name is in the recent changes too
+    let history_board = dashboard(&f).breaker(Arc::clone(&spoof));
+    let server = serve(history_board.router());
+    let page = get(&server, "/");
+    assert_eq!(page.status, 200);
+    let html = &page.body;
+    let isolated = "<bdi>\u{202E}stnemyap</bdi>";
+    assert!(html.contains(isolated), "the row's name is not isolated");
+    // Every occurrence as text is inside an isolate; the others are attribute values.
+    let as_text = html.matches(">\u{202E}stnemyap").count();
+    let in_bdi = html.matches(isolated).count();
+    assert_eq!(as_text, in_bdi, "a name shown outside <bdi>");
+    assert!(
+        html.contains("\\u2068"),
+        "the script isolates the names it writes"
+    );
+}
