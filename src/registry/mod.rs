@@ -593,13 +593,18 @@ where
                     return Ok(slot.touch()); // another thread kept one first
                 }
                 if self.reserve() {
+                    // Given back unless the breaker is kept: another thread kept one since
+                    // (its place, not this one), or the key's `Hash` or `Eq` panicked.
+                    let mut place = Place {
+                        len: &self.len,
+                        kept: false,
+                    };
                     return match map.try_insert(key, Slot::new(Arc::clone(&breaker), now)) {
-                        Ok(_) => Ok(breaker),
-                        Err(kept) => {
-                            // Another thread kept one since: its place, not this one.
-                            self.len.fetch_sub(1, Ordering::Relaxed);
-                            Ok(kept.current.touch())
+                        Ok(_) => {
+                            place.kept = true;
+                            Ok(breaker)
                         }
+                        Err(kept) => Ok(kept.current.touch()),
                     };
                 }
             }
@@ -625,6 +630,21 @@ where
                     (len < max).then_some(len + 1)
                 })
                 .is_ok(),
+        }
+    }
+}
+
+/// A place taken in the bound for an insertion: given back when dropped unkept (whatever
+/// ends the insertion, a panic of the key's `Hash` or `Eq` included).
+struct Place<'a> {
+    len: &'a AtomicUsize,
+    kept: bool,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.len.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -503,3 +503,57 @@ fn every_lent_call_is_counted_while_its_key_is_removed() {
     assert_eq!(counted, THREADS as u64 * CALLS);
     assert!(registry.len() <= 1);
 }
+
+/// A key whose `Hash` panics while it is being inserted gives its place in the bound back:
+/// two such panics no longer leave a `max_keys(2)` registry refusing every key.
+#[test]
+fn item_11_a_key_whose_hash_panics_leaks_no_place_in_a_bounded_registry() {
+    use std::hash::{Hash, Hasher};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Hashes panic while `PANICS` is above zero, counting down.
+    static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+    #[derive(Clone, PartialEq, Eq)]
+    struct Key(&'static str);
+    impl Hash for Key {
+        fn hash<H: Hasher>(&self, state: &mut H) {
+            if PANICS
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                panic!("the key's hash panicked");
+            }
+            self.0.hash(state);
+        }
+    }
+    impl std::fmt::Display for Key {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    let registry = Registry::new(|_: &Key| Breaker::builder()).max_keys(2);
+    // A new key each time, its n-th hash panicking (the lookup's, then the map's own): a
+    // panic anywhere in the insertion.
+    let mut panicked = 0;
+    for (key, n) in [("a", 1), ("b", 2), ("c", 3), ("d", 4)] {
+        PANICS.store(n, Ordering::SeqCst);
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = registry.try_breaker(&Key(key));
+        }));
+        PANICS.store(0, Ordering::SeqCst);
+        panicked += usize::from(attempt.is_err());
+    }
+    assert!(panicked >= 2, "the insertion hashes the key at least twice");
+    // The registry counts what it holds, no more.
+    let mut held = 0;
+    registry.for_each(|_| held += 1);
+    assert_eq!(registry.len(), held);
+    // Emptied, both places are free again for two new keys.
+    registry.retain(|_, _| false);
+    assert_eq!(registry.len(), 0);
+    assert!(registry.try_breaker(&Key("x")).is_ok(), "x refused");
+    assert!(registry.try_breaker(&Key("y")).is_ok(), "y refused");
+    assert_eq!(registry.len(), 2);
+}
