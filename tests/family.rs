@@ -1,0 +1,31 @@
+//! The integrations' paths as a user of the whole family names them: each crate's main
+//! items, reached from a test of the core's package.
+
+use std::sync::Arc;
+
+use lazybreaker::{Breaker, Registry};
+
+#[test]
+fn every_integration_is_reached_by_its_crate_path() {
+    let breaker = Arc::new(Breaker::builder().name("family").build());
+    let _layer = lazybreaker_tower::BreakerLayer::new(Arc::clone(&breaker));
+    let registry = Arc::new(Registry::new(|_: &String| Breaker::builder()));
+    let _middleware = lazybreaker_reqwest::BreakerMiddleware::new(Arc::clone(&registry));
+    let _rules = lazybreaker_grpc::status_classifier();
+    let store = lazybreaker_fleet::MemoryStore::new();
+    let _shared: lazybreaker_fleet::SharedBreaker<lazybreaker_fleet::MemoryStore> =
+        lazybreaker_fleet::SharedBreaker::builder(store)
+            .build(Breaker::builder().name("family"))
+            .unwrap();
+    let _redis: Option<lazybreaker_fleet::redis::RedisStore> = None;
+    let _dashboard = lazybreaker_dashboard::Dashboard::new().breaker(breaker);
+    let mut trace = lazybreaker_replay::Trace::new();
+    trace.push(
+        std::time::Duration::ZERO,
+        std::time::Duration::from_millis(1),
+        lazybreaker::policy::Outcome::Success,
+    );
+    let report = lazybreaker_replay::replay(&trace, &lazybreaker::config::Settings::default());
+    assert_eq!(report.calls, 1);
+    assert_eq!(report.admitted, 1);
+}
