@@ -106,6 +106,8 @@ pub trait BuilderSeam {
     /// `max_open_duration` knob with the default rule applied (one hour, or the timeout if
     /// longer), read from the knobs at build time, as the machine's rules make it.
     fn max_open_duration_or_default(&self) -> Duration;
+    /// Whether the breaker will be in dry run ([`Builder::dry_run`]).
+    fn is_dry_run(&self) -> bool;
 }
 
 impl<P, O> BuilderSeam for Builder<P, O> {
@@ -115,6 +117,10 @@ impl<P, O> BuilderSeam for Builder<P, O> {
 
     fn max_open_duration_or_default(&self) -> Duration {
         Rules::from(&self.knobs).max_open_duration()
+    }
+
+    fn is_dry_run(&self) -> bool {
+        self.knobs.dry_run
     }
 }
 

@@ -45,7 +45,10 @@
 //! What is published: every change to open or closed that this process's policy, clock or
 //! [`trip_for`](lazybreaker::Breaker::trip_for) made. Forced modes
 //! ([`force_open`](lazybreaker::Breaker::force_open), [`force_closed`](lazybreaker::Breaker::force_closed))
-//! stay local: an operator's override of one instance.
+//! stay local: an operator's override of one instance. So does everything an instance in
+//! [dry run](lazybreaker::Builder::dry_run) decides: a shadow candidate beside enforcing
+//! members follows the fleet but writes nothing to it (no trip, no recovery, no probe
+//! lease), so no member rejects a real call because of it.
 //!
 //! # One bad instance
 //!

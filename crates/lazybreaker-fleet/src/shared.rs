@@ -113,6 +113,7 @@ impl<S: FleetStore> SharedBuilder<S> {
     ) -> Result<SharedBreaker<S, P, O>, ConfigError> {
         let max_requests = u64::from(breaker.max_requests_or_default());
         let max_open = breaker.max_open_duration_or_default();
+        let dry_run = breaker.is_dry_run();
         let link = Arc::new(Link::new());
         let breaker = breaker.and_observer(Arc::clone(&link)).build();
         let name = breaker.name();
@@ -134,6 +135,7 @@ impl<S: FleetStore> SharedBuilder<S> {
                 knobs: self.knobs.defaulted(),
                 max_requests,
                 max_open,
+                dry_run,
                 instance: instance_id(),
                 next_sync: AtomicU64::new(0),
                 syncing: AtomicBool::new(false),
@@ -219,6 +221,10 @@ struct Fleet<S> {
     /// The local breaker's longest open period: none longer is adopted, followed or
     /// published, whatever the record says.
     max_open: Duration,
+    /// The local breaker is in dry run: a shadow candidate beside enforcing members. It
+    /// follows the fleet, but writes nothing (no trip, no recovery, no probe lease), so
+    /// that no member rejects a real call because of it.
+    dry_run: bool,
     instance: String,
     /// When the view goes stale, on the breaker's clock (nanoseconds).
     next_sync: AtomicU64,
@@ -492,7 +498,8 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         // Whether the call is a half-open probe is the admission's answer, not the link's:
         // the link hears of a change only when it is delivered, which a slow observer on
         // another thread can delay past this admission.
-        if probe {
+        // A dry run's probes are its own: they lease no fleet-wide slot.
+        if probe && !self.fleet.dry_run {
             return Box::pin(self.probe(permit, make, classify, left)).await;
         }
         let mut result = make().await;
@@ -755,6 +762,9 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// period over) at the next generation, so that the fleet probes, as the local breaker
     /// does, instead of following the long period again.
     async fn cut(&self, view: View, budget: &mut Budget) {
+        if self.fleet.dry_run {
+            return; // a shadow writes nothing
+        }
         let Some(next) = self.next_generation(view, budget) else {
             return;
         };
@@ -795,6 +805,9 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// Writes the record again, at the generation this process follows, from the local
     /// state: it vanished (the store restarted without persistence, or it expired).
     async fn recreate(&self, view: View, budget: &mut Budget) {
+        if self.fleet.dry_run {
+            return; // a shadow writes nothing: the next enforcing member recreates it
+        }
         let name = self.name();
         let decision = match self.fresh() {
             Local::Open(d) if !view.local_only => Decision::Open(d.min(self.fleet.max_open)),
@@ -826,6 +839,9 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// Publishes the local decision that waits, at the next generation, or adopts the
     /// newer record found instead. `false` if the store could not take it (it waits again).
     async fn publish_local(&self, budget: &mut Budget) -> bool {
+        if self.fleet.dry_run {
+            return true; // a shadow decides nothing for the fleet
+        }
         let view = *self.fleet.view.lock();
         let name = self.name();
         let knobs = &self.fleet.knobs;

@@ -462,3 +462,58 @@ fn a_classifier_that_asks_for_time_opens_the_shared_breaker_for_that_long() {
         assert_eq!(ok(&a).await, Ok(()), "the probe after the 90 s");
     });
 }
+
+/// A member in dry run is a shadow candidate beside enforcing members: it trips and
+/// probes for itself, admitting every call, and writes nothing to the fleet, so no
+/// enforcing member rejects a real call because of it.
+#[test]
+fn item_2_a_member_in_dry_run_enforces_nothing_through_the_fleet() {
+    run(async {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new();
+        let build = |dry_run: bool| {
+            SharedBreaker::builder(store.clone())
+                .sync_interval(SYNC)
+                .build(
+                    Breaker::builder()
+                        .name("payments")
+                        .policy(ConsecutiveFailures::new(1).unwrap())
+                        .timeout(OPEN)
+                        .dry_run(dry_run)
+                        .clock(clock.clone()),
+                )
+                .unwrap()
+        };
+        let (enforcing, shadow) = (build(false), build(true));
+        assert_eq!(ok(&enforcing).await, Ok(()));
+        for _ in 0..5 {
+            // Admitted whatever it would decide: the calls' own errors come back.
+            assert!(matches!(fail(&shadow).await, Err(Error::Inner("down"))));
+        }
+        assert_eq!(shadow.state(), State::Open, "the shadow tripped for itself");
+        assert!(shadow.breaker().totals().would_reject >= 3);
+        assert_eq!(shadow.stats().published, 0, "and told the fleet nothing");
+
+        clock.advance(SYNC * 2);
+        assert_eq!(
+            ok(&enforcing).await,
+            Ok(()),
+            "the enforcing member still admits"
+        );
+        assert_eq!(enforcing.state(), State::Closed);
+        assert_eq!(enforcing.stats().adopted, 0);
+
+        // Its period over, the shadow probes for itself and closes, leasing nothing.
+        clock.advance(OPEN + SYNC);
+        assert_eq!(ok(&shadow).await, Ok(()));
+        assert_eq!(shadow.state(), State::Closed);
+        assert_eq!(shadow.stats().published, 0);
+
+        // An enforcing member's own trip is still the fleet's, and the shadow follows it.
+        assert!(matches!(fail(&enforcing).await, Err(Error::Inner("down"))));
+        assert_eq!(enforcing.stats().published, 1);
+        clock.advance(SYNC * 2);
+        let _ = ok(&shadow).await; // admitted: a dry run admits every call
+        assert_eq!(shadow.state(), State::Open, "the shadow follows the fleet");
+    });
+}
