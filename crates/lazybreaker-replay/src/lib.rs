@@ -56,6 +56,17 @@
 //! [`rejected`](Report::rejected), and its transitions are the replay's (a property the
 //! crate's tests check on random traces). Settings in dry run replay as if enforcing.
 //!
+//! Exactly so when the breaker and the [`Recorder`] read one clock at the same instants (a
+//! [`ManualClock`](lazybreaker::ManualClock) in tests). In real time they read time apart:
+//! the breaker at admission and at the result, on its own clock (by default a coarse one,
+//! a few milliseconds a tick), the recorder at `begin` and `end`, on the precise
+//! [`MonotonicClock`](lazybreaker::MonotonicClock). A call near an expiry can then fall on
+//! the other side of it in the replay, and the figures agree within a few per cent (one run
+//! of three threads for three seconds: 4 436 would-be rejections live against 4 786 in the
+//! replay on the coarse clock; 4 783 against 4 794 with `PreciseClock` for the breaker). For
+//! the closest match, build the breaker with `.clock(PreciseClock::new())` and give the
+//! recorder the same kind of clock ([`Recorder::with_clock`]).
+//!
 //! # Examples
 //!
 //! ```
