@@ -215,9 +215,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             }
         }
         // Over the cap, the surplus of isolated endpoints stays in rotation: the ones
-        // closest to their probe.
+        // closest to their probe, ties (endpoints isolated at one instant) broken the same
+        // way on every pick, so that the same ones stay isolated and get their rest.
         let allowed = allowed_isolated(n, self.max_isolated);
-        isolated.sort_by_key(|(retry_after, _)| *retry_after);
+        isolated.sort_by_key(|(retry_after, endpoint)| (*retry_after, Arc::as_ptr(endpoint)));
         let kept = isolated.len().saturating_sub(allowed);
         // The admitting endpoints and those kept in rotation share the calls that reach
         // the walk, each with an equal chance; among the admitting, the power of two

@@ -541,3 +541,29 @@ fn a_full_half_open_endpoint_is_skipped_without_counting_a_rejection() {
     assert_eq!(t.rejected_half_open, 0, "the pool only looked at it");
     probe.success();
 }
+
+/// Endpoints isolated at one instant (a partition, one coarse clock tick) tie on their wait;
+/// over the cap the same one stays in rotation on every pick, so the others stay isolated
+/// and get their rest (before, the tie was broken by each pick's random walk, and every
+/// failing endpoint kept getting calls).
+#[test]
+fn item_9_endpoints_isolated_at_one_instant_keep_the_same_one_in_rotation() {
+    let clock = ManualClock::new();
+    let pool = pool(10, &clock).max_isolated(0.5);
+    for key in 0..6 {
+        isolate(&pool, key); // the same instant: six ties, five may be isolated
+    }
+    let mut kept = std::collections::HashSet::new();
+    let mut over_cap = 0;
+    for _ in 0..600 {
+        let pick = pool.pick().expect("an endpoint");
+        if pick.over_cap() {
+            over_cap += 1;
+            kept.insert(*pick.key());
+        }
+        pick.success();
+    }
+    assert!(over_cap > 0, "one failing endpoint stays in rotation");
+    assert_eq!(kept.len(), 1, "the endpoints kept in rotation: {kept:?}");
+    assert!(kept.iter().all(|k| *k < 6));
+}
