@@ -10,7 +10,7 @@
 //! | `GET /` | one HTML page, rendered on the server and refreshed in place by a small inline script: a row per breaker (open and half-open first), its recent states as a bar, the recent changes; `?filter=text` keeps the names that contain `text` |
 //! | `GET /breakers` | the same as JSON (below) |
 //! | `GET /metrics` | the metrics of [`BreakerCollector`], in the OpenMetrics text format |
-//! | `POST /breakers/{name}/force_open`, `…/force_closed`, `…/release` | only with [`Dashboard::controls`]: [`Breaker::force_open`](lazybreaker::Breaker::force_open), [`force_closed`](lazybreaker::Breaker::force_closed), [`release`](lazybreaker::Breaker::release); `200` with the breaker's JSON object after it, `401` without `Authorization: Bearer …`, `403` with another token, `404` for a name no breaker has |
+//! | `POST /breakers/{name}/force_open`, `…/force_closed`, `…/release` | only with [`Dashboard::controls`]: [`Breaker::force_open`](lazybreaker::Breaker::force_open), [`force_closed`](lazybreaker::Breaker::force_closed), [`release`](lazybreaker::Breaker::release); `200` with the breaker's JSON object after it, `401` without `Authorization: Bearer …`, `403` with another token, `404` for a name no breaker has, `409` for a name more than one has (nothing changed) |
 //!
 //! **The page is self-contained**: its styles and script are inline and it loads nothing
 //! else (no fonts, scripts or images from anywhere; its `Content-Security-Policy` forbids
@@ -387,6 +387,13 @@ async fn control(
                 .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         return response;
+    }
+    if source::named(&shared.sources, &name) > 1 {
+        return error(
+            StatusCode::CONFLICT,
+            "more than one breaker has that name: a control would act on one of them only; \
+             give each breaker a name of its own",
+        );
     }
     let Some(done) = source::control(&shared.sources, &name, what) else {
         return error(StatusCode::NOT_FOUND, "no breaker has that name");

@@ -232,6 +232,17 @@ pub(super) fn control(sources: &[Source], name: &str, control: Control) -> Optio
     done
 }
 
+/// How many breakers of `sources` are named `name`: a control acts only on a name one
+/// breaker has (two breakers with one name, a registry's key and a breaker given by hand,
+/// say, would leave the operator acting on one while the other stays as it was).
+pub(super) fn named(sources: &[Source], name: &str) -> usize {
+    let mut count = 0;
+    for source in sources {
+        source(&mut |panel, _| count += usize::from(panel.name() == name));
+    }
+    count
+}
+
 /// [`control`] on one breaker.
 fn apply(panel: &dyn Panel, pool: Option<&str>, control: Control) -> Controlled {
     let mut panics = FirstPanic::default();

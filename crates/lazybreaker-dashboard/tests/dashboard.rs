@@ -760,3 +760,39 @@ fn item_8_names_are_isolated_from_the_text_around_them() {
         "the script isolates the names it writes"
     );
 }
+
+/// Two breakers with one name (a registry's key beside a breaker given by hand): a control
+/// on that name is refused with 409 and changes neither, where it used to act on the first
+/// and answer 200 while the other, forced open, stayed so.
+#[test]
+fn item_5_a_control_on_a_name_two_breakers_share_is_refused_and_changes_neither() {
+    let f = fleet();
+    let real = Arc::new(Breaker::builder().name("payments").build());
+    real.force_open();
+    // The registry gets a key named like it (keys often come from traffic).
+    let twin = f.hosts.breaker("payments");
+    let server = serve(
+        Dashboard::new()
+            .registry(Arc::clone(&f.hosts))
+            .breaker(Arc::clone(&real))
+            .controls("t0ken")
+            .router(),
+    );
+    let release = request(
+        &server,
+        "POST",
+        "/breakers/payments/release",
+        &[("authorization", "Bearer t0ken")],
+    );
+    assert_eq!(release.status, 409, "{}", release.body);
+    assert_eq!(real.forced(), Some(lazybreaker::Forced::Open), "unchanged");
+    assert_eq!(twin.forced(), None, "unchanged");
+    // A name one breaker has is controlled as before.
+    let other = request(
+        &server,
+        "POST",
+        "/breakers/payments-2/release",
+        &[("authorization", "Bearer t0ken")],
+    );
+    assert_eq!(other.status, 404);
+}
