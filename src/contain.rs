@@ -56,7 +56,7 @@ pub fn resume(panic: FirstPanic) {
 /// Lets a caught panic continue even if the thread is already unwinding (then it aborts, as
 /// any panic in a destructor during unwinding would): for a panic that user code raised in
 /// the caller's own frame, which `catch` caught only to finish the breaker's bookkeeping.
-pub fn resume_now(panic: FirstPanic) -> ! {
+pub(crate) fn resume_now(panic: FirstPanic) -> ! {
     match panic.0 {
         Some(payload) => panic::resume_unwind(payload),
         None => unreachable!("resume_now is called with a caught panic"),

@@ -12,14 +12,13 @@
 use std::sync::Arc;
 
 use crate::breaker::OwnedPermit;
-use crate::classify::Unsettled;
 use crate::error::{ConfigError, Rejected};
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::pool::{Pick, Pool};
 
 pub use crate::breaker::{BreakerSeam, BuilderSeam, Grant, Handing, Holder, Report};
-pub use crate::classify::{causes, transport, transport_any, Finish};
+pub use crate::classify::{causes, transport, transport_any};
 pub use crate::nanos::saturating_nanos;
 pub use crate::pool::{Choice, Endpoint, HandingPick};
 
@@ -35,7 +34,7 @@ pub mod gate {
 /// Panic containment of user code: caught, the breaker's bookkeeping finished, then let
 /// continue (see the engine's `contain.rs`).
 pub mod contain {
-    pub use crate::contain::{catch, end, resume, resume_now, resume_payload, FirstPanic, Payload};
+    pub use crate::contain::{catch, end, resume, resume_payload, FirstPanic, Payload};
 }
 
 /// A pool's choice for one call: an endpoint that admits it, or one whose check this call
@@ -65,9 +64,4 @@ pub fn endpoint_key<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>)
 /// empty).
 pub fn for_breaker(error: ConfigError, name: &str) -> ConfigError {
     error.for_breaker(name)
-}
-
-/// The verdict of an unsettled call, reported through `verdict` when its outcome shows.
-pub fn unsettled(verdict: Box<dyn Finish>) -> Unsettled {
-    Unsettled::new(verdict)
 }

@@ -19,7 +19,7 @@ pub use deadline::{deadline, Deadline};
 pub use io::causes;
 pub use io::{io_error, io_error_in, io_errors};
 pub use io::{transport, transport_any};
-pub use unsettled::Finish;
+pub(crate) use unsettled::Finish;
 pub use unsettled::Unsettled;
 
 use std::time::Duration;

@@ -8,7 +8,7 @@ use crate::policy::Outcome;
 
 /// What reports an unsettled call's verdict: an owned permit, type-erased. Implemented by
 /// the engine; the classifiers only ever see [`Unsettled`].
-pub trait Finish: Send {
+pub(crate) trait Finish: Send {
     /// Reports `outcome` (a failure that asked for `open_for`, when given).
     fn finish(&mut self, outcome: Outcome, open_for: Option<Duration>);
     /// The name of the breaker the call went through.

@@ -409,6 +409,7 @@ async fn control(
         ),
     }
 }
+
 /// The page's refresh period in milliseconds, at most what a browser's timer holds
 /// (2³¹ − 1 ms: a longer delay wraps, and the timer fires at once, again and again).
 fn refresh_ms(every: Duration) -> u64 {

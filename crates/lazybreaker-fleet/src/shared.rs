@@ -469,6 +469,37 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// # Errors
     ///
     /// As [`execute`](Self::execute).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::classify::Classify;
+    /// use lazybreaker::policy::Outcome;
+    /// use lazybreaker::{Breaker, Error, State};
+    /// use lazybreaker_fleet::{MemoryStore, SharedBreaker};
+    /// use std::time::Duration;
+    ///
+    /// /// `Err(secs)`: the dependency said "come back in `secs` seconds".
+    /// struct Backoff;
+    /// impl Classify<(), u64> for Backoff {
+    ///     fn classify(&self, r: &Result<(), u64>) -> Outcome {
+    ///         if r.is_ok() { Outcome::Success } else { Outcome::Failure }
+    ///     }
+    ///     fn open_for(&self, r: &Result<(), u64>) -> Option<Duration> {
+    ///         r.as_ref().err().map(|secs| Duration::from_secs(*secs))
+    ///     }
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shared = SharedBreaker::builder(MemoryStore::new())
+    ///     .build(Breaker::builder().name("payments"))?; // trips after 6 failures in a row...
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// let asked = rt.block_on(shared.execute_with(|| async { Err::<(), u64>(90) }, Backoff));
+    /// assert!(matches!(asked, Err(Error::Inner(90))));
+    /// assert_eq!(shared.state(), State::Open); // ...but the dependency asked for 90 s
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn execute_with<F, Fut, T, E, C>(&self, make: F, classify: C) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Fut,
