@@ -162,6 +162,11 @@ pub struct Totals {
     /// rejections, their results not in the window). Zero outside dry run.
     #[cfg_attr(feature = "serde", serde(default))]
     pub would_reject: u64,
+    /// Half-open trials started again because every probe slot had been held longer than
+    /// [`Builder::probe_timeout`](crate::Builder::probe_timeout): each is one call that took
+    /// the slots over (the replaced probes' results are dropped when they come).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub probes_taken_over: u64,
 }
 
 /// How many times a breaker went from each state to each other, manual changes included: for

@@ -157,6 +157,25 @@ pub struct Knobs {
         )
     )]
     pub check_timeout: Duration,
+    /// How long a half-open probe may hold its slot before the next call that finds every
+    /// slot taken takes it over: the half-open trial starts again with that call as its first
+    /// probe, and the results of the probes it replaced are dropped when they come (counted
+    /// in [`Totals::dropped`](crate::Totals::dropped), or in
+    /// [`Totals::abandoned`](crate::Totals::abandoned)) and the takeover in
+    /// [`Totals::probes_taken_over`](crate::Totals::probes_taken_over). So a probe that hangs
+    /// with no deadline, or a permit kept by mistake, cannot hold the breaker half-open for
+    /// good. Zero (the default) means the breaker's `timeout` (the open period it was
+    /// configured with), as Polly grants another trial after each break duration;
+    /// `Duration::MAX` never takes a probe over (gobreaker's behaviour). Written out only when
+    /// set.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::serde_duration::serialize",
+            skip_serializing_if = "Duration::is_zero"
+        )
+    )]
+    pub probe_timeout: Duration,
 }
 
 /// How an abandoned call counts in each state that admits calls: the

@@ -61,7 +61,11 @@
 //!
 //! - **No stuck half-open.** A [`Permit`] dropped without a verdict counts as an exclusion and
 //!   gives its slot back; dropped during a panic it counts as a failure. [`Breaker::execute`]
-//!   records a panic as a failure and lets it unwind.
+//!   records a panic as a failure and lets it unwind. A probe that never reports (a call that
+//!   hangs with no deadline, a permit kept by mistake) holds its slot for at most
+//!   [`probe_timeout`](Builder::probe_timeout), the open `timeout` by default: the next call
+//!   then starts the trial again, and the late verdict is dropped. (gobreaker waits for good:
+//!   `probe_timeout(Duration::MAX)`.)
 //! - **Callbacks outside the lock.** `on_state_change` never runs while the state lock is held
 //!   and may call back into the breaker; changes are delivered once each, in order, one at a
 //!   time.

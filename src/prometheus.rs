@@ -412,6 +412,15 @@ impl Collector for BreakerCollector {
         )?;
         family(
             e,
+            "circuit_breaker_probes_taken_over",
+            "Half-open trials started again because every probe slot was held past probe_timeout.",
+            MetricType::Counter,
+            snapshots
+                .iter()
+                .map(|s| (name(s), Count(s.totals.probes_taken_over))),
+        )?;
+        family(
+            e,
             "circuit_breaker_recent_failures",
             "Failures since the breaker last recovered (brpc's RecentErr).",
             MetricType::Gauge,

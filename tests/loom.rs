@@ -690,3 +690,42 @@ fn ema_successes_recorded_without_the_lock_are_never_lost() {
         assert_eq!((c.requests, c.total_successes, c.total_failures), (2, 1, 1));
     });
 }
+
+/// 17. A half-open probe held past the probe timeout (the default: the open `timeout`) is
+///     taken over by a caller while its late verdict races it: the breaker ends closed,
+///     never half-open with nothing out; the late verdict counts only if it came before the
+///     takeover, and is dropped otherwise; every admitted call is accounted for once;
+///     half-open -> closed is delivered exactly once.
+#[test]
+fn a_probe_held_past_its_timeout_is_taken_over_once() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, happened, delivered) = logged(1, &clock);
+        make_half_open(&breaker, &clock);
+        let hung = breaker.allow_owned().unwrap();
+        assert_eq!(breaker.allow().unwrap_err(), Rejected::TooManyRequests);
+        clock.advance(TIMEOUT + Duration::from_nanos(1));
+        let late = thread::spawn(move || hung.success());
+        // Admitted either way: as the new trial's probe, or in closed after the late success.
+        breaker.allow().unwrap().success();
+        late.join().unwrap();
+        assert_eq!(breaker.state(), State::Closed);
+        let t = breaker.totals();
+        assert!(t.probes_taken_over <= 1, "{t:?}");
+        assert_eq!(t.dropped, t.probes_taken_over, "the late verdict: {t:?}");
+        // The trip, the hung probe, and the caller.
+        assert_eq!(t.admitted, 3, "{t:?}");
+        assert_eq!(
+            t.admitted,
+            t.successes + t.failures + t.exclusions + t.abandoned + t.dropped,
+            "{t:?}"
+        );
+        let happened = changes(&happened);
+        let closings = happened
+            .iter()
+            .filter(|&&c| c == (State::HalfOpen, State::Closed))
+            .count();
+        assert_eq!(closings, 1, "{happened:?}");
+        assert_eq!(changes(&delivered), happened);
+    });
+}

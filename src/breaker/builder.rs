@@ -361,6 +361,54 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// How long a half-open probe may hold its slot. Once every slot has been held longer
+    /// than this (no probe admitted for that long), the next call that finds them taken
+    /// starts the half-open trial again as its first probe, instead of being rejected with
+    /// [`Rejected::TooManyRequests`](crate::Rejected::TooManyRequests); the results of the
+    /// probes it replaced are dropped when they come (their generation ended: counted in
+    /// [`Totals::dropped`](crate::Totals::dropped), or in `abandoned` if their permits are
+    /// dropped), and the takeover is counted in
+    /// [`Totals::probes_taken_over`](crate::Totals::probes_taken_over). No timer: the
+    /// takeover is decided by the call that arrives. It is not a state change (the breaker
+    /// stays half-open; `on_state_change` is not called).
+    ///
+    /// So a probe that hangs with no deadline, or a permit kept by mistake, cannot hold the
+    /// breaker half-open for good: at worst, one call per `probe_timeout` tries the
+    /// dependency. `Duration::ZERO` (the default) means the breaker's
+    /// [`timeout`](Self::timeout), as Polly grants another trial after each break duration;
+    /// `Duration::MAX` never takes a probe over, as gobreaker (which has no such setting).
+    /// In a configuration file: `probe_timeout = "30s"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, ManualClock, Rejected, State};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .timeout(Duration::from_secs(10))
+    ///     .probe_timeout(Duration::from_secs(5))
+    ///     .ready_to_trip(|counts| counts.consecutive_failures >= 1)
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// breaker.allow().unwrap().failure(); // trips it
+    /// clock.advance(Duration::from_secs(11));
+    /// let hung = breaker.allow().unwrap(); // the probe, and it never reports
+    /// assert_eq!(breaker.allow().unwrap_err(), Rejected::TooManyRequests);
+    ///
+    /// clock.advance(Duration::from_secs(6)); // the slot was held longer than 5 s
+    /// breaker.allow().unwrap().success(); // takes it over, and closes the breaker
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// hung.success(); // too late: dropped, it counts nowhere
+    /// assert_eq!(breaker.totals().probes_taken_over, 1);
+    /// assert_eq!(breaker.totals().dropped, 1);
+    /// ```
+    pub fn probe_timeout(mut self, probe_timeout: Duration) -> Self {
+        self.knobs.probe_timeout = probe_timeout;
+        self
+    }
+
     /// How long a health check may run before the next call that finds it running takes it
     /// over (its result, when it comes, no longer counts). Zero, the default, means 500 ms
     /// (brpc's `health_check_timeout_ms`).

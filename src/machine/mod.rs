@@ -150,7 +150,9 @@ pub(crate) struct Machine<P> {
     /// When the current generation started.
     start: Nanos,
     /// Closed with a fixed window: when the window ends. Open: when the open period ends.
-    /// Both expire strictly after this instant. `Nanos::MAX` when nothing expires.
+    /// Half-open: when the probe slots held are taken over (`probe_timeout` after the latest
+    /// probe's admission). All expire strictly after this instant. `Nanos::MAX` when nothing
+    /// expires.
     expiry: Nanos,
     /// Half-open: how many probes it admits and how many successes close it, asked of the
     /// policy once, when the half-open period starts.
@@ -361,22 +363,45 @@ impl<P: TripPolicy> Machine<P> {
         match self.state {
             State::Open if self.forced == Some(Forced::Open) => self.refuse(Rejected::ForcedOpen),
             State::Open => self.refuse(Rejected::open_until(self.expiry, now)),
-            State::HalfOpen if self.half_open_in_flight() >= self.probes => {
-                self.refuse(Rejected::TooManyRequests)
-            }
-            State::Closed | State::HalfOpen => {
-                self.window.on_request();
-                self.totals.admitted += 1;
-                let age = self.window.age();
-                if self.rules.slow_threshold.is_some() {
-                    self.in_flight.admit(now, age);
+            State::HalfOpen => {
+                if self.half_open_in_flight() >= self.probes && !self.take_over_probes(now) {
+                    return self.refuse(Rejected::TooManyRequests);
                 }
-                Ok(Ticket {
-                    generation: self.generation,
-                    age,
-                })
+                // The slots held expire strictly after `probe_timeout` without an admission.
+                self.expiry = now.saturating_add(self.rules.probe_slot_timeout());
+                Ok(self.admit_counted(now))
             }
+            State::Closed => Ok(self.admit_counted(now)),
         }
+    }
+
+    /// Counts an admission at `now` in the current generation and hands out its ticket.
+    #[inline]
+    fn admit_counted(&mut self, now: Nanos) -> Ticket {
+        self.window.on_request();
+        self.totals.admitted += 1;
+        let age = self.window.age();
+        if self.rules.slow_threshold.is_some() {
+            self.in_flight.admit(now, age);
+        }
+        Ticket {
+            generation: self.generation,
+            age,
+        }
+    }
+
+    /// Half-open with every probe slot taken: when no probe was admitted for longer than
+    /// `probe_timeout` (the slots' `expiry`), the trial starts again in a new generation, so
+    /// the probes it replaces report late and are dropped; `true` then, and the caller is
+    /// admitted as the new trial's first probe. Not a state change: the breaker stays
+    /// half-open, with the same number of probes.
+    fn take_over_probes(&mut self, now: Nanos) -> bool {
+        if now <= self.expiry {
+            return false;
+        }
+        self.totals.probes_taken_over += 1;
+        self.start_generation(now, Nanos::MAX);
+        true
     }
 
     /// Turns a call away, counting it by its reason; in dry run, admits it as a shadow call
@@ -698,6 +723,34 @@ mod tests {
             )),
             Some((State::HalfOpen, State::Closed))
         );
+    }
+
+    #[test]
+    fn a_layer_that_looks_ahead_sees_a_slot_held_past_the_probe_timeout_as_free() {
+        let rules = Rules::new(1, Duration::ZERO, Duration::ZERO, ms(10)).probe_timeout(ms(5));
+        let mut m = machine(rules, 1);
+        let (t, _) = m.admit(0);
+        m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0);
+        let (hung, change) = m.admit(11 * MS);
+        assert_eq!(moved(change), Some((State::Open, State::HalfOpen)));
+        assert_eq!(
+            m.peek_ahead(16 * MS),
+            Ready::Rejected(Rejected::TooManyRequests)
+        );
+        assert_eq!(m.peek_ahead(16 * MS + 1), Ready::Passes);
+        let (probe, change) = m.admit(16 * MS + 1);
+        assert_eq!((probe.is_ok(), change), (true, None), "no state change");
+        assert_eq!(
+            m.complete(
+                hung.unwrap(),
+                Verdict::Reported(Outcome::Failure),
+                None,
+                17 * MS
+            ),
+            None,
+            "the replaced probe's failure is stale"
+        );
+        assert_eq!(m.totals().dropped, 1);
     }
 
     #[test]

@@ -93,8 +93,12 @@ impl<P: TripPolicy> Machine<P> {
         match self.peek_open(now) {
             Some(rejected) => Ready::Rejected(rejected),
             None if self.check_due(now) => Ready::CheckDue,
-            // Half-open with every probe out: the next call would be turned away.
-            None if self.state == State::HalfOpen && self.half_open_in_flight() >= self.probes => {
+            // Half-open with every probe out (and not for longer than `probe_timeout`): the
+            // next call would be turned away.
+            None if self.state == State::HalfOpen
+                && self.half_open_in_flight() >= self.probes
+                && now <= self.expiry =>
+            {
                 Ready::Rejected(Rejected::TooManyRequests)
             }
             None => Ready::Passes,

@@ -48,6 +48,9 @@ pub(crate) struct Rules {
     /// With a health check (the open period ends when one passes): how long it may run
     /// before the next call takes its lease over; 0 without a health check.
     pub(super) check_timeout: Nanos,
+    /// How long the probe slots of half-open may all be held (no probe admitted) before the
+    /// next call that finds them taken starts the trial again; 0 means `timeout`.
+    probe_timeout: Nanos,
 }
 
 impl Rules {
@@ -96,6 +99,7 @@ impl Rules {
             slow_threshold: None,
             probes_on_latency: false,
             check_timeout: 0,
+            probe_timeout: 0,
         }
     }
 
@@ -115,6 +119,21 @@ impl Rules {
     /// dependency.
     pub(super) fn checked(&self) -> bool {
         self.check_timeout > 0 && !self.dry_run
+    }
+
+    /// These rules, with half-open probe slots taken over once all have been held longer
+    /// than `probe_timeout` (zero: the open `timeout`; `Duration::MAX`: never).
+    pub(crate) fn probe_timeout(mut self, probe_timeout: Duration) -> Self {
+        self.probe_timeout = saturating_nanos(probe_timeout);
+        self
+    }
+
+    /// How long the probe slots may all be held before the next call takes them over.
+    pub(super) fn probe_slot_timeout(&self) -> Nanos {
+        match self.probe_timeout {
+            0 => self.timeout,
+            t => t,
+        }
     }
 
     /// These rules, with no open period longer than `max_open` (zero: the default, one hour
@@ -191,6 +210,7 @@ impl From<&Knobs> for Rules {
         .never_tripping(knobs.never_trips)
         .dry_running(knobs.dry_run)
         .count_window(knobs.count_window)
+        .probe_timeout(knobs.probe_timeout)
     }
 }
 

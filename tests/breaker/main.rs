@@ -21,5 +21,6 @@ mod manual;
 mod origin;
 mod panics;
 mod pool;
+mod probe_timeout;
 mod slow_calls;
 mod snapshot;

@@ -2,6 +2,14 @@
 //! `tests/data/gobreaker/README.md`) through the two-step API with a `ManualClock`: every
 //! admission, every state and count check, and every state change with the step it fired at
 //! must match.
+//!
+//! gobreaker has no probe timeout: a half-open probe holds its slot until it reports. Its
+//! settings therefore translate to `probe_timeout(Duration::MAX)`, and the vectors replay bit
+//! for bit. With the crate's default probe timeout (the open `timeout`), some of the random
+//! vectors (the test below prints how many) hold every probe slot longer than the timeout
+//! and then begin another call: gobreaker rejects it, the crate starts a new trial.
+//! [`the_default_probe_timeout_departs_only_where_a_probe_was_held_past_it`] replays every
+//! vector with the default and checks that each divergence is exactly that.
 
 use crate::support;
 use std::collections::HashMap;
@@ -149,8 +157,32 @@ fn policy(trip: &Trip) -> Box<dyn TripPolicy> {
     }
 }
 
-/// Replays one scenario; `Err` describes the first divergence.
+/// The first step at which a replay departed from the vector.
+#[derive(Debug)]
+struct Divergence {
+    what: String,
+    /// The step was a call that found every probe slot held past the probe timeout and
+    /// started a new trial (`Totals::probes_taken_over` grew).
+    took_over: bool,
+}
+
+impl From<String> for Divergence {
+    fn from(what: String) -> Self {
+        Self {
+            what,
+            took_over: false,
+        }
+    }
+}
+
+/// Replays one scenario with gobreaker's settings (no probe timeout); `Err` describes the
+/// first divergence.
 fn replay(scenario: &Scenario) -> Result<(), String> {
+    replay_with(scenario, Some(Duration::MAX)).map_err(|d| d.what)
+}
+
+/// Replays one scenario with `probe_timeout` (`None`: the breaker's default).
+fn replay_with(scenario: &Scenario, probe_timeout: Option<Duration>) -> Result<(), Divergence> {
     let s = &scenario.settings;
     let clock = ManualClock::new();
     let step_index = Arc::new(AtomicUsize::new(0));
@@ -164,6 +196,7 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
             .interval(Duration::from_millis(s.interval_ms))
             .bucket_period(Duration::from_millis(s.bucket_period_ms))
             .timeout(Duration::from_millis(s.timeout_ms))
+            .probe_timeout(probe_timeout.unwrap_or_default())
             .policy(policy(&s.trip))
             .on_state_change(move |_, from, to| {
                 fired.push((step_index.load(Ordering::SeqCst), from, to));
@@ -178,6 +211,7 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
         match *step {
             Step::Advance { ms } => clock.advance(Duration::from_millis(ms)),
             Step::Begin { id, expect } => {
+                let taken_over = breaker.totals().probes_taken_over;
                 let got = match breaker.allow() {
                     Ok(permit) => {
                         in_flight.insert(id, permit);
@@ -185,12 +219,15 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
                     }
                     Err(Rejected::Open { .. }) => Admission::Open,
                     Err(Rejected::TooManyRequests) => Admission::TooManyRequests,
-                    Err(other) => return Err(format!("step {i}: unknown rejection {other:?}")),
+                    Err(other) => {
+                        return Err(format!("step {i}: unknown rejection {other:?}").into())
+                    }
                 };
                 if got != expect {
-                    return Err(format!(
-                        "step {i}: begin {id}: got {got:?}, want {expect:?}"
-                    ));
+                    return Err(Divergence {
+                        what: format!("step {i}: begin {id}: got {got:?}, want {expect:?}"),
+                        took_over: breaker.totals().probes_taken_over > taken_over,
+                    });
                 }
             }
             Step::End {
@@ -211,20 +248,22 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
                 if dropped != (effect != Effect::Counted) {
                     return Err(format!(
                         "step {i}: end {id}: dropped = {dropped}, want {effect:?}"
-                    ));
+                    )
+                    .into());
                 }
             }
             Step::Check { state, counts } => {
                 let got_state = breaker.state();
                 let got_counts = breaker.counts();
                 if got_state != State::from(state) {
-                    return Err(format!("step {i}: state {got_state}, want {state:?}"));
+                    return Err(format!("step {i}: state {got_state}, want {state:?}").into());
                 }
                 if got_counts != Counts::from(counts) {
                     return Err(format!(
                         "step {i}: counts {got_counts:?}, want {:?}",
                         Counts::from(counts)
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -237,7 +276,7 @@ fn replay(scenario: &Scenario) -> Result<(), String> {
         .collect();
     let got = fired.entries();
     if got != want {
-        return Err(format!("transitions {got:?}, want {want:?}"));
+        return Err(format!("transitions {got:?}, want {want:?}").into());
     }
     Ok(())
 }
@@ -261,4 +300,41 @@ fn random_fixed_window() {
 #[test]
 fn random_rolling_window() {
     replay_file("random_bucket.json.gz", 400);
+}
+
+/// The crate's default probe timeout (the open `timeout`) departs from gobreaker only where
+/// gobreaker keeps a half-open breaker waiting on probes held longer than the timeout: the
+/// first divergence of every diverging vector is a call admitted as a new trial's first
+/// probe (the takeover) where gobreaker answered `TooManyRequests`.
+#[test]
+fn the_default_probe_timeout_departs_only_where_a_probe_was_held_past_it() {
+    let mut diverged = 0;
+    for file in [
+        "handwritten.json",
+        "random_a.json.gz",
+        "random_bucket.json.gz",
+    ] {
+        let scenarios: Vec<Scenario> = support::load("gobreaker", file);
+        let before = diverged;
+        for scenario in &scenarios {
+            if let Err(d) = replay_with(scenario, None) {
+                diverged += 1;
+                assert!(
+                    d.took_over && d.what.ends_with("got Ok, want TooManyRequests"),
+                    "{file} {}: {}",
+                    scenario.name,
+                    d.what
+                );
+            }
+        }
+        println!(
+            "gobreaker {file}, default probe timeout: {} of {} take a probe over",
+            diverged - before,
+            scenarios.len()
+        );
+    }
+    assert!(
+        diverged > 0,
+        "some vectors hold a probe past the timeout: the takeover is exercised"
+    );
 }

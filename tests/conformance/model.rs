@@ -14,7 +14,10 @@
 //!   failures only (a closed failure whose bucket has left a rolling window is not counted,
 //!   but the rule is still consulted, as gobreaker does);
 //! - half-open admits `max(1, max_requests)` probes minus exclusions, closes after that many
-//!   consecutive successes, and reopens on any failure;
+//!   consecutive successes, and reopens on any failure; once every slot is taken and no probe
+//!   was admitted for longer than `probe_timeout` (zero means `timeout`; `u64::MAX` never),
+//!   the next call starts the trial again in a new generation (the crate's one departure
+//!   from gobreaker, which never does; `Builder::probe_timeout`);
 //! - with a bucket period, `interval` is rounded up to whole buckets; a single bucket is a
 //!   fixed window; with two or more the window rolls bucket by bucket, at each boundary
 //!   (inclusive), in the closed state only, trimming the consecutive counters as gobreaker's
@@ -102,6 +105,8 @@ struct Config {
     max_requests: u32,
     /// Nanoseconds; zero means 60 s.
     timeout: u64,
+    /// Nanoseconds; zero means `timeout`, `u64::MAX` never.
+    probe_timeout: u64,
     window: Window,
     trip: Trip,
     /// `true`: the crate's own counting policy (`capabilities().needs_successes == false`, so closed-state
@@ -196,6 +201,7 @@ struct Lifetime {
     dropped: u64,
     opened: u64,
     abandoned: u64,
+    probes_taken_over: u64,
 }
 
 impl Lifetime {
@@ -208,6 +214,7 @@ impl Lifetime {
             dropped: t.dropped,
             opened: t.opened,
             abandoned: t.abandoned,
+            probes_taken_over: t.probes_taken_over,
         }
     }
 }
@@ -236,6 +243,8 @@ struct Model {
     probes: u64,
     /// The open duration (zero already replaced by 60 s).
     timeout: u64,
+    /// How long every probe slot may be held (zero already replaced by `timeout`).
+    probe_timeout: u64,
     /// The effective closed window: zero for none, rounded up to whole buckets.
     interval: u64,
     /// The bucket length, when the window rolls (two or more buckets); zero otherwise.
@@ -245,7 +254,9 @@ struct Model {
     generation: u64,
     /// When the current generation started.
     start: u64,
-    /// The open state's last instant, or the fixed window's last instant; `None` otherwise.
+    /// The open state's last instant, or the fixed window's last instant, or half-open's
+    /// last instant before the probes held may be taken over (from the latest admission);
+    /// `None` otherwise.
     until: Option<u64>,
     counts: Tally,
     /// Bucket periods elapsed since `start`, as of the last roll (always zero unless rolling).
@@ -271,13 +282,18 @@ impl Model {
                 (bucket_period, 0, 0)
             }
         };
+        let timeout = if cfg.timeout == 0 {
+            DEFAULT_TIMEOUT
+        } else {
+            cfg.timeout
+        };
         let mut model = Model {
             trip: cfg.trip,
             probes: u64::from(cfg.max_requests.max(1)),
-            timeout: if cfg.timeout == 0 {
-                DEFAULT_TIMEOUT
-            } else {
-                cfg.timeout
+            timeout,
+            probe_timeout: match cfg.probe_timeout {
+                0 => timeout,
+                t => t,
             },
             interval,
             bucket_period,
@@ -417,8 +433,16 @@ impl Model {
                     .requests
                     .saturating_sub(self.counts.total_exclusions);
                 if taken >= self.probes {
-                    return Err(Admit::TooManyRequests);
+                    match self.until {
+                        // Every slot held past the probe timeout: a new trial.
+                        Some(until) if now > until => {
+                            self.totals.probes_taken_over += 1;
+                            self.new_generation(now);
+                        }
+                        _ => return Err(Admit::TooManyRequests),
+                    }
                 }
+                self.until = Some(now.saturating_add(self.probe_timeout));
             }
             State::Closed => {}
         }
@@ -493,7 +517,8 @@ impl Model {
                 Some(m.start + (age + 1) * m.bucket_period)
             }
             State::Closed | State::Open => m.until,
-            State::HalfOpen => None,
+            // Never, with no probe timeout.
+            State::HalfOpen => m.until.filter(|&until| until != u64::MAX),
         }
     }
 }
@@ -697,6 +722,10 @@ fn with_breaker<R: Run>(cfg: &Config, run: R) -> R::Output {
         .interval(Duration::from_nanos(interval))
         .bucket_period(Duration::from_nanos(bucket_period))
         .timeout(Duration::from_nanos(cfg.timeout))
+        .probe_timeout(match cfg.probe_timeout {
+            u64::MAX => Duration::MAX,
+            t => Duration::from_nanos(t),
+        })
         .clock(clock.clone());
     match (cfg.lane, cfg.trip) {
         (true, Trip::Consecutive(k)) => {
@@ -792,16 +821,30 @@ fn rolling() -> impl Strategy<Value = Window> {
 
 fn config(window: impl Strategy<Value = Window>, lane: bool) -> impl Strategy<Value = Config> {
     let timeout = prop_oneof![1 => Just(0u64), 8 => (1u64..=20).prop_map(|ms| ms * MS)];
-    (0u32..=4, timeout, window, trip(), any::<bool>()).prop_map(
-        move |(max_requests, timeout, window, trip, eager)| Config {
-            max_requests,
-            timeout,
-            window,
-            trip,
-            lane,
-            eager,
-        },
+    // The default (the timeout), never (gobreaker's), or a few milliseconds.
+    let probe_timeout = prop_oneof![
+        2 => Just(0u64),
+        1 => Just(u64::MAX),
+        2 => (1u64..=20).prop_map(|ms| ms * MS)
+    ];
+    (
+        0u32..=4,
+        (timeout, probe_timeout),
+        window,
+        trip(),
+        any::<bool>(),
     )
+        .prop_map(
+            move |(max_requests, (timeout, probe_timeout), window, trip, eager)| Config {
+                max_requests,
+                timeout,
+                probe_timeout,
+                window,
+                trip,
+                lane,
+                eager,
+            },
+        )
 }
 
 /// The durations that matter for `cfg`: the bucket period or the window, and the open
@@ -1006,6 +1049,7 @@ fn lifetime(
         dropped,
         opened,
         abandoned,
+        probes_taken_over: 0,
     }
 }
 
@@ -1016,6 +1060,7 @@ fn scripted_fixed_window_through_every_state() {
     let cfg = Config {
         max_requests: 2,
         timeout: 20 * MS,
+        probe_timeout: 0,
         window: Window::Fixed { interval: 10 * MS },
         trip: Trip::Consecutive(2),
         lane: true,
@@ -1067,6 +1112,7 @@ fn scripted_rolling_window_trims_a_run_that_started_in_the_leaving_bucket() {
     let cfg = Config {
         max_requests: 0,
         timeout: 0,
+        probe_timeout: 0,
         window: Window::Rolling {
             interval: 6 * MS,
             bucket_period: 2 * MS,
@@ -1117,6 +1163,7 @@ fn scripted_rolling_window_keeps_a_later_run_and_drops_out_of_window_results() {
     let cfg = Config {
         max_requests: 1,
         timeout: 10 * MS,
+        probe_timeout: 0,
         window: Window::Rolling {
             interval: 5 * MS,
             bucket_period: 2 * MS,
@@ -1160,6 +1207,7 @@ fn scripted_out_of_window_failure_still_consults_the_trip_rule() {
     let cfg = Config {
         max_requests: 1,
         timeout: 5 * MS,
+        probe_timeout: 0,
         window: Window::Rolling {
             interval: 4 * MS,
             bucket_period: 2 * MS,

@@ -125,6 +125,15 @@ fn check(series: &Series, s: &Snapshot) {
         );
         assert_eq!(got, n as f64, "{b} health checks {result}");
     }
+    assert_eq!(
+        get(
+            series,
+            "circuit_breaker_probes_taken_over_total",
+            &[("breaker", b)]
+        ),
+        t.probes_taken_over as f64,
+        "{b} probes taken over"
+    );
     for (from, to, n) in s.transitions.iter() {
         let label = |state: State| match state {
             State::Closed => "closed",
@@ -419,6 +428,40 @@ fn a_dry_run_breaker_scrapes_the_calls_it_would_have_rejected() {
     // Both tripped at the same call: the dry run changes the admissions, not the state.
     let state = |b: &str| get(&series, "circuit_breaker_state", &[("breaker", b)]);
     assert_eq!((state("shadow"), state("real")), (2.0, 2.0));
+}
+
+/// A half-open probe held past the probe timeout and taken over shows in its own counter.
+#[test]
+fn a_probe_taken_over_is_counted_in_the_scrape() {
+    let clock = ManualClock::new();
+    let breaker = Arc::new(
+        Breaker::builder()
+            .name("hung")
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(OPEN_FOR)
+            .clock(clock.clone())
+            .build(),
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(
+        BreakerCollector::new().breaker(Arc::clone(&breaker)),
+    ));
+    let taken_over = || {
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("a scrape");
+        get(
+            &parse(&text),
+            "circuit_breaker_probes_taken_over_total",
+            &[("breaker", "hung")],
+        )
+    };
+    let _ = breaker.execute(|| Err::<(), _>("down"));
+    clock.advance(PAST_OPEN);
+    let _hung = breaker.allow().unwrap();
+    assert_eq!(taken_over(), 0.0);
+    clock.advance(PAST_OPEN);
+    breaker.allow().unwrap().success();
+    assert_eq!(taken_over(), 1.0);
 }
 
 /// The health-check counters, by result, read what the checks did: one failed check, then

@@ -247,7 +247,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 11] = [
+static KNOB_FIELDS: [Field<Settings>; 12] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -279,6 +279,9 @@ static KNOB_FIELDS: [Field<Settings>; 11] = [
     Field::optional("check_timeout", |s, v, p| {
         set(&mut s.knobs.check_timeout, duration(v, p))
     }),
+    Field::optional("probe_timeout", |s, v, p| {
+        set(&mut s.knobs.probe_timeout, duration(v, p))
+    }),
 ];
 
 /// A table of [`Settings`]: the knobs, the policy and the open duration.
@@ -295,7 +298,7 @@ static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `policy`, `open_duration`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `policy`, `open_duration`",
     missing: "",
 };
 
@@ -305,7 +308,7 @@ static KNOBS_ONLY: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`",
     missing: "",
 };
 
