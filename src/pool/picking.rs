@@ -117,8 +117,8 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         for i in [first, second] {
             match gate::ready(&endpoints[i].breaker) {
                 Ready::Passes => {
-                    if let Some(pick) = admit(&endpoints[i]) {
-                        return Ok(Choice::Pick(pick));
+                    if let Some(choice) = admit(&endpoints[i], checking) {
+                        return Ok(choice);
                     }
                 }
                 Ready::Rejected(Rejected::Open { .. }) | Ready::CheckDue => break,
@@ -176,15 +176,15 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 other => other,
             };
             for endpoint in [first, second].into_iter().flatten() {
-                if let Some(pick) = admit(endpoint) {
-                    return Ok(Choice::Pick(pick));
+                if let Some(choice) = admit(endpoint, checking) {
+                    return Ok(choice);
                 }
             }
             // Both full (half-open, their probes out since the count): any other.
             for endpoint in walk() {
                 if gate::ready(&endpoint.breaker) == Ready::Passes {
-                    if let Some(pick) = admit(endpoint) {
-                        return Ok(Choice::Pick(pick));
+                    if let Some(choice) = admit(endpoint, checking) {
+                        return Ok(choice);
                     }
                 }
             }
@@ -240,8 +240,8 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             } else {
                 a
             };
-            if let Some(pick) = admit(admitting[i]) {
-                return Ok(Choice::Pick(pick));
+            if let Some(choice) = admit(admitting[i], checking) {
+                return Ok(choice);
             }
             admitting.swap_remove(i);
         }
@@ -303,17 +303,31 @@ fn look<K, P: TripPolicy, O: Observer>(
     }
 }
 
-/// A pick of `endpoint` if its breaker admits a call now (a call, never a check).
+/// A pick of `endpoint` if its breaker admits a call now, through the front door: the
+/// endpoint was looked at and admitted calls, but it may have tripped and come to the end of
+/// its open period since. Then its check is due, and only the check may revive it: a pick
+/// that can run checks (`checking`) takes the lease; a sync pick declines it (the endpoint
+/// stays isolated, the lease free for a pick that can run it) and looks elsewhere.
 #[inline]
 fn admit<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
-) -> Option<Pick<K, P, O>> {
-    let permit = endpoint.breaker.allow_owned().ok()?;
-    Some(Pick::admitted(Arc::clone(endpoint), permit))
+    checking: bool,
+) -> Option<Choice<K, P, O>> {
+    if checking {
+        return check(endpoint);
+    }
+    match gate::admit(&endpoint.breaker, At::Now) {
+        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(Arc::clone(endpoint), permit))),
+        Admit::Rejected(..) => None,
+        Admit::Check(gate) => {
+            gate.decline();
+            None
+        }
+    }
 }
 
-/// `endpoint`'s admission with its check due: the check lease if this pick wins it (or a
-/// call, if the breaker moved on meanwhile).
+/// `endpoint`'s admission by a pick that can run checks: a call, or the check lease if its
+/// check is due and this pick wins it.
 fn check<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
 ) -> Option<Choice<K, P, O>> {

@@ -567,3 +567,127 @@ fn item_9_endpoints_isolated_at_one_instant_keep_the_same_one_in_rotation() {
     assert_eq!(kept.len(), 1, "the endpoints kept in rotation: {kept:?}");
     assert!(kept.iter().all(|k| *k < 6));
 }
+
+/// Item 1: a health-checked pool never revives an endpoint without its check, even when the
+/// endpoint trips and comes to the end of its open period between a pick's look at it
+/// (closed, admitting) and its admission. The interleaving is made deterministic by a clock
+/// that runs a hook on its k-th read during the pick, standing in for another thread that
+/// fails the endpoints' calls meanwhile and lets their open periods end. Before, a sync
+/// admission there went half-open unchecked (26-32 of 1 600 such trials).
+#[test]
+fn item_1_a_checked_pool_never_revives_an_endpoint_tripped_between_look_and_admission() {
+    use lazybreaker::observe::{Observer, Origin, Transition};
+    use lazybreaker::Clock;
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+    use std::sync::Mutex;
+
+    type Hook = Box<dyn FnOnce() + Send>;
+
+    /// A manual clock that runs its hook once, on its `fire_at`-th read.
+    #[derive(Default)]
+    struct HookClock {
+        nanos: AtomicU64,
+        reads: AtomicUsize,
+        fire_at: AtomicUsize,
+        hook: Mutex<Option<Hook>>,
+        fired: AtomicBool,
+    }
+    impl std::fmt::Debug for HookClock {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("HookClock")
+        }
+    }
+    #[derive(Debug, Clone)]
+    struct Hooked(Arc<HookClock>);
+    impl Clock for Hooked {
+        fn now(&self) -> Duration {
+            self.0.read()
+        }
+    }
+    impl HookClock {
+        fn read(&self) -> Duration {
+            let read = self.reads.fetch_add(1, SeqCst) + 1;
+            if read == self.fire_at.load(SeqCst) {
+                let hook = self.hook.lock().unwrap().take();
+                if let Some(hook) = hook {
+                    self.fired.store(true, SeqCst);
+                    hook();
+                }
+            }
+            Duration::from_nanos(self.nanos.load(SeqCst))
+        }
+    }
+
+    /// Counts the changes to half-open that no health check made.
+    #[derive(Default)]
+    struct Unchecked(AtomicU64);
+    impl Observer for Unchecked {
+        fn on_transition(&self, t: &Transition<'_>) {
+            if (t.from, t.to) == (State::Open, State::HalfOpen) && t.origin != Origin::HealthCheck {
+                self.0.fetch_add(1, SeqCst);
+            }
+        }
+    }
+
+    let (mut fired, mut revived, mut picked_after_firing) = (0, 0, 0);
+    for async_pick in [false, true] {
+        for fire_at in 1..=8usize {
+            for _ in 0..100 {
+                let clock = Arc::new(HookClock::default());
+                let unchecked = Arc::new(Unchecked::default());
+                let seen = Arc::clone(&unchecked);
+                let pool: Pool<&'static str, ConsecutiveFailures, Arc<Unchecked>> =
+                    Pool::new(move |key: &&'static str| {
+                        let open = if *key == "b" { 3_600 } else { 1 };
+                        Breaker::builder()
+                            .policy(ConsecutiveFailures::new(1).unwrap())
+                            .timeout(Duration::from_secs(open))
+                            .observer(Arc::clone(&seen))
+                    })
+                    .clock(Hooked(Arc::clone(&clock)))
+                    .max_isolated(1.0)
+                    // Every check fails: nothing isolated may take a call again.
+                    .health_check(|_: &&'static str| std::future::ready(false));
+                pool.set(["a", "b", "c"]);
+                clock.nanos.store(1_000_000_000, SeqCst);
+                pool.breaker(&"b").unwrap().allow().unwrap().failure();
+                let a = pool.breaker(&"a").unwrap().allow_owned().unwrap();
+                let c = pool.breaker(&"c").unwrap().allow_owned().unwrap();
+                // "Another thread": a's and c's calls fail (both trip), and 2 s pass (their
+                // open periods end: their checks are due).
+                let hook_clock = Arc::clone(&clock);
+                *clock.hook.lock().unwrap() = Some(Box::new(move || {
+                    a.failure();
+                    c.failure();
+                    hook_clock.nanos.fetch_add(2_000_000_000, SeqCst);
+                }));
+                clock.reads.store(0, SeqCst);
+                clock.fire_at.store(fire_at, SeqCst);
+                let pick = if async_pick {
+                    checked_block_on(pool.pick_async())
+                } else {
+                    pool.pick()
+                };
+                let hook_ran = clock.fired.load(SeqCst);
+                fired += u64::from(hook_ran);
+                if hook_ran && pick.is_ok() {
+                    picked_after_firing += 1;
+                }
+                revived += unchecked.0.load(SeqCst);
+                drop(pick);
+            }
+        }
+    }
+    assert!(fired > 100, "the race was staged: fired {fired} times");
+    assert_eq!(
+        revived, 0,
+        "endpoints revived without a check ({picked_after_firing} picks succeeded after the race)"
+    );
+}
+
+fn checked_block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
