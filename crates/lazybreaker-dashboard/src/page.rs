@@ -72,18 +72,28 @@ pub(super) fn render(board: &Board, look: &Look, filter: &str) -> String {
         );
     }
     out.push_str("<p id=\"status\">rendered by the server</p></header>");
-    board_html(&mut out, board, look, filter);
+    board_html(&mut out, board, look, &Needle::new(filter));
     let _ = writeln!(out, "<script>{SCRIPT}</script></body></html>");
     out
 }
 
-/// Whether `name` passes `filter`.
-fn shown(name: &str, filter: &str) -> bool {
-    filter.is_empty() || name.to_lowercase().contains(&filter.to_lowercase())
+/// A filter, lowercased once for the whole page: the work per row is the row's name, never
+/// the filter (which comes from the query string, as long as the client likes).
+struct Needle(String);
+
+impl Needle {
+    fn new(filter: &str) -> Self {
+        Self(filter.to_lowercase())
+    }
+
+    /// Whether `name` passes: it contains the filter, case-insensitively.
+    fn shown(&self, name: &str) -> bool {
+        self.0.is_empty() || name.to_lowercase().contains(self.0.as_str())
+    }
 }
 
 /// The part the script replaces: the summary, the table and the recent changes.
-fn board_html(out: &mut String, board: &Board, look: &Look, filter: &str) {
+fn board_html(out: &mut String, board: &Board, look: &Look, filter: &Needle) {
     let count = |state| {
         board
             .rows
@@ -117,11 +127,7 @@ fn board_html(out: &mut String, board: &Board, look: &Look, filter: &str) {
         out.push_str("<th>control</th>");
     }
     out.push_str("</tr></thead><tbody>");
-    for row in board
-        .rows
-        .iter()
-        .filter(|r| shown(&r.snapshot.name, filter))
-    {
+    for row in board.rows.iter().filter(|r| filter.shown(&r.snapshot.name)) {
         row_html(out, row, look);
     }
     out.push_str("</tbody></table>");
@@ -129,7 +135,7 @@ fn board_html(out: &mut String, board: &Board, look: &Look, filter: &str) {
         out.push_str("<p class=\"empty\">No breakers yet.</p>");
     }
     out.push_str("<h2>Recent changes</h2><ol id=\"recent\">");
-    for r in board.recent.iter().filter(|r| shown(&r.breaker, filter)) {
+    for r in board.recent.iter().filter(|r| filter.shown(&r.breaker)) {
         recorded_html(out, r);
     }
     if board.recent.is_empty() {
