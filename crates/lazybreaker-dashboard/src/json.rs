@@ -16,6 +16,10 @@ struct Breaker<'a> {
     /// Whether its policy's figures panicked while read.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     policy_panicked: bool,
+    /// How many breakers of the page have its name, when more than one: the controls refuse
+    /// the name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name_shared_by: Option<usize>,
     history: &'a [Recorded],
 }
 
@@ -24,6 +28,7 @@ fn breaker(row: &Row) -> Breaker<'_> {
         snapshot: &row.snapshot,
         pool: row.pool.as_deref(),
         policy_panicked: row.panicked,
+        name_shared_by: (row.namesakes > 1).then_some(row.namesakes),
         history: &row.history,
     }
 }

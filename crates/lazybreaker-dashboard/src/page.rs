@@ -196,6 +196,13 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
     if s.dry_run {
         out.push_str(" <small class=\"dry\">dry run: admits every call</small>");
     }
+    if row.namesakes > 1 {
+        let _ = write!(
+            out,
+            " <small class=\"warn\">{} breakers share this name: controls refused</small>",
+            row.namesakes
+        );
+    }
     // Open, the counts of the new generation are empty: the trip's say more.
     let tripped = row
         .history
@@ -232,7 +239,9 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
     );
     timeline(out, row);
     out.push_str("</td>");
-    if look.controls {
+    if look.controls && row.namesakes > 1 {
+        out.push_str("<td data-label=\"control\" class=\"controls\"></td>");
+    } else if look.controls {
         out.push_str("<td data-label=\"control\" class=\"controls\">");
         for (action, label) in [
             ("force_open", "force open"),

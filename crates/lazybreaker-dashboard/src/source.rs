@@ -113,6 +113,10 @@ pub(super) struct Row {
     pub(super) history: Vec<Recorded>,
     /// Whether its policy's figures panicked while read (the row has those read before).
     pub(super) panicked: bool,
+    /// How many breakers of the page have its name, itself included: 1 but where two
+    /// breakers share a name (a registry's key named like a breaker given by hand, say).
+    /// Every one is shown, flagged, and the controls refuse the name.
+    pub(super) namesakes: usize,
 }
 
 /// Everything a page shows at one instant.
@@ -129,7 +133,8 @@ pub(super) struct Board {
 /// How many changes the page's list of recent changes shows.
 pub(super) const RECENT: usize = 50;
 
-/// Reads every breaker of `sources` (the first of each name only) and the histories their
+/// Reads every breaker of `sources` (each once, however many sources give it; two breakers
+/// with one name are both read, each told how many share it) and the histories their
 /// observers keep, plus `extra` histories. A breaker's user code that panics (its clock,
 /// its policy's figures) costs that breaker its row or its figures, not the page: the panic
 /// ends here (as a scrape's does, see [`lazybreaker::prometheus`]).
@@ -141,7 +146,7 @@ pub(super) fn read(sources: &[Source], extra: &[Arc<History>]) -> Board {
     let mut owner: Vec<Option<*const History>> = Vec::new();
     for source in sources {
         source(&mut |panel, pool| {
-            if !seen.insert(panel.name().to_owned()) {
+            if !seen.insert(identity(panel)) {
                 return;
             }
             let mut panics = FirstPanic::default();
@@ -168,8 +173,21 @@ pub(super) fn read(sources: &[Source], extra: &[Arc<History>]) -> Board {
                 pool: pool.map(str::to_owned),
                 history: Vec::new(),
                 panicked,
+                namesakes: 1,
             });
         });
+    }
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for row in &board.rows {
+        *names.entry(row.snapshot.name.as_str()).or_default() += 1;
+    }
+    let namesakes: Vec<usize> = board
+        .rows
+        .iter()
+        .map(|row| names[row.snapshot.name.as_str()])
+        .collect();
+    for (row, n) in board.rows.iter_mut().zip(namesakes) {
+        row.namesakes = n;
     }
     for h in extra {
         kept.entry(Arc::as_ptr(h)).or_insert_with(|| h.recent());
@@ -194,6 +212,12 @@ pub(super) fn read(sources: &[Source], extra: &[Arc<History>]) -> Board {
             .then_with(|| a.snapshot.name.cmp(&b.snapshot.name))
     });
     board
+}
+
+/// Which breaker a panel is (its address): the same breaker given twice (by hand and in a
+/// registry) is one breaker, two breakers with one name are two.
+fn identity(panel: &dyn Panel) -> *const () {
+    std::ptr::from_ref(panel).cast()
 }
 
 /// Open first, then half-open, then closed.
@@ -236,11 +260,15 @@ pub(super) fn control(sources: &[Source], name: &str, control: Control) -> Optio
 /// breaker has (two breakers with one name, a registry's key and a breaker given by hand,
 /// say, would leave the operator acting on one while the other stays as it was).
 pub(super) fn named(sources: &[Source], name: &str) -> usize {
-    let mut count = 0;
+    let mut found = HashSet::new();
     for source in sources {
-        source(&mut |panel, _| count += usize::from(panel.name() == name));
+        source(&mut |panel, _| {
+            if panel.name() == name {
+                found.insert(identity(panel));
+            }
+        });
     }
-    count
+    found.len()
 }
 
 /// [`control`] on one breaker.
@@ -280,6 +308,7 @@ fn apply(panel: &dyn Panel, pool: Option<&str>, control: Control) -> Controlled 
         snapshot,
         pool: pool.map(str::to_owned),
         panicked: false,
+        namesakes: 1,
     });
     Controlled { row, panicked }
 }

@@ -796,3 +796,76 @@ fn item_5_a_control_on_a_name_two_breakers_share_is_refused_and_changes_neither(
     );
     assert_eq!(other.status, 404);
 }
+
+/// Item 5, the page's half: two breakers with one name are both shown, each flagged with how
+/// many share it and without controls (which refuse the name); the JSON lists both with
+/// `name_shared_by`. One breaker given twice (by hand and in a registry) is one row. Before,
+/// the page showed the first only: the real, forced-open `payments` was invisible.
+#[test]
+fn item_5_two_breakers_with_one_name_are_both_shown_and_flagged() {
+    let f = fleet();
+    let real = Arc::new(Breaker::builder().name("billing").build());
+    real.force_open();
+    let twin = f.hosts.breaker("billing");
+    assert_eq!(twin.forced(), None);
+    let server = serve(
+        Dashboard::new()
+            .registry(Arc::clone(&f.hosts))
+            .breaker(Arc::clone(&real))
+            // The same breaker twice: one row, and its controls work.
+            .breaker(Arc::clone(&f.closed))
+            .breaker(Arc::clone(&f.closed))
+            .controls("t0ken")
+            .router(),
+    );
+    let json = get(&server, "/breakers");
+    let all: serde_json::Value = serde_json::from_str(&json.body).expect("JSON");
+    let named = |name: &str| -> Vec<serde_json::Value> {
+        all.as_array()
+            .expect("a list")
+            .iter()
+            .filter(|b| b["name"] == name)
+            .cloned()
+            .collect()
+    };
+    let billing = named("billing");
+    assert_eq!(billing.len(), 2, "both listed: {billing:?}");
+    assert!(
+        billing.iter().all(|b| b["name_shared_by"] == 2),
+        "{billing:?}"
+    );
+    let forced: Vec<_> = billing.iter().map(|b| b["forced"].clone()).collect();
+    assert!(forced.contains(&serde_json::json!("open")), "{forced:?}");
+    let inventory = named("inventory");
+    assert_eq!(inventory.len(), 1, "one breaker given twice is one row");
+    assert!(inventory[0].get("name_shared_by").is_none());
+
+    let page = get(&server, "/");
+    let rows = page
+        .body
+        .matches("data-name=\"billing\" data-state=")
+        .count();
+    assert_eq!(rows, 2, "both rows on the page");
+    assert_eq!(
+        page.body
+            .matches("2 breakers share this name: controls refused")
+            .count(),
+        2
+    );
+    assert!(
+        !page
+            .body
+            .contains("data-action=\"release\" data-name=\"billing\""),
+        "no control offered on a shared name"
+    );
+    assert!(page
+        .body
+        .contains("data-action=\"release\" data-name=\"inventory\""));
+    let release = request(
+        &server,
+        "POST",
+        "/breakers/inventory/release",
+        &[("authorization", "Bearer t0ken")],
+    );
+    assert_eq!(release.status, 200, "{}", release.body);
+}
