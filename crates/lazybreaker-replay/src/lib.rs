@@ -111,6 +111,7 @@ mod record;
 mod report;
 mod run;
 mod trace;
+mod work;
 
 pub use plot::{html, table};
 pub use record::{Recorder, Recording};

@@ -197,6 +197,8 @@ impl Recorder {
                 None => trace.push(start, latency, e.outcome),
             };
         }
+        // The ring holds calls in the order they ended: sorted once, here.
+        trace.put_in_order();
         trace
     }
 

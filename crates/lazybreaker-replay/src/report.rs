@@ -282,9 +282,10 @@ pub(super) fn meet(bursts: &mut [Burst], changes: &[Change]) {
     }
 }
 
-/// The breakers' states as the changes up to `next` left them.
+/// The breakers' states as the changes up to `next` left them, and how many are open and
+/// half-open: a change is applied in constant time, however many breakers there are.
 #[derive(Default)]
-struct Sweep<'a> {
+pub(super) struct Sweep<'a> {
     next: usize,
     states: HashMap<&'a str, State>,
     open: usize,
@@ -300,7 +301,8 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    fn apply(&mut self, c: &'a Change) {
+    /// The change `c` happened: its breaker is now in `c.to`.
+    pub(super) fn apply(&mut self, c: &'a Change) {
         let was = self.states.insert(&c.breaker, c.to);
         for (state, delta) in [(was, false), (Some(c.to), true)] {
             let count = match state {
@@ -318,6 +320,17 @@ impl<'a> Sweep<'a> {
 
     fn not_closed(&self) -> usize {
         self.open + self.half_open
+    }
+
+    /// Open if a breaker is, else half-open if one is; `None` when all are closed.
+    pub(super) fn worst(&self) -> Option<State> {
+        if self.open > 0 {
+            Some(State::Open)
+        } else if self.half_open > 0 {
+            Some(State::HalfOpen)
+        } else {
+            None
+        }
     }
 }
 

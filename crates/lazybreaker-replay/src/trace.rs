@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::io::{self, BufRead, Write};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use lazybreaker::policy::Outcome;
@@ -39,9 +40,18 @@ pub(super) const NO_KEY: u32 = u32::MAX;
 /// assert_eq!(built, trace);
 /// # Ok::<(), lazybreaker_replay::TraceError>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Trace {
+    /// The calls in the order they were added: in start order unless `out_of_order`.
     calls: Vec<Entry>,
+    /// Whether a call was added that starts before the one added last.
+    out_of_order: bool,
+    /// The calls in start order, when `calls` is not: sorted at the first read after a call
+    /// was added out of order (until the next addition, the calls are held twice), and put
+    /// back in `calls` at the next addition. A call is never put in its place as it is
+    /// added: that moves every later call, and building a trace in reverse order took
+    /// quadratic time.
+    sorted: OnceLock<Vec<Entry>>,
     keys: Vec<String>,
     /// Each key's index in `keys`.
     index: HashMap<String, u32>,
@@ -89,7 +99,8 @@ impl Trace {
     }
 
     /// Adds a call to the one breaker. A call that starts before the last one added is put
-    /// in its place (after the calls that start at the same time).
+    /// in its place (after the calls that start at the same time); in any order, building a
+    /// trace of `n` calls takes O(n log n) time (the calls are sorted once, when next read).
     ///
     /// Times beyond `u64::MAX` nanoseconds (about 584 years) saturate.
     pub fn push(&mut self, start: Duration, latency: Duration, outcome: Outcome) -> &mut Self {
@@ -135,7 +146,7 @@ impl Trace {
 
     /// Its calls, in start order.
     pub fn iter(&self) -> impl Iterator<Item = Call<'_>> + '_ {
-        self.calls.iter().map(|e| Call {
+        self.entries().iter().map(|e| Call {
             start: Duration::from_nanos(e.start),
             latency: Duration::from_nanos(e.latency),
             outcome: e.outcome,
@@ -153,8 +164,28 @@ impl Trace {
         Duration::from_nanos(self.calls.iter().map(Entry::end).max().unwrap_or(0))
     }
 
+    /// Its calls, in start order (calls that start together in the order they were added).
     pub(super) fn entries(&self) -> &[Entry] {
-        &self.calls
+        if !self.out_of_order {
+            return &self.calls;
+        }
+        self.sorted.get_or_init(|| {
+            let mut sorted = self.calls.clone();
+            sort_by_start(&mut sorted);
+            sorted
+        })
+    }
+
+    /// Puts `calls` in start order, in place: for a trace that is built whole before it is
+    /// read (from CSV, from a recorder), so that it holds its calls once.
+    pub(super) fn put_in_order(&mut self) {
+        if self.out_of_order {
+            match self.sorted.take() {
+                Some(sorted) => self.calls = sorted,
+                None => sort_by_start(&mut self.calls),
+            }
+            self.out_of_order = false;
+        }
     }
 
     pub(super) fn key_name(&self, key: usize) -> &str {
@@ -178,14 +209,22 @@ impl Trace {
         i
     }
 
+    /// Adds a call at the end, in constant time (amortised): the calls are put in start
+    /// order when next read (see `entries`).
     fn insert(&mut self, entry: Entry) {
-        match self.calls.last() {
-            Some(last) if last.start > entry.start => {
-                let at = self.calls.partition_point(|e| e.start <= entry.start);
-                self.calls.insert(at, entry);
-            }
-            _ => self.calls.push(entry),
+        if let Some(sorted) = self.sorted.take() {
+            self.calls = sorted;
+            self.out_of_order = false;
         }
+        crate::work::add(1);
+        if self
+            .calls
+            .last()
+            .is_some_and(|last| last.start > entry.start)
+        {
+            self.out_of_order = true;
+        }
+        self.calls.push(entry);
     }
 
     /// Reads a trace from CSV: a header, `start_ms,latency_ms,outcome` or
@@ -290,6 +329,7 @@ impl Trace {
                 key,
             });
         }
+        trace.put_in_order();
         Ok(trace)
     }
 
@@ -308,7 +348,7 @@ impl Trace {
             writeln!(out, "{START},{LATENCY},{OUTCOME}")?;
         }
         let mut text = String::new();
-        for e in &self.calls {
+        for e in self.entries() {
             text.clear();
             write_millis(&mut text, e.start);
             text.push(',');
@@ -325,6 +365,35 @@ impl Trace {
             out.write_all(text.as_bytes())?;
         }
         out.flush()
+    }
+}
+
+/// Puts calls in start order with one stable sort: calls that start together stay in the
+/// order they were added, as when each was put in its place as it came. O(n log n), less
+/// for calls that come in a few runs in order (logs of several hosts one after the other).
+fn sort_by_start(calls: &mut [Entry]) {
+    calls.sort_by(|a, b| {
+        crate::work::add(1);
+        a.start.cmp(&b.start)
+    });
+}
+
+impl PartialEq for Trace {
+    /// The same calls in start order, and the same keys in the same order.
+    fn eq(&self, other: &Self) -> bool {
+        self.entries() == other.entries() && self.keys == other.keys && self.index == other.index
+    }
+}
+
+impl Eq for Trace {}
+
+impl fmt::Debug for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Trace")
+            .field("calls", &self.entries())
+            .field("keys", &self.keys)
+            .field("index", &self.index)
+            .finish()
     }
 }
 
@@ -592,6 +661,161 @@ mod tests {
             ]
         );
         assert_eq!(t.span(), ms(21));
+    }
+
+    /// The calls `added` as they used to be kept: each put in its place as it came, after
+    /// the calls that start at the same time.
+    fn one_by_one(added: &[Entry]) -> Vec<Entry> {
+        let mut calls: Vec<Entry> = Vec::new();
+        for &e in added {
+            let at = calls.partition_point(|c| c.start <= e.start);
+            calls.insert(at, e);
+        }
+        calls
+    }
+
+    /// A call of the one breaker starting at `start` ms; its latency, in nanoseconds, is
+    /// `n`, to tell calls that start together apart.
+    fn entry(start: u64, n: u64) -> Entry {
+        let outcomes = [Outcome::Success, Outcome::Failure, Outcome::Excluded];
+        Entry {
+            start: start * 1_000_000,
+            latency: n,
+            outcome: outcomes[n as usize % 3],
+            key: NO_KEY,
+        }
+    }
+
+    fn csv_of(calls: &[Entry]) -> String {
+        let mut text = format!("{START},{LATENCY},{OUTCOME}\n");
+        for e in calls {
+            write_millis(&mut text, e.start);
+            text.push(',');
+            write_millis(&mut text, e.latency);
+            let _ = writeln!(text, ",{}", outcome_name(e.outcome));
+        }
+        text
+    }
+
+    /// Building a trace out of start order takes O(n log n) work, whatever the order: in
+    /// reverse, or per-host logs one after the other (each host's calls in order, their
+    /// times overlapping), pushed, read from CSV or recorded. Counted, not timed: the starts
+    /// compared and the calls moved to make room; putting each call in its place as it
+    /// came moved about n²/2 calls in reverse order. The calls end in the order that gave.
+    #[test]
+    fn item_3_a_trace_out_of_start_order_is_built_in_n_log_n() {
+        const N: u64 = 4096;
+        // 147,456 steps; one by one, in reverse order, it was 8.4 million.
+        let bound = 3 * N * u64::from(N.ilog2());
+        // In reverse, two calls a millisecond (each pair starts together).
+        let reversed: Vec<Entry> = (0..N).map(|n| entry((N - 1 - n) / 2, n)).collect();
+        // Eight hosts, each a call every 3 ms, 0, 1 or 2 ms after the first host's.
+        let hosts: Vec<Entry> = (0..N)
+            .map(|n| entry(n % (N / 8) * 3 + n / (N / 8) % 3, n))
+            .collect();
+        for (shape, added) in [("reversed", &reversed), ("hosts", &hosts)] {
+            crate::work::take();
+            let mut pushed = Trace::new();
+            for e in added {
+                pushed.push(
+                    Duration::from_nanos(e.start),
+                    Duration::from_nanos(e.latency),
+                    e.outcome,
+                );
+            }
+            assert_eq!(pushed.iter().count() as u64, N);
+            let steps = crate::work::take();
+            assert!(
+                steps <= bound,
+                "{shape}, pushed: {steps} steps for {N} calls"
+            );
+            assert_eq!(pushed.entries(), one_by_one(added), "{shape}, pushed");
+
+            let read = Trace::from_csv(csv_of(added).as_bytes()).unwrap();
+            let steps = crate::work::take();
+            assert!(
+                steps <= bound,
+                "{shape}, from CSV: {steps} steps for {N} calls"
+            );
+            assert_eq!(read.entries(), one_by_one(added), "{shape}, from CSV");
+            assert_eq!(read, pushed);
+        }
+
+        // A recorder keeps calls in the order they end: here, the reverse of their starts.
+        let clock = lazybreaker::ManualClock::new();
+        let recorder = crate::Recorder::with_clock(N as usize, clock.clone());
+        recorder.start();
+        let mut calls = Vec::new();
+        for _ in 0..N {
+            calls.push(recorder.begin().unwrap());
+            clock.advance(ms(1));
+        }
+        for call in calls.into_iter().rev() {
+            call.end(Outcome::Success);
+        }
+        crate::work::take();
+        let recorded = recorder.trace();
+        let starts: Vec<Duration> = recorded.iter().map(|c| c.start).collect();
+        let steps = crate::work::take();
+        assert!(steps <= bound, "recorded: {steps} steps for {N} calls");
+        assert_eq!(starts, (0..N).map(ms).collect::<Vec<_>>());
+    }
+
+    /// However calls are added, and read in between, a trace holds what putting each in
+    /// its place as it came gave: start order, calls that start together in the order they
+    /// were added; CSV, equality and clones see the same.
+    #[test]
+    fn calls_are_kept_as_if_each_was_put_in_its_place_as_it_came() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let added: Vec<Entry> = (0..600).map(|n| entry(random() % 50, n)).collect();
+        let mut t = Trace::new();
+        let mut copies = Vec::new();
+        for (i, e) in added.iter().enumerate() {
+            t.push(
+                Duration::from_nanos(e.start),
+                Duration::from_nanos(e.latency),
+                e.outcome,
+            );
+            if random() % 40 == 0 {
+                // Read, then add more: what was sorted for the read is kept, and extended.
+                assert_eq!(t.entries(), one_by_one(&added[..=i]));
+                copies.push((i, t.clone()));
+            }
+        }
+        let expected = one_by_one(&added);
+        assert_eq!(t.entries(), expected);
+        assert_eq!(t.len(), expected.len());
+        assert_eq!(
+            t.span(),
+            Duration::from_nanos(expected.iter().map(Entry::end).max().unwrap())
+        );
+        for (i, copy) in &copies {
+            assert_eq!(copy.entries(), one_by_one(&added[..=*i]));
+        }
+        let mut in_order = Trace::new();
+        for e in &expected {
+            in_order.push(
+                Duration::from_nanos(e.start),
+                Duration::from_nanos(e.latency),
+                e.outcome,
+            );
+        }
+        assert_eq!(t, in_order);
+        assert_eq!(format!("{t:?}"), format!("{in_order:?}"));
+        let (mut csv, mut csv_in_order) = (Vec::new(), Vec::new());
+        t.write_csv(&mut csv).unwrap();
+        in_order.write_csv(&mut csv_in_order).unwrap();
+        assert_eq!(String::from_utf8(csv).unwrap(), csv_of(&expected));
+        assert_eq!(csv_in_order, csv_of(&expected).into_bytes());
+        let read = Trace::from_csv(csv_of(&added).as_bytes()).unwrap();
+        assert_eq!(read.entries(), expected);
+        assert_eq!(read, t);
     }
 
     #[test]
