@@ -202,7 +202,7 @@ pub use future::ExecuteAsync;
 pub use knobs::{Abandoned, Knobs};
 pub use machine::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 pub use registry::{Registry, RegistryFull, RegistryHasher};
-pub use snapshot::Snapshot;
+pub use snapshot::{CheckStatus, Snapshot};
 pub use state::State;
 
 /// A breaker whose policy was chosen at run time, e.g. from a

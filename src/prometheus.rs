@@ -86,7 +86,7 @@ use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::pool::{Pool, PoolStats};
 use crate::registry::Registry;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{CheckStatus, Snapshot};
 use crate::state::State;
 
 /// Where a collector gets snapshots from: each breaker's, and whether its user code (the
@@ -431,11 +431,26 @@ impl Collector for BreakerCollector {
         family(
             e,
             "circuit_breaker_retry_after_seconds",
-            "While open: seconds until a probe is let through; else 0.",
+            "While open: seconds until a probe is let through; else 0 (0 too once the period \
+             is over and a health check must pass: see circuit_breaker_health_check_status).",
             MetricType::Gauge,
             snapshots.iter().map(|s| {
                 let secs = s.retry_after.map_or(0.0, |d| d.as_secs_f64());
                 (name(s), Level(secs))
+            }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_health_check_status",
+            "Open past its period, waiting for a health check: 1 check due, 2 checking; else 0.",
+            MetricType::Gauge,
+            snapshots.iter().map(|s| {
+                let status = match s.check {
+                    None => 0,
+                    Some(CheckStatus::Due) => 1,
+                    Some(_) => 2,
+                };
+                (name(s), Level(status))
             }),
         )?;
         family(

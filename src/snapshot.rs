@@ -82,8 +82,75 @@ pub struct Snapshot {
     /// Failures counted since the breaker last recovered (closed after being open), or since
     /// it was built (brpc's `RecentErr`).
     pub recent_failures: u64,
+    /// Where a health-checked breaker ([`Builder::health_check`](crate::Builder::health_check))
+    /// stands once its open period is over: [`CheckStatus::Due`] or
+    /// [`CheckStatus::Running`]. The state is then still `Open` (only a passed check lets it
+    /// go half-open) and `retry_after` is `None`: there is no time left to wait, a check must
+    /// run. `None` otherwise. Written out only when set.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub check: Option<CheckStatus>,
+    /// Whether the breaker has a health check (and is not in dry run, which runs none): its
+    /// open periods end in a check, not in half-open by themselves. Written out only when
+    /// `true`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    pub health_checked: bool,
     /// The policy's own figures, by name, where it has some (see
     /// [`TripPolicy::gauges`](crate::policy::TripPolicy::gauges)): e.g. the EMA windows'
     /// error costs and latencies.
     pub policy: BTreeMap<&'static str, f64>,
+}
+
+/// Where a health-checked breaker stands once its open period is over
+/// ([`Snapshot::check`]): it stays open until a check passes.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::{Breaker, CheckStatus, ManualClock, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let breaker = Breaker::builder()
+///     .ready_to_trip(|c| c.consecutive_failures >= 1)
+///     .timeout(Duration::from_secs(10))
+///     .health_check(|| async { true })
+///     .clock(clock.clone())
+///     .build();
+/// let _ = breaker.execute(|| Err::<(), _>("down"));
+/// assert_eq!(breaker.snapshot().check, None); // open, 10 s to go
+/// clock.advance(Duration::from_secs(11));
+/// let s = breaker.snapshot();
+/// assert_eq!((s.state, s.check, s.retry_after), (State::Open, Some(CheckStatus::Due), None));
+/// assert_eq!(CheckStatus::Due.to_string(), "check due");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+#[non_exhaustive]
+pub enum CheckStatus {
+    /// The open period is over and no check runs: the next call that can run the check
+    /// (an async call, [`Pool::pick_async`](crate::pool::Pool::pick_async)) runs it.
+    Due,
+    /// A call runs the check (it holds the lease, within `check_timeout`); other calls are
+    /// rejected with [`Rejected::Checking`](crate::Rejected::Checking) meanwhile.
+    Running,
+}
+
+impl CheckStatus {
+    /// How a status page says it: "check due" or "checking".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Due => "check due",
+            Self::Running => "checking",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

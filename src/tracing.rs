@@ -6,7 +6,8 @@ use crate::observe::{FleetEvent, Observer, Origin, Transition};
 use crate::state::State;
 
 /// An [`Observer`] that emits one `tracing` event per state change, with target
-/// `lazybreaker`: `WARN` when the breaker opens, `INFO` otherwise. Fields: `breaker`, `from`,
+/// `lazybreaker`: `WARN` when the breaker opens (or a failed health check keeps it open for
+/// another period: `from` and `to` are then both `open`), `INFO` otherwise. Fields: `breaker`, `from`,
 /// `to` (gobreaker's state names), `origin` (`breaker`, `manual` or `adopted`: see
 /// [`Origin`]), `manual` (whether `origin` is `manual`), `dry_run` (whether the breaker is
 /// in dry run, admitting every call: see [`Builder::dry_run`](crate::Builder::dry_run)), and the counts of the generation that ended
@@ -60,6 +61,12 @@ macro_rules! transition_event {
 impl Observer for TracingObserver {
     fn on_transition(&self, t: &Transition<'_>) {
         match t.to {
+            // A failed health check re-arms the open period: no state change.
+            State::Open if t.from == State::Open => transition_event!(
+                ::tracing::Level::WARN,
+                t,
+                "circuit breaker health check failed, open again"
+            ),
             State::Open => transition_event!(::tracing::Level::WARN, t, "circuit breaker opened"),
             State::HalfOpen => {
                 transition_event!(::tracing::Level::INFO, t, "circuit breaker half-open")

@@ -114,7 +114,7 @@ impl<B: Holder> CheckLease<B> {
         let now = breaker.clock.try_now(panics);
         breaker.transact(now, panics, |m, now, changes| {
             let (rejected, made) = m.check_failed(ticket, now);
-            changes.extend(made);
+            changes.push(made);
             rejected
         })
     }

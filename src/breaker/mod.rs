@@ -200,12 +200,21 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 counts: peek.counts,
                 totals: *m.totals(),
                 retry_after: peek.retry_after,
+                check: peek.check,
+                health_checked: m.health_checked(),
                 transitions: *m.transitions(),
                 times_opened: m.totals().opened,
                 recent_failures: m.recent_failures(),
                 policy,
             }
         })
+    }
+
+    /// Once a health-checked breaker's open period is over, how long a call that cannot run
+    /// the check should wait before asking again (never zero); `None` when no check is due.
+    pub(crate) fn check_wait(&self) -> Option<std::time::Duration> {
+        let now = self.clock.now();
+        self.read(|m| m.check_wait(now))
     }
 
     /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure

@@ -67,8 +67,13 @@ pub(super) struct Observers<O> {
 
 impl<O: Observer> Observers<O> {
     /// Tells the callback, then the observer, of `transition`; each is told even if the other
-    /// panics, and the first panic is kept in `panics`.
+    /// panics, and the first panic is kept in `panics`. The callback hears of state changes
+    /// only: not of a failed health check's re-arm (open to open), which observers get.
     pub(super) fn deliver(&self, transition: &Transition<'_>, panics: &mut FirstPanic) {
+        if transition.from == transition.to {
+            panics.catch((), || self.observer.on_transition(transition));
+            return;
+        }
         if let Some(callback) = &self.on_state_change {
             panics.catch((), || {
                 callback(transition.breaker, transition.from, transition.to)

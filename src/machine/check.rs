@@ -8,12 +8,14 @@
 //! taken-over lease) is stale and changes nothing.
 
 use std::num::NonZeroU64;
+use std::time::Duration;
 
 use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::nanos::Nanos;
 use crate::origin::Origin;
 use crate::policy::TripPolicy;
+use crate::snapshot::CheckStatus;
 use crate::state::State;
 
 use super::{Change, Machine, Ticket};
@@ -152,30 +154,71 @@ impl<P: TripPolicy> Machine<P> {
         (admitted, Some(change))
     }
 
-    /// The check of `ticket` failed (or panicked): it stood in for the half-open probe, and
-    /// failed like one: the breaker goes half-open and straight back to open for the next
-    /// open period (the policy's duration and backoff), both changes marked
-    /// [`Origin::HealthCheck`]. The call that ran it is rejected. A stale lease changes
-    /// nothing.
+    /// The check of `ticket` failed (or panicked): the breaker stays open, its open period
+    /// re-armed from `now` for the next period (the policy's duration and backoff, asked as
+    /// for an opening). It is not another opening: no state changes, `opened` and the
+    /// transitions stay as they are, the failed check is counted in its own totals. The one
+    /// event is a re-arm, open to open, marked [`Origin::HealthCheck`] and carrying the new
+    /// period, for observers (a status page folds them, a fleet publishes the new period).
+    /// The call that ran it is rejected. A stale lease changes nothing.
     pub(crate) fn check_failed(
         &mut self,
         ticket: CheckTicket,
         now: Nanos,
-    ) -> (Rejected, [Option<Change>; 2]) {
+    ) -> (Rejected, Option<Change>) {
         self.latest = self.latest.max(now);
         if !self.holds(ticket) {
-            return (self.rejection_now(now), [None, None]);
+            return (self.rejection_now(now), None);
         }
         self.lease = None;
         self.totals.health_checks += 1;
         self.totals.health_checks_failed += 1;
-        let half_open = self.enter(State::HalfOpen, now, None, Origin::HealthCheck);
-        let open = self.enter(State::Open, now, None, Origin::HealthCheck);
+        let counts = *self.window.counts();
+        self.expiry = self.expiry_of(State::Open, now);
         self.totals.rejected_open += 1;
-        (
-            Rejected::open_until(self.expiry, now),
-            [Some(half_open), Some(open)],
-        )
+        let rearmed = Change {
+            from: State::Open,
+            to: State::Open,
+            at: now,
+            counts,
+            totals: self.totals,
+            origin: Origin::HealthCheck,
+            open_for: (self.expiry != Nanos::MAX).then(|| self.expiry.saturating_sub(now)),
+            forced: self.forced,
+        };
+        (Rejected::open_until(self.expiry, now), Some(rearmed))
+    }
+
+    /// Where a health-checked breaker stands at `now` once its open period is over: a check
+    /// is due (the next call that can run it does) or running (a call holds a live lease);
+    /// `None` while the period lasts, without a check, forced, or in any other state.
+    pub(crate) fn check_status(&self, now: Nanos) -> Option<CheckStatus> {
+        if !self.check_due(now) {
+            return None;
+        }
+        Some(match self.live_lease(now) {
+            Some(_) => CheckStatus::Running,
+            None => CheckStatus::Due,
+        })
+    }
+
+    /// How long a call that cannot run the check should wait before it asks again, once the
+    /// open period is over: what is left of the running check's `check_timeout` (by then it
+    /// has settled, or the next call takes it over), or the whole `check_timeout` when one is
+    /// due and nobody runs it yet (the time a check may take). Never zero, so that a caller
+    /// honouring it does not spin; `None` when no check is due.
+    pub(crate) fn check_wait(&self, now: Nanos) -> Option<Duration> {
+        if !self.check_due(now) {
+            return None;
+        }
+        let left = match self.live_lease(now) {
+            Some(lease) => lease
+                .since()
+                .saturating_add(self.rules.check_timeout)
+                .saturating_sub(now),
+            None => self.rules.check_timeout,
+        };
+        Some(Duration::from_nanos(left.max(1)))
     }
 
     /// The call that held `ticket` was dropped before its check settled: the lease is

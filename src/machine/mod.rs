@@ -415,6 +415,11 @@ impl<P: TripPolicy> Machine<P> {
         Err(rejected)
     }
 
+    /// Whether a health check revives the breaker (configured, and not in dry run).
+    pub(crate) fn health_checked(&self) -> bool {
+        self.rules.checked()
+    }
+
     /// Whether the breaker is in dry run ([`Knobs::dry_run`](crate::knobs::Knobs::dry_run)).
     pub(crate) fn dry_run(&self) -> bool {
         self.rules.dry_run

@@ -6,6 +6,7 @@ use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::nanos::Nanos;
 use crate::policy::TripPolicy;
+use crate::snapshot::CheckStatus;
 use crate::state::State;
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub(crate) struct Peek {
     pub(crate) state: State,
     pub(crate) counts: Counts,
     pub(crate) retry_after: Option<Duration>,
+    /// A health-checked breaker past its open period: a check due or running.
+    pub(crate) check: Option<CheckStatus>,
 }
 
 /// What the next call would find, as a layer that prepares calls before it has them (a tower
@@ -50,7 +53,10 @@ impl<P: TripPolicy> Machine<P> {
             }
             state => (state, *self.window.counts()),
         };
+        let check = self.check_status(now);
         let retry_after = match (state, self.forced) {
+            // Past the period, waiting for a check: nothing left to wait, a check must run.
+            (State::Open, None) if check.is_some() => None,
             (State::Open, None) => Rejected::open_until(self.expiry, now).retry_after(),
             _ => None,
         };
@@ -58,6 +64,7 @@ impl<P: TripPolicy> Machine<P> {
             state,
             counts,
             retry_after,
+            check,
         }
     }
 

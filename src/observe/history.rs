@@ -25,6 +25,11 @@ const NAME_CAPACITY: usize = 64;
 ///
 /// - **Bounded.** It keeps the last `capacity` changes of all its breakers together; older
 ///   ones are overwritten. [`recorded`](History::recorded) says how many it was ever told.
+/// - **Failed checks folded.** A failed health check keeps its breaker open for another
+///   period (a transition from `Open` to `Open`, [`Origin::HealthCheck`]); a breaker's
+///   failed checks in a row are kept as one entry, the latest, that says how many
+///   ([`times`](Recorded::times)) and since when ([`since`](Recorded::since)). So an outage
+///   of many checks takes one place, and the trip that began it, with its counts, stays.
 /// - **No allocation after start.** Every slot is allocated by [`History::new`]; a change is
 ///   copied into its slot in place (a breaker name longer than 64 bytes grows its slot
 ///   once).
@@ -70,8 +75,47 @@ pub struct History {
 /// The slots, and where the next change goes.
 struct Ring {
     slots: Vec<Recorded>,
-    /// Changes ever recorded; the next one goes to slot `recorded % slots.len()`.
+    /// Changes ever told (folded ones included).
     recorded: u64,
+    /// Entries ever written; the next one goes to slot `written % slots.len()`.
+    written: u64,
+}
+
+impl Ring {
+    /// How many slots hold an entry, and the physical slot of the oldest.
+    fn kept(&self) -> (usize, usize) {
+        let len = self.slots.len();
+        if len == 0 {
+            return (0, 0);
+        }
+        let kept = usize::try_from(self.written).map_or(len, |n| n.min(len));
+        let start = usize::try_from(self.written % len as u64).unwrap_or(0);
+        (kept, if kept < len { 0 } else { start })
+    }
+
+    /// The physical slot of the entry `i`-th from the oldest.
+    fn slot_of(&self, i: usize) -> usize {
+        let (_, oldest) = self.kept();
+        (oldest + i) % self.slots.len()
+    }
+
+    /// The latest entry of `breaker` (from the oldest), if any is kept.
+    fn latest_of(&self, breaker: &str) -> Option<usize> {
+        let (kept, _) = self.kept();
+        (0..kept)
+            .rev()
+            .find(|&i| self.slots[self.slot_of(i)].breaker == breaker)
+    }
+
+    /// Moves the entry `i`-th from the oldest to the newest place, the later ones one place
+    /// back: by swaps, without allocating.
+    fn move_to_newest(&mut self, i: usize) {
+        let (kept, _) = self.kept();
+        for j in i..kept.saturating_sub(1) {
+            let (a, b) = (self.slot_of(j), self.slot_of(j + 1));
+            self.slots.swap(a, b);
+        }
+    }
 }
 
 /// One state change, as a [`History`] keeps it.
@@ -116,6 +160,27 @@ pub struct Recorded {
     pub forced: Option<Forced>,
     /// Whether the breaker was in dry run ([`Transition::dry_run`]).
     pub dry_run: bool,
+    /// How many times in a row it happened: 1, but for a breaker's failed health checks in a
+    /// row (open to open, [`Origin::HealthCheck`]), which are kept as one entry with the
+    /// latest's fields.
+    pub times: u64,
+    /// For `times` above 1: when the first of them happened, on the breaker's clock (the
+    /// breaker was open from there to [`at`](Recorded::at), but for its checks); else `at`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(serialize_with = "crate::serde_duration::serialize")
+    )]
+    pub first_at: Duration,
+    /// For `times` above 1: when the first of them was told, on the wall clock; else `wall`.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "unix_millis"))]
+    pub since: SystemTime,
+}
+
+impl Recorded {
+    /// Whether it is a failed health check: the open period re-armed, no state change.
+    pub fn is_failed_check(&self) -> bool {
+        self.from == State::Open && self.to == State::Open && self.origin == Origin::HealthCheck
+    }
 }
 
 /// The wall time as milliseconds since the Unix epoch (0 before it).
@@ -143,6 +208,9 @@ impl Recorded {
             open_for: None,
             forced: None,
             dry_run: false,
+            times: 1,
+            first_at: Duration::ZERO,
+            since: SystemTime::UNIX_EPOCH,
         }
     }
 }
@@ -156,6 +224,7 @@ impl History {
             ring: Mutex::new(Ring {
                 slots: (0..capacity).map(|_| Recorded::slot()).collect(),
                 recorded: 0,
+                written: 0,
             }),
         }
     }
@@ -201,21 +270,19 @@ impl History {
     /// The kept changes `keep` accepts, oldest first.
     fn recent_matching(&self, keep: impl Fn(&Recorded) -> bool) -> Vec<Recorded> {
         let ring = self.ring.lock();
-        let len = ring.slots.len();
-        if len == 0 {
+        if ring.slots.is_empty() {
             return Vec::new();
         }
-        let kept = usize::try_from(ring.recorded).map_or(len, |n| n.min(len));
-        let start = usize::try_from(ring.recorded % len as u64).unwrap_or(0);
-        let (first, oldest) = if kept < len { (0, kept) } else { (start, len) };
-        (0..oldest)
-            .map(|i| &ring.slots[(first + i) % len])
+        let (kept, _) = ring.kept();
+        (0..kept)
+            .map(|i| &ring.slots[ring.slot_of(i)])
             .filter(|r| keep(r))
             .cloned()
             .collect()
     }
 
-    /// Records `transition` as told at `wall`, in place.
+    /// Records `transition` as told at `wall`, in place: a failed health check whose
+    /// breaker's latest entry is one too is folded into it, which moves to the newest place.
     fn record(&self, transition: &Transition<'_>, wall: SystemTime) {
         let mut ring = self.ring.lock();
         let len = ring.slots.len() as u64;
@@ -224,7 +291,31 @@ impl History {
         if len == 0 {
             return;
         }
-        let index = usize::try_from(seq % len).unwrap_or(0);
+        let failed_check = transition.from == State::Open
+            && transition.to == State::Open
+            && transition.origin == Origin::HealthCheck;
+        let run = failed_check
+            .then(|| ring.latest_of(transition.breaker))
+            .flatten()
+            .filter(|&i| ring.slots[ring.slot_of(i)].is_failed_check());
+        let index = match run {
+            Some(i) => {
+                ring.move_to_newest(i);
+                let (kept, _) = ring.kept();
+                let index = ring.slot_of(kept - 1);
+                ring.slots[index].times += 1;
+                index
+            }
+            None => {
+                let index = usize::try_from(ring.written % len).unwrap_or(0);
+                ring.written += 1;
+                let slot = &mut ring.slots[index];
+                slot.times = 1;
+                slot.first_at = transition.at;
+                slot.since = wall;
+                index
+            }
+        };
         let slot = &mut ring.slots[index];
         slot.seq = seq;
         slot.breaker.clear();
@@ -259,6 +350,7 @@ impl std::fmt::Debug for History {
         f.debug_struct("History")
             .field("capacity", &ring.slots.len())
             .field("recorded", &ring.recorded)
+            .field("kept", &ring.kept().0)
             .finish()
     }
 }
@@ -294,6 +386,69 @@ mod tests {
         assert_eq!(names, ["a", "b"]);
         assert_eq!(history.recent_for("b")[0].to, State::HalfOpen);
         assert!(history.recent_for("c").is_empty());
+    }
+
+    fn failed_check(breaker: &str, secs: u64) -> Transition<'_> {
+        Transition::new(breaker, State::Open, State::Open, Duration::from_secs(secs))
+            .with_origin(Origin::HealthCheck)
+            .with_open_for(Some(Duration::from_secs(30)))
+    }
+
+    /// A breaker's failed checks in a row take one place, the latest, with how many and
+    /// since when; the trip before them stays, even in a small ring, and other breakers'
+    /// changes in between do not break the run.
+    #[test]
+    fn failed_checks_in_a_row_are_folded_and_the_trip_stays() {
+        let history = History::new(3);
+        history.on_transition(&change("a", State::Open, 10));
+        history.on_transition(&failed_check("a", 40));
+        history.on_transition(&change("b", State::Open, 41));
+        for secs in [70, 100, 130] {
+            history.on_transition(&failed_check("a", secs));
+        }
+        let recent = history.recent();
+        let seen: Vec<(&str, State, State, u64)> = recent
+            .iter()
+            .map(|r| (r.breaker.as_str(), r.from, r.to, r.at.as_secs()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("a", State::Closed, State::Open, 10),
+                ("b", State::Closed, State::Open, 41),
+                ("a", State::Open, State::Open, 130),
+            ],
+            "the trip kept, the checks folded into the newest place"
+        );
+        let checks = &recent[2];
+        assert!(checks.is_failed_check());
+        assert_eq!(
+            (checks.times, checks.first_at),
+            (4, Duration::from_secs(40))
+        );
+        assert!(checks.since <= checks.wall);
+        assert_eq!(checks.seq, 5, "the latest one told");
+        assert_eq!(history.recorded(), 6, "every change told is counted");
+        let seq: Vec<u64> = recent.iter().map(|r| r.seq).collect();
+        assert!(seq.windows(2).all(|w| w[0] < w[1]), "{seq:?}");
+    }
+
+    #[test]
+    fn a_failed_check_after_another_change_of_its_breaker_starts_a_new_entry() {
+        let history = History::new(8);
+        history.on_transition(&failed_check("a", 1));
+        history.on_transition(&change("a", State::Open, 2).with_origin(Origin::Manual));
+        history.on_transition(&failed_check("a", 3));
+        let times: Vec<u64> = history.recent().iter().map(|r| r.times).collect();
+        assert_eq!(times, [1, 1, 1]);
+        assert_eq!(
+            format!("{history:?}"),
+            "History { capacity: 8, recorded: 3, kept: 3 }"
+        );
+        assert_eq!(
+            format!("{:?}", History::new(0)),
+            "History { capacity: 0, recorded: 0, kept: 0 }"
+        );
     }
 
     #[test]

@@ -64,7 +64,11 @@ pub use history::{History, Recorded};
 /// assert_eq!(breaker.observer().0.load(Ordering::Relaxed), 1);
 /// ```
 pub trait Observer: Send + Sync {
-    /// Called with each state change, after the change and outside the breaker's lock.
+    /// Called with each state change, after the change and outside the breaker's lock;
+    /// and with each failed health check, which is not a state change: the breaker stays
+    /// open for another period, told as a transition from `Open` to `Open` with
+    /// [`Origin::HealthCheck`] and the new period in `open_for` (the breaker's
+    /// `on_state_change` callback is not called for it).
     ///
     /// Changes are delivered exactly once each, in the order they happened, one at a time:
     /// the thread whose call made a change delivers it before that call returns, unless
@@ -165,6 +169,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 /// A state change, as observers see it: what changed, when, and the numbers that caused it.
+///
+/// `from == to` only for a failed health check: `Open` to `Open`, [`Origin::HealthCheck`],
+/// the open period re-armed for `open_for` (not another opening: `totals.opened` and the
+/// breaker's transition counts do not move).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Transition<'a> {

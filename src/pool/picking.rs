@@ -39,9 +39,12 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// # Errors
     ///
     /// [`Rejected::NoEndpoint`] when no endpoint can take the call: `retry_after` is the
-    /// time until the first isolated endpoint can be probed (zero when one waits for its
-    /// check), `None` for an empty pool (or when no endpoint is isolated, only full:
-    /// half-open with its probes out, or forced open).
+    /// time until the first isolated endpoint can be probed; for one past its open period,
+    /// waiting for a check this pick cannot run, the time that check may still take (what is
+    /// left of a running check's [`check_timeout`](crate::Builder::check_timeout), or all of
+    /// it when none runs yet: never zero, so a client that honours it does not spin;
+    /// [`pick_async`](Pool::pick_async) runs the check). `None` for an empty pool (or when
+    /// no endpoint is isolated, only full: half-open with its probes out, or forced open).
     pub fn pick(&self) -> Result<Pick<K, P, O>, Rejected> {
         match self.choose(false)? {
             Choice::Pick(pick) => Ok(pick),
@@ -151,6 +154,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                     earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
                 }
                 Look::Checked(choice) => return Ok(choice),
+                Look::Checking(wait) => {
+                    earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
+                }
                 Look::Out => {}
             }
         }
@@ -206,11 +212,15 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         let n = endpoints.len();
         let mut admitting = Vec::new();
         let mut isolated = Vec::new();
+        let mut checking_wait: Option<Duration> = None;
         for endpoint in walk(endpoints, r) {
             match look(endpoint, checking) {
                 Look::Admits => admitting.push(endpoint),
                 Look::Isolated(retry_after) => isolated.push((retry_after, endpoint)),
                 Look::Checked(choice) => return Ok(choice),
+                Look::Checking(wait) => {
+                    checking_wait = Some(checking_wait.map_or(wait, |w| w.min(wait)));
+                }
                 Look::Out => {}
             }
         }
@@ -249,6 +259,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
         }
         let earliest = isolated.first().map(|(retry_after, _)| *retry_after);
+        let earliest = match (earliest, checking_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         Err(self.no_endpoint(earliest))
     }
 
@@ -278,9 +292,13 @@ fn walk<K, P: TripPolicy, O: Observer>(
 enum Look<K, P: TripPolicy, O: Observer> {
     /// Its breaker admits calls (it may still turn out full).
     Admits,
-    /// Isolated: its breaker open for this much longer (zero: waiting for a check that a
-    /// sync pick cannot run).
+    /// Isolated: its breaker open for this much longer, or, past its open period, waiting
+    /// for a check that this pick cannot run (for the time a check may take: see
+    /// [`check_wait`](Breaker::check_wait)). Never zero.
     Isolated(Duration),
+    /// Its check runs in another call, settled or taken over within this long: out of this
+    /// pick, but a time to retry after.
+    Checking(Duration),
     /// Its check was due, and this pick won it (or the breaker moved on and admitted it).
     Checked(Choice<K, P, O>),
     /// Forced open by an operator, a check under way, or full: out, and not the pool's to
@@ -298,9 +316,19 @@ fn look<K, P: TripPolicy, O: Observer>(
         Ready::Passes => Look::Admits,
         Ready::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
         Ready::CheckDue if checking => check(endpoint).map_or(Look::Out, Look::Checked),
-        Ready::CheckDue => Look::Isolated(Duration::ZERO),
+        Ready::CheckDue => Look::Isolated(check_wait(endpoint)),
+        Ready::Rejected(Rejected::Checking) => Look::Checking(check_wait(endpoint)),
         Ready::Rejected(_) => Look::Out,
     }
+}
+
+/// How long a pick that cannot run `endpoint`'s due or running check should wait (at least
+/// a nanosecond, should the check have settled since the look).
+fn check_wait<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Duration {
+    endpoint
+        .breaker
+        .check_wait()
+        .unwrap_or(Duration::from_nanos(1))
 }
 
 /// A pick of `endpoint` if its breaker admits a call now, through the front door: the

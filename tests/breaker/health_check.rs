@@ -69,12 +69,12 @@ fn a_failed_check_keeps_the_request_from_being_sent_and_reopens() {
     assert_eq!((t.health_checks, t.health_checks_failed), (1, 1));
     assert_eq!(
         breaker.observer().take(),
-        [
-            (State::Open, State::HalfOpen, Origin::HealthCheck),
-            (State::HalfOpen, State::Open, Origin::HealthCheck)
-        ],
-        "the check stood in for the probe, and failed"
+        [(State::Open, State::Open, Origin::HealthCheck)],
+        "the open period re-armed: one event, no state change"
     );
+    let s = breaker.snapshot();
+    assert_eq!(s.times_opened, 1, "a failed check is not another opening");
+    assert_eq!(s.transitions.get(State::Open, State::HalfOpen), 0);
     // The next open period: rejected without a check until it is over.
     clock.advance(Duration::from_secs(29));
     let mut early = Box::pin(breaker.execute_async(request(&built)));
@@ -370,4 +370,82 @@ fn the_checks_own_panic_continues_first() {
     );
     assert_eq!(breaker.totals().health_checks_failed, 1);
     assert_eq!(built.load(Ordering::SeqCst), 0);
+}
+
+/// One story while a check is due or running: the snapshot says `Open` with
+/// `CheckStatus::Due` or `Running` and no `retry_after` (never "retry after 0s"); a failed
+/// check re-arms the open period (the policy's backoff grows) without another opening: the
+/// observers get one open-to-open event each, `on_state_change` nothing, and `opened` and
+/// the transitions stay as the trip left them.
+#[test]
+fn one_story_a_check_due_or_running_is_said_and_a_failed_one_is_not_another_opening() {
+    use lazybreaker::policy::Backoff;
+    use lazybreaker::CheckStatus;
+    use std::sync::Arc;
+
+    let check = Check::default();
+    let clock = ManualClock::new();
+    let callbacks = Arc::new(AtomicUsize::new(0));
+    let c = check.clone();
+    let counted = Arc::clone(&callbacks);
+    let breaker = Breaker::builder()
+        .policy(
+            Backoff::new(
+                ConsecutiveFailures::new(1).unwrap(),
+                Duration::from_secs(10),
+                Duration::from_secs(60),
+            )
+            .unwrap(),
+        )
+        .clock(clock.clone())
+        .observer(checks::Log::default())
+        .on_state_change(move |_, _, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .health_check(move || c.run())
+        .build();
+    breaker.allow().unwrap().failure();
+    assert_eq!(breaker.observer().take().len(), 1, "the trip");
+    let mut period = Duration::from_secs(10);
+    for failed in 1..=3u64 {
+        let s = breaker.snapshot();
+        assert_eq!((s.check, s.retry_after), (None, Some(period)), "open");
+        clock.advance(period + Duration::from_nanos(1));
+        let s = breaker.snapshot();
+        assert_eq!(
+            (s.state, s.check, s.retry_after),
+            (State::Open, Some(CheckStatus::Due), None),
+            "due, not 'retry after 0s'"
+        );
+        check.reset();
+        let built = AtomicUsize::new(0);
+        let mut call = Box::pin(breaker.execute_async(request(&built)));
+        assert!(poll_once(&mut call).is_pending());
+        let s = breaker.snapshot();
+        assert_eq!(
+            (s.state, s.check, s.retry_after),
+            (State::Open, Some(CheckStatus::Running), None)
+        );
+        check.settle(Verdict::Fail);
+        assert!(matches!(
+            poll_once(&mut call),
+            Poll::Ready(Err(Error::Rejected(Rejected::Open { .. })))
+        ));
+        // The backoff doubles: the policy was asked for the next period.
+        period = (period * 2).min(Duration::from_secs(60));
+        let s = breaker.snapshot();
+        assert_eq!((s.check, s.retry_after), (None, Some(period)));
+        assert_eq!(s.times_opened, 1, "one opening, {failed} failed checks");
+        assert_eq!(s.totals.health_checks_failed, failed);
+        assert_eq!(s.transitions.get(State::Open, State::HalfOpen), 0);
+        assert_eq!(
+            breaker.observer().take(),
+            [(State::Open, State::Open, Origin::HealthCheck)]
+        );
+    }
+    assert_eq!(
+        callbacks.load(Ordering::SeqCst),
+        1,
+        "on_state_change heard of the trip only"
+    );
 }

@@ -393,6 +393,49 @@ mod checked {
         assert_eq!(pool.breaker(&1).unwrap().state(), State::Open);
     }
 
+    /// One story for a checked pool's sync pick: once every endpoint waits for its check,
+    /// `NoEndpoint` says how long a check may take (the default `check_timeout`, 500 ms, or
+    /// what is left of a running one), never zero, so a client that honours it does not
+    /// spin; `pick_async` runs the check.
+    #[test]
+    fn one_story_a_sync_pick_waiting_for_checks_answers_a_wait_it_can_honour() {
+        use std::future::Future;
+        use std::task::{Context, Waker};
+
+        let clock = ManualClock::new();
+        // Every check hangs: the test sees one running.
+        let pool = Pool::new(|_: &u32| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(OPEN_FOR)
+        })
+        .clock(clock.clone())
+        .max_isolated(1.0) // every endpoint may be isolated: no rotation over a cap
+        .health_check(|_: &u32| std::future::pending::<bool>());
+        pool.set(0..3);
+        for key in 0..3 {
+            isolate(&pool, key);
+        }
+        clock.advance(PAST_OPEN);
+        let wait = |ms| Rejected::NoEndpoint {
+            retry_after: Some(Duration::from_millis(ms)),
+        };
+        for _ in 0..10 {
+            assert_eq!(pool.pick().unwrap_err(), wait(500), "due: a check's time");
+        }
+        let mut checking = Box::pin(pool.pick_async());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(checking.as_mut().poll(&mut cx).is_pending(), "a check runs");
+        clock.advance(Duration::from_millis(200));
+        assert_eq!(
+            pool.pick().unwrap_err(),
+            wait(300),
+            "the rest of the running check's time"
+        );
+        drop(checking); // the lease is given back
+        assert_eq!(pool.pick().unwrap_err(), wait(500));
+    }
+
     #[test]
     fn an_async_pick_checks_first_and_a_failed_check_sends_the_call_elsewhere() {
         let clock = ManualClock::new();

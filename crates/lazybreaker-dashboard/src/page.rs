@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::source::{Board, Row};
 use lazybreaker::observe::Origin;
 use lazybreaker::observe::Recorded;
+use lazybreaker::CheckStatus;
 use lazybreaker::Forced;
 use lazybreaker::State;
 
@@ -213,14 +214,36 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         None => (&s.counts, ""),
     };
     let t = &s.totals;
+    // Past its open period, a checked breaker waits for a check: the badge, the wait and the
+    // bar say so (never "retry after 0s").
+    let check = s.check.map(CheckStatus::as_str);
+    let badge = match check {
+        Some(check) => format!("{state} · {check}"),
+        None => state.to_owned(),
+    };
+    let retry = match (s.retry_after, check) {
+        (Some(d), _) => human(d),
+        (None, Some(check)) => check.to_owned(),
+        (None, None) => String::new(),
+    };
+    let checks_failed = match t.health_checks_failed {
+        0 => String::new(),
+        1 => " · 1 check failed".to_owned(),
+        n => format!(" · {n} checks failed"),
+    };
     let _ = write!(
         out,
-        "</td><td data-label=\"state\"><span class=\"badge {state}\">{state}</span></td>\
+        "</td><td data-label=\"state\"><span class=\"badge {state}\" data-check=\"{}\">{badge}</span></td>\
          <td data-label=\"forced\" class=\"forced\">{}</td>\
          <td data-label=\"counts\">{label}{} calls · {} ok · {} failed · {} in a row</td>\
          <td data-label=\"totals\">{} ok · {} failed · {} rejected{}</td>\
-         <td data-label=\"retry after\">{}</td><td data-label=\"opened\">{}</td>\
+         <td data-label=\"retry after\">{retry}</td><td data-label=\"opened\">{}{checks_failed}</td>\
          <td data-label=\"recent states\">",
+        match s.check {
+            Some(CheckStatus::Due) => "due",
+            Some(_) => "running",
+            None => "none",
+        },
         forced_label(s.forced),
         c.requests,
         c.total_successes,
@@ -234,7 +257,6 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         } else {
             String::new()
         },
-        s.retry_after.map(human).unwrap_or_default(),
         s.times_opened,
     );
     timeline(out, row);
@@ -263,9 +285,28 @@ const SPAN: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs
 /// The timeline's width in SVG units.
 const WIDTH: f64 = 240.0;
 
+/// What a stretch of the bar shows: a state, or (for a health-checked breaker past its open
+/// period) the wait for a check, which is neither open nor half-open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shade {
+    In(State),
+    Check,
+}
+
+impl Shade {
+    fn class(self) -> &'static str {
+        match self {
+            Self::In(state) => state_class(state),
+            Self::Check => "check",
+        }
+    }
+}
+
 /// The breaker's recent states as an inline SVG bar, from its history up to the snapshot's
 /// instant, on the breaker's own clock. An open period that ended with no call since is
-/// drawn half-open from its end: what the next call finds.
+/// drawn half-open from its end, what the next call finds; for a health-checked breaker,
+/// as the wait for its check ("check due", "checking"), which is what the badge says. A
+/// run of failed checks (one folded entry) is drawn open from the first to the last.
 fn timeline(out: &mut String, row: &Row) {
     let now = row.snapshot.at;
     let oldest = row.history.first().map_or(now, |r| r.at);
@@ -284,15 +325,26 @@ fn timeline(out: &mut String, row: &Row) {
         .or_else(|| row.history.first().map(|r| r.from))
         .unwrap_or(row.snapshot.state);
     let mut open_until = before.and_then(until);
-    let mut segments: Vec<(Duration, Duration, State)> = Vec::new();
+    let after = if row.snapshot.health_checked {
+        Shade::Check
+    } else {
+        Shade::In(State::HalfOpen)
+    };
+    let mut segments: Vec<(Duration, Duration, Shade)> = Vec::new();
     let mut from = start;
     for r in row.history.iter().filter(|r| r.at > start && r.at <= now) {
-        push_open(&mut segments, from, r.at, state, open_until);
+        if r.times > 1 && r.first_at > from {
+            // Open from the first failed check of the run to the last.
+            push_open(&mut segments, from, r.first_at, state, open_until, after);
+            from = r.first_at;
+            (state, open_until) = (State::Open, None);
+        }
+        push_open(&mut segments, from, r.at, state, open_until, after);
         from = r.at;
         state = r.to;
         open_until = until(r);
     }
-    push_open(&mut segments, from, now, state, open_until);
+    push_open(&mut segments, from, now, state, open_until, after);
     let x = |t: Duration| (t.saturating_sub(start).as_secs_f64() / span.as_secs_f64()) * WIDTH;
     let _ = write!(
         out,
@@ -300,15 +352,23 @@ fn timeline(out: &mut String, row: &Row) {
          role=\"img\" aria-label=\"states over the last {}\">",
         human(span)
     );
-    for (a, b, state) in segments {
+    for (a, b, shade) in segments {
         let (x0, x1) = (x(a), x(b));
+        let label = match shade {
+            Shade::In(state) => state.as_str(),
+            // The last stretch says what the badge says; an earlier one, what it was.
+            Shade::Check if b == now => row
+                .snapshot
+                .check
+                .map_or("waiting for a check", CheckStatus::as_str),
+            Shade::Check => "waiting for a check",
+        };
         let _ = write!(
             out,
             "<rect class=\"{}\" x=\"{x0:.1}\" y=\"0\" width=\"{:.1}\" height=\"14\">\
-             <title>{} for {} (until {} ago)</title></rect>",
-            state_class(state),
+             <title>{label} for {} (until {} ago)</title></rect>",
+            shade.class(),
             (x1 - x0).max(0.5),
-            state.as_str(),
             human(b.saturating_sub(a)),
             human(now.saturating_sub(b)),
         );
@@ -316,21 +376,23 @@ fn timeline(out: &mut String, row: &Row) {
     out.push_str("</svg>");
 }
 
-/// A segment of `state` from `a` to `b`, split where an open period ends (`open_until`).
+/// A segment of `state` from `a` to `b`, split where an open period ends (`open_until`):
+/// `after` it, half-open, or the wait for a check.
 fn push_open(
-    segments: &mut Vec<(Duration, Duration, State)>,
+    segments: &mut Vec<(Duration, Duration, Shade)>,
     a: Duration,
     b: Duration,
     state: State,
     open_until: Option<Duration>,
+    after: Shade,
 ) {
     match open_until {
         Some(end) if state == State::Open && end > a && end < b => {
-            segments.push((a, end, State::Open));
-            segments.push((end, b, State::HalfOpen));
+            segments.push((a, end, Shade::In(State::Open)));
+            segments.push((end, b, after));
         }
-        Some(end) if state == State::Open && end <= a => segments.push((a, b, State::HalfOpen)),
-        _ if b > a => segments.push((a, b, state)),
+        Some(end) if state == State::Open && end <= a => segments.push((a, b, after)),
+        _ if b > a => segments.push((a, b, Shade::In(state))),
         _ => {}
     }
 }
@@ -349,10 +411,14 @@ fn origin_label(origin: Origin) -> &'static str {
 fn recorded_html(out: &mut String, r: &Recorded) {
     let wall = humantime::format_rfc3339_seconds(r.wall);
     let name = Escaped(&r.breaker);
-    let change = if r.from == r.to {
-        format!("stays {}", r.from)
-    } else {
-        format!("{} → {}", r.from, r.to)
+    let change = match r.times {
+        _ if !r.is_failed_check() && r.from == r.to => format!("stays {}", r.from),
+        _ if !r.is_failed_check() => format!("{} → {}", r.from, r.to),
+        1 => "stays open: health check failed".to_owned(),
+        n => format!(
+            "stays open: {n} checks failed since <time datetime=\"{since}\">{since}</time>",
+            since = humantime::format_rfc3339_seconds(r.since)
+        ),
     };
     let _ = write!(
         out,
@@ -397,14 +463,40 @@ mod tests {
     fn an_open_period_that_ended_is_drawn_half_open_from_its_end() {
         let mut segments = Vec::new();
         let s = Duration::from_secs;
-        push_open(&mut segments, s(10), s(50), State::Open, Some(s(40)));
+        let (open, half_open) = (Shade::In(State::Open), Shade::In(State::HalfOpen));
+        push_open(
+            &mut segments,
+            s(10),
+            s(50),
+            State::Open,
+            Some(s(40)),
+            half_open,
+        );
+        assert_eq!(segments, [(s(10), s(40), open), (s(40), s(50), half_open)]);
+        segments.clear();
+        push_open(
+            &mut segments,
+            s(45),
+            s(50),
+            State::Open,
+            Some(s(40)),
+            half_open,
+        );
+        assert_eq!(segments, [(s(45), s(50), half_open)]);
+        // A checked breaker waits for its check from there: neither open nor half-open.
+        segments.clear();
+        push_open(
+            &mut segments,
+            s(10),
+            s(50),
+            State::Open,
+            Some(s(40)),
+            Shade::Check,
+        );
         assert_eq!(
             segments,
-            [(s(10), s(40), State::Open), (s(40), s(50), State::HalfOpen)]
+            [(s(10), s(40), open), (s(40), s(50), Shade::Check)]
         );
-        segments.clear();
-        push_open(&mut segments, s(45), s(50), State::Open, Some(s(40)));
-        assert_eq!(segments, [(s(45), s(50), State::HalfOpen)]);
     }
 
     #[test]

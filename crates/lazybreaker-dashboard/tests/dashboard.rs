@@ -869,3 +869,146 @@ fn item_5_two_breakers_with_one_name_are_both_shown_and_flagged() {
     );
     assert_eq!(release.status, 200, "{}", release.body);
 }
+
+/// A health check the test settles: pending until given a verdict.
+#[derive(Clone, Default)]
+struct Settled(Arc<std::sync::Mutex<Option<bool>>>);
+
+impl Settled {
+    fn run(&self) -> impl std::future::Future<Output = bool> + Send + 'static {
+        let verdict = Arc::clone(&self.0);
+        std::future::poll_fn(move |_| match *verdict.lock().unwrap() {
+            Some(v) => std::task::Poll::Ready(v),
+            None => std::task::Poll::Pending,
+        })
+    }
+
+    fn set(&self, verdict: Option<bool>) {
+        *self.0.lock().unwrap() = verdict;
+    }
+}
+
+fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::Poll<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(f).poll(&mut cx)
+}
+
+/// One story on the page: while a health-checked breaker waits for its check, the badge,
+/// the wait, the JSON, the metrics and the bar all say "check due" or "checking" (never
+/// "retry after 0s", nor a bar ending half-open); failed checks re-arm the open period
+/// without counting as openings, and are folded into one line of the recent changes, so the
+/// trip and its reason stay in view.
+#[test]
+fn one_story_a_checked_breaker_reads_the_same_on_the_badge_json_metrics_and_bar() {
+    let clock = ManualClock::new();
+    let history = Arc::new(History::new(8));
+    let check = Settled::default();
+    let c = check.clone();
+    let breaker = Arc::new(
+        Breaker::builder()
+            .name("ledger")
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(Duration::from_secs(30))
+            .clock(clock.clone())
+            .observer(Arc::clone(&history))
+            .health_check(move || c.run())
+            .build(),
+    );
+    let server = serve(Dashboard::new().breaker(Arc::clone(&breaker)).router());
+    let metric = |name: &str| -> f64 {
+        let text = get(&server, "/metrics").body;
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{breaker=\"ledger\"}}")))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"));
+        line.rsplit_once(' ').unwrap().1.parse().unwrap()
+    };
+    // What the last stretch of the bar says (its <title>).
+    let bar_end = |page: &str| -> String {
+        let row = &page[page.find("data-name=\"ledger\"").unwrap()..];
+        let svg = &row[..row.find("</svg>").unwrap()];
+        let last = &svg[svg.rfind("<rect").unwrap()..];
+        let class = &last[last.find("class=\"").unwrap() + 7..];
+        let class = &class[..class.find('"').unwrap()];
+        let title = &last[last.find("<title>").unwrap() + 7..last.find("</title>").unwrap()];
+        format!("{class}: {title}")
+    };
+    let _ = breaker.execute(|| Err::<(), _>("down"));
+    clock.advance(Duration::from_millis(30_001));
+
+    let page = get(&server, "/").body;
+    assert!(page.contains(">open · check due</span>"), "the badge");
+    assert!(
+        page.contains("data-label=\"retry after\">check due</td>"),
+        "the wait"
+    );
+    assert!(
+        bar_end(&page).starts_with("check: check due for"),
+        "{}",
+        bar_end(&page)
+    );
+    let json = get(&server, "/breakers").json();
+    let ledger = entry(&json, "ledger");
+    assert_eq!(
+        (&ledger["state"], &ledger["check"]),
+        (&"open".into(), &"due".into())
+    );
+    assert!(ledger["retry_after"].is_null(), "{ledger}");
+    assert_eq!(metric("circuit_breaker_health_check_status"), 1.0);
+    assert_eq!(metric("circuit_breaker_retry_after_seconds"), 0.0);
+
+    // A call runs the check (pending): "checking" everywhere.
+    let ok = || std::future::ready(Ok::<_, ()>(()));
+    let mut call = Box::pin(breaker.execute_async(ok));
+    assert!(poll_once(&mut call).is_pending());
+    let page = get(&server, "/").body;
+    assert!(page.contains(">open · checking</span>"));
+    assert!(page.contains("data-label=\"retry after\">checking</td>"));
+    assert!(
+        bar_end(&page).starts_with("check: checking for"),
+        "{}",
+        bar_end(&page)
+    );
+    assert_eq!(
+        entry(&get(&server, "/breakers").json(), "ledger")["check"],
+        "running"
+    );
+    assert_eq!(metric("circuit_breaker_health_check_status"), 2.0);
+
+    // Three checks fail, one per open period.
+    for _ in 0..3 {
+        check.set(Some(false));
+        assert!(poll_once(&mut call).is_ready());
+        check.set(None);
+        clock.advance(Duration::from_millis(30_001));
+        call = Box::pin(breaker.execute_async(ok));
+        assert!(poll_once(&mut call).is_pending());
+    }
+    drop(call);
+    let page = get(&server, "/").body;
+    let recent = &page[page.find("<ol id=\"recent\">").unwrap()..];
+    let lines: Vec<&str> = recent.split("<li").skip(1).collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "the trip and one line of failed checks:\n{recent}"
+    );
+    assert!(
+        lines[0].contains("stays open: 3 checks failed since"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].contains("closed → open"), "{}", lines[1]);
+    assert!(
+        lines[1].contains("on 1 failed of 1 calls"),
+        "the reason stays: {}",
+        lines[1]
+    );
+    assert!(
+        page.contains("data-label=\"opened\">1 · 3 checks failed</td>"),
+        "one opening, the checks apart"
+    );
+    let s = breaker.snapshot();
+    assert_eq!((s.times_opened, s.totals.health_checks_failed), (1, 3));
+    assert_eq!(metric("circuit_breaker_opened_total"), 1.0);
+}
