@@ -278,9 +278,16 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// - **Passed** (`true`): the breaker goes half-open and that call's request is its first
     ///   probe; then the half-open rules as usual ([`max_requests`](Self::max_requests)
     ///   successes close it).
-    /// - **Failed** (`false`, or a panic, which then continues): the breaker opens again for
+    /// - **Failed** (`false`, or a panic, which then continues): the breaker stays open for
     ///   the next open period, the policy's duration and backoff as after a failed probe,
-    ///   and that call is rejected without its request being built.
+    ///   and that call is rejected without its request being built. It is not another
+    ///   opening (no state change: `opened` and the transitions do not move, `on_state_change`
+    ///   is not called); observers are told of it as a transition from `Open` to `Open`
+    ///   marked [`Origin::HealthCheck`](crate::observe::Origin::HealthCheck), and a
+    ///   [`History`](crate::observe::History) folds a run of them into one entry.
+    /// - **Due or running**, the breaker's [`snapshot`](Breaker::snapshot) says so
+    ///   ([`Snapshot::check`](crate::Snapshot::check)), with no `retry_after`: there is no
+    ///   time left to wait, a check must run.
     /// - **While it runs**, other calls are rejected at once with
     ///   [`Rejected::Checking`](crate::Rejected::Checking), never parked: the check runs
     ///   once, whatever the concurrency.
@@ -295,15 +302,16 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// the tower layers (the single-breaker service in `poll_ready`, the keyed one in its
     /// response future), the reqwest middleware (before the rest of the chain), and a
     /// fleet's shared breaker (one check per fleet, under its probe lease). Ready-made checks
-    /// with the `reqwest` feature: `reqwest::tcp_check` (a TCP connect) and
-    /// `reqwest::path_check` (a health path that must answer 2xx). A sync call ([`execute`](Breaker::execute), [`allow`](Breaker::allow)) cannot wait
+    /// in the `lazybreaker-reqwest` crate: `lazybreaker_reqwest::tcp_check` (a TCP connect)
+    /// and `lazybreaker_reqwest::path_check` (a health path that must answer 2xx). A sync call ([`execute`](Breaker::execute), [`allow`](Breaker::allow)) cannot wait
     /// for a future: when it finds a check due and none running, it probes as a breaker
     /// without a check would (the breaker goes half-open, that call is the probe); while a
     /// check runs, it is rejected like the others. In the closed state none of this runs.
     ///
     /// Counted in [`Totals::health_checks`](crate::Totals::health_checks) and
-    /// [`Totals::health_checks_failed`](crate::Totals::health_checks_failed); the changes a
-    /// check makes are marked [`Origin::HealthCheck`](crate::observe::Origin::HealthCheck).
+    /// [`Totals::health_checks_failed`](crate::Totals::health_checks_failed); the change a
+    /// passed check makes (open to half-open) and the re-arm of a failed one are marked
+    /// [`Origin::HealthCheck`](crate::observe::Origin::HealthCheck).
     /// Replaces an earlier check.
     ///
     /// brpc revives an isolated node with a periodic health check task (a TCP connect, or
