@@ -1,0 +1,193 @@
+//! What a run measured: one [`Row`] per strategy and scenario, as a markdown table and JSON.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::run::Sample;
+use crate::scenario::{Hit, Scenario, Timeline};
+
+/// The window the time-based figures are read in.
+pub const WINDOW: Duration = Duration::from_millis(200);
+/// A sick node is isolated once its share of the calls stays at or below this, window after
+/// window, until the fault ends (its fair share is one in three).
+const ISOLATED_SHARE: f64 = 0.10;
+/// It is back once its share of a window reaches this again.
+const BACK_SHARE: f64 = 0.20;
+/// After a total outage, the service is back once this share of a window's calls succeed.
+const BACK_SUCCESS: f64 = 0.90;
+
+/// One strategy in one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub scenario: String,
+    pub strategy: String,
+    pub calls: u64,
+    /// Calls answered 2xx within the deadline, in per cent.
+    pub success: f64,
+    /// Successful calls per second over the run.
+    pub goodput: f64,
+    /// Latency of every call from when it was due, in milliseconds.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    /// Calls sent to the sick node (replica 0) while it was sick; `None` when every node was.
+    pub sick_calls: Option<u64>,
+    /// Of those, the calls sent after it was isolated.
+    pub sick_after_isolation: Option<u64>,
+    /// Seconds from the fault to isolation (for a total outage: until most calls fail fast
+    /// instead of being sent); `None`: never within the fault.
+    pub isolate_s: Option<f64>,
+    /// Seconds from the recovery until the node takes its share again (for a total outage:
+    /// until 90 % of a window's calls succeed); `None`: not within the run.
+    pub back_s: Option<f64>,
+    /// Calls that failed after the recovery, until the node was back.
+    pub wasted: u64,
+}
+
+fn ms(d: u64) -> f64 {
+    d as f64 / 1000.0
+}
+
+/// The figures of `samples` for `strategy` in `scenario` on `timeline`.
+pub fn row(strategy: &str, scenario: &Scenario, timeline: Timeline, samples: &[Sample]) -> Row {
+    let mut histogram =
+        Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    for s in samples {
+        let micros = u64::try_from(s.latency.as_micros()).unwrap_or(u64::MAX);
+        let _ = histogram.record(micros.clamp(1, 3_600_000_000));
+    }
+    let ok = samples.iter().filter(|s| s.answer.is_ok()).count() as u64;
+    let calls = samples.len() as u64;
+    let windows = windows(samples, timeline.end);
+    let (fault, recover) = (index(timeline.fault_at), index(timeline.recover_at));
+    let one = scenario.hit == Hit::One;
+    // Isolation: the first window from which the sick node's share (or, for a total outage,
+    // the share of calls sent at all) stays low until the fault ends.
+    let low = |w: &Window| {
+        if one {
+            w.share(w.sick) <= ISOLATED_SHARE
+        } else {
+            w.share(w.sent) <= ISOLATED_SHARE
+        }
+    };
+    let isolated_at = (fault..recover)
+        .find(|&i| windows[i..recover].iter().all(low) && !windows[i..recover].is_empty());
+    let back_at = (recover..windows.len()).find(|&i| {
+        let w = &windows[i];
+        if one {
+            w.share(w.sick) >= BACK_SHARE
+        } else {
+            w.calls > 0 && w.share(w.ok) >= BACK_SUCCESS
+        }
+    });
+    let in_fault = |s: &&Sample| s.at >= timeline.fault_at && s.at < timeline.recover_at;
+    let sick = |s: &&Sample| s.node == Some(0) && s.answer != crate::client::Answer::Rejected;
+    let sick_calls = one.then(|| samples.iter().filter(in_fault).filter(sick).count() as u64);
+    let sick_after_isolation = one.then(|| {
+        let from = isolated_at.map_or(timeline.recover_at, |i| WINDOW * i as u32);
+        samples
+            .iter()
+            .filter(in_fault)
+            .filter(sick)
+            .filter(|s| s.at >= from)
+            .count() as u64
+    });
+    let back_until = back_at.map_or(timeline.end, |i| WINDOW * i as u32);
+    let wasted = samples
+        .iter()
+        .filter(|s| s.at >= timeline.recover_at && s.at < back_until && !s.answer.is_ok())
+        .count() as u64;
+    let seconds = |i: usize, from: Duration| (WINDOW * i as u32).saturating_sub(from).as_secs_f64();
+    Row {
+        scenario: scenario.name.to_owned(),
+        strategy: strategy.to_owned(),
+        calls,
+        success: if calls == 0 {
+            0.0
+        } else {
+            100.0 * ok as f64 / calls as f64
+        },
+        goodput: ok as f64 / timeline.end.as_secs_f64(),
+        p50_ms: ms(histogram.value_at_quantile(0.5)),
+        p99_ms: ms(histogram.value_at_quantile(0.99)),
+        p999_ms: ms(histogram.value_at_quantile(0.999)),
+        max_ms: ms(histogram.max()),
+        sick_calls,
+        sick_after_isolation,
+        isolate_s: isolated_at.map(|i| seconds(i, timeline.fault_at)),
+        back_s: back_at.map(|i| seconds(i, timeline.recover_at)),
+        wasted,
+    }
+}
+
+/// The calls of one window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window {
+    pub calls: u64,
+    pub ok: u64,
+    /// Sent to a replica (not turned away by the strategy).
+    pub sent: u64,
+    /// Sent to the sick node.
+    pub sick: u64,
+}
+
+impl Window {
+    fn share(&self, n: u64) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            n as f64 / self.calls as f64
+        }
+    }
+}
+
+fn index(at: Duration) -> usize {
+    (at.as_nanos() / WINDOW.as_nanos()) as usize
+}
+
+/// The calls due in each window of the run.
+pub fn windows(samples: &[Sample], end: Duration) -> Vec<Window> {
+    let mut windows = vec![Window::default(); index(end).max(1)];
+    for s in samples {
+        let Some(w) = windows.get_mut(index(s.at)) else {
+            continue;
+        };
+        w.calls += 1;
+        w.ok += u64::from(s.answer.is_ok());
+        let sent = s.answer != crate::client::Answer::Rejected;
+        w.sent += u64::from(sent);
+        w.sick += u64::from(sent && s.node == Some(0));
+    }
+    windows
+}
+
+/// The rows as a markdown table.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| scenario | strategy | success | goodput/s | p50 ms | p99 ms | p999 ms | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let secs = |s: Option<f64>, never: &str| s.map_or(never.to_owned(), |s| format!("{s:.1} s"));
+    let count = |n: Option<u64>| n.map_or("all".to_owned(), |n| n.to_string());
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {:.2} % | {:.0} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} |\n",
+            r.scenario,
+            r.strategy,
+            r.success,
+            r.goodput,
+            r.p50_ms,
+            r.p99_ms,
+            r.p999_ms,
+            count(r.sick_calls),
+            count(r.sick_after_isolation),
+            secs(r.isolate_s, "never"),
+            secs(r.back_s, "not in run"),
+            r.wasted,
+        ));
+    }
+    out
+}

@@ -1,0 +1,139 @@
+//! The scenarios: what goes wrong, on which replicas, when, and when it recovers. Every
+//! scenario is one fault over one span of the run, the same timeline for every strategy.
+
+use std::time::Duration;
+
+use crate::upstream::Mode;
+
+/// A fault the lab makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The replica's `/work` behaves so.
+    Mode(Mode),
+    /// The replica's process is killed: connections are refused.
+    Refuse,
+    /// The replica's port is held by a listener that never accepts: connects time out.
+    FullQueue,
+}
+
+/// Which replicas a fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    /// Replica 0, the sick node.
+    One,
+    /// Every replica: a total outage.
+    All,
+}
+
+/// One scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scenario {
+    pub name: &'static str,
+    /// What it shows, for the report.
+    pub what: &'static str,
+    pub fault: Fault,
+    pub hit: Hit,
+    /// Whether the sick node should be isolated (for `gray`, it should not: every node
+    /// fails a little, and cutting them off costs more than it saves).
+    pub isolate: bool,
+}
+
+/// Every scenario, in the report's order.
+pub const ALL: &[Scenario] = &[
+    Scenario {
+        name: "errors",
+        what: "one replica answers 500 to everything, then recovers",
+        fault: Fault::Mode(Mode::Errors),
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "hang",
+        what: "one replica accepts and never answers, then recovers",
+        fault: Fault::Mode(Mode::Hang),
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "refuse",
+        what: "one replica's process dies (connections refused), then restarts",
+        fault: Fault::Refuse,
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "full-queue",
+        what: "one replica's port is held by a listener that never accepts (connects time out), then it restarts",
+        fault: Fault::FullQueue,
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "slow",
+        what: "one replica answers 20 times slower (around 100 ms, up to 800 ms), then recovers",
+        fault: Fault::Mode(Mode::Slow),
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "gray",
+        what: "every replica fails 0.5 % of calls, never two in a row: nothing should be cut off",
+        fault: Fault::Mode(Mode::Gray),
+        hit: Hit::All,
+        isolate: false,
+    },
+    Scenario {
+        name: "overloaded",
+        what: "one replica answers 503 with Retry-After for a share of calls rising with its load, then recovers",
+        fault: Fault::Mode(Mode::Overloaded),
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "outage",
+        what: "every replica answers 500, then all recover at once",
+        fault: Fault::Mode(Mode::Errors),
+        hit: Hit::All,
+        isolate: true,
+    },
+    Scenario {
+        name: "hang-all",
+        what: "every replica hangs, then all recover at once",
+        fault: Fault::Mode(Mode::Hang),
+        hit: Hit::All,
+        isolate: true,
+    },
+];
+
+/// The short mode's scenarios (CI): one of each kind of fault a breaker must see (an answer,
+/// no answer, no connection).
+pub const SHORT: &[&str] = &["errors", "hang", "refuse"];
+
+/// A run's timeline: the fault from `fault_at` to `recover_at`, the run until `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeline {
+    pub fault_at: Duration,
+    pub recover_at: Duration,
+    pub end: Duration,
+}
+
+impl Timeline {
+    /// The full mode: 2 s healthy, 5 s of fault, 7 s after recovery.
+    pub const FULL: Self = Self {
+        fault_at: Duration::from_secs(2),
+        recover_at: Duration::from_secs(7),
+        end: Duration::from_secs(14),
+    };
+
+    /// The short mode: 1 s healthy, 1.5 s of fault, 1.5 s after recovery.
+    pub const SHORT: Self = Self {
+        fault_at: Duration::from_secs(1),
+        recover_at: Duration::from_millis(2_500),
+        end: Duration::from_secs(4),
+    };
+}
+
+/// The scenario named `name`.
+pub fn named(name: &str) -> Option<&'static Scenario> {
+    ALL.iter().find(|s| s.name == name)
+}

@@ -1,0 +1,87 @@
+//! The strategies a client can take against the same replicas, one at a time: no breaker,
+//! lazybreaker per node or as a pool, the peers per node, and a load balancer in front.
+
+mod failsafe_per_node;
+mod haproxy;
+mod lazy_per_node;
+mod lazy_pool;
+mod no_breaker;
+mod tower_p2c;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lazybreaker::policy::Outcome;
+
+use crate::client::{Answer, Http, Sent};
+
+pub use haproxy::HaProxy;
+
+/// One way to call the replicas.
+pub trait Strategy: Send + Sync {
+    /// Its name in the report.
+    fn name(&self) -> &'static str;
+    /// One call, within the client's deadline.
+    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>>;
+}
+
+/// The strategies' names, in the report's order.
+pub const NAMES: &[&str] = &[
+    "no breaker",
+    "lazybreaker per node",
+    "lazybreaker pool",
+    "tower-resilience p2c",
+    "failsafe per node",
+    "haproxy",
+];
+
+/// The strategy named `name` over `addrs` (HAProxy is started apart: [`HaProxy`]).
+pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn Strategy>> {
+    let addrs = addrs.to_vec();
+    Some(match name {
+        "no breaker" => Box::new(no_breaker::NoBreaker::new(http.clone(), addrs)),
+        "lazybreaker per node" => Box::new(lazy_per_node::LazyPerNode::new(http.clone(), addrs)),
+        "lazybreaker pool" => Box::new(lazy_pool::LazyPool::new(http.clone(), addrs)),
+        "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
+        "failsafe per node" => {
+            Box::new(failsafe_per_node::FailsafePerNode::new(http.clone(), addrs))
+        }
+        _ => return None,
+    })
+}
+
+/// Round-robin turns, shared by the strategies that take one.
+#[derive(Debug, Default)]
+struct Turns(AtomicUsize);
+
+impl Turns {
+    /// The nodes in this call's order: its turn first, then the others in turn.
+    fn order(&self, n: usize) -> impl Iterator<Item = usize> {
+        let first = self.0.fetch_add(1, Ordering::Relaxed);
+        (0..n).map(move |k| (first + k) % n)
+    }
+}
+
+/// How lazybreaker counts an answer: the `http` module's rules for a status (a 5xx fails, a
+/// 4xx is excluded), a refused connection fatal (it opens at once), a timeout or another
+/// transport error a failure.
+fn outcome(answer: Answer) -> Outcome {
+    match answer {
+        Answer::Ok => Outcome::Success,
+        Answer::Status { code, .. } => lazybreaker::http::StatusRules::new().outcome(
+            http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
+        ),
+        Answer::Refused => Outcome::Fatal,
+        Answer::Timeout | Answer::Io | Answer::Rejected => Outcome::Failure,
+    }
+}
+
+/// A call turned away before it was sent.
+fn rejected() -> Sent {
+    Sent {
+        answer: Answer::Rejected,
+        node: None,
+    }
+}

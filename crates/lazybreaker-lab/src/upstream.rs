@@ -1,0 +1,292 @@
+//! One upstream replica: a real process (this binary, `upstream` subcommand) serving
+//! `GET /work` on 127.0.0.1, whose behaviour the lab switches at run time with
+//! `POST /_lab/mode?set=<mode>`. `GET /health` is what health checks ask; `GET /_lab/count`
+//! says how many `/work` requests it received. The faults that are not a behaviour (the
+//! process gone, an accept queue that never drains) are made by the lab to the process
+//! itself: see [`crate::replicas`].
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+
+/// What `/work` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Answers 200 after a latency drawn around 5 ms (2 ms plus an exponential of mean 3 ms,
+    /// at most 40 ms).
+    Healthy,
+    /// Answers 500 at once.
+    Errors,
+    /// Accepts, reads the request, never answers.
+    Hang,
+    /// Answers 200 twenty times slower than healthy.
+    Slow,
+    /// Healthy, but 0.5 % of calls answer 500, never two in a row.
+    Gray,
+    /// Answers 503 with `Retry-After: 1` for a share of calls that rises with the load it
+    /// receives (none below 40 requests/s, 90 % from 140/s), else healthy.
+    Overloaded,
+}
+
+impl Mode {
+    /// Its name on the control endpoint.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Healthy => "healthy",
+            Self::Errors => "errors",
+            Self::Hang => "hang",
+            Self::Slow => "slow",
+            Self::Gray => "gray",
+            Self::Overloaded => "overloaded",
+        }
+    }
+
+    fn from_u8(n: u8) -> Self {
+        [
+            Self::Healthy,
+            Self::Errors,
+            Self::Hang,
+            Self::Slow,
+            Self::Gray,
+            Self::Overloaded,
+        ]
+        .get(usize::from(n))
+        .copied()
+        .unwrap_or(Self::Healthy)
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        (0..6).map(Self::from_u8).find(|m| m.as_str() == name)
+    }
+}
+
+/// The replica's state, shared by its handlers.
+#[derive(Debug)]
+struct Replica {
+    node: usize,
+    mode: AtomicU8,
+    received: AtomicU64,
+    /// Gray: whether the last call failed (never two in a row).
+    failed_last: AtomicBool,
+    /// Overloaded: arrivals in the current 100 ms window and the last one.
+    window: arrivals::Window,
+    rng: std::sync::Mutex<fastrand::Rng>,
+}
+
+mod arrivals {
+    //! Arrivals per 100 ms, for the overloaded mode's rising share.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Instant;
+
+    #[derive(Debug)]
+    pub(super) struct Window {
+        start: Instant,
+        /// (window index << 32) | count in it.
+        current: AtomicU64,
+        last: AtomicU64,
+    }
+
+    impl Window {
+        pub(super) fn new() -> Self {
+            Self {
+                start: Instant::now(),
+                current: AtomicU64::new(0),
+                last: AtomicU64::new(0),
+            }
+        }
+
+        /// Counts an arrival; the arrival rate per second of the last full window.
+        pub(super) fn arrive(&self) -> f64 {
+            let index = (self.start.elapsed().as_millis() / 100) as u64 & 0xffff_ffff;
+            let mut seen = self.current.load(Ordering::Relaxed);
+            loop {
+                let next = if seen >> 32 == index {
+                    seen + 1
+                } else {
+                    // A new window: the one that ended becomes the last (if it was the one
+                    // just before), the count starts again.
+                    let last = if (seen >> 32) + 1 == index {
+                        seen & 0xffff_ffff
+                    } else {
+                        0
+                    };
+                    self.last.store(last, Ordering::Relaxed);
+                    (index << 32) | 1
+                };
+                match self.current.compare_exchange_weak(
+                    seen,
+                    next,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(actual) => seen = actual,
+                }
+            }
+            self.last.load(Ordering::Relaxed) as f64 * 10.0
+        }
+    }
+}
+
+impl Replica {
+    fn mode(&self) -> Mode {
+        Mode::from_u8(self.mode.load(Ordering::Relaxed))
+    }
+
+    /// A healthy latency: 2 ms plus an exponential of mean 3 ms, at most 40 ms.
+    fn latency(&self) -> Duration {
+        let u = self.rng.lock().map_or(0.5, |mut r| r.f64());
+        let extra = -3.0 * (1.0 - u).ln();
+        Duration::from_secs_f64(((2.0 + extra).min(40.0)) / 1000.0)
+    }
+
+    fn chance(&self) -> f64 {
+        self.rng.lock().map_or(0.5, |mut r| r.f64())
+    }
+
+    fn tagged(&self, status: StatusCode) -> Response {
+        let mut response = (status, "lab").into_response();
+        if let Ok(node) = HeaderValue::from_str(&self.node.to_string()) {
+            response.headers_mut().insert("x-node", node);
+        }
+        response
+    }
+}
+
+async fn work(State(replica): State<Arc<Replica>>) -> Response {
+    replica.received.fetch_add(1, Ordering::Relaxed);
+    let rate = replica.window.arrive();
+    match replica.mode() {
+        Mode::Healthy => {
+            tokio::time::sleep(replica.latency()).await;
+            replica.tagged(StatusCode::OK)
+        }
+        Mode::Errors => replica.tagged(StatusCode::INTERNAL_SERVER_ERROR),
+        Mode::Hang => std::future::pending().await,
+        Mode::Slow => {
+            tokio::time::sleep(replica.latency() * 20).await;
+            replica.tagged(StatusCode::OK)
+        }
+        Mode::Gray => {
+            tokio::time::sleep(replica.latency()).await;
+            let fail = replica.chance() < 0.005 && !replica.failed_last.load(Ordering::Relaxed);
+            replica.failed_last.store(fail, Ordering::Relaxed);
+            replica.tagged(if fail {
+                StatusCode::INTERNAL_SERVER_ERROR
+            } else {
+                StatusCode::OK
+            })
+        }
+        Mode::Overloaded => {
+            let share = ((rate - 40.0) / 100.0).clamp(0.0, 0.9);
+            if replica.chance() < share {
+                let mut response = replica.tagged(StatusCode::SERVICE_UNAVAILABLE);
+                response
+                    .headers_mut()
+                    .insert("retry-after", HeaderValue::from_static("1"));
+                response
+            } else {
+                tokio::time::sleep(replica.latency()).await;
+                replica.tagged(StatusCode::OK)
+            }
+        }
+    }
+}
+
+async fn health(State(replica): State<Arc<Replica>>) -> Response {
+    match replica.mode() {
+        Mode::Errors => replica.tagged(StatusCode::INTERNAL_SERVER_ERROR),
+        Mode::Hang => std::future::pending().await,
+        Mode::Slow => {
+            tokio::time::sleep(replica.latency() * 20).await;
+            replica.tagged(StatusCode::OK)
+        }
+        _ => replica.tagged(StatusCode::OK),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Set {
+    set: String,
+}
+
+async fn set_mode(State(replica): State<Arc<Replica>>, Query(q): Query<Set>) -> StatusCode {
+    match Mode::parse(&q.set) {
+        Some(mode) => {
+            replica.mode.store(mode as u8, Ordering::Relaxed);
+            StatusCode::OK
+        }
+        None => StatusCode::BAD_REQUEST,
+    }
+}
+
+async fn count(State(replica): State<Arc<Replica>>) -> String {
+    replica.received.load(Ordering::Relaxed).to_string()
+}
+
+/// Serves replica `node` on `port` (127.0.0.1) until the process is killed.
+pub fn serve(node: usize, port: u16, seed: u64) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let replica = Arc::new(Replica {
+            node,
+            mode: AtomicU8::new(Mode::Healthy as u8),
+            received: AtomicU64::new(0),
+            failed_last: AtomicBool::new(false),
+            window: arrivals::Window::new(),
+            rng: std::sync::Mutex::new(fastrand::Rng::with_seed(seed)),
+        });
+        let router = Router::new()
+            .route("/work", get(work))
+            .route("/health", get(health))
+            .route("/_lab/mode", post(set_mode))
+            .route("/_lab/count", get(count))
+            .with_state(replica);
+        let listener = listen(port, 1024)?;
+        axum::serve(listener, router).await
+    })
+}
+
+/// A listener on 127.0.0.1:`port` with `backlog`, the address reusable at once (a replica
+/// restarted on the port of the one just killed).
+pub fn listen(port: u16, backlog: u32) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+    socket.listen(backlog)
+}
+
+/// Holds 127.0.0.1:`port` with an accept queue of one that is never drained: the kernel
+/// completes a handshake or two, then drops the rest, and a client's connect times out.
+/// Prints `listening` on its standard output once the port is held.
+pub fn blackhole(port: u16) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let _listener = listen(port, 1)?;
+        // Tell the lab the port is held (a connect would not: the queue may be full already).
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening")?;
+            out.flush()?;
+        }
+        let started = Instant::now();
+        // Never accepts; lives until killed (bounded anyway: an hour).
+        while started.elapsed() < Duration::from_secs(3600) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        Ok(())
+    })
+}
