@@ -49,6 +49,11 @@ pub struct Counts {
     /// ([`Capabilities::slow_call_threshold`](crate::policy::Capabilities::slow_call_threshold));
     /// always zero for a policy without one. Rolls with the window like every count.
     pub slow_calls: u64,
+    /// Calls the throttle turned away in this window, counted only when the throttle counts
+    /// them as requests ([`Throttle::count_throttled`](crate::throttle::Throttle::count_throttled)):
+    /// not in `requests` (the trip policy never sees them), but in the throttle's. Rolls
+    /// with the window like every count; zero in a count window.
+    pub throttled: u64,
 }
 
 /// `with_*` setters, one per field, for building a `Counts` outside the crate.
@@ -74,6 +79,7 @@ impl Counts {
         consecutive_successes => with_consecutive_successes,
         consecutive_failures => with_consecutive_failures,
         slow_calls => with_slow_calls,
+        throttled => with_throttled,
     }
 
     fn on_request(&mut self) {
@@ -167,6 +173,11 @@ pub struct Totals {
     /// the slots over (the replaced probes' results are dropped when they come).
     #[cfg_attr(feature = "serde", serde(default))]
     pub probes_taken_over: u64,
+    /// Calls the throttle turned away in the closed state
+    /// ([`Rejected::Throttled`](crate::Rejected::Throttled),
+    /// [`Builder::throttle`](crate::Builder::throttle)): not admitted, not a result.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub rejected_throttled: u64,
 }
 
 /// How many times a breaker went from each state to each other, manual changes included: for
@@ -337,6 +348,39 @@ impl Window {
             let i = self.bucket_index(self.age);
             self.buckets[i].on_request();
         }
+    }
+
+    /// Counts a call the throttle turned away, as a request of the throttle's only (not in
+    /// a count window, which holds results).
+    pub(crate) fn on_throttled(&mut self) {
+        if self.by_count {
+            return;
+        }
+        self.counts.throttled += 1;
+        if self.is_rolling() {
+            let i = self.bucket_index(self.age);
+            self.buckets[i].throttled += 1;
+        }
+    }
+
+    /// The throttle's requests and accepts: the window's requests (with the throttled ones
+    /// if `with_throttled`), and its results that were not failures (a count window's
+    /// exclusions take no place in it, so they are not among its accepts).
+    pub(crate) fn throttle_counts(&self, with_throttled: bool) -> (u64, u64) {
+        let c = &self.counts;
+        let requests = c.requests + if with_throttled { c.throttled } else { 0 };
+        let accepts = if self.by_count {
+            c.total_successes
+        } else {
+            c.total_successes + c.total_exclusions
+        };
+        (requests, accepts)
+    }
+
+    /// Whether an admission adds a request to the window (not in a count window, whose
+    /// requests are the results it holds).
+    pub(crate) fn admission_counts(&self) -> bool {
+        !self.by_count
     }
 
     /// Records `requests` admissions and `successes` successes at once, as the lock-free
@@ -547,6 +591,7 @@ fn roll_out(c: &mut Counts, oldest: &Counts) {
     c.total_successes -= oldest.total_successes;
     c.total_failures -= oldest.total_failures;
     c.total_exclusions -= oldest.total_exclusions;
+    c.throttled -= oldest.throttled;
     c.slow_calls -= oldest.slow_calls;
 }
 

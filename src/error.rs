@@ -20,7 +20,7 @@ use std::time::Duration;
 ///     Err(other) => panic!("unexpected {other}"),
 /// };
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[derive(Debug, Clone, Copy, thiserror::Error)]
 #[non_exhaustive]
 pub enum Rejected {
     /// The breaker is open.
@@ -56,6 +56,48 @@ pub enum Rejected {
         /// (they are full, or forced open).
         retry_after: Option<Duration>,
     },
+    /// The breaker is closed, and its throttle ([`Builder::throttle`](crate::Builder::throttle))
+    /// turned this call away: the dependency accepts less than it is sent. Retry later, or
+    /// elsewhere; the next call is drawn again.
+    #[error("throttled: the dependency accepts less than it is sent (p = {probability:.3})")]
+    Throttled {
+        /// The probability this call was turned away with, in `(0, 1]`: the throttle's `p`
+        /// at that moment.
+        probability: f64,
+    },
+}
+
+impl PartialEq for Rejected {
+    /// As derived, a probability compared bit for bit (it is never NaN).
+    fn eq(&self, other: &Self) -> bool {
+        match (*self, *other) {
+            (Rejected::Open { retry_after: a }, Rejected::Open { retry_after: b }) => a == b,
+            (Rejected::TooManyRequests, Rejected::TooManyRequests)
+            | (Rejected::ForcedOpen, Rejected::ForcedOpen)
+            | (Rejected::Checking, Rejected::Checking) => true,
+            (Rejected::NoEndpoint { retry_after: a }, Rejected::NoEndpoint { retry_after: b }) => {
+                a == b
+            }
+            (Rejected::Throttled { probability: a }, Rejected::Throttled { probability: b }) => {
+                a.to_bits() == b.to_bits()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Rejected {}
+
+impl std::hash::Hash for Rejected {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match *self {
+            Rejected::Open { retry_after } => retry_after.hash(state),
+            Rejected::NoEndpoint { retry_after } => retry_after.hash(state),
+            Rejected::Throttled { probability } => probability.to_bits().hash(state),
+            Rejected::TooManyRequests | Rejected::ForcedOpen | Rejected::Checking => {}
+        }
+    }
 }
 
 impl Rejected {
@@ -92,7 +134,19 @@ impl Rejected {
         match *self {
             Rejected::Open { retry_after } => Some(retry_after),
             Rejected::NoEndpoint { retry_after } => retry_after,
-            Rejected::TooManyRequests | Rejected::ForcedOpen | Rejected::Checking => None,
+            Rejected::TooManyRequests
+            | Rejected::ForcedOpen
+            | Rejected::Checking
+            | Rejected::Throttled { .. } => None,
+        }
+    }
+
+    /// The probability a throttled call was turned away with
+    /// ([`Rejected::Throttled`]); `None` for the other rejections.
+    pub fn throttle_probability(&self) -> Option<f64> {
+        match *self {
+            Rejected::Throttled { probability } => Some(probability),
+            _ => None,
         }
     }
 
@@ -212,6 +266,10 @@ impl fmt::Display for RejectedBy {
                 "circuit breaker `{name}` is open: a health check is under way"
             ),
             Rejected::NoEndpoint { .. } => write!(f, "pool `{name}`: no endpoint can take the call"),
+            Rejected::Throttled { probability } => write!(
+                f,
+                "circuit breaker `{name}` throttled the call (p = {probability:.3})"
+            ),
         }
     }
 }

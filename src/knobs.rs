@@ -1,10 +1,11 @@
 //! [`Knobs`]: every setting of a breaker that is a plain value (everything but its policy,
 //! observer, clock and callback), written once for the builder, configuration files and the
-//! machine's rules. Core: it imports only [`AbandonedAs`] and the serde helpers.
+//! machine's rules. Core: it imports only [`AbandonedAs`], [`Throttle`] and the serde helpers.
 
 use std::time::Duration;
 
 use crate::abandoned::AbandonedAs;
+use crate::throttle::Throttle;
 
 /// Every plain-value knob of a breaker, with gobreaker's zero-means-default rules: no value
 /// is invalid (the policies own the knobs that can be). [`Builder`](crate::Builder) holds
@@ -176,6 +177,10 @@ pub struct Knobs {
         )
     )]
     pub probe_timeout: Duration,
+    /// Adaptive client-side throttling in the closed state ([`Throttle`]): none by default.
+    /// In a file: `throttle = { k = 2.0, min_requests = 20, max_probability = 0.9, seed = 7 }`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub throttle: Option<Throttle>,
 }
 
 /// How an abandoned call counts in each state that admits calls: the

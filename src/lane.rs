@@ -195,6 +195,13 @@ impl Cell {
         Cell(tag << Self::TAG_SHIFT)
     }
 
+    /// This cell with its request counter started at `preset` (at most [`Cell::COUNTER`]):
+    /// it then has room for `COUNTER - preset` admissions.
+    #[inline]
+    fn preset(self, preset: u64) -> Self {
+        Cell(self.0 | preset.min(Self::COUNTER))
+    }
+
     #[inline(always)]
     fn tag(self) -> u64 {
         self.0 >> Self::TAG_SHIFT
@@ -247,10 +254,15 @@ impl Cell {
         Cell(self.0 + Self::SUCCESS)
     }
 
+    /// What an open cell counted, its request counter having started at `preset`; nothing
+    /// for a closed one.
     #[inline]
-    fn pending(self) -> Pending {
+    fn pending(self, preset: u64) -> Pending {
+        if !self.is_open() {
+            return Pending::default();
+        }
         Pending {
-            requests: self.0 & Self::COUNTER,
+            requests: (self.0 & Self::COUNTER).saturating_sub(preset),
             successes: (self.0 >> 16) & Self::COUNTER,
             rejected: 0,
         }
@@ -348,6 +360,10 @@ pub(crate) struct Lane {
     /// before the word is published. Apart from `window_until`: an open-state rejection reads
     /// it without a compare-and-swap to confirm, so it must never hold a window's end.
     open_until: AtomicU64,
+    /// What the open cells' request counters started at, so that each has room for the
+    /// admissions the machine allows without it (a throttle's; zero otherwise). Written only
+    /// by the lock holder, before it opens the cells; read by the next one, closing them.
+    preset: AtomicU64,
     /// The cell every thread counts in until two collide.
     base: AtomicU64,
     /// The rejection counter every thread counts in until two collide (on it or on `base`).
@@ -389,6 +405,7 @@ impl Lane {
             key: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
+            preset: AtomicU64::new(0),
             base: AtomicU64::new(Cell::CLOSED.0),
             base_rejected: AtomicU64::new(0),
             stripes: Lazy::new(make_stripes),
@@ -702,8 +719,9 @@ impl Lane {
         // made since is made closed), and only the rejection counters may hold anything.
         if self.word.load(Ordering::Relaxed) >> MODE_SHIFT != LOCKED {
             self.word.store(LOCKED << MODE_SHIFT, Ordering::Release);
+            let preset = self.preset.load(Ordering::Relaxed);
             self.for_each_cell(|cell| {
-                pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending());
+                pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending(preset));
             });
         }
         // Rejection counters are not part of the cell protocol: a rejection counts whenever
@@ -718,11 +736,22 @@ impl Lane {
     /// Publishes what callers may do without the lock in `phase`. Call with the state lock
     /// held, after [`close`](Lane::close) (or at construction): the cells are empty.
     pub(crate) fn publish(&self, phase: Phase) {
+        // The admissions allowed without the machine, shared among the cells callers count
+        // in (the stripes once made, else the base), as the counters' starting value.
+        let preset = match phase {
+            Phase::Closed { room, .. } if room < Cell::COUNTER => {
+                let cells = self.stripes.get().map_or(1, |s| s.len() as u64);
+                Cell::COUNTER - room / cells
+            }
+            _ => 0,
+        };
+        self.preset.store(preset, Ordering::Relaxed);
         let (mode, cell) = match phase {
             Phase::Closed {
                 generation,
                 age,
                 window_end,
+                ..
             } if self.plan.counts_closed && self.plan.rolls => {
                 match (Self::key_of(Ticket::aged(generation, age)), window_end) {
                     (Some(key), Some(until)) => {
@@ -758,6 +787,11 @@ impl Lane {
                 (OPEN, Cell::CLOSED)
             }
             Phase::Closed { .. } | Phase::HalfOpen | Phase::Forced => (LOCKED, Cell::CLOSED),
+        };
+        let cell = if cell.is_open() {
+            cell.preset(preset)
+        } else {
+            cell
         };
         self.for_each_cell(|c| c.store(cell.0, Ordering::Release));
         self.word.store(mode << MODE_SHIFT, Ordering::Release);
@@ -808,6 +842,7 @@ mod tests {
                 generation: gen(n),
                 age: 0,
                 window_end: None,
+                room: u64::MAX,
             },
         )
     }
@@ -846,6 +881,7 @@ mod tests {
             generation: gen(1),
             age: 0,
             window_end: None,
+            room: u64::MAX,
         };
         let lane = Lane::new(Plan::of(&caps(false, true), false, false), closed);
         assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
@@ -874,6 +910,7 @@ mod tests {
             generation: gen(7),
             age: 0,
             window_end: None,
+            room: u64::MAX,
         });
         assert_eq!(lane.admit(never), admitted(7), "fast again");
         assert_eq!(
@@ -913,6 +950,7 @@ mod tests {
                 generation: gen(3),
                 age: 0,
                 window_end: Some(100),
+                room: u64::MAX,
             },
         );
         assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: t(3) });
@@ -943,6 +981,7 @@ mod tests {
                 generation: gen(generation),
                 age,
                 window_end: Some(bucket_end),
+                room: u64::MAX,
             },
         );
         assert_eq!(lane.epoch.load(Ordering::Relaxed), 1, "opened once");
@@ -954,6 +993,7 @@ mod tests {
             generation: gen(generation),
             age,
             window_end: Some(bucket_end),
+            room: u64::MAX,
         });
     }
 
@@ -1022,7 +1062,7 @@ mod tests {
         rolling_at(&lane, 1, 1, 20);
         let reopened = Cell(lane.base.load(Ordering::Acquire));
         assert_ne!(loaded, reopened);
-        assert_eq!(loaded.pending(), reopened.pending());
+        assert_eq!(loaded.pending(0), reopened.pending(0));
         assert!(Lane::try_count(&lane.base, loaded, loaded.with_success()).is_err());
         // The generation keeps its bits; an age past the key's bits counts under the lock.
         rolling_at(&lane, 1, 1 << KEY_AGE_BITS, 30);
@@ -1056,6 +1096,7 @@ mod tests {
             generation: gen(5),
             age: 0,
             window_end: None,
+            room: u64::MAX,
         });
         assert_eq!(lane.admit(never), admitted(5));
         assert!(lane.succeed_fast(t(5), unread));
@@ -1084,6 +1125,7 @@ mod tests {
                     generation: gen(n),
                     age: 0,
                     window_end: None,
+                    room: u64::MAX,
                 },
             );
             assert_eq!(lane.admit(never), admitted(n));

@@ -186,6 +186,7 @@ mod serde_duration;
 mod snapshot;
 mod state;
 mod sync;
+pub mod throttle;
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod tracing;

@@ -16,6 +16,7 @@ use crate::observe::Observer;
 use crate::policy::{Capabilities, ConsecutiveFailures, ReadyToTrip, TripPolicy};
 use crate::state::State;
 use crate::sync::Mutex;
+use crate::throttle::Throttle;
 
 use super::check::HealthCheck;
 use super::outbox::{Observers, Outbox, StateChangeFn};
@@ -457,6 +458,54 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// Adaptive client-side throttling in the closed state (Google SRE's, [`Throttle`]):
+    /// each admission first asks the throttle, which turns the call away with probability
+    /// `p = max(0, (requests - k * accepts) / (requests + 1))` over the breaker's own
+    /// closed-state window (its fixed interval, rolling buckets or count window), as
+    /// [`Rejected::Throttled`](crate::Rejected::Throttled), counted in
+    /// [`Totals::rejected_throttled`](crate::Totals::rejected_throttled) and never a result
+    /// for the trip policy. Open and half-open are unchanged, and a failure still trips the
+    /// breaker as its policy says. In dry run, a call it would throttle runs as a shadow
+    /// call, counted in [`Totals::would_reject`](crate::Totals::would_reject).
+    ///
+    /// No lock while `p` is zero: the lock-free lane admits as many calls as cannot raise
+    /// `p` above zero, then lets the breaker decide again. In a file:
+    /// `throttle = { k = 2.0, min_requests = 20, max_probability = 0.9, seed = 7 }`.
+    ///
+    /// go-zero's `googlebreaker`, Kratos' `sre`, Envoy's admission control.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{throttle::Throttle, Breaker, ManualClock, Rejected};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .interval(Duration::from_secs(10))
+    ///     .ready_to_trip(|c| c.consecutive_failures >= 100) // trips on a hard outage only
+    ///     .throttle(Throttle::new(2.0)?.min_requests(10).seed(1))
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// // Overloaded: one call in four is accepted.
+    /// for i in 0..40 {
+    ///     match breaker.allow() {
+    ///         Ok(permit) if i % 4 == 0 => permit.success(),
+    ///         Ok(permit) => permit.failure(),
+    ///         Err(Rejected::Throttled { probability }) => assert!(probability > 0.0),
+    ///         Err(other) => panic!("{other}"),
+    ///     }
+    /// }
+    /// assert!(breaker.totals().rejected_throttled > 0);
+    /// clock.advance(Duration::from_secs(11)); // a new window: nothing to throttle on
+    /// assert!(breaker.allow().is_ok());
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn throttle(mut self, throttle: Throttle) -> Self {
+        self.knobs.throttle = Some(throttle);
+        self
+    }
+
     /// Dry run, or shadow mode: the breaker runs its state machine as usual (it trips,
     /// opens, goes half-open, closes, on the same calls at the same times as it would
     /// otherwise) but admits every call. A call it would have rejected (open, half-open
@@ -587,7 +636,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// [`ConfigError`](crate::ConfigError) naming `bucket_period` when it is set without an
     /// `interval`, exceeds `interval`, does not divide it into whole buckets, or makes more
     /// than `MAX_BUCKETS` of them; naming `count_window` when it is set with an `interval`
-    /// or is longer than [`MAX_COUNT_WINDOW`](crate::MAX_COUNT_WINDOW).
+    /// or is longer than [`MAX_COUNT_WINDOW`](crate::MAX_COUNT_WINDOW); naming
+    /// `throttle.max_probability` outside `[0, 1]`, `throttle.k` below 1 or not finite, and
+    /// `throttle.count_throttled` with a count window (the error names the breaker then).
     ///
     /// # Examples
     ///
@@ -607,6 +658,13 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         crate::window_check::check(self.knobs.interval, self.knobs.bucket_period)?;
         crate::window_check::check_count(self.knobs.interval, self.knobs.count_window)?;
         crate::window_check::check_open(self.knobs.timeout, self.knobs.max_open_duration)?;
+        if let Some(err) = self
+            .knobs
+            .throttle
+            .and_then(|t| t.invalid(self.knobs.count_window > 0))
+        {
+            return Err(err.within("throttle").for_breaker(&self.knobs.name));
+        }
         Ok(self.build())
     }
 

@@ -27,6 +27,7 @@ use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::state::State;
+use crate::throttle::Draws;
 
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
@@ -131,6 +132,9 @@ pub(crate) enum Phase {
         generation: Generation,
         age: u64,
         window_end: Option<Nanos>,
+        /// How many admissions may be made without the machine (a throttle decides the
+        /// next one once its `p` may have risen above zero); `u64::MAX`: no limit.
+        room: u64,
     },
     /// Open until `until` (inclusive: it goes half-open strictly after).
     Open { until: Nanos },
@@ -173,6 +177,8 @@ pub(crate) struct Machine<P> {
     lease: Option<Lease>,
     /// Leases handed out so far: the next one's id.
     leases: u64,
+    /// The throttle's generator, seeded from its settings (unused without a throttle).
+    draws: Draws,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -200,6 +206,7 @@ impl<P: TripPolicy> Machine<P> {
             in_flight: InFlight::default(),
             lease: None,
             leases: 0,
+            draws: Draws::new(rules.throttle.map_or(0, |t| t.seed)),
         };
         if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
@@ -257,6 +264,7 @@ impl<P: TripPolicy> Machine<P> {
                 generation: self.generation,
                 age: self.window.age(),
                 window_end: self.closed_period_end(),
+                room: self.throttle_room(),
             },
             State::Open => Phase::Open { until: self.expiry },
             State::HalfOpen => Phase::HalfOpen,
@@ -371,8 +379,53 @@ impl<P: TripPolicy> Machine<P> {
                 self.expiry = now.saturating_add(self.rules.probe_slot_timeout());
                 Ok(self.admit_counted(now))
             }
-            State::Closed => Ok(self.admit_counted(now)),
+            State::Closed => {
+                if let Some(probability) = self.throttle_draw() {
+                    return self.refuse(Rejected::Throttled { probability });
+                }
+                Ok(self.admit_counted(now))
+            }
         }
+    }
+
+    /// The throttle's `p` for the next closed-state admission, with the window as it is.
+    pub(crate) fn throttle_probability(&self) -> f64 {
+        self.rules.throttle.map_or(0.0, |t| {
+            let (requests, accepts) = self.window.throttle_counts(t.count_throttled);
+            t.probability(requests, accepts)
+        })
+    }
+
+    /// Asks the throttle about the next closed-state admission: `Some(p)` turns it away
+    /// (counted as a request of the throttle's if it counts them); no draw while `p` is zero.
+    fn throttle_draw(&mut self) -> Option<f64> {
+        let throttle = self.rules.throttle?;
+        let p = self.throttle_probability();
+        if p == 0.0 || self.draws.next() >= p {
+            return None;
+        }
+        if throttle.count_throttled {
+            self.window.on_throttled();
+        }
+        Some(p)
+    }
+
+    /// How many closed-state admissions the lock-free lane may make before the machine must
+    /// see one (after them, the throttle's `p` may no longer be zero): unbounded without a
+    /// throttle, or where an admission adds no request (a count window).
+    fn throttle_room(&self) -> u64 {
+        let Some(throttle) = self.rules.throttle else {
+            return u64::MAX;
+        };
+        let (requests, accepts) = self.window.throttle_counts(throttle.count_throttled);
+        if !self.window.admission_counts() {
+            return if throttle.probability(requests, accepts) == 0.0 {
+                u64::MAX
+            } else {
+                0
+            };
+        }
+        throttle.room(requests, accepts)
     }
 
     /// Counts an admission at `now` in the current generation and hands out its ticket.

@@ -119,6 +119,7 @@ impl<P: TripPolicy> Machine<P> {
             Rejected::TooManyRequests => self.totals.rejected_half_open += 1,
             Rejected::ForcedOpen => self.totals.rejected_forced += 1,
             Rejected::Checking => self.totals.rejected_open += 1,
+            Rejected::Throttled { .. } => self.totals.rejected_throttled += 1,
             // A pool's, not a breaker's: nothing of this breaker's to count.
             Rejected::NoEndpoint { .. } => {}
         }

@@ -24,3 +24,4 @@ mod pool;
 mod probe_timeout;
 mod slow_calls;
 mod snapshot;
+mod throttle;
