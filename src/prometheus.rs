@@ -20,11 +20,12 @@
 //! |---|---|---|---|
 //! | `circuit_breaker_state` | gauge | `breaker` | the state the next call finds: 0 closed, 1 half-open, 2 open |
 //! | `circuit_breaker_forced` | gauge | `breaker` | the manual override: 0 none, 1 forced open, 2 forced closed |
-//! | `circuit_breaker_calls_total` | counter | `breaker`, `outcome` | calls by how they ended: `success`, `failure`, `excluded`, `abandoned`, `dropped` (a result too late for its generation or window), `rejected_open`, `rejected_half_open`, `rejected_forced`; for a breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) also `would_reject`, the calls it admitted as shadows |
+//! | `circuit_breaker_calls_total` | counter | `breaker`, `outcome` | calls by how they ended: `success`, `failure`, `excluded`, `abandoned`, `dropped` (a result too late for its generation or window), `rejected_open`, `rejected_half_open`, `rejected_forced`; for a breaker with a throttle ([`Builder::throttle`](crate::Builder::throttle)) also `rejected_throttled`; for a breaker in dry run ([`Builder::dry_run`](crate::Builder::dry_run)) also `would_reject`, the calls it admitted as shadows |
 //! | `circuit_breaker_admitted_total` | counter | `breaker` | calls admitted (each ends, unless still in flight, as one of the first five outcomes) |
 //! | `circuit_breaker_transitions_total` | counter | `breaker`, `from`, `to` | state changes, manual ones included; `from`/`to` are `closed`, `half_open`, `open`; all six pairs, zeros included |
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
 //! | `circuit_breaker_health_checks_total` | counter | `breaker`, `result` | health checks that settled ([`Builder::health_check`](crate::Builder::health_check)), `passed` or `failed` |
+//! | `circuit_breaker_throttle_probability` | gauge | `breaker` | for a breaker with a throttle: the probability the next call is turned away with (0 unless closed); the family is left out when no breaker has one |
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
 //! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
@@ -258,6 +259,10 @@ fn forced_value(forced: Option<Forced>) -> i64 {
 fn outcomes(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
     let t = &s.totals;
     let shadows = s.dry_run.then_some(("would_reject", t.would_reject));
+    let throttled = s
+        .throttle_probability
+        .is_some()
+        .then_some(("rejected_throttled", t.rejected_throttled));
     [
         ("success", t.successes),
         ("failure", t.failures),
@@ -269,6 +274,7 @@ fn outcomes(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
         ("rejected_forced", t.rejected_forced),
     ]
     .into_iter()
+    .chain(throttled)
     .chain(shadows)
 }
 
@@ -453,6 +459,17 @@ impl Collector for BreakerCollector {
                 (name(s), Level(status))
             }),
         )?;
+        if snapshots.iter().any(|s| s.throttle_probability.is_some()) {
+            family(
+                e,
+                "circuit_breaker_throttle_probability",
+                "The throttle's probability of turning the next call away (closed state).",
+                MetricType::Gauge,
+                snapshots
+                    .iter()
+                    .filter_map(|s| s.throttle_probability.map(|p| (name(s), Level(p)))),
+            )?;
+        }
         family(
             e,
             "circuit_breaker_scrape_panicked",

@@ -94,6 +94,11 @@ pub struct Snapshot {
     /// `true`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
     pub health_checked: bool,
+    /// For a breaker with a throttle ([`Builder::throttle`](crate::Builder::throttle)): the
+    /// probability the next call is turned away with, as the window stands (zero unless
+    /// closed); `None` without a throttle. Written out only when set.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub throttle_probability: Option<f64>,
     /// The policy's own figures, by name, where it has some (see
     /// [`TripPolicy::gauges`](crate::policy::TripPolicy::gauges)): e.g. the EMA windows'
     /// error costs and latencies.

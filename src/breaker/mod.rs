@@ -202,6 +202,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 retry_after: peek.retry_after,
                 check: peek.check,
                 health_checked: m.health_checked(),
+                throttle_probability: m.throttle_probability_at(peek.state, &peek.counts),
                 transitions: *m.transitions(),
                 times_opened: m.totals().opened,
                 recent_failures: m.recent_failures(),

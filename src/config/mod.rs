@@ -469,6 +469,7 @@ pub use registry::RegistrySettings;
 /// | `dry_run` | `false` | [`Knobs::dry_run`]: dry run, or shadow mode: the breaker admits every call and counts those it would have rejected in [`Totals::would_reject`](crate::Totals::would_reject) |
 /// | `check_timeout` | `"0s"` (means 500 ms) | [`Knobs::check_timeout`]: how long a health check may run before the next call takes it over (the check itself is code: [`Builder::health_check`](crate::Builder::health_check)) |
 /// | `probe_timeout` | `"0s"` (means `timeout`) | [`Knobs::probe_timeout`]: how long the half-open probes may hold every slot before the next call starts the trial again |
+/// | `throttle` | none | [`Knobs::throttle`]: adaptive throttling in the closed state, `{ k = 2.0, min_requests = 20, max_probability = 0.9, seed = 0, count_throttled = false }` (`k` required) |
 /// | `policy` | `consecutive_failures`, threshold 6 | the [`PolicyConfig`] that decides when to trip |
 /// | `open_duration` | `kind = "policy"` | the [`OpenDurationConfig`]: the policy's rule, or an exponential backoff |
 ///
@@ -598,6 +599,12 @@ impl Settings {
         crate::window_check::check(knobs.interval, knobs.bucket_period).map_err(named)?;
         crate::window_check::check_count(knobs.interval, knobs.count_window).map_err(named)?;
         crate::window_check::check_open(knobs.timeout, knobs.max_open_duration).map_err(named)?;
+        if let Some(err) = knobs
+            .throttle
+            .and_then(|t| t.invalid(knobs.count_window > 0))
+        {
+            return Err(named(err.within("throttle")));
+        }
         let policy = self
             .policy
             .build()

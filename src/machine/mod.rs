@@ -388,6 +388,27 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
+    /// The throttle's `p` for a breaker in `state` with `counts` (a snapshot's: the window as
+    /// the next call would find it): `None` without a throttle, zero unless closed.
+    pub(crate) fn throttle_probability_at(&self, state: State, counts: &Counts) -> Option<f64> {
+        let throttle = self.rules.throttle?;
+        if state != State::Closed || self.forced.is_some() {
+            return Some(0.0);
+        }
+        let requests = counts.requests
+            + if throttle.count_throttled {
+                counts.throttled
+            } else {
+                0
+            };
+        let accepts = if self.window.is_by_count() {
+            counts.total_successes
+        } else {
+            counts.total_successes + counts.total_exclusions
+        };
+        Some(throttle.probability(requests, accepts))
+    }
+
     /// The throttle's `p` for the next closed-state admission, with the window as it is.
     pub(crate) fn throttle_probability(&self) -> f64 {
         self.rules.throttle.map_or(0.0, |t| {

@@ -14,3 +14,4 @@ mod registry;
 mod reliability_config;
 mod reliability_registry;
 mod serde;
+mod throttle;

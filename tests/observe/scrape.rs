@@ -464,6 +464,77 @@ fn a_probe_taken_over_is_counted_in_the_scrape() {
     assert_eq!(taken_over(), 1.0);
 }
 
+/// A throttled breaker scrapes the probability its next call meets and the calls it turned
+/// away; a breaker without a throttle has neither series.
+#[test]
+fn a_throttled_breaker_scrapes_its_probability_and_its_throttled_calls() {
+    let clock = ManualClock::new();
+    let throttled = Arc::new(
+        Breaker::builder()
+            .name("orders")
+            .never_trips(true)
+            .throttle(
+                lazybreaker::throttle::Throttle::new(2.0)
+                    .unwrap()
+                    .min_requests(10)
+                    .max_probability(1.0),
+            )
+            .clock(clock.clone())
+            .build(),
+    );
+    let plain = Arc::new(Breaker::builder().name("plain").clock(clock).build());
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(
+        BreakerCollector::new()
+            .breaker(Arc::clone(&throttled))
+            .breaker(Arc::clone(&plain)),
+    ));
+    let scrape = || {
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("a scrape");
+        parse(&text)
+    };
+    let orders = [("breaker", "orders")];
+    assert_eq!(
+        get(&scrape(), "circuit_breaker_throttle_probability", &orders),
+        0.0
+    );
+    // 10 failures and 2 successes: p = (12 - 2 * 2) / 13.
+    for _ in 0..10 {
+        throttled.allow().unwrap().failure();
+    }
+    let mut turned_away = 0;
+    let mut successes = 0;
+    while successes < 2 {
+        match throttled.allow() {
+            Ok(permit) => {
+                permit.success();
+                successes += 1;
+            }
+            Err(_) => turned_away += 1,
+        }
+    }
+    let series = scrape();
+    let p = get(&series, "circuit_breaker_throttle_probability", &orders);
+    assert!((p - 8.0 / 13.0).abs() < 1e-12, "{p}");
+    assert_eq!(throttled.snapshot().throttle_probability, Some(8.0 / 13.0));
+    assert_eq!(
+        get(
+            &series,
+            "circuit_breaker_calls_total",
+            &[("breaker", "orders"), ("outcome", "rejected_throttled")]
+        ),
+        f64::from(turned_away)
+    );
+    assert!(!series.keys().any(|(name, labels)| {
+        name == "circuit_breaker_throttle_probability" && labels.iter().any(|(_, v)| v == "plain")
+    }));
+    assert!(!series.keys().any(|(_, labels)| {
+        labels.iter().any(|(_, v)| v == "plain")
+            && labels.iter().any(|(_, v)| v == "rejected_throttled")
+    }));
+}
+
 /// The health-check counters, by result, read what the checks did: one failed check, then
 /// one passed; and a checked breaker whose open period is over reads open (waiting for its
 /// check), not half-open.

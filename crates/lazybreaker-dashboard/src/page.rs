@@ -231,12 +231,17 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         1 => " · 1 check failed".to_owned(),
         n => format!(" · {n} checks failed"),
     };
+    // The throttle's share: what it turned away, and the probability the next call meets.
+    let throttled = match s.throttle_probability {
+        Some(p) => format!(" · {} throttled (p = {p:.2})", t.rejected_throttled),
+        None => String::new(),
+    };
     let _ = write!(
         out,
         "</td><td data-label=\"state\"><span class=\"badge {state}\" data-check=\"{}\">{badge}</span></td>\
          <td data-label=\"forced\" class=\"forced\">{}</td>\
          <td data-label=\"counts\">{label}{} calls · {} ok · {} failed · {} in a row</td>\
-         <td data-label=\"totals\">{} ok · {} failed · {} rejected{}</td>\
+         <td data-label=\"totals\">{} ok · {} failed · {} rejected{throttled}{}</td>\
          <td data-label=\"retry after\">{retry}</td><td data-label=\"opened\">{}{checks_failed}</td>\
          <td data-label=\"recent states\">",
         match s.check {

@@ -1012,3 +1012,52 @@ fn one_story_a_checked_breaker_reads_the_same_on_the_badge_json_metrics_and_bar(
     assert_eq!((s.times_opened, s.totals.health_checks_failed), (1, 3));
     assert_eq!(metric("circuit_breaker_opened_total"), 1.0);
 }
+
+/// A throttled breaker's row says how many calls its throttle turned away and the
+/// probability the next one meets; its JSON has both; a breaker without one says neither.
+#[test]
+fn a_throttled_breakers_row_and_json_say_what_its_throttle_did() {
+    let throttled = Arc::new(
+        Breaker::builder()
+            .name("orders")
+            .never_trips(true)
+            .throttle(
+                lazybreaker::throttle::Throttle::new(2.0)
+                    .unwrap()
+                    .min_requests(4)
+                    .max_probability(0.5),
+            )
+            .clock(ManualClock::new())
+            .build(),
+    );
+    let mut turned_away = 0;
+    for _ in 0..100 {
+        match throttled.allow() {
+            Ok(permit) => permit.failure(),
+            Err(_) => turned_away += 1,
+        }
+    }
+    assert!(turned_away > 0);
+    let plain = Arc::new(Breaker::builder().name("plain").build());
+    let server = serve(
+        Dashboard::new()
+            .breaker(Arc::clone(&throttled))
+            .breaker(Arc::clone(&plain))
+            .router(),
+    );
+    let html = get(&server, "/").body;
+    assert!(
+        html.contains(&format!(" · {turned_away} throttled (p = 0.50)")),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches(" throttled (p = ").count(),
+        1,
+        "the plain one says nothing"
+    );
+    let all: serde_json::Value = serde_json::from_str(&get(&server, "/breakers").body).unwrap();
+    let orders = entry(&all, "orders");
+    assert_eq!(orders["throttle_probability"], 0.5);
+    assert_eq!(orders["totals"]["rejected_throttled"], turned_away);
+    assert!(entry(&all, "plain").get("throttle_probability").is_none());
+}

@@ -20,6 +20,7 @@ use crate::config::{OpenDurationConfig, PolicyConfig, RegistrySettings, Settings
 use crate::error::ConfigError;
 use crate::knobs::{Abandoned, Knobs};
 use crate::policy::{ConsecutiveFailures, EmaConfig};
+use crate::throttle::Throttle;
 
 impl Settings {
     /// Reads settings from any self-describing serde [`Deserializer`] (a TOML document, a
@@ -247,7 +248,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 12] = [
+static KNOB_FIELDS: [Field<Settings>; 13] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -282,6 +283,9 @@ static KNOB_FIELDS: [Field<Settings>; 12] = [
     Field::optional("probe_timeout", |s, v, p| {
         set(&mut s.knobs.probe_timeout, duration(v, p))
     }),
+    Field::optional("throttle", |s, v, p| {
+        set(&mut s.knobs.throttle, throttle(v, p).map(Some))
+    }),
 ];
 
 /// A table of [`Settings`]: the knobs, the policy and the open duration.
@@ -298,7 +302,8 @@ static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `policy`, `open_duration`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `throttle`, `policy`, \
+        `open_duration`",
     missing: "",
 };
 
@@ -308,7 +313,7 @@ static KNOBS_ONLY: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `throttle`",
     missing: "",
 };
 
@@ -323,6 +328,28 @@ static ABANDONED: Table<Abandoned> = Table {
     tag: None,
     unknown: "unknown field, expected `closed` or `half_open`",
     missing: "",
+};
+
+/// `throttle = { k = 2.0, min_requests = 20, max_probability = 0.9, seed = 7,
+/// count_throttled = false }`: `k` required, the rest with [`Throttle`]'s defaults.
+static THROTTLE: Table<Throttle> = Table {
+    fields: &[&[
+        Field::required("k", |t, v, p| set(&mut t.k, f64_of(v, p))),
+        Field::optional("min_requests", |t, v, p| {
+            set(&mut t.min_requests, u64_of(v, p))
+        }),
+        Field::optional("max_probability", |t, v, p| {
+            set(&mut t.max_probability, f64_of(v, p))
+        }),
+        Field::optional("seed", |t, v, p| set(&mut t.seed, u64_of(v, p))),
+        Field::optional("count_throttled", |t, v, p| {
+            set(&mut t.count_throttled, bool_of(v, p))
+        }),
+    ]],
+    tag: None,
+    unknown: "unknown field, expected one of `k`, `min_requests`, `max_probability`, `seed`, \
+        `count_throttled`",
+    missing: "required: the multiplier, at least 1 (the book suggests 2.0)",
 };
 
 static CONSECUTIVE: Table<u64> = Table {
@@ -472,6 +499,21 @@ fn abandoned(value: &Value, path: Path<'_>) -> Result<Abandoned, ConfigError> {
         r#"expected a table (map) such as { closed = "failure", half_open = "exclusion" }"#,
     )?;
     ABANDONED.read(entries, path, Abandoned::default())
+}
+
+fn throttle(value: &Value, path: Path<'_>) -> Result<Throttle, ConfigError> {
+    let entries = table(
+        value,
+        path,
+        "expected a table (map) such as { k = 2.0, min_requests = 20, max_probability = 0.9 }",
+    )?;
+    let draft = Throttle::new(2.0).expect("2 is a valid multiplier");
+    let throttle = THROTTLE.read(entries, path, draft)?;
+    // A count window is checked with the other knobs (`Settings::to_builder`).
+    match throttle.invalid(false) {
+        Some(err) => Err(err.within(path.render())),
+        None => Ok(throttle),
+    }
 }
 
 fn abandoned_as(value: &Value, path: Path<'_>) -> Result<AbandonedAs, ConfigError> {
