@@ -50,6 +50,15 @@ use crate::error::ConfigError;
 /// results only, so with one the throttled calls never count (the setting is refused by
 /// [`build_strict`](crate::Builder::build_strict) and configuration).
 ///
+/// Measured (`cargo run --example compare_policies`, on a manual clock): 100 calls a second,
+/// 40 % of them answered 503 for a minute, a rolling 10 s window. With `k = 1.1` the throttle
+/// sheds 30.6 % of the calls during the minute and stops 6.8 s after the recovery (111 calls
+/// shed after it); with `k = 1.5`, 9.2 % and 1.5 s (15 calls); with `k = 2`, nothing (60 %
+/// accepted is more than half). With `k = 1.1` and the throttled calls counted, it sheds
+/// 72.9 % during the minute and, once the dependency recovered, never stops: each throttled
+/// call is a request never accepted, so `p` holds itself at the cap (5 237 calls shed in the
+/// minute after the recovery).
+///
 /// # Examples
 ///
 /// ```

@@ -166,6 +166,41 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.read(|m| *m.counts())
     }
 
+    /// The probability the throttle ([`Builder::throttle`](crate::Builder::throttle)) turns
+    /// the next call away with, as the window stands now (zero unless closed): what
+    /// [`Snapshot::throttle_probability`](crate::Snapshot::throttle_probability) says, without
+    /// the rest of a snapshot. `None` without a throttle. Reads the clock once and takes the
+    /// state lock once; changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{throttle::Throttle, Breaker, ManualClock};
+    ///
+    /// let breaker = Breaker::builder()
+    ///     .throttle(Throttle::new(2.0)?.min_requests(4))
+    ///     .clock(ManualClock::new())
+    ///     .build();
+    /// assert_eq!(breaker.throttle_probability(), Some(0.0));
+    /// for _ in 0..4 {
+    ///     breaker.allow().unwrap().failure();
+    /// }
+    /// assert_eq!(breaker.throttle_probability(), Some(4.0 / 5.0)); // (4 - 2 * 0) / (4 + 1)
+    /// assert_eq!(Breaker::builder().build().throttle_probability(), None);
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn throttle_probability(&self) -> Option<f64> {
+        let now = self.clock.now();
+        let mut panics = FirstPanic::default();
+        let p = self.read(|m| {
+            let peek = m.peek(now);
+            panics.merge(m.take_panic());
+            m.throttle_probability_at(peek.state, &peek.counts)
+        });
+        contain::resume(panics);
+        p
+    }
+
     /// Everything a scrape reports of this breaker, read without side effects: the state
     /// the next call would find (computed, not made: no transition, no callback), its counts,
     /// the totals with rejections, the open period left, the forced mode, brpc's `nBreak` and

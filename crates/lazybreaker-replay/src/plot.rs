@@ -29,9 +29,33 @@ const MAX_BINS: u64 = 600;
 /// assert!(text.lines().nth(1).unwrap().starts_with("replay"));
 /// ```
 pub fn table(reports: &[Report]) -> String {
-    let header = HEADER;
-    let rows: Vec<[String; 10]> = reports.iter().map(row).collect();
-    let mut widths = header.map(|h| h.chars().count());
+    // A throttle's columns, after `rejected`, when a candidate has one that met a
+    // probability above zero: what it turned away, and what it was expected to.
+    let throttles = reports
+        .iter()
+        .any(|r| r.throttled > 0 || r.throttled_expected > 0.0);
+    let with_throttle = |cells: Vec<String>, r: Option<&Report>| -> Vec<String> {
+        if !throttles {
+            return cells;
+        }
+        let mut cells = cells;
+        let (drawn, expected) = match r {
+            Some(r) => (
+                r.throttled.to_string(),
+                format!("{:.1}", r.throttled_expected),
+            ),
+            None => ("throttled".to_owned(), "expected".to_owned()),
+        };
+        cells.insert(4, expected);
+        cells.insert(4, drawn);
+        cells
+    };
+    let header = with_throttle(HEADER.iter().map(|h| (*h).to_owned()).collect(), None);
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| with_throttle(row(r).into(), Some(r)))
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -40,7 +64,7 @@ pub fn table(reports: &[Report]) -> String {
     let mut out = String::new();
     let mut line = |cells: &mut dyn Iterator<Item = &str>| {
         let mut text = String::new();
-        for (i, (cell, w)) in cells.zip(widths).enumerate() {
+        for (i, (cell, &w)) in cells.zip(&widths).enumerate() {
             if i == 0 {
                 let _ = write!(text, "{cell:<w$}");
             } else {
@@ -50,7 +74,7 @@ pub fn table(reports: &[Report]) -> String {
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(&mut header.iter().copied());
+    line(&mut header.iter().map(String::as_str));
     for row in &rows {
         line(&mut row.iter().map(String::as_str));
     }

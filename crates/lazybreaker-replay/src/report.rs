@@ -42,6 +42,14 @@ pub struct Report {
     /// Admitted calls whose recorded outcome is a failure (or fatal): the failures that
     /// went through.
     pub failures_admitted: u64,
+    /// Of the rejected calls, those a throttle turned away
+    /// ([`Builder::throttle`](lazybreaker::Builder::throttle)): the draws as they fell, for
+    /// the candidate's seed.
+    pub throttled: u64,
+    /// The number of calls a throttle is expected to turn away on this trace: the sum, over
+    /// the calls, of the probability each met (what `throttled` comes to on average over
+    /// seeds). Zero without a throttle.
+    pub throttled_expected: f64,
     /// Times a breaker entered the open state (half-open to open included).
     pub opened: u64,
     /// Every state change, in time order.
@@ -79,6 +87,8 @@ impl Report {
             rejected_would_fail: 0,
             rejected_would_succeed: 0,
             failures_admitted: 0,
+            throttled: 0,
+            throttled_expected: 0.0,
             opened: 0,
             transitions: Vec::new(),
             bursts: Vec::new(),

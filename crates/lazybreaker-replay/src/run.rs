@@ -116,6 +116,7 @@ pub(super) fn run(
             *now = t;
         }
     };
+    let throttled = settings.knobs.throttle.is_some();
     let mut report = Report::empty(name, trace);
     let bin = report.bin.as_nanos().max(1) as u64;
     report.rejected_over_time = vec![0; (trace.span().as_nanos() as u64 / bin + 1) as usize];
@@ -139,6 +140,9 @@ pub(super) fn run(
         }
         let breaker = slot.as_ref().expect("built just above");
         let failed = matches!(call.outcome, Outcome::Failure | Outcome::Fatal);
+        if throttled {
+            report.throttled_expected += breaker.throttle_probability().unwrap_or(0.0);
+        }
         match breaker.allow_owned() {
             Ok(permit) => {
                 report.admitted += 1;
@@ -150,7 +154,8 @@ pub(super) fn run(
                     outcome: call.outcome,
                 }));
             }
-            Err(_) => {
+            Err(rejected) => {
+                report.throttled += u64::from(rejected.throttle_probability().is_some());
                 let at = ((call.start / bin) as usize).min(report.rejected_over_time.len() - 1);
                 report.rejected_over_time[at] += 1;
                 report.rejected += 1;

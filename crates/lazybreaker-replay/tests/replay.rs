@@ -28,6 +28,8 @@ struct Live {
     changes: Vec<(Duration, String, State, State)>,
     /// What the breakers admitted as shadows (in dry run).
     would_reject: u64,
+    /// What their throttles turned away.
+    throttled: u64,
 }
 
 type Changes = Arc<Mutex<Vec<(Duration, String, State, State)>>>;
@@ -110,10 +112,17 @@ fn live(calls: &[Gen], settings: &Settings, keyed: bool) -> Live {
             .iter()
             .map(|(_, b)| b.totals().would_reject)
             .sum::<u64>();
+    let throttled = one.totals().rejected_throttled
+        + registry
+            .breakers()
+            .iter()
+            .map(|(_, b)| b.totals().rejected_throttled)
+            .sum::<u64>();
     Live {
         admitted,
         changes,
         would_reject,
+        throttled,
     }
 }
 
@@ -268,6 +277,42 @@ proptest! {
         probes in 0u32..4,
     ) {
         check(&calls, &settings(policy, window, timeout * 50, probes), true)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// A throttled candidate: the same seed and calls make the same draws, live or replayed,
+    /// so every admission, every throttled call and every change match.
+    #[test]
+    fn a_throttled_replay_decides_as_a_live_breaker_does(
+        calls in calls(),
+        policy in 0..6usize,
+        window in 0..3usize,
+        k in 1u32..4,
+        min_requests in 0u64..12,
+        cap in 1u32..=10,
+        seed in any::<u64>(),
+        count_throttled in any::<bool>(),
+        keyed in any::<bool>(),
+    ) {
+        let mut s = settings(policy, window, 300, 1);
+        s.knobs.throttle = Some(
+            lazybreaker::throttle::Throttle::new(f64::from(k))
+                .unwrap()
+                .min_requests(min_requests)
+                .max_probability(f64::from(cap) / 10.0)
+                .seed(seed)
+                .count_throttled(count_throttled),
+        );
+        check(&calls, &s, keyed)?;
+        let report = try_replay(&trace_of(&calls, keyed), &s).unwrap();
+        let live = live(&calls, &s, keyed);
+        prop_assert_eq!(report.throttled, live.throttled);
+        prop_assert!(report.throttled <= report.rejected);
+        prop_assert!(report.throttled_expected >= 0.0);
+        prop_assert!(report.throttled_expected <= report.calls as f64);
     }
 }
 
@@ -772,4 +817,66 @@ fn item_14_a_byte_order_mark_is_read_past_and_control_characters_are_shown_escap
         !shown.contains('\u{feff}') && shown.contains("\\u{feff}"),
         "{shown}"
     );
+}
+
+/// An overload: 100 calls a second for 200 s, 40 % of them answered 503 (a failure) from
+/// 50 s to 110 s. A throttle with `k` below 1 / 0.6 sheds in proportion; `k = 2` tolerates
+/// it (accepts are more than half the requests). The drawn count stays within a few
+/// standard deviations of the expected one (the sum of `p`), and replay matches live.
+#[test]
+fn an_overload_is_shed_in_proportion_and_the_draws_meet_their_expectation() {
+    let mut calls = Vec::new();
+    let mut rng = 7u64;
+    for i in 0..20_000u64 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let overloaded = (5_000..11_000).contains(&i);
+        let outcome = if overloaded && (rng >> 33) % 10 < 4 {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        calls.push((i * 10, 20, outcome, None));
+    }
+    let trace = trace_of(&calls, false);
+    let candidate = |k: f64| Settings {
+        knobs: Knobs {
+            interval: Duration::from_secs(10),
+            bucket_period: Duration::from_secs(1),
+            throttle: Some(lazybreaker::throttle::Throttle::new(k).unwrap().seed(5)),
+            ..Knobs::default()
+        },
+        policy: PolicyConfig::FailureRatio {
+            ratio: 0.8,
+            min_requests: 100,
+        },
+        ..Settings::default()
+    };
+    let gentle = replay(&trace, &candidate(2.0));
+    assert_eq!(gentle.opened, 0);
+    assert_eq!(
+        gentle.throttled, 0,
+        "k = 2 lets a 60 % success rate through"
+    );
+    let firm = replay(&trace, &candidate(1.2));
+    assert_eq!(
+        firm.opened, 0,
+        "no trip: the throttle sheds, the breaker stays closed"
+    );
+    // In steady overload p = (1 - 1.2 * 0.6) = 0.28 of the calls, over about 6 000 calls.
+    assert!(
+        (1_000..2_500).contains(&firm.throttled),
+        "{} throttled",
+        firm.throttled
+    );
+    let sigma = firm.throttled_expected.sqrt();
+    assert!(
+        (firm.throttled as f64 - firm.throttled_expected).abs() < 5.0 * sigma,
+        "drawn {} against expected {:.1}",
+        firm.throttled,
+        firm.throttled_expected
+    );
+    assert_eq!(firm.rejected, firm.throttled);
+    check(&calls, &candidate(1.2), false).unwrap();
 }
