@@ -31,5 +31,8 @@ criterion_group! {
         groups::floor::floor_2t,
         groups::registry::lookup_1t,
         groups::registry::lookup_2t,
+        groups::throttle::healthy_1t,
+        groups::throttle::healthy_2t,
+        groups::throttle::shedding_1t,
 }
 criterion_main!(benches);

@@ -729,3 +729,43 @@ fn a_probe_held_past_its_timeout_is_taken_over_once() {
         assert_eq!(changes(&delivered), happened);
     });
 }
+
+/// The throttle's room on the lock-free lane: with `min_requests = 1` and `k = 2`, the first
+/// admission finds no request (`p` = 0) and the second, with the first still in flight, finds
+/// one request and no accept (`p` = 1/2). Two threads admit at once, one on the lane: the
+/// lane gives room for one admission only, so whichever comes second is decided by the
+/// machine, which draws (seed 3's first draw is 0.113, below 1/2) and turns it away, in
+/// every interleaving: one admitted, one throttled, and neither lost.
+#[test]
+fn the_lane_admits_no_more_than_the_throttle_leaves_room_for() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .never_trips(true)
+                .throttle(
+                    lazybreaker::throttle::Throttle::new(2.0)
+                        .unwrap()
+                        .min_requests(1)
+                        .max_probability(1.0)
+                        .seed(3),
+                )
+                .clock(clock)
+                .build(),
+        );
+        let other = StdArc::clone(&breaker);
+        // Each permit is held until both have asked (dropped after: abandoned).
+        let held = thread::spawn(move || other.allow_owned());
+        let mine = breaker.allow_owned();
+        let theirs = held.join().unwrap();
+        let admitted = usize::from(mine.is_ok()) + usize::from(theirs.is_ok());
+        assert_eq!(admitted, 1);
+        for r in [&mine, &theirs] {
+            if let Err(rejected) = r {
+                assert_eq!(*rejected, Rejected::Throttled { probability: 0.5 });
+            }
+        }
+        let t = breaker.totals();
+        assert_eq!((t.admitted, t.rejected_throttled), (1, 1), "{t:?}");
+    });
+}

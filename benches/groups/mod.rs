@@ -8,4 +8,5 @@ pub(crate) mod half_open;
 pub(crate) mod open;
 pub(crate) mod policies;
 pub(crate) mod registry;
+pub(crate) mod throttle;
 pub(crate) mod windows;

@@ -3,6 +3,7 @@
 //! of the windowed ratio breakers (`window_peers`).
 
 pub(crate) mod peers;
+pub(crate) mod sre_peer;
 pub(crate) mod window_peers;
 
 use peers::Subject;
