@@ -34,5 +34,6 @@ criterion_group! {
         groups::throttle::healthy_1t,
         groups::throttle::healthy_2t,
         groups::throttle::shedding_1t,
+        groups::throttle::shedding_2t,
 }
 criterion_main!(benches);

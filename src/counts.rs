@@ -350,16 +350,16 @@ impl Window {
         }
     }
 
-    /// Counts a call the throttle turned away, as a request of the throttle's only (not in
+    /// Counts `n` calls the throttle turned away, as requests of the throttle's only (not in
     /// a count window, which holds results).
-    pub(crate) fn on_throttled(&mut self) {
+    pub(crate) fn on_throttled(&mut self, n: u64) {
         if self.by_count {
             return;
         }
-        self.counts.throttled += 1;
+        self.counts.throttled += n;
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
-            self.buckets[i].throttled += 1;
+            self.buckets[i].throttled += n;
         }
     }
 

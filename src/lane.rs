@@ -84,6 +84,20 @@
 //! breaker then reads the clock before every admission and keeps the reading in the permit
 //! as the call's start. That is the one place this is decided.
 //!
+//! # A throttle: room, then shedding
+//!
+//! A throttled breaker ([`Throttle`](crate::throttle::Throttle)) must not let the lane admit
+//! a call the throttle would have drawn for. The machine publishes how many admissions
+//! cannot raise the throttle's `p` above zero (the *room*); the cells' request counters
+//! start that far below full (their *preset*, undone when they are folded), so the fast path
+//! is unchanged and the call after the room takes the lock. With no room left (`p` above
+//! zero, or about to be), the machine publishes its counts instead and the cells are opened
+//! windowed: every admission then takes the path that reads the clock, where it computes `p`
+//! from those counts plus its own cell's, draws, and is admitted or turned away there, no
+//! lock (a throttled call is counted in the thread's stripe, folded by the next lock holder).
+//! One thread's decisions are exactly the machine's; concurrent ones each see their own
+//! cell's counts since the last lock holder, not the others'.
+//!
 //! # Cost
 //!
 //! | | a closed-state call (admission + success) | an open rejection |
@@ -101,6 +115,8 @@ use crate::machine::{Phase, Ticket};
 use crate::nanos::Nanos;
 use crate::policy::Capabilities;
 use crate::sync::{self, AtomicU64, Lazy, Ordering};
+use crate::throttle::Throttling;
+use std::sync::Arc;
 
 /// What the lane says of the next call without admitting it ([`Lane::peek_open`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +281,7 @@ impl Cell {
             requests: (self.0 & Self::COUNTER).saturating_sub(preset),
             successes: (self.0 >> 16) & Self::COUNTER,
             rejected: 0,
+            throttled: 0,
         }
     }
 }
@@ -278,6 +295,10 @@ impl Cell {
 struct Stripe {
     cell: AtomicU64,
     rejected: AtomicU64,
+    /// A throttled lane's, while it sheds: the calls turned away on this stripe, and the
+    /// draws made here (this stripe's own generator stream: no line shared for a draw).
+    throttled: AtomicU64,
+    draws: AtomicU64,
 }
 
 /// The most stripes a lane makes: 64 cache lines, 8 KiB.
@@ -293,6 +314,8 @@ fn make_stripes() -> Box<[Stripe]> {
         .map(|_| Stripe {
             cell: AtomicU64::new(Cell::CLOSED.0),
             rejected: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+            draws: AtomicU64::new(0),
         })
         .collect()
 }
@@ -304,6 +327,8 @@ pub(crate) struct Pending {
     pub(crate) requests: u64,
     pub(crate) successes: u64,
     pub(crate) rejected: u64,
+    /// Calls the lane's throttle turned away.
+    pub(crate) throttled: u64,
 }
 
 impl Pending {
@@ -312,6 +337,7 @@ impl Pending {
         self.requests += other.requests;
         self.successes += other.successes;
         self.rejected += other.rejected;
+        self.throttled += other.throttled;
     }
 }
 
@@ -328,7 +354,7 @@ fn take(counter: &AtomicU64) -> u64 {
 
 /// What a call may do at admission. Any clock reading taken is handed on, so that a call
 /// reads the clock at most once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Entry {
     /// Admitted lock-free, with this ticket (its generation, and its age in a rolling
     /// window). A caller that needs the admission's time (a policy that measures latency,
@@ -339,6 +365,8 @@ pub(crate) enum Entry {
     Open { until: Nanos, now: Nanos },
     /// Take the lock (with the clock reading, if one was taken).
     Locked { now: Option<Nanos> },
+    /// Turned away by the throttle, lock-free, drawn against this probability.
+    Throttled { probability: f64 },
 }
 
 #[derive(Debug)]
@@ -360,16 +388,35 @@ pub(crate) struct Lane {
     /// before the word is published. Apart from `window_until`: an open-state rejection reads
     /// it without a compare-and-swap to confirm, so it must never hold a window's end.
     open_until: AtomicU64,
-    /// What the open cells' request counters started at, so that each has room for the
-    /// admissions the machine allows without it (a throttle's; zero otherwise). Written only
-    /// by the lock holder, before it opens the cells; read by the next one, closing them.
-    preset: AtomicU64,
     /// The cell every thread counts in until two collide.
     base: AtomicU64,
     /// The rejection counter every thread counts in until two collide (on it or on `base`).
     base_rejected: AtomicU64,
     /// The cells threads count in once two collided on `base`.
     stripes: Lazy<Box<[Stripe]>>,
+    /// A throttled breaker's: what the lane sheds with (`None` without a throttle).
+    throttle: Option<Box<Shedding>>,
+}
+
+/// What the lane sheds with, once the machine left it no room ([`Phase::Closed`]'s
+/// `shed_from`): each admission computes the throttle's `p` from the window's counts at the
+/// last publish plus what this thread's cell counted since, and draws from the breaker's
+/// generator when it is above zero. A single thread's calls are decided exactly as the
+/// machine would; concurrent ones each see their own cell's counts, not the others'.
+#[derive(Debug)]
+struct Shedding {
+    /// What the open cells' request counters started at, so that each has room for the
+    /// admissions the machine allows without it. Written only by the lock holder, before it
+    /// opens the cells; read by the next one, closing them.
+    preset: AtomicU64,
+    throttling: Arc<Throttling>,
+    /// Whether the open cells shed (written before they are opened, constant while they are).
+    on: AtomicU64,
+    /// The throttle's requests and accepts at the last publish (likewise).
+    requests: AtomicU64,
+    accepts: AtomicU64,
+    /// Calls turned away since the last close, folded by the next lock holder.
+    throttled: AtomicU64,
 }
 
 /// A clock read at most once, on first use.
@@ -397,7 +444,9 @@ impl<F: FnOnce() -> Nanos> Now<F> {
 }
 
 impl Lane {
-    pub(crate) fn new(plan: Plan, phase: Phase) -> Self {
+    /// A lane for `plan`, published for `phase`; `throttle`: a throttled breaker's
+    /// settings and generator (shared with its machine).
+    pub(crate) fn new(plan: Plan, phase: Phase, throttle: Option<Arc<Throttling>>) -> Self {
         let lane = Self {
             plan,
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
@@ -405,10 +454,19 @@ impl Lane {
             key: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
-            preset: AtomicU64::new(0),
             base: AtomicU64::new(Cell::CLOSED.0),
             base_rejected: AtomicU64::new(0),
             stripes: Lazy::new(make_stripes),
+            throttle: throttle.map(|throttling| {
+                Box::new(Shedding {
+                    preset: AtomicU64::new(0),
+                    throttling,
+                    on: AtomicU64::new(0),
+                    requests: AtomicU64::new(0),
+                    accepts: AtomicU64::new(0),
+                    throttled: AtomicU64::new(0),
+                })
+            }),
         };
         lane.publish(phase);
         lane
@@ -524,6 +582,9 @@ impl Lane {
             if now > self.window_until.load(Ordering::Acquire) {
                 return Entry::Locked { now: Some(now) };
             }
+            if let Some(shedding) = self.shedding() {
+                return self.admit_shedding(shedding, move || now);
+            }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
                 Ok(()) => return Entry::Admitted { ticket },
@@ -581,6 +642,79 @@ impl Lane {
                 || (c.is_windowed() && now.get() > self.window_until.load(Ordering::Acquire))
             {
                 return Entry::Locked { now: now.read };
+            }
+            if let Some(shedding) = self.shedding() {
+                let read = now.get();
+                return self.admit_shedding(shedding, move || read);
+            }
+            let ticket = self.ticket_in(c);
+            match Self::try_count(cell, c, c.with_request()) {
+                Ok(()) => return Entry::Admitted { ticket },
+                Err(found) => self.contended(base, c, found),
+            }
+        }
+    }
+
+    /// Which of the lane's stripes `stripe` is (for its generator stream).
+    fn stripe_index(stripe: &Stripe) -> u64 {
+        // The address within the array, in stripes: distinct per stripe, stable.
+        (std::ptr::from_ref(stripe) as usize / std::mem::size_of::<Stripe>()) as u64
+    }
+
+    /// The throttle's shedding state, while the open cells shed.
+    #[inline(always)]
+    fn shedding(&self) -> Option<&Shedding> {
+        self.throttle
+            .as_deref()
+            .filter(|t| t.on.load(Ordering::Acquire) != 0)
+    }
+
+    /// An admission while the cells shed: the throttle's `p` from the published counts and
+    /// this thread's cell, a draw when it is above zero, then the cell's count, retried
+    /// under contention. `clock` has been read (the cells are windowed while shedding).
+    #[cold]
+    #[inline(never)]
+    fn admit_shedding(&self, shedding: &Shedding, clock: impl FnOnce() -> Nanos) -> Entry {
+        let now = clock();
+        let t = &shedding.throttling.settings;
+        loop {
+            // The thread's stripe once contention made them (its own counters and draws),
+            // else the base: the lane's own counter and the generator the machine shares,
+            // so that one thread's calls meet one stream whichever path decides them.
+            let stripe = self.stripes.get().map(|stripes| Self::stripe(stripes));
+            let (cell, base) = match stripe {
+                Some(stripe) => (&stripe.cell, false),
+                None => (&self.base, true),
+            };
+            let counter = stripe.map_or(&shedding.throttled, |s| &s.throttled);
+            let c = Cell(cell.load(Ordering::Acquire));
+            if !c.is_open()
+                || !c.has_request_room()
+                || now > self.window_until.load(Ordering::Acquire)
+            {
+                return Entry::Locked { now: Some(now) };
+            }
+            let mine = c.pending(0);
+            let throttled = if t.count_throttled {
+                counter.load(Ordering::Relaxed)
+            } else {
+                0
+            };
+            let requests = shedding.requests.load(Ordering::Acquire) + mine.requests + throttled;
+            let accepts = shedding.accepts.load(Ordering::Acquire) + mine.successes;
+            let p = t.probability(requests, accepts);
+            if p > 0.0 {
+                let draw = match stripe {
+                    Some(stripe) => {
+                        let k = stripe.draws.fetch_add(1, Ordering::Relaxed);
+                        shedding.throttling.draws.at(Self::stripe_index(stripe), k)
+                    }
+                    None => shedding.throttling.draws.next(),
+                };
+                if draw < p {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    return Entry::Throttled { probability: p };
+                }
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {
@@ -719,13 +853,25 @@ impl Lane {
         // made since is made closed), and only the rejection counters may hold anything.
         if self.word.load(Ordering::Relaxed) >> MODE_SHIFT != LOCKED {
             self.word.store(LOCKED << MODE_SHIFT, Ordering::Release);
-            let preset = self.preset.load(Ordering::Relaxed);
+            let preset = self
+                .throttle
+                .as_ref()
+                .map_or(0, |t| t.preset.load(Ordering::Relaxed));
             self.for_each_cell(|cell| {
                 pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending(preset));
             });
         }
         // Rejection counters are not part of the cell protocol: a rejection counts whenever
         // it lands, before this swap (folded now) or after (folded by the next lock holder).
+        if let Some(shedding) = &self.throttle {
+            pending.throttled = shedding.throttled.swap(0, Ordering::AcqRel);
+            if let Some(stripes) = self.stripes.get() {
+                pending.throttled += stripes
+                    .iter()
+                    .map(|s| s.throttled.swap(0, Ordering::AcqRel))
+                    .sum::<u64>();
+            }
+        }
         pending.rejected += take(&self.base_rejected);
         if let Some(stripes) = self.stripes.get() {
             pending.rejected += stripes.iter().map(|s| take(&s.rejected)).sum::<u64>();
@@ -745,7 +891,27 @@ impl Lane {
             }
             _ => 0,
         };
-        self.preset.store(preset, Ordering::Relaxed);
+        // A throttle with no room left sheds on the lane, from the counts published here:
+        // its cells are opened windowed, so that every admission takes the path that asks.
+        let shed_from = match phase {
+            Phase::Closed { shed_from, .. } if self.plan.counts_closed => shed_from,
+            _ => None,
+        };
+        // (Only a throttle leaves less room than a counter holds: without one, none.)
+        let preset = if shed_from.is_some() || self.throttle.is_none() {
+            0
+        } else {
+            preset
+        };
+        if let Some(shedding) = &self.throttle {
+            let (requests, accepts) = shed_from.unwrap_or((0, 0));
+            shedding.preset.store(preset, Ordering::Relaxed);
+            shedding.requests.store(requests, Ordering::Release);
+            shedding.accepts.store(accepts, Ordering::Release);
+            shedding
+                .on
+                .store(u64::from(shed_from.is_some()), Ordering::Release);
+        }
         let (mode, cell) = match phase {
             Phase::Closed {
                 generation,
@@ -773,7 +939,8 @@ impl Lane {
             } if self.plan.counts_closed => {
                 // A policy that measures latency has windowed cells, windowless or not: an
                 // admission then reads the clock, its start.
-                let windowed = window_end.is_some() || self.plan.needs_latency;
+                let windowed =
+                    window_end.is_some() || self.plan.needs_latency || shed_from.is_some();
                 if windowed {
                     // Without a window, an end no reading reaches but a clock that panicked
                     // (read as `Nanos::MAX`, which must take the lock).
@@ -843,7 +1010,9 @@ mod tests {
                 age: 0,
                 window_end: None,
                 room: u64::MAX,
+                shed_from: None,
             },
+            None,
         )
     }
 
@@ -882,8 +1051,9 @@ mod tests {
             age: 0,
             window_end: None,
             room: u64::MAX,
+            shed_from: None,
         };
-        let lane = Lane::new(Plan::of(&caps(false, true), false, false), closed);
+        let lane = Lane::new(Plan::of(&caps(false, true), false, false), closed, None);
         assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
     }
 
@@ -904,6 +1074,7 @@ mod tests {
                 requests: 2,
                 successes: 1,
                 rejected: 0,
+                throttled: 0,
             }
         );
         lane.publish(Phase::Closed {
@@ -911,6 +1082,7 @@ mod tests {
             age: 0,
             window_end: None,
             room: u64::MAX,
+            shed_from: None,
         });
         assert_eq!(lane.admit(never), admitted(7), "fast again");
         assert_eq!(
@@ -919,6 +1091,7 @@ mod tests {
                 requests: 1,
                 successes: 0,
                 rejected: 0,
+                throttled: 0,
             }
         );
         assert_eq!(lane.admit(never), Entry::Locked { now: None }, "closed");
@@ -951,7 +1124,9 @@ mod tests {
                 age: 0,
                 window_end: Some(100),
                 room: u64::MAX,
+                shed_from: None,
             },
+            None,
         );
         assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: t(3) });
         assert_eq!(lane.succeed(t(3), || 100), Ok(Some(100)));
@@ -969,6 +1144,7 @@ mod tests {
                 requests: 1,
                 successes: 1,
                 rejected: 0,
+                throttled: 0,
             }
         );
     }
@@ -982,7 +1158,9 @@ mod tests {
                 age,
                 window_end: Some(bucket_end),
                 room: u64::MAX,
+                shed_from: None,
             },
+            None,
         );
         assert_eq!(lane.epoch.load(Ordering::Relaxed), 1, "opened once");
         lane
@@ -994,6 +1172,7 @@ mod tests {
             age,
             window_end: Some(bucket_end),
             room: u64::MAX,
+            shed_from: None,
         });
     }
 
@@ -1039,6 +1218,7 @@ mod tests {
                 requests: 1,
                 successes: 2,
                 rejected: 0,
+                throttled: 0,
             }
         );
         rolling_at(&lane, 3, 6, 200);
@@ -1089,6 +1269,7 @@ mod tests {
                 requests: 2,
                 successes: 0,
                 rejected: 0,
+                throttled: 0,
             },
             "the base's counts are folded in"
         );
@@ -1097,6 +1278,7 @@ mod tests {
             age: 0,
             window_end: None,
             room: u64::MAX,
+            shed_from: None,
         });
         assert_eq!(lane.admit(never), admitted(5));
         assert!(lane.succeed_fast(t(5), unread));
@@ -1110,6 +1292,7 @@ mod tests {
                 requests: 1,
                 successes: 1,
                 rejected: 0,
+                throttled: 0,
             }
         );
     }
@@ -1126,7 +1309,9 @@ mod tests {
                     age: 0,
                     window_end: None,
                     room: u64::MAX,
+                    shed_from: None,
                 },
+                None,
             );
             assert_eq!(lane.admit(never), admitted(n));
             assert!(!lane.succeed_fast(Ticket::SHADOW, unread), "generation {n}");
@@ -1144,7 +1329,7 @@ mod tests {
 
     #[test]
     fn open_lane_gives_its_deadline_with_the_reading() {
-        let lane = Lane::new(counting(), Phase::Open { until: 42 });
+        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None);
         assert_eq!(lane.admit(|| 40), Entry::Open { until: 42, now: 40 });
         assert_eq!(lane.succeed(t(0), never), Err(None));
         lane.publish(Phase::HalfOpen);
@@ -1153,7 +1338,7 @@ mod tests {
 
     #[test]
     fn an_open_lanes_peek_says_what_is_left_of_the_open_period() {
-        let lane = Lane::new(counting(), Phase::Open { until: 42 });
+        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None);
         let rejected = |ns| {
             Peek::Open(Rejected::Open {
                 retry_after: std::time::Duration::from_nanos(ns),
@@ -1166,7 +1351,7 @@ mod tests {
 
     #[test]
     fn open_rejections_are_counted_and_folded_by_the_next_close() {
-        let lane = Lane::new(counting(), Phase::Open { until: 42 });
+        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None);
         for _ in 0..5 {
             lane.count_rejection();
         }

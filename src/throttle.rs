@@ -18,6 +18,7 @@
 //! go-zero's `googlebreaker`, Kratos' `sre` breaker, Envoy's admission control and
 //! Finagle's NACK admission filter are the same formula.
 
+use crate::atomic::{AtomicU64, Ordering};
 use crate::error::ConfigError;
 
 /// The throttle of a breaker: how hard it sheds load when its dependency accepts less than
@@ -281,27 +282,90 @@ impl Throttle {
     }
 }
 
+/// A breaker's throttle as it runs: its settings (sanitized) and its generator, shared by
+/// the machine and the lock-free lane; allocated only for a throttled breaker.
+#[derive(Debug)]
+pub(crate) struct Throttling {
+    pub(crate) settings: Throttle,
+    pub(crate) draws: Draws,
+}
+
+impl Throttling {
+    /// `throttle` as the breaker runs it: its cap clamped into `[0, 1]` (a NaN: the default),
+    /// a `k` that is not a finite number at least 1 read as 2 (`build` is lenient;
+    /// `build_strict` refuses them first).
+    pub(crate) fn new(throttle: Throttle) -> Self {
+        let settings = Throttle {
+            k: if throttle.k.is_finite() {
+                throttle.k.max(1.0)
+            } else {
+                2.0
+            },
+            max_probability: throttle.cap(),
+            ..throttle
+        };
+        Self {
+            settings,
+            draws: Draws::new(throttle.seed),
+        }
+    }
+}
+
 /// The breaker's generator: SplitMix64 (Steele, Lea and Flood, 2014), a few instructions a
 /// draw. Written here rather than taken from a crate because a recorded trace must replay to
 /// the same decisions on a later version of this crate, so the stream is part of the
 /// contract; the general-purpose generators do not promise theirs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// SplitMix64's state is a counter (the seed plus `k` times its constant at the `k`-th
+/// draw), so the draw number alone says which value comes: the machine (under the state
+/// lock) and the lock-free lane (shedding) share one, each draw one `fetch_add`, and the
+/// calls of one thread meet the same stream whichever path decides them.
+#[derive(Debug)]
 pub(crate) struct Draws {
-    state: u64,
+    seed: u64,
+    drawn: AtomicU64,
 }
 
 impl Draws {
+    /// SplitMix64's increment (the golden ratio's fraction).
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
     pub(crate) fn new(seed: u64) -> Self {
-        Self { state: seed }
+        Self {
+            seed,
+            drawn: AtomicU64::new(0),
+        }
     }
 
     /// The next draw, uniform in `[0, 1)` (53 bits).
-    pub(crate) fn next(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
+    pub(crate) fn next(&self) -> f64 {
+        let k = self.drawn.fetch_add(1, Ordering::Relaxed);
+        Self::uniform(Self::mix(
+            self.seed
+                .wrapping_add(k.wrapping_add(1).wrapping_mul(Self::GAMMA)),
+        ))
+    }
+
+    /// The `k`-th draw (from 0) of stream `stream`, a stream of its own per lane stripe:
+    /// SplitMix64 from a seed mixed with the stream's number, so that threads drawing on
+    /// their own stripes share no counter.
+    pub(crate) fn at(&self, stream: u64, k: u64) -> f64 {
+        let seed =
+            Self::mix(self.seed ^ stream.wrapping_add(1).wrapping_mul(0xd1b5_4a32_d192_ed03));
+        Self::uniform(Self::mix(
+            seed.wrapping_add(k.wrapping_add(1).wrapping_mul(Self::GAMMA)),
+        ))
+    }
+
+    /// SplitMix64's output function.
+    fn mix(mut z: u64) -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
+        z ^ (z >> 31)
+    }
+
+    /// The top 53 bits as a number in `[0, 1)`.
+    fn uniform(z: u64) -> f64 {
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -359,14 +423,14 @@ mod tests {
 
     #[test]
     fn draws_are_uniform_enough_and_seeded() {
-        let (mut a, mut b) = (Draws::new(7), Draws::new(7));
+        let (a, b) = (Draws::new(7), Draws::new(7));
         let xs: Vec<f64> = (0..10_000).map(|_| a.next()).collect();
         assert!(xs.iter().all(|&x| (0.0..1.0).contains(&x)));
         assert_eq!(xs, (0..10_000).map(|_| b.next()).collect::<Vec<_>>());
         let below = xs.iter().filter(|&&x| x < 0.25).count();
         assert!((2_300..2_700).contains(&below), "{below}");
         // SplitMix64's first output for seed 0 (the published reference value).
-        let mut zero = Draws::new(0);
+        let zero = Draws::new(0);
         assert_eq!(
             zero.next(),
             (0xe220_a839_7b1d_cdafu64 >> 11) as f64 / (1u64 << 53) as f64

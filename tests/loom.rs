@@ -769,3 +769,50 @@ fn the_lane_admits_no_more_than_the_throttle_leaves_room_for() {
         assert_eq!((t.admitted, t.rejected_throttled), (1, 1), "{t:?}");
     });
 }
+
+/// Shedding on the lock-free lane: once a failure left the throttle no room, admissions are
+/// decided on the lane (no lock), each from the published counts plus its cell's, with one
+/// draw from the generator the machine shares. Two threads at once: each call is admitted
+/// or turned away exactly once, counted once, with a probability the formula gives for the
+/// counts it could have seen (1 request and no accept, or 2 with the other's admission).
+#[test]
+fn shedding_on_the_lane_accounts_for_every_call() {
+    loom::model(|| {
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .never_trips(true)
+                .throttle(
+                    lazybreaker::throttle::Throttle::new(2.0)
+                        .unwrap()
+                        .min_requests(1)
+                        .max_probability(1.0)
+                        .seed(4),
+                )
+                .clock(ManualClock::new())
+                .build(),
+        );
+        breaker.allow().unwrap().failure(); // 1 request, no accept: p = 1/2 from now on
+        let other = StdArc::clone(&breaker);
+        let theirs = thread::spawn(move || other.allow_owned().map(drop));
+        let mine = breaker.allow_owned().map(drop);
+        let theirs = theirs.join().unwrap();
+        let mut throttled = 0;
+        for r in [mine, theirs] {
+            if let Err(rejected) = r {
+                let p = rejected.throttle_probability().expect("throttled");
+                assert!(p == 0.5 || p == 2.0 / 3.0, "{p}");
+                throttled += 1;
+            }
+        }
+        // Seed 4's first draw is 0.431, below any probability either could meet.
+        assert!(throttled >= 1);
+        let t = breaker.totals();
+        assert_eq!(t.rejected_throttled, throttled);
+        assert_eq!(t.admitted + t.rejected_throttled, 3, "{t:?}");
+        assert_eq!(
+            t.admitted,
+            t.successes + t.failures + t.exclusions + t.abandoned + t.dropped,
+            "{t:?}"
+        );
+    });
+}

@@ -6,6 +6,7 @@
 //! | `throttle_healthy_1t` | `lazybreaker_rolling` (no throttle), `lazybreaker_throttled`, `gozero_sre` | one thread, `operation(true)`: every call succeeds, so `p` is zero |
 //! | `throttle_healthy_2t` | the same | the same from two threads on one breaker (`support::contended`) |
 //! | `throttle_shedding_1t` | `lazybreaker_throttled`, `gozero_sre` | one thread in an overload held steady: every admitted call fails, so `p` nears one (no cap, as go-zero) and almost every call is turned away, one draw each |
+//! | `throttle_shedding_2t` | the same | the same from two threads on one breaker |
 //!
 //! Every lazybreaker variant is a failure ratio over a 10 s window rolling in 1 s buckets
 //! (as `ratio_windows_*`); the throttled one adds `Throttle::new(1.5)` with a minimum of 5
@@ -82,9 +83,8 @@ pub(crate) fn healthy_2t(c: &mut Criterion) {
     g.finish();
 }
 
-/// `throttle_shedding_1t`: an overload held steady, `p` near one for both (no cap).
-pub(crate) fn shedding_1t(c: &mut Criterion) {
-    let mut g = group(c, "throttle_shedding_1t");
+/// A breaker and go-zero's design, both driven into a steady overload (`p` near one).
+fn overloaded() -> (Breaker, GoZeroSre) {
     let throttled = Breaker::builder()
         .never_trips(true)
         .interval(Duration::from_secs(10))
@@ -95,13 +95,35 @@ pub(crate) fn shedding_1t(c: &mut Criterion) {
         let _ = throttled.execute(|| operation(false));
     }
     assert!(throttled.totals().rejected_throttled > 0, "shedding");
-    g.bench_function("lazybreaker_throttled", |b| {
-        b.iter(|| black_box(throttled.execute(|| operation(false))))
-    });
     let sre = GoZeroSre::new();
     for _ in 0..1_000 {
         gozero_call(&sre, false);
     }
+    (throttled, sre)
+}
+
+/// `throttle_shedding_1t`: an overload held steady, `p` near one for both (no cap).
+pub(crate) fn shedding_1t(c: &mut Criterion) {
+    let mut g = group(c, "throttle_shedding_1t");
+    let (throttled, sre) = overloaded();
+    g.bench_function("lazybreaker_throttled", |b| {
+        b.iter(|| black_box(throttled.execute(|| operation(false))))
+    });
     g.bench_function("gozero_sre", |b| b.iter(|| gozero_call(&sre, false)));
+    g.finish();
+}
+
+/// `throttle_shedding_2t`: the same from two threads on one breaker.
+pub(crate) fn shedding_2t(c: &mut Criterion) {
+    let mut g = group_2t(c, "throttle_shedding_2t");
+    let (throttled, sre) = overloaded();
+    g.bench_function("lazybreaker_throttled", |b| {
+        b.iter_custom(|iters| {
+            contended(iters, || black_box(throttled.execute(|| operation(false))))
+        })
+    });
+    g.bench_function("gozero_sre", |b| {
+        b.iter_custom(|iters| contended(iters, || gozero_call(&sre, false)))
+    });
     g.finish();
 }

@@ -468,8 +468,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// breaker as its policy says. In dry run, a call it would throttle runs as a shadow
     /// call, counted in [`Totals::would_reject`](crate::Totals::would_reject).
     ///
-    /// No lock while `p` is zero: the lock-free lane admits as many calls as cannot raise
-    /// `p` above zero, then lets the breaker decide again. In a file:
+    /// No lock on the call path: while `p` is zero the lock-free lane admits as many calls
+    /// as cannot raise it above zero, without a draw; while it is above zero the lane decides
+    /// each call, one draw each (a count window, or dry run, decides under the lock). In a file:
     /// `throttle = { k = 2.0, min_requests = 20, max_probability = 0.9, seed = 7 }`.
     ///
     /// go-zero's `googlebreaker`, Kratos' `sre`, Envoy's admission control.
@@ -693,14 +694,14 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             .clock
             .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
-        let machine = Machine::new(rules, self.policy, now);
+        let machine = Machine::new(rules, self.policy, now).with_throttle(self.knobs.throttle);
         let observers = Observers {
             observer: self.observer,
             on_state_change: self.on_state_change,
         };
         let observes = observers.observes_transitions();
         Breaker {
-            lane: Lane::new(plan, machine.phase()),
+            lane: Lane::new(plan, machine.phase(), machine.lane_throttle()),
             inner: Mutex::new(Inner {
                 machine,
                 outbox: Outbox::new(observes),

@@ -338,6 +338,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 self.lane.count_rejection();
                 Err(Rejected::open_until(until, now))
             }
+            Entry::Throttled { probability } => Err(Rejected::Throttled { probability }),
             Entry::Open { now, .. } | Entry::Locked { now: Some(now) } => Ok(now),
             Entry::Locked { now: None } | Entry::Admitted { .. } => Ok(self.clock.now()),
         }

@@ -97,6 +97,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let inner = &mut *txn.inner;
             inner.machine.absorb(pending.requests, pending.successes);
             inner.machine.absorb_rejections(pending.rejected);
+            inner.machine.absorb_throttled(pending.throttled);
             let latest = inner.machine.latest();
             let now = now.map_or(latest, |now| now.max(latest));
             let mut changes = Changes {
@@ -157,6 +158,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let machine = &mut txn.inner.machine;
         machine.absorb(pending.requests, pending.successes);
         machine.absorb_rejections(pending.rejected);
+        machine.absorb_throttled(pending.throttled);
         f(machine)
     }
 }

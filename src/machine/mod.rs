@@ -15,6 +15,7 @@ mod overrides;
 mod peek;
 mod rules;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contain::FirstPanic;
@@ -27,7 +28,7 @@ use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
 use crate::policy::{CallResult, Outcome, TripPolicy};
 use crate::state::State;
-use crate::throttle::Draws;
+use crate::throttle::{Throttle, Throttling};
 
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
@@ -135,6 +136,10 @@ pub(crate) enum Phase {
         /// How many admissions may be made without the machine (a throttle decides the
         /// next one once its `p` may have risen above zero); `u64::MAX`: no limit.
         room: u64,
+        /// With no room: the throttle's requests and accepts in the window now, from which
+        /// the lane may decide each admission itself, adding what it counts since (`None`:
+        /// the machine decides; in dry run, or a count window).
+        shed_from: Option<(u64, u64)>,
     },
     /// Open until `until` (inclusive: it goes half-open strictly after).
     Open { until: Nanos },
@@ -177,8 +182,9 @@ pub(crate) struct Machine<P> {
     lease: Option<Lease>,
     /// Leases handed out so far: the next one's id.
     leases: u64,
-    /// The throttle's generator, seeded from its settings (unused without a throttle).
-    draws: Draws,
+    /// The closed-state throttle and its generator, shared with the lock-free lane (none
+    /// without a throttle: an idle breaker allocates nothing more).
+    throttle: Option<Arc<Throttling>>,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -206,13 +212,24 @@ impl<P: TripPolicy> Machine<P> {
             in_flight: InFlight::default(),
             lease: None,
             leases: 0,
-            draws: Draws::new(rules.throttle.map_or(0, |t| t.seed)),
+            throttle: None,
         };
         if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
         }
         machine.new_generation(now);
         machine
+    }
+
+    /// This machine with `throttle` in its closed state ([`Throttling::new`] sanitizes it).
+    pub(crate) fn with_throttle(mut self, throttle: Option<Throttle>) -> Self {
+        self.throttle = throttle.map(|t| Arc::new(Throttling::new(t)));
+        self
+    }
+
+    /// The throttle's settings, as it runs them.
+    fn throttle(&self) -> Option<Throttle> {
+        self.throttle.as_ref().map(|t| t.settings)
     }
 
     pub(crate) fn state(&self) -> State {
@@ -265,6 +282,7 @@ impl<P: TripPolicy> Machine<P> {
                 age: self.window.age(),
                 window_end: self.closed_period_end(),
                 room: self.throttle_room(),
+                shed_from: self.shed_from(),
             },
             State::Open => Phase::Open { until: self.expiry },
             State::HalfOpen => Phase::HalfOpen,
@@ -391,7 +409,7 @@ impl<P: TripPolicy> Machine<P> {
     /// The throttle's `p` for a breaker in `state` with `counts` (a snapshot's: the window as
     /// the next call would find it): `None` without a throttle, zero unless closed.
     pub(crate) fn throttle_probability_at(&self, state: State, counts: &Counts) -> Option<f64> {
-        let throttle = self.rules.throttle?;
+        let throttle = self.throttle()?;
         if state != State::Closed || self.forced.is_some() {
             return Some(0.0);
         }
@@ -411,7 +429,7 @@ impl<P: TripPolicy> Machine<P> {
 
     /// The throttle's `p` for the next closed-state admission, with the window as it is.
     pub(crate) fn throttle_probability(&self) -> f64 {
-        self.rules.throttle.map_or(0.0, |t| {
+        self.throttle().map_or(0.0, |t| {
             let (requests, accepts) = self.window.throttle_counts(t.count_throttled);
             t.probability(requests, accepts)
         })
@@ -420,22 +438,50 @@ impl<P: TripPolicy> Machine<P> {
     /// Asks the throttle about the next closed-state admission: `Some(p)` turns it away
     /// (counted as a request of the throttle's if it counts them); no draw while `p` is zero.
     fn throttle_draw(&mut self) -> Option<f64> {
-        let throttle = self.rules.throttle?;
+        let throttling = self.throttle.as_ref()?;
+        let throttle = throttling.settings;
         let p = self.throttle_probability();
-        if p == 0.0 || self.draws.next() >= p {
+        if p == 0.0 || throttling.draws.next() >= p {
             return None;
         }
         if throttle.count_throttled {
-            self.window.on_throttled();
+            self.window.on_throttled(1);
         }
         Some(p)
+    }
+
+    /// The throttle and its generator, for the lock-free lane to shed with.
+    pub(crate) fn lane_throttle(&self) -> Option<Arc<Throttling>> {
+        self.throttle.clone()
+    }
+
+    /// Counts `n` calls the lock-free lane's throttle turned away: rejected, and requests of
+    /// the throttle's if it counts them (at the current age).
+    pub(crate) fn absorb_throttled(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.totals.rejected_throttled += n;
+        if self.throttle().is_some_and(|t| t.count_throttled) {
+            self.window.on_throttled(n);
+        }
+    }
+
+    /// Where the lane may shed from (see [`Phase::Closed`]): with no room left, not in dry
+    /// run, and where an admission adds a request (not a count window).
+    fn shed_from(&self) -> Option<(u64, u64)> {
+        let throttle = self.throttle()?;
+        if self.rules.dry_run || !self.window.admission_counts() || self.throttle_room() > 0 {
+            return None;
+        }
+        Some(self.window.throttle_counts(throttle.count_throttled))
     }
 
     /// How many closed-state admissions the lock-free lane may make before the machine must
     /// see one (after them, the throttle's `p` may no longer be zero): unbounded without a
     /// throttle, or where an admission adds no request (a count window).
     fn throttle_room(&self) -> u64 {
-        let Some(throttle) = self.rules.throttle else {
+        let Some(throttle) = self.throttle() else {
             return u64::MAX;
         };
         let (requests, accepts) = self.window.throttle_counts(throttle.count_throttled);

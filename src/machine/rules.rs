@@ -7,7 +7,6 @@ use crate::abandoned::AbandonedAs;
 use crate::knobs::Knobs;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::policy::Capabilities;
-use crate::throttle::Throttle;
 
 use super::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
@@ -52,8 +51,6 @@ pub(crate) struct Rules {
     /// How long the probe slots of half-open may all be held (no probe admitted) before the
     /// next call that finds them taken starts the trial again; 0 means `timeout`.
     probe_timeout: Nanos,
-    /// The closed-state throttle, its cap clamped (none: never throttles).
-    pub(super) throttle: Option<Throttle>,
 }
 
 impl Rules {
@@ -103,7 +100,6 @@ impl Rules {
             probes_on_latency: false,
             check_timeout: 0,
             probe_timeout: 0,
-            throttle: None,
         }
     }
 
@@ -194,21 +190,6 @@ impl Rules {
         Duration::from_nanos(self.max_open)
     }
 
-    /// These rules with `throttle` in the closed state (its cap clamped into `[0, 1]`, a NaN
-    /// read as the default: `build` is lenient, `build_strict` refuses them first).
-    pub(crate) fn throttled(mut self, throttle: Option<Throttle>) -> Self {
-        self.throttle = throttle.map(|t| {
-            let cap = if t.max_probability.is_nan() {
-                crate::throttle::DEFAULT_MAX_PROBABILITY
-            } else {
-                t.max_probability.clamp(0.0, 1.0)
-            };
-            let k = if t.k.is_finite() { t.k.max(1.0) } else { 2.0 };
-            Throttle { k, ..t }.max_probability(cap)
-        });
-        self
-    }
-
     /// Whether the closed-state window rolls bucket by bucket.
     pub(crate) fn rolls(&self) -> bool {
         self.buckets > 0
@@ -230,7 +211,6 @@ impl From<&Knobs> for Rules {
         .dry_running(knobs.dry_run)
         .count_window(knobs.count_window)
         .probe_timeout(knobs.probe_timeout)
-        .throttled(knobs.throttle)
     }
 }
 
