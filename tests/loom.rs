@@ -730,6 +730,24 @@ fn a_probe_held_past_its_timeout_is_taken_over_once() {
     });
 }
 
+/// A breaker only a throttle acts on: `k = 2`, no cap, throttling from the first request,
+/// its generator seeded with `seed`.
+fn throttled(seed: u64) -> StdArc<Breaker> {
+    StdArc::new(
+        Breaker::builder()
+            .never_trips(true)
+            .throttle(
+                lazybreaker::throttle::Throttle::new(2.0)
+                    .unwrap()
+                    .min_requests(1)
+                    .max_probability(1.0)
+                    .seed(seed),
+            )
+            .clock(ManualClock::new())
+            .build(),
+    )
+}
+
 /// The throttle's room on the lock-free lane: with `min_requests = 1` and `k = 2`, the first
 /// admission finds no request (`p` = 0) and the second, with the first still in flight, finds
 /// one request and no accept (`p` = 1/2). Two threads admit at once, one on the lane: the
@@ -739,20 +757,7 @@ fn a_probe_held_past_its_timeout_is_taken_over_once() {
 #[test]
 fn the_lane_admits_no_more_than_the_throttle_leaves_room_for() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let breaker = StdArc::new(
-            Breaker::builder()
-                .never_trips(true)
-                .throttle(
-                    lazybreaker::throttle::Throttle::new(2.0)
-                        .unwrap()
-                        .min_requests(1)
-                        .max_probability(1.0)
-                        .seed(3),
-                )
-                .clock(clock)
-                .build(),
-        );
+        let breaker = throttled(3);
         let other = StdArc::clone(&breaker);
         // Each permit is held until both have asked (dropped after: abandoned).
         let held = thread::spawn(move || other.allow_owned());
@@ -778,19 +783,7 @@ fn the_lane_admits_no_more_than_the_throttle_leaves_room_for() {
 #[test]
 fn shedding_on_the_lane_accounts_for_every_call() {
     loom::model(|| {
-        let breaker = StdArc::new(
-            Breaker::builder()
-                .never_trips(true)
-                .throttle(
-                    lazybreaker::throttle::Throttle::new(2.0)
-                        .unwrap()
-                        .min_requests(1)
-                        .max_probability(1.0)
-                        .seed(4),
-                )
-                .clock(ManualClock::new())
-                .build(),
-        );
+        let breaker = throttled(4);
         breaker.allow().unwrap().failure(); // 1 request, no accept: p = 1/2 from now on
         let other = StdArc::clone(&breaker);
         let theirs = thread::spawn(move || other.allow_owned().map(drop));

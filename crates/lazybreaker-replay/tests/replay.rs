@@ -106,23 +106,20 @@ fn live(calls: &[Gen], settings: &Settings, keyed: bool) -> Live {
     }
     report_until(u64::MAX, &mut in_flight);
     let changes = changes.lock().clone();
-    let would_reject = one.totals().would_reject
-        + registry
-            .breakers()
-            .iter()
-            .map(|(_, b)| b.totals().would_reject)
-            .sum::<u64>();
-    let throttled = one.totals().rejected_throttled
-        + registry
-            .breakers()
-            .iter()
-            .map(|(_, b)| b.totals().rejected_throttled)
-            .sum::<u64>();
+    // A total over the one breaker and the registry's.
+    let total = |of: fn(&lazybreaker::Totals) -> u64| {
+        of(&one.totals())
+            + registry
+                .breakers()
+                .iter()
+                .map(|(_, b)| of(&b.totals()))
+                .sum::<u64>()
+    };
     Live {
         admitted,
         changes,
-        would_reject,
-        throttled,
+        would_reject: total(|t| t.would_reject),
+        throttled: total(|t| t.rejected_throttled),
     }
 }
 
