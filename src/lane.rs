@@ -703,7 +703,13 @@ impl Lane {
             let requests = shedding.requests.load(Ordering::Acquire) + mine.requests + throttled;
             let accepts = shedding.accepts.load(Ordering::Acquire) + mine.successes;
             let p = t.probability(requests, accepts);
-            if p > 0.0 {
+            if p == 0.0 {
+                // Back to zero as far as this thread sees: the lock holder decides and
+                // republishes (room again, or shedding from fresher counts), and tells the
+                // observers if the throttle stopped.
+                return Entry::Locked { now: Some(now) };
+            }
+            {
                 let draw = match stripe {
                     Some(stripe) => {
                         let k = stripe.draws.fetch_add(1, Ordering::Relaxed);

@@ -51,7 +51,14 @@ use crate::error::ConfigError;
 /// results only, so with one the throttled calls never count (the setting is refused by
 /// [`build_strict`](crate::Builder::build_strict) and configuration).
 ///
-/// Measured (`cargo run --example compare_policies`, on a manual clock): 100 calls a second,
+/// Measured by replay on the shipped trace (`lazybreaker-replay`'s
+/// `examples/replay/trace.csv`: 20 calls a second, a 30 s hard outage, then a healthy
+/// minute; a throttle alone with `k = 2` over a rolling 10 s window; the test
+/// `the_shipped_trace_measures_how_long_each_counting_mode_keeps_shedding` prints it):
+/// not counting the throttled calls, it turns 30 calls away after the outage, the last 2.0 s
+/// after it; counting them, 326, the last 21.5 s after it.
+///
+/// And with a longer overload (`cargo run --example compare_policies`, on a manual clock): 100 calls a second,
 /// 40 % of them answered 503 for a minute, a rolling 10 s window. With `k = 1.1` the throttle
 /// sheds 30.6 % of the calls during the minute and stops 6.8 s after the recovery (111 calls
 /// shed after it); with `k = 1.5`, 9.2 % and 1.5 s (15 calls); with `k = 2`, nothing (60 %

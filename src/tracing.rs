@@ -2,7 +2,7 @@
 //! transition, emitted through the observation seam, so outside the breaker's lock, in order
 //! and exactly once. Nothing is emitted per call.
 
-use crate::observe::{FleetEvent, Observer, Origin, Transition};
+use crate::observe::{FleetEvent, Observer, Origin, ThrottleEvent, Transition};
 use crate::state::State;
 
 /// An [`Observer`] that emits one `tracing` event per state change, with target
@@ -72,6 +72,31 @@ impl Observer for TracingObserver {
                 transition_event!(::tracing::Level::INFO, t, "circuit breaker half-open")
             }
             State::Closed => transition_event!(::tracing::Level::INFO, t, "circuit breaker closed"),
+        }
+    }
+
+    /// A throttle starting to turn calls away (`WARN`, "circuit breaker throttling") or
+    /// stopping (`INFO`, "circuit breaker stopped throttling"), with the fields `breaker`,
+    /// `probability` (the next call's) and `throttled` (calls turned away so far).
+    fn on_throttle(&self, event: &ThrottleEvent<'_>) {
+        if event.throttling {
+            ::tracing::event!(
+                target: "lazybreaker",
+                ::tracing::Level::WARN,
+                breaker = event.breaker,
+                probability = event.probability,
+                throttled = event.throttled,
+                "circuit breaker throttling"
+            );
+        } else {
+            ::tracing::event!(
+                target: "lazybreaker",
+                ::tracing::Level::INFO,
+                breaker = event.breaker,
+                probability = event.probability,
+                throttled = event.throttled,
+                "circuit breaker stopped throttling"
+            );
         }
     }
 

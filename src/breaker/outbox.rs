@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::contain::FirstPanic;
 use crate::machine::Change;
-use crate::observe::{Observer, Transition};
+use crate::observe::{Observer, ThrottleEvent, Transition};
 use crate::state::State;
 
 /// State changes not yet delivered, oldest first, and whether a thread is delivering.
@@ -80,6 +80,12 @@ impl<O: Observer> Observers<O> {
             });
         }
         panics.catch((), || self.observer.on_transition(transition));
+    }
+
+    /// Tells the observer that a throttle started or stopped (never the `on_state_change`
+    /// callback: it is no state change).
+    pub(super) fn throttle(&self, event: &ThrottleEvent<'_>, panics: &mut FirstPanic) {
+        panics.catch((), || self.observer.on_throttle(event));
     }
 
     pub(super) fn observes_transitions(&self) -> bool {

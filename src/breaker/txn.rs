@@ -12,7 +12,7 @@ use crate::contain::FirstPanic;
 use crate::lane::Lane;
 use crate::machine::{Change, Machine};
 use crate::nanos::{instant, Nanos};
-use crate::observe::{Observer, Transition};
+use crate::observe::{Observer, ThrottleEvent, Transition};
 
 use crate::policy::TripPolicy;
 use crate::sync::MutexGuard;
@@ -88,7 +88,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         panics: &mut FirstPanic,
         op: impl FnOnce(&mut Machine<P>, Nanos, &mut Changes<'_>) -> R,
     ) -> R {
-        let (value, deliver) = {
+        let value = {
             let mut txn = Txn {
                 inner: self.inner.lock(),
                 lane: &self.lane,
@@ -106,10 +106,21 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             };
             let value = op(&mut inner.machine, now, &mut changes);
             panics.merge(inner.machine.take_panic());
-            (value, inner.outbox.claim())
+            let note = inner.machine.throttle_note();
+            (value, inner.outbox.claim(), note)
         };
+        let (value, deliver, note) = value;
         if deliver {
             self.deliver(panics);
+        }
+        if let Some((throttling, probability, throttled)) = note {
+            let event = ThrottleEvent {
+                breaker: &self.name,
+                throttling,
+                probability,
+                throttled,
+            };
+            self.observers.throttle(&event, panics);
         }
         value
     }

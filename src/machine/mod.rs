@@ -185,6 +185,8 @@ pub(crate) struct Machine<P> {
     /// The closed-state throttle and its generator, shared with the lock-free lane (none
     /// without a throttle: an idle breaker allocates nothing more).
     throttle: Option<Arc<Throttling>>,
+    /// Whether the throttle was turning calls away when last told ([`Machine::throttle_note`]).
+    throttling: bool,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -213,6 +215,7 @@ impl<P: TripPolicy> Machine<P> {
             lease: None,
             leases: 0,
             throttle: None,
+            throttling: false,
         };
         if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
@@ -448,6 +451,24 @@ impl<P: TripPolicy> Machine<P> {
             self.window.on_throttled(1);
         }
         Some(p)
+    }
+
+    /// Whether the throttle started or stopped turning calls away since last told: `Some`
+    /// with whether it now does, the probability the next call meets, and the calls turned
+    /// away so far. Asked by the lock holder after each step.
+    pub(crate) fn throttle_note(&mut self) -> Option<(bool, f64, u64)> {
+        self.throttle.as_ref()?;
+        let p = if self.state == State::Closed && self.forced.is_none() {
+            self.throttle_probability()
+        } else {
+            0.0
+        };
+        let on = p > 0.0;
+        if on == self.throttling {
+            return None;
+        }
+        self.throttling = on;
+        Some((on, p, self.totals.rejected_throttled))
     }
 
     /// The throttle and its generator, for the lock-free lane to shed with.

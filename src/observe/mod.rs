@@ -91,6 +91,16 @@ pub trait Observer: Send + Sync {
         let _ = event;
     }
 
+    /// Called when a breaker's throttle ([`Builder::throttle`](crate::Builder::throttle))
+    /// starts turning calls away (its probability rose above zero) or stops (back to zero,
+    /// or the breaker left the closed state): not a state change, and `on_state_change` is
+    /// not called for it. Outside the breaker's lock, on the call that found out (the
+    /// lock-free lane leaves a throttle's stop to the next call that takes the lock, which
+    /// the lane makes happen once the probability it sees is zero again).
+    fn on_throttle(&self, event: &ThrottleEvent<'_>) {
+        let _ = event;
+    }
+
     /// The [`History`] this observer keeps, if any: how a status page finds a breaker's
     /// recent changes from the breaker alone. The default is `None`; a `History` answers
     /// itself, an `Arc` or a `Box` what it holds, and a pair its first history.
@@ -111,6 +121,10 @@ impl<O: Observer + ?Sized> Observer for Arc<O> {
         (**self).on_transition(transition)
     }
 
+    fn on_throttle(&self, event: &ThrottleEvent<'_>) {
+        (**self).on_throttle(event)
+    }
+
     fn on_fleet(&self, event: &FleetEvent<'_>) {
         (**self).on_fleet(event)
     }
@@ -127,6 +141,10 @@ impl<O: Observer + ?Sized> Observer for Arc<O> {
 impl<O: Observer + ?Sized> Observer for Box<O> {
     fn on_transition(&self, transition: &Transition<'_>) {
         (**self).on_transition(transition)
+    }
+
+    fn on_throttle(&self, event: &ThrottleEvent<'_>) {
+        (**self).on_throttle(event)
     }
 
     fn on_fleet(&self, event: &FleetEvent<'_>) {
@@ -159,6 +177,13 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         contain::resume(panics);
     }
 
+    fn on_throttle(&self, event: &ThrottleEvent<'_>) {
+        let mut panics = FirstPanic::default();
+        panics.catch((), || self.0.on_throttle(event));
+        panics.catch((), || self.1.on_throttle(event));
+        contain::resume(panics);
+    }
+
     fn observes_transitions(&self) -> bool {
         self.0.observes_transitions() || self.1.observes_transitions()
     }
@@ -166,6 +191,50 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn history(&self) -> Option<&History> {
         self.0.history().or_else(|| self.1.history())
     }
+}
+
+/// A throttle starting or stopping ([`Observer::on_throttle`]).
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::observe::{Observer, ThrottleEvent};
+/// use lazybreaker::{throttle::Throttle, Breaker, ManualClock};
+/// use std::sync::Mutex;
+///
+/// #[derive(Default)]
+/// struct Log(Mutex<Vec<(bool, f64)>>);
+///
+/// impl Observer for Log {
+///     fn on_throttle(&self, e: &ThrottleEvent<'_>) {
+///         self.0.lock().unwrap().push((e.throttling, e.probability));
+///     }
+/// }
+///
+/// let breaker = Breaker::builder()
+///     .never_trips(true)
+///     .throttle(Throttle::new(2.0)?.min_requests(4))
+///     .observer(Log::default())
+///     .clock(ManualClock::new())
+///     .build();
+/// for _ in 0..4 {
+///     breaker.allow().unwrap().failure();
+/// }
+/// // 4 requests, no accept: p = 4 / 5 from the fourth failure on.
+/// assert_eq!(*breaker.observer().0.lock().unwrap(), [(true, 0.8)]);
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ThrottleEvent<'a> {
+    /// The breaker's name.
+    pub breaker: &'a str,
+    /// `true`: it started turning calls away; `false`: it stopped.
+    pub throttling: bool,
+    /// The probability the next call meets (zero when it stopped).
+    pub probability: f64,
+    /// Calls it turned away so far ([`Totals::rejected_throttled`](crate::Totals::rejected_throttled)).
+    pub throttled: u64,
 }
 
 /// A state change, as observers see it: what changed, when, and the numbers that caused it.

@@ -121,3 +121,54 @@ fn one_event_per_transition_with_its_cause() {
     assert_eq!(trip.field("opened"), Some("1"));
     assert_eq!(trip.field("message"), Some("circuit breaker opened"));
 }
+
+/// A throttle starting and stopping: one `WARN` when it starts turning calls away, one
+/// `INFO` when it stops (the dependency accepts again), nothing per throttled call.
+#[test]
+fn a_throttle_starting_and_stopping_is_one_event_each() {
+    let capture = Capture::default();
+    let breaker = Breaker::builder()
+        .name("orders")
+        .never_trips(true)
+        .throttle(
+            lazybreaker::throttle::Throttle::new(2.0)
+                .unwrap()
+                .min_requests(10),
+        )
+        .clock(ManualClock::new())
+        .observer(TracingObserver)
+        .build();
+    tracing::subscriber::with_default(capture.clone(), || {
+        // Overloaded: every call fails until the throttle has turned 50 away.
+        while breaker.totals().rejected_throttled < 50 {
+            if let Ok(permit) = breaker.allow() {
+                permit.failure();
+            }
+        }
+        // Healed: every admitted call succeeds until p is back to zero.
+        for _ in 0..2_000 {
+            if let Ok(permit) = breaker.allow() {
+                permit.success();
+            }
+        }
+        assert_eq!(breaker.throttle_probability(), Some(0.0));
+    });
+    let events = capture.0.lock().unwrap().clone();
+    let summary: Vec<_> = events
+        .iter()
+        .map(|e| (e.level, e.field("message").unwrap_or_default().to_owned()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Level::WARN, "circuit breaker throttling".to_owned()),
+            (Level::INFO, "circuit breaker stopped throttling".to_owned()),
+        ]
+    );
+    assert_eq!(events[0].field("breaker"), Some("orders"));
+    // It started at the tenth failure: 10 requests, no accept, p = 10 / 11 capped at 0.9.
+    assert_eq!(events[0].field("probability"), Some("0.9"));
+    assert_eq!(events[0].field("throttled"), Some("0"));
+    assert_eq!(events[1].field("probability"), Some("0.0"));
+    assert!(events.iter().all(|e| e.target == "lazybreaker"));
+}

@@ -877,3 +877,56 @@ fn an_overload_is_shed_in_proportion_and_the_draws_meet_their_expectation() {
     assert_eq!(firm.rejected, firm.throttled);
     check(&calls, &candidate(1.2), false).unwrap();
 }
+
+/// The two counting modes on the shipped trace (`examples/replay/trace.csv`: 20 calls a
+/// second, a 30 s hard outage from 60 s to 90 s, then a minute healthy): a throttle only
+/// (`never_trips`, so every rejection is the throttle's), `k = 2`, a rolling 10 s window.
+/// How long after the outage each keeps turning calls away; printed for the docs
+/// (`docs/throttle.md`), and the book's mode must take longer.
+#[test]
+fn the_shipped_trace_measures_how_long_each_counting_mode_keeps_shedding() {
+    let csv = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/replay/trace.csv"
+    ))
+    .unwrap();
+    let trace = Trace::from_csv(csv.as_bytes()).unwrap();
+    let recovery = |count_throttled: bool| {
+        let settings = Settings {
+            knobs: Knobs {
+                interval: Duration::from_secs(10),
+                bucket_period: Duration::from_secs(1),
+                never_trips: true,
+                throttle: Some(
+                    lazybreaker::throttle::Throttle::new(2.0)
+                        .unwrap()
+                        .count_throttled(count_throttled),
+                ),
+                ..Knobs::default()
+            },
+            ..Settings::default()
+        };
+        let report = replay(&trace, &settings);
+        assert_eq!(
+            report.rejected, report.throttled,
+            "only the throttle rejects"
+        );
+        // The last bin in the healthy minute after the outage with a call turned away.
+        let bin = report.bin.as_secs_f64();
+        let (from, to) = ((90.0 / bin) as usize, (150.0 / bin) as usize);
+        let last = (from..to)
+            .rev()
+            .find(|&i| report.rejected_over_time[i] > 0)
+            .map(|i| (i + 1) as f64 * bin - 90.0);
+        let after: u64 = report.rejected_over_time[from..to].iter().sum();
+        (report.throttled, after, last)
+    };
+    let (total, after, last) = recovery(false);
+    let (total_counted, after_counted, last_counted) = recovery(true);
+    eprintln!(
+        "throttled calls, and after the outage (until the last, in s): not counted {total}, {after} ({last:?}); counted {total_counted}, {after_counted} ({last_counted:?})"
+    );
+    assert!(total > 0 && total_counted > total);
+    assert!(after_counted > after, "{after_counted} against {after}");
+    assert!(last_counted.unwrap_or(0.0) > last.unwrap_or(0.0));
+}
