@@ -10,10 +10,11 @@ use crate::run::Sample;
 use crate::scenario::{Scenario, Timeline};
 
 /// Each strategy's colour, in [`crate::strategy::NAMES`]'s order.
-const COLOURS: [RGBColor; 6] = [
+const COLOURS: [RGBColor; 7] = [
     RGBColor(120, 120, 120),
     RGBColor(31, 95, 191),
     RGBColor(0, 140, 90),
+    RGBColor(100, 190, 200),
     RGBColor(200, 120, 0),
     RGBColor(150, 60, 170),
     RGBColor(200, 40, 40),

@@ -468,3 +468,51 @@ fn a_panic_in_an_inner_middleware_is_a_failure_and_keeps_unwinding() {
         assert_eq!((totals.failures, totals.abandoned), (1, 0));
     });
 }
+
+/// A throttle on the per-host breakers: a host that fails every call is sent fewer and
+/// fewer of them, the rest turned away as `Rejected::Throttled` naming the host, while the
+/// healthy host is never throttled.
+#[test]
+fn a_per_host_throttle_sheds_the_failing_host_only() {
+    run(async {
+        let clock = ManualClock::new();
+        let registry = Arc::new(
+            Registry::new(|_: &String| {
+                Breaker::builder().never_trips(true).throttle(
+                    lazybreaker::throttle::Throttle::new(2.0)
+                        .unwrap()
+                        .min_requests(4)
+                        .seed(1),
+                )
+            })
+            .clock(clock.clone()),
+        );
+        let client = client(&registry);
+        let (failing, healthy) = (Upstream::default(), Upstream::default());
+        failing.set(FAIL);
+        let (a, b) = (serve(&failing).await, serve(&healthy).await);
+        let mut throttled = 0;
+        for _ in 0..40 {
+            match client.get(format!("http://{a}/")).send().await {
+                Ok(response) => assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR),
+                Err(err) => {
+                    let rejected = rejection(&err).expect("a rejection");
+                    assert_eq!(rejected.breaker(), format!("127.0.0.1:{}", a.port()));
+                    let p = rejected
+                        .rejected()
+                        .throttle_probability()
+                        .expect("throttled");
+                    assert!(p > 0.0 && p <= 0.9, "{p}");
+                    throttled += 1;
+                }
+            }
+            let response = client.get(format!("http://{b}/")).send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+        assert!(throttled > 10, "{throttled}");
+        assert_eq!(failing.hits(), 40 - throttled);
+        assert_eq!(healthy.hits(), 40);
+        let key_b = format!("127.0.0.1:{}", b.port());
+        assert_eq!(registry.get(&key_b).unwrap().totals().rejected_throttled, 0);
+    });
+}

@@ -46,20 +46,25 @@ impl LazyPool {
     }
 }
 
+impl LazyPool {
+    /// One call through the pool: a pick, the request, its verdict for the node.
+    pub(super) async fn send(&self) -> Sent {
+        let Ok(pick) = self.pool.pick_async().await else {
+            return rejected();
+        };
+        let node = *pick.key();
+        let sent = self.http.get(self.addrs[node], "/work", Some(node)).await;
+        pick.record(outcome(sent.answer));
+        sent
+    }
+}
+
 impl Strategy for LazyPool {
     fn name(&self) -> &'static str {
         "lazybreaker pool"
     }
 
     fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
-        Box::pin(async move {
-            let Ok(pick) = self.pool.pick_async().await else {
-                return rejected();
-            };
-            let node = *pick.key();
-            let sent = self.http.get(self.addrs[node], "/work", Some(node)).await;
-            pick.record(outcome(sent.answer));
-            sent
-        })
+        Box::pin(self.send())
     }
 }

@@ -1,10 +1,12 @@
 //! The strategies a client can take against the same replicas, one at a time: no breaker,
-//! lazybreaker per node or as a pool, the peers per node, and a load balancer in front.
+//! lazybreaker per node or as a pool (alone, or behind a throttle), the peers per node, and a
+//! load balancer in front.
 
 mod failsafe_per_node;
 mod haproxy;
 mod lazy_per_node;
 mod lazy_pool;
+mod lazy_pool_throttled;
 mod no_breaker;
 mod tower_p2c;
 
@@ -32,6 +34,7 @@ pub const NAMES: &[&str] = &[
     "no breaker",
     "lazybreaker per node",
     "lazybreaker pool",
+    "lazybreaker pool + throttle",
     "tower-resilience p2c",
     "failsafe per node",
     "haproxy",
@@ -44,6 +47,10 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
         "no breaker" => Box::new(no_breaker::NoBreaker::new(http.clone(), addrs)),
         "lazybreaker per node" => Box::new(lazy_per_node::LazyPerNode::new(http.clone(), addrs)),
         "lazybreaker pool" => Box::new(lazy_pool::LazyPool::new(http.clone(), addrs)),
+        "lazybreaker pool + throttle" => Box::new(lazy_pool_throttled::LazyPoolThrottled::new(
+            http.clone(),
+            addrs,
+        )),
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
         "failsafe per node" => {
             Box::new(failsafe_per_node::FailsafePerNode::new(http.clone(), addrs))
