@@ -464,8 +464,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// closed-state window (its fixed interval, rolling buckets or count window), as
     /// [`Rejected::Throttled`](crate::Rejected::Throttled), counted in
     /// [`Totals::rejected_throttled`](crate::Totals::rejected_throttled) and never a result
-    /// for the trip policy. Open and half-open are unchanged, and a failure still trips the
-    /// breaker as its policy says. In dry run, a call it would throttle runs as a shadow
+    /// for the trip policy. Open and half-open are unchanged, a failure still trips the
+    /// breaker as its policy says, and a breaker forced closed throttles nothing. In dry run, a call it would throttle runs as a shadow
     /// call, counted in [`Totals::would_reject`](crate::Totals::would_reject).
     ///
     /// No lock on the call path: while `p` is zero the lock-free lane admits as many calls

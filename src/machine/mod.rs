@@ -439,8 +439,12 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// Asks the throttle about the next closed-state admission: `Some(p)` turns it away
-    /// (counted as a request of the throttle's if it counts them); no draw while `p` is zero.
+    /// (counted as a request of the throttle's if it counts them); no draw while `p` is zero,
+    /// nor while forced closed.
     fn throttle_draw(&mut self) -> Option<f64> {
+        if self.forced.is_some() {
+            return None; // forced closed: every call goes through, as an operator asked
+        }
         let throttling = self.throttle.as_ref()?;
         let throttle = throttling.settings;
         let p = self.throttle_probability();

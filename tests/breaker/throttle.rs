@@ -404,3 +404,32 @@ fn a_throttled_rejection_reads_as_a_number_and_says_so() {
     );
     assert_eq!(Rejected::TooManyRequests.throttle_probability(), None);
 }
+
+#[test]
+fn forced_closed_lets_every_call_through_and_release_throttles_again() {
+    let (breaker, _clock) = throttled(Throttle::new(2.0).unwrap().min_requests(5));
+    for _ in 0..5 {
+        breaker.allow().unwrap().failure();
+    }
+    assert!(breaker.throttle_probability().unwrap() > 0.0);
+    breaker.force_closed();
+    assert_eq!(breaker.throttle_probability(), Some(0.0));
+    for _ in 0..200 {
+        breaker
+            .allow()
+            .expect("forced closed: no throttling")
+            .failure();
+    }
+    assert_eq!(breaker.totals().rejected_throttled, 0);
+    breaker.release();
+    let throttled_calls = (0..200)
+        .filter(|_| match breaker.allow() {
+            Ok(permit) => {
+                permit.failure();
+                false
+            }
+            Err(rejected) => rejected.throttle_probability().is_some(),
+        })
+        .count();
+    assert!(throttled_calls > 100, "{throttled_calls}");
+}
