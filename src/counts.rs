@@ -82,6 +82,19 @@ impl Counts {
         throttled => with_throttled,
     }
 
+    /// The throttle's requests and accepts in these counts: the requests (with the
+    /// throttled ones if `with_throttled`), and the results that were not failures (in a
+    /// count window, `by_count`, the exclusions take no place, so only the successes).
+    pub(crate) fn throttle_counts(&self, with_throttled: bool, by_count: bool) -> (u64, u64) {
+        let requests = self.requests + if with_throttled { self.throttled } else { 0 };
+        let accepts = if by_count {
+            self.total_successes
+        } else {
+            self.total_successes + self.total_exclusions
+        };
+        (requests, accepts)
+    }
+
     fn on_request(&mut self) {
         self.requests += 1;
     }
@@ -367,14 +380,7 @@ impl Window {
     /// if `with_throttled`), and its results that were not failures (a count window's
     /// exclusions take no place in it, so they are not among its accepts).
     pub(crate) fn throttle_counts(&self, with_throttled: bool) -> (u64, u64) {
-        let c = &self.counts;
-        let requests = c.requests + if with_throttled { c.throttled } else { 0 };
-        let accepts = if self.by_count {
-            c.total_successes
-        } else {
-            c.total_successes + c.total_exclusions
-        };
-        (requests, accepts)
+        self.counts.throttle_counts(with_throttled, self.by_count)
     }
 
     /// Whether an admission adds a request to the window (not in a count window, whose

@@ -143,6 +143,15 @@ impl Rejected {
 
     /// The probability a throttled call was turned away with
     /// ([`Rejected::Throttled`]); `None` for the other rejections.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Rejected;
+    ///
+    /// assert_eq!(Rejected::Throttled { probability: 0.4 }.throttle_probability(), Some(0.4));
+    /// assert_eq!(Rejected::TooManyRequests.throttle_probability(), None);
+    /// ```
     pub fn throttle_probability(&self) -> Option<f64> {
         match *self {
             Rejected::Throttled { probability } => Some(probability),

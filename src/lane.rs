@@ -484,10 +484,15 @@ impl Lane {
     /// This thread's stripe.
     #[inline(always)]
     fn stripe(stripes: &[Stripe]) -> &Stripe {
+        &stripes[Self::stripe_index(stripes)]
+    }
+
+    /// The index of this thread's stripe.
+    #[inline(always)]
+    fn stripe_index(stripes: &[Stripe]) -> usize {
         // `stripes.len()` is a power of two, 2 to 64: the probe's top bits pick one (its
         // low bits are poor: every probe is odd).
-        let i = sync::probe() >> (u32::BITS - stripes.len().trailing_zeros());
-        &stripes[i as usize]
+        (sync::probe() >> (u32::BITS - stripes.len().trailing_zeros())) as usize
     }
 
     /// Counts an open-state rejection made lock-free, in this thread's rejection counter: a
@@ -655,12 +660,6 @@ impl Lane {
         }
     }
 
-    /// Which of the lane's stripes `stripe` is (for its generator stream).
-    fn stripe_index(stripe: &Stripe) -> u64 {
-        // The address within the array, in stripes: distinct per stripe, stable.
-        (std::ptr::from_ref(stripe) as usize / std::mem::size_of::<Stripe>()) as u64
-    }
-
     /// The throttle's shedding state, while the open cells shed.
     #[inline(always)]
     fn shedding(&self) -> Option<&Shedding> {
@@ -681,12 +680,15 @@ impl Lane {
             // The thread's stripe once contention made them (its own counters and draws),
             // else the base: the lane's own counter and the generator the machine shares,
             // so that one thread's calls meet one stream whichever path decides them.
-            let stripe = self.stripes.get().map(|stripes| Self::stripe(stripes));
+            let stripe = self.stripes.get().map(|stripes| {
+                let i = Self::stripe_index(stripes);
+                (i as u64, &stripes[i])
+            });
             let (cell, base) = match stripe {
-                Some(stripe) => (&stripe.cell, false),
+                Some((_, stripe)) => (&stripe.cell, false),
                 None => (&self.base, true),
             };
-            let counter = stripe.map_or(&shedding.throttled, |s| &s.throttled);
+            let counter = stripe.map_or(&shedding.throttled, |(_, s)| &s.throttled);
             let c = Cell(cell.load(Ordering::Acquire));
             if !c.is_open()
                 || !c.has_request_room()
@@ -709,18 +711,16 @@ impl Lane {
                 // observers if the throttle stopped.
                 return Entry::Locked { now: Some(now) };
             }
-            {
-                let draw = match stripe {
-                    Some(stripe) => {
-                        let k = stripe.draws.fetch_add(1, Ordering::Relaxed);
-                        shedding.throttling.draws.at(Self::stripe_index(stripe), k)
-                    }
-                    None => shedding.throttling.draws.next(),
-                };
-                if draw < p {
-                    counter.fetch_add(1, Ordering::Relaxed);
-                    return Entry::Throttled { probability: p };
+            let draw = match stripe {
+                Some((i, stripe)) => {
+                    let k = stripe.draws.fetch_add(1, Ordering::Relaxed);
+                    shedding.throttling.draws.at(i, k)
                 }
+                None => shedding.throttling.draws.next(),
+            };
+            if draw < p {
+                counter.fetch_add(1, Ordering::Relaxed);
+                return Entry::Throttled { probability: p };
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {

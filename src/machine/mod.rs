@@ -280,13 +280,16 @@ impl<P: TripPolicy> Machine<P> {
             return Phase::Forced;
         }
         match self.state {
-            State::Closed => Phase::Closed {
-                generation: self.generation,
-                age: self.window.age(),
-                window_end: self.closed_period_end(),
-                room: self.throttle_room(),
-                shed_from: self.shed_from(),
-            },
+            State::Closed => {
+                let room = self.throttle_room();
+                Phase::Closed {
+                    generation: self.generation,
+                    age: self.window.age(),
+                    window_end: self.closed_period_end(),
+                    room,
+                    shed_from: self.shed_from(room),
+                }
+            }
             State::Open => Phase::Open { until: self.expiry },
             State::HalfOpen => Phase::HalfOpen,
         }
@@ -416,17 +419,8 @@ impl<P: TripPolicy> Machine<P> {
         if state != State::Closed || self.forced.is_some() {
             return Some(0.0);
         }
-        let requests = counts.requests
-            + if throttle.count_throttled {
-                counts.throttled
-            } else {
-                0
-            };
-        let accepts = if self.window.is_by_count() {
-            counts.total_successes
-        } else {
-            counts.total_successes + counts.total_exclusions
-        };
+        let (requests, accepts) =
+            counts.throttle_counts(throttle.count_throttled, self.window.is_by_count());
         Some(throttle.probability(requests, accepts))
     }
 
@@ -492,11 +486,11 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
-    /// Where the lane may shed from (see [`Phase::Closed`]): with no room left, not in dry
+    /// Where the lane may shed from (see [`Phase::Closed`]): with no `room` left, not in dry
     /// run, and where an admission adds a request (not a count window).
-    fn shed_from(&self) -> Option<(u64, u64)> {
+    fn shed_from(&self, room: u64) -> Option<(u64, u64)> {
         let throttle = self.throttle()?;
-        if self.rules.dry_run || !self.window.admission_counts() || self.throttle_room() > 0 {
+        if self.rules.dry_run || !self.window.admission_counts() || room > 0 {
             return None;
         }
         Some(self.window.throttle_counts(throttle.count_throttled))
