@@ -177,6 +177,20 @@ pub struct Knobs {
         )
     )]
     pub probe_timeout: Duration,
+    /// The longest open period of a backoff: each failed recovery (a failed probe, a failed
+    /// health check) doubles the open period, from `timeout` up to this, and the breaker
+    /// closing again starts it over from `timeout` (brpc's isolation backoff). Zero (the
+    /// default) means no backoff: every open period is `timeout` (or the policy's). A pool
+    /// gives its endpoints 100 ms doubling to 30 s unless their builders set a `timeout`
+    /// ([`Pool::open_backoff`](crate::pool::Pool::open_backoff)). Written out only when set.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::serde_duration::serialize",
+            skip_serializing_if = "Duration::is_zero"
+        )
+    )]
+    pub backoff: Duration,
     /// Adaptive client-side throttling in the closed state ([`Throttle`]): none by default.
     /// In a file: `throttle = { k = 2.0, min_requests = 20, max_probability = 0.9, seed = 7 }`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]

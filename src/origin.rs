@@ -49,6 +49,42 @@ pub enum Origin {
     /// [`adopt_closed`](crate::Breaker::adopt_closed)): a fleet sharing this breaker's
     /// decisions, for example.
     Adopted,
+    /// A [pool](crate::pool::Pool) took its endpoint out for the reason given: an outlier
+    /// among its peers ([`OutlierDetection`](crate::pool::OutlierDetection)), or a node that
+    /// hangs (no call back within the pool's [`deadline`](crate::pool::Pool::deadline)).
+    Ejected(Ejection),
+}
+
+/// Why a [pool](crate::pool::Pool) took an endpoint out ([`Origin::Ejected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Ejection {
+    /// Its success rate fell below its peers' (Envoy's `success_rate` detector).
+    SuccessRate,
+    /// Its failure percentage reached the threshold (Envoy's `failure_percentage`).
+    FailurePercentage,
+    /// Calls to it were in flight longer than the pool's deadline and none came back since
+    /// (brpc's `E1008`, judged at pick time).
+    Hung,
+}
+
+impl Ejection {
+    /// How a metric label says it: `success_rate`, `failure_percentage`, `hung`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SuccessRate => "success_rate",
+            Self::FailurePercentage => "failure_percentage",
+            Self::Hung => "hung",
+        }
+    }
+}
+
+impl std::fmt::Display for Ejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::fmt::Display for Origin {
@@ -58,6 +94,9 @@ impl std::fmt::Display for Origin {
             Self::Manual => "manual",
             Self::Adopted => "adopted",
             Self::HealthCheck => "health_check",
+            Self::Ejected(Ejection::SuccessRate) => "ejected_success_rate",
+            Self::Ejected(Ejection::FailurePercentage) => "ejected_failure_percentage",
+            Self::Ejected(Ejection::Hung) => "ejected_hung",
         })
     }
 }

@@ -164,6 +164,43 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// Backs the open period off: each failed recovery (a failed probe, a failed health
+    /// check) doubles it, from [`timeout`](Self::timeout) up to `max`, and the breaker
+    /// closing again starts it over (brpc's isolation backoff, without wrapping the policy as
+    /// [`TripPolicy::with_backoff`] does). Zero (the default): no backoff. In a configuration
+    /// file: `backoff = "30s"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::ConsecutiveFailures;
+    /// use lazybreaker::{Breaker, ManualClock, State};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .policy(ConsecutiveFailures::new(1).unwrap())
+    ///     .timeout(Duration::from_millis(100))
+    ///     .backoff(Duration::from_secs(30))
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// let open_for = |b: &Breaker<_>| b.allow().unwrap_err().retry_after().unwrap();
+    /// breaker.allow().unwrap().failure(); // trips: 100 ms
+    /// assert_eq!(open_for(&breaker), Duration::from_millis(100));
+    /// clock.advance(Duration::from_millis(101));
+    /// breaker.allow().unwrap().failure(); // the probe fails: 200 ms
+    /// assert_eq!(open_for(&breaker), Duration::from_millis(200));
+    /// clock.advance(Duration::from_millis(201));
+    /// breaker.allow().unwrap().success(); // recovered: the next trip starts over
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// breaker.allow().unwrap().failure();
+    /// assert_eq!(open_for(&breaker), Duration::from_millis(100));
+    /// ```
+    pub fn backoff(mut self, max: Duration) -> Self {
+        self.knobs.backoff = max;
+        self
+    }
+
     /// How long the breaker stays open before it admits a probe (it goes half-open strictly
     /// after this much time). `Duration::ZERO` (the default) means 60 s. A policy may choose
     /// another duration for each open period ([`TripPolicy::open_duration`]).

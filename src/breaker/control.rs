@@ -11,6 +11,7 @@ use crate::forced::Forced;
 use crate::machine::{Change, Machine};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
+use crate::origin::Origin;
 use crate::policy::{Outcome, TripPolicy};
 
 use super::Breaker;
@@ -119,6 +120,26 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// ```
     pub fn trip_for(&self, open_for: Duration) {
         self.control(|m, now| m.trip_for(open_for, now));
+    }
+
+    /// A pool's judgement of this endpoint's breaker: opened for `open_for` (or its own next
+    /// open period) with `origin`; `down` keeps it out whatever the pool's cap. From closed
+    /// or half-open only; no effect while open or forced (`false`).
+    pub(crate) fn eject(&self, open_for: Option<Duration>, origin: Origin, down: bool) -> bool {
+        let mut ejected = false;
+        self.control(|m, now| {
+            let change = m.eject(open_for, origin, down, now);
+            ejected = change.is_some();
+            change
+        });
+        ejected
+    }
+
+    /// Whether this open period rests on the breaker's own evidence that its dependency is
+    /// down (a failed health check, a pool's judgement that it hangs): a pool keeps it out
+    /// whatever its cap.
+    pub(crate) fn is_down(&self) -> bool {
+        self.read(|m| m.is_down())
     }
 
     /// The forced mode in effect, if any: see [`force_open`](Breaker::force_open) and

@@ -130,6 +130,12 @@ impl<P, O> Builder<P, O> {
         self.knobs.name.is_empty()
     }
 
+    /// Whether the builder says nothing of its open period (no `timeout`, no `backoff`): a
+    /// pool then gives it the pool's backoff.
+    pub(crate) fn open_period_unset(&self) -> bool {
+        self.knobs.timeout.is_zero() && self.knobs.backoff.is_zero()
+    }
+
     /// The clock, as the registry shares it.
     pub(crate) fn clock_source(mut self, clock: ClockSource) -> Self {
         self.clock = Some(clock);

@@ -175,6 +175,7 @@ impl<P: TripPolicy> Machine<P> {
         self.totals.health_checks_failed += 1;
         let counts = *self.window.counts();
         self.expiry = self.expiry_of(State::Open, now);
+        self.down = true;
         self.totals.rejected_open += 1;
         let rearmed = Change {
             from: State::Open,

@@ -175,6 +175,12 @@ pub(crate) struct Machine<P> {
     /// `totals.failures` when the breaker last closed after being open (brpc's `RecentErr`
     /// counts from there).
     failures_at_recovery: u64,
+    /// Failed recoveries since the breaker last closed: the backoff's exponent.
+    failed_recoveries: u32,
+    /// Whether the breaker's own evidence says its dependency is down, for this open period:
+    /// a failed health check, or a pool's judgement that it hangs. A pool keeps such an
+    /// endpoint out whatever its isolation cap. Cleared by every state change.
+    down: bool,
     transitions: Transitions,
     /// The calls in flight, when there is a slow-call threshold (else always empty).
     in_flight: InFlight,
@@ -210,6 +216,8 @@ impl<P: TripPolicy> Machine<P> {
             latest: now,
             forced: None,
             failures_at_recovery: 0,
+            failed_recoveries: 0,
+            down: false,
             transitions: Transitions::default(),
             in_flight: InFlight::default(),
             lease: None,
@@ -728,7 +736,9 @@ impl<P: TripPolicy> Machine<P> {
         }
         if to == State::Closed {
             self.failures_at_recovery = self.totals.failures;
+            self.failed_recoveries = 0;
         }
+        self.down = false;
         self.start_generation(now, expiry);
         self.policy.on_state_change(from, to, now);
         let open_for =
@@ -757,7 +767,11 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed if self.rules.interval > 0 => now.saturating_add(self.rules.interval),
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
-                let timeout = Duration::from_nanos(self.rules.timeout);
+                if self.state != State::Closed {
+                    // Opening again before closing: a failed recovery.
+                    self.failed_recoveries = self.failed_recoveries.saturating_add(1);
+                }
+                let timeout = Duration::from_nanos(self.rules.backed_off(self.failed_recoveries));
                 let open_for = saturating_nanos(self.policy.open_duration(timeout, now));
                 now.saturating_add(open_for.min(self.rules.max_open))
             }

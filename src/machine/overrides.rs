@@ -90,6 +90,37 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
+    /// A pool's judgement of its endpoint (`origin`, an [`Origin::Ejected`]): from closed or
+    /// half-open, a change to open for `open_for` (an outlier's ejection time, at most the
+    /// longest open period) or, without one, for the breaker's own next open period (its
+    /// backoff included); `down` marks it out whatever the pool's cap, until its next state
+    /// change. Already open, or forced, nothing changes.
+    pub(crate) fn eject(
+        &mut self,
+        open_for: Option<Duration>,
+        origin: Origin,
+        down: bool,
+        now: Nanos,
+    ) -> Option<Change> {
+        self.latest = self.latest.max(now);
+        if self.forced.is_some() || self.state == State::Open {
+            return None;
+        }
+        let until = open_for.map(|d| {
+            now.saturating_add(saturating_nanos(d))
+                .min(now.saturating_add(self.rules.max_open))
+        });
+        let change = self.enter(State::Open, now, until, origin);
+        self.down = down;
+        Some(change)
+    }
+
+    /// Whether the breaker's own evidence says its dependency is down, this open period (a
+    /// failed health check, a pool's judgement that it hangs).
+    pub(crate) fn is_down(&self) -> bool {
+        self.down && self.state == State::Open
+    }
+
     /// Opens the machine now until at least `now + open_for` (an open period ending later is
     /// kept; at most the longest open period), then the usual half-open. No effect while forced: the override wins.
     pub(crate) fn trip_for(&mut self, open_for: Duration, now: Nanos) -> Option<Change> {

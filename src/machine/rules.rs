@@ -51,6 +51,9 @@ pub(crate) struct Rules {
     /// How long the probe slots of half-open may all be held (no probe admitted) before the
     /// next call that finds them taken starts the trial again; 0 means `timeout`.
     probe_timeout: Nanos,
+    /// The longest open period of the backoff (each failed recovery doubles the period from
+    /// `timeout`); 0 without a backoff.
+    pub(super) backoff: Nanos,
 }
 
 impl Rules {
@@ -100,6 +103,7 @@ impl Rules {
             probes_on_latency: false,
             check_timeout: 0,
             probe_timeout: 0,
+            backoff: 0,
         }
     }
 
@@ -126,6 +130,31 @@ impl Rules {
     pub(crate) fn probe_timeout(mut self, probe_timeout: Duration) -> Self {
         self.probe_timeout = saturating_nanos(probe_timeout);
         self
+    }
+
+    /// These rules, with each failed recovery doubling the open period from `timeout` up to
+    /// `max` (zero: no backoff; at most the longest open period).
+    pub(crate) fn backoff(mut self, max: Duration) -> Self {
+        self.backoff = saturating_nanos(max);
+        self
+    }
+
+    /// The open period after `failed` failed recoveries in a row: `timeout`, doubled for
+    /// each up to the backoff's maximum (never below `timeout`); `timeout` without a backoff.
+    pub(super) fn backed_off(&self, failed: u32) -> Nanos {
+        if self.backoff == 0 || failed == 0 {
+            return self.timeout;
+        }
+        let doubled = self
+            .timeout
+            .checked_shl(failed.min(63))
+            .unwrap_or(Nanos::MAX);
+        let doubled = if doubled >> failed.min(63) == self.timeout {
+            doubled
+        } else {
+            Nanos::MAX
+        };
+        doubled.min(self.backoff.max(self.timeout))
     }
 
     /// How long the probe slots may all be held before the next call takes them over.
@@ -211,6 +240,7 @@ impl From<&Knobs> for Rules {
         .dry_running(knobs.dry_run)
         .count_window(knobs.count_window)
         .probe_timeout(knobs.probe_timeout)
+        .backoff(knobs.backoff)
     }
 }
 

@@ -23,7 +23,7 @@ use crate::counts::{Counts, Totals};
 use crate::forced::Forced;
 use crate::state::State;
 
-pub use crate::origin::Origin;
+pub use crate::origin::{Ejection, Origin};
 
 mod fleet;
 mod history;

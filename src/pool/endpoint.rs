@@ -1,12 +1,16 @@
 //! [`Endpoint`]: one member of a pool, its breaker and its calls in flight.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::breaker::Breaker;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
+use crate::nanos::Nanos;
+use crate::outcome::Outcome;
+
+use super::outlier::EndpointRecord;
 use super::Shared;
 
 /// An endpoint: its key, its breaker, and how many picks of it are in flight.
@@ -15,6 +19,12 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) key: K,
     pub(super) breaker: Arc<Breaker<P, O>>,
     in_flight: AtomicUsize,
+    /// With a pool [`deadline`](super::Pool::deadline): when it last showed progress on
+    /// the pool's clock (a call came back other than failed, or one went out with none in
+    /// flight).
+    progress: AtomicU64,
+    /// What the pool's outlier detection keeps of it.
+    pub(super) outlier: EndpointRecord,
     /// The pool's counts and settings (held here, so that a pick clones nothing shared).
     pub(super) shared: Arc<Shared>,
 }
@@ -25,6 +35,8 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             key,
             breaker,
             in_flight: AtomicUsize::new(0),
+            progress: AtomicU64::new(0),
+            outlier: EndpointRecord::default(),
             shared,
         }
     }
@@ -40,15 +52,46 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// One more pick in flight.
+    /// One more pick in flight; with a deadline, one going out to an endpoint with none in
+    /// flight starts its wait for progress.
     #[inline]
     pub(super) fn start(&self) {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
+        if before == 0 && self.shared.deadline() != 0 {
+            self.progress
+                .fetch_max(self.shared.now(), Ordering::Relaxed);
+        }
     }
 
     /// A pick ended.
     #[inline]
     pub(super) fn end(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A pick's call came back with `outcome`, everything of it recorded: with a deadline,
+    /// anything but a failure is progress (the endpoint answered). Reads the pool's clock
+    /// only then (a user clock's panic continues from here, nothing left unrecorded).
+    #[inline]
+    pub(super) fn answered(&self, outcome: Outcome) {
+        if outcome != Outcome::Failure && outcome != Outcome::Fatal && self.shared.deadline() != 0 {
+            self.progress
+                .fetch_max(self.shared.now(), Ordering::Relaxed);
+        }
+    }
+
+    /// Its wait for progress starts again at `at` (the end of the open period it was
+    /// judged hung for).
+    pub(super) fn restart_progress(&self, at: Nanos) {
+        self.progress.fetch_max(at, Ordering::Relaxed);
+    }
+
+    /// Whether it hangs at `now`: calls in flight, and none came back (other than failed)
+    /// for `deadline` since one went out to it idle or since the last that did: its oldest
+    /// call in flight is then older than the deadline.
+    #[inline]
+    pub(super) fn hangs(&self, now: Nanos, deadline: Nanos) -> bool {
+        self.in_flight() > 0
+            && now.saturating_sub(self.progress.load(Ordering::Relaxed)) >= deadline
     }
 }

@@ -88,6 +88,7 @@
 
 mod choose;
 mod endpoint;
+mod outlier;
 mod pick;
 mod picking;
 
@@ -95,6 +96,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -103,19 +105,27 @@ use crate::breaker::gate::{self, Ready};
 use crate::breaker::{Breaker, Builder};
 use crate::clock::{Clock, ClockSource};
 use crate::error::Rejected;
-use crate::observe::Observer;
+use crate::nanos::{saturating_nanos, Nanos};
+use crate::observe::{Ejection, Observer};
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 use crate::snapshot::Snapshot;
 use crate::state::State;
 
 pub use choose::Balance;
 pub use endpoint::Endpoint;
+pub use outlier::{OutlierDetection, Spread};
 pub use pick::HandingPick;
 pub use pick::Pick;
 // For the tower service over the pool.
 pub use picking::Choice;
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
+use outlier::Detector;
+
+/// A pool's endpoints open for 100 ms at first ([`Pool::open_backoff`])…
+const DEFAULT_OPEN: Duration = Duration::from_millis(100);
+/// …doubling with each failed recovery up to 30 s.
+const DEFAULT_OPEN_MAX: Duration = Duration::from_secs(30);
 
 /// Builds an endpoint's breaker, for its key.
 type Factory<K, P, O> = Box<dyn Fn(&K) -> Builder<P, O> + Send + Sync>;
@@ -140,6 +150,10 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     /// The pool's health check, given to each endpoint's breaker with its key.
     check: Option<WithCheck<K, P, O>>,
     clock: Option<ClockSource>,
+    /// The open period given to endpoints whose builders set none: first, longest.
+    open_backoff: Option<(Duration, Duration)>,
+    /// Outlier detection, if attached.
+    detector: Option<Detector>,
     max_isolated: f64,
     balance: Balance,
     /// The round-robin cursor.
@@ -150,10 +164,39 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 }
 
 /// What a pool's picks share with it: its counts and the settings a report reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) stats: Stats,
     pub(crate) overload_isolates: AtomicBool,
+    /// The pool's deadline in nanoseconds ([`Pool::deadline`]); 0 without one.
+    deadline: AtomicU64,
+    /// The pool's clock: its intervals, its deadline.
+    clock: ClockSource,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self {
+            stats: Stats::default(),
+            overload_isolates: AtomicBool::new(false),
+            deadline: AtomicU64::new(0),
+            clock: ClockSource::default_for(false),
+        }
+    }
+}
+
+impl Shared {
+    /// The pool's deadline in nanoseconds; 0 without one.
+    #[inline]
+    pub(crate) fn deadline(&self) -> Nanos {
+        self.deadline.load(Ordering::Relaxed)
+    }
+
+    /// The pool's clock's reading.
+    #[inline]
+    pub(crate) fn now(&self) -> Nanos {
+        self.clock.now()
+    }
 }
 
 /// What a pool counts itself (its breakers count the rest).
@@ -164,6 +207,22 @@ pub(crate) struct Stats {
     pub(crate) over_cap_failures: AtomicU64,
     pub(crate) no_endpoint: AtomicU64,
     pub(crate) overloaded: AtomicU64,
+    pub(crate) outliers_detected: AtomicU64,
+    pub(crate) ejected_success_rate: AtomicU64,
+    pub(crate) ejected_failure_percentage: AtomicU64,
+    pub(crate) ejected_hung: AtomicU64,
+}
+
+impl Stats {
+    /// Counts an ejection for `reason`.
+    pub(crate) fn ejected(&self, reason: Ejection) {
+        let counter = match reason {
+            Ejection::SuccessRate => &self.ejected_success_rate,
+            Ejection::FailurePercentage => &self.ejected_failure_percentage,
+            _ => &self.ejected_hung,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// What a pool did so far beyond its breakers' own counts ([`Pool::stats`]).
@@ -180,6 +239,15 @@ pub struct PoolStats {
     pub no_endpoint: u64,
     /// Picks reported [overloaded](Pick::overloaded).
     pub overloaded: u64,
+    /// Outliers found by [outlier detection](Pool::outlier_detection), ejected or not (the
+    /// enforcement's draw, the cap).
+    pub outliers_detected: u64,
+    /// Ejections for a success rate below the peers'.
+    pub ejected_success_rate: u64,
+    /// Ejections for a failure percentage at the threshold.
+    pub ejected_failure_percentage: u64,
+    /// Endpoints judged hung at pick time ([`Pool::deadline`]).
+    pub ejected_hung: u64,
 }
 
 /// A pool as it stood ([`Pool::snapshot`]).
@@ -190,6 +258,8 @@ pub struct PoolSnapshot<K> {
     pub endpoints: Vec<EndpointSnapshot<K>>,
     /// How many endpoints are isolated: their breakers open (or forced open).
     pub isolated: usize,
+    /// Of those, how many are ejected now by the pool's own judgement (an outlier, a hang).
+    pub ejected: usize,
     /// Picks in flight, all endpoints together.
     pub in_flight: usize,
     /// The pool's own counts.
@@ -206,6 +276,15 @@ pub struct EndpointSnapshot<K> {
     pub snapshot: Snapshot,
     /// Its picks in flight.
     pub in_flight: usize,
+    /// The ejection running now, if the pool ejected it ([`Pool::outlier_detection`],
+    /// [`Pool::deadline`]) and its ejection time is not over.
+    pub ejected: Option<Ejection>,
+    /// Its ejection multiplier: one more for each outlier ejection, one less for each
+    /// interval in rotation (its next ejection lasts `base_ejection` × one more than this).
+    pub ejections: u32,
+    /// Whether it is out on its own evidence (a failed health check, a hang), whatever the
+    /// cap.
+    pub down: bool,
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
@@ -224,6 +303,8 @@ where
             factory: Box::new(factory),
             check: None,
             clock: None,
+            open_backoff: Some((DEFAULT_OPEN, DEFAULT_OPEN_MAX)),
+            detector: None,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
@@ -237,7 +318,50 @@ where
     /// its first endpoint.
     #[must_use]
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
-        self.clock = Some(ClockSource::of(clock));
+        let clock = ClockSource::of(clock);
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.clock = clock.clone();
+        }
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Judges each endpoint against its peers every interval, and ejects the outliers: see
+    /// [`OutlierDetection`]. The first pick after each interval evaluates it; nothing runs
+    /// in between. A setting for building the pool.
+    #[must_use]
+    pub fn outlier_detection(mut self, detection: OutlierDetection) -> Self {
+        self.detector = Some(Detector::new(detection));
+        self
+    }
+
+    /// The deadline of the pool's calls (none by default): an endpoint with calls in flight
+    /// of which none came back (other than failed) for this long since one went out to it
+    /// idle, or since the last that did, hangs: its oldest call in flight is older than the
+    /// deadline, and nothing it answers shows it alive. The next pick that looks at it
+    /// judges it so (brpc's `E1008`, with no timer): its breaker opens
+    /// ([`Origin::Ejected`](crate::observe::Origin) with [`Ejection::Hung`]) for its next
+    /// open period, and it is out whatever the [cap](Pool::max_isolated), as a node whose
+    /// health check failed is. Give the deadline your calls have (a client timeout); zero
+    /// means none. Reads the pool's clock at each pick and at each answer.
+    #[must_use]
+    pub fn deadline(self, deadline: Duration) -> Self {
+        self.shared
+            .deadline
+            .store(saturating_nanos(deadline), Ordering::Relaxed);
+        self
+    }
+
+    /// The open period of the endpoints whose builders set neither a
+    /// [`timeout`](Builder::timeout) nor a [`backoff`](Builder::backoff): `first`, doubled
+    /// with each failed recovery (a failed probe, a failed health check) up to `longest`,
+    /// starting over once the endpoint's breaker closes: brpc's isolation, where a lone
+    /// breaker's 60 s would keep a recovered endpoint out for a minute. 100 ms to 30 s by
+    /// default; `first` zero gives them the breaker's own default (60 s). A setting for
+    /// building the pool, before its first endpoint.
+    #[must_use]
+    pub fn open_backoff(mut self, first: Duration, longest: Duration) -> Self {
+        self.open_backoff = (!first.is_zero()).then_some((first, longest.max(first)));
         self
     }
 
@@ -433,14 +557,26 @@ where
     /// it: an open period that is over reads half-open) and picks in flight, and how many
     /// are isolated. Read without moving any breaker, as [`Breaker::snapshot`] is.
     pub fn snapshot(&self) -> PoolSnapshot<K> {
+        let now = self.shared.now();
         let endpoints: Vec<EndpointSnapshot<K>> = self
             .endpoints
             .load()
             .iter()
-            .map(|e| EndpointSnapshot {
-                key: e.key.clone(),
-                snapshot: e.breaker.snapshot(),
-                in_flight: e.in_flight(),
+            .map(|e| {
+                let snapshot = e.breaker.snapshot();
+                let open = snapshot.state == State::Open;
+                EndpointSnapshot {
+                    key: e.key.clone(),
+                    in_flight: e.in_flight(),
+                    ejected: e
+                        .outlier
+                        .last_ejection(now)
+                        .filter(|(_, running)| *running && open)
+                        .map(|(reason, _)| reason),
+                    ejections: e.outlier.multiplier(),
+                    down: open && e.breaker.is_down(),
+                    snapshot,
+                }
             })
             .collect();
         PoolSnapshot {
@@ -448,6 +584,7 @@ where
                 .iter()
                 .filter(|e| e.snapshot.state == State::Open)
                 .count(),
+            ejected: endpoints.iter().filter(|e| e.ejected.is_some()).count(),
             in_flight: endpoints.iter().map(|e| e.in_flight).sum(),
             endpoints,
             stats: self.stats(),
@@ -466,6 +603,11 @@ where
         }
         if let Some(with_check) = &self.check {
             builder = with_check(&key, builder);
+        }
+        if let Some((first, longest)) = self.open_backoff {
+            if builder.open_period_unset() {
+                builder = builder.timeout(first).backoff(longest);
+            }
         }
         Arc::new(Endpoint::new(
             key,
@@ -486,6 +628,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             over_cap_failures: n(&s.over_cap_failures),
             no_endpoint: n(&s.no_endpoint),
             overloaded: n(&s.overloaded),
+            outliers_detected: n(&s.outliers_detected),
+            ejected_success_rate: n(&s.ejected_success_rate),
+            ejected_failure_percentage: n(&s.ejected_failure_percentage),
+            ejected_hung: n(&s.ejected_hung),
         }
     }
 

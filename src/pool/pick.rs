@@ -149,6 +149,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             if let Some(permit) = self.permit.take() {
                 permit.record(outcome);
             }
+            self.endpoint.answered(outcome);
         }
     }
 }
@@ -184,6 +185,7 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
             if let Some(mut permit) = self.permit.take() {
                 permit.report_open_for(outcome, open_for);
             }
+            self.endpoint.answered(outcome);
         }
     }
 

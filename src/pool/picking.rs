@@ -15,6 +15,8 @@ use super::choose::{allowed_isolated, random, stride, Balance};
 use super::endpoint::Endpoint;
 use super::pick::Pick;
 use super::{Endpoints, Pool};
+use crate::nanos::Nanos;
+use crate::origin::{Ejection, Origin};
 
 /// The most health checks one [`Pool::pick_async`] runs before it settles for a pick that
 /// runs none.
@@ -95,6 +97,22 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         if n == 0 {
             return Err(self.no_endpoint(None));
         }
+        // The pool's own judgements, each only when asked for: an interval of outlier
+        // detection that ended, a call in flight past the deadline.
+        let deadline = self.shared.deadline();
+        let now = if self.detector.is_some() || deadline != 0 {
+            let now = self.shared.now();
+            if let Some(detector) = &self.detector {
+                if detector.due(now) {
+                    let allowed = allowed_isolated(n, self.max_isolated);
+                    detector.evaluate(&endpoints, allowed, now, &self.shared.stats);
+                }
+            }
+            now
+        } else {
+            0
+        };
+        let judge = Judge { now, deadline };
         let r = random();
         let (first, second) = match self.balance {
             Balance::PowerOfTwo => {
@@ -118,6 +136,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         // The less loaded of the two first; its twin if it is full. An isolated endpoint
         // among them sends the pick to the full walk, which knows the cap.
         for i in [first, second] {
+            if judge.hung(&endpoints[i]) {
+                break;
+            }
             match gate::ready(&endpoints[i].breaker) {
                 Ready::Passes => {
                     if let Some(choice) = admit(&endpoints[i], checking) {
@@ -128,7 +149,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 Ready::Rejected(_) => {}
             }
         }
-        self.choose_slow(&endpoints, r, checking)
+        self.choose_slow(&endpoints, r, checking, judge)
     }
 
     /// Every endpoint, from a random start with a coprime stride: counted first (no
@@ -141,27 +162,28 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         endpoints: &Endpoints<K, P, O>,
         r: u64,
         checking: bool,
+        judge: Judge,
     ) -> Result<Choice<K, P, O>, Rejected> {
         let n = endpoints.len();
         let walk = || walk(endpoints, r);
         let (mut admitting, mut isolated) = (0usize, 0usize);
         let mut earliest: Option<Duration> = None;
         for endpoint in walk() {
-            match look(endpoint, checking) {
+            match look(endpoint, checking, judge) {
                 Look::Admits => admitting += 1,
                 Look::Isolated(retry_after) => {
                     isolated += 1;
                     earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
                 }
                 Look::Checked(choice) => return Ok(choice),
-                Look::Checking(wait) => {
+                Look::Checking(wait) | Look::Down(wait) => {
                     earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
                 }
                 Look::Out => {}
             }
         }
         if isolated > allowed_isolated(n, self.max_isolated) {
-            return self.choose_over_cap(endpoints, r, checking);
+            return self.choose_over_cap(endpoints, r, checking, judge);
         }
         if admitting > 0 {
             // Two of the admitting endpoints by their rank in the walk, the less loaded
@@ -208,17 +230,18 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         endpoints: &Endpoints<K, P, O>,
         r: u64,
         checking: bool,
+        judge: Judge,
     ) -> Result<Choice<K, P, O>, Rejected> {
         let n = endpoints.len();
         let mut admitting = Vec::new();
         let mut isolated = Vec::new();
         let mut checking_wait: Option<Duration> = None;
         for endpoint in walk(endpoints, r) {
-            match look(endpoint, checking) {
+            match look(endpoint, checking, judge) {
                 Look::Admits => admitting.push(endpoint),
                 Look::Isolated(retry_after) => isolated.push((retry_after, endpoint)),
                 Look::Checked(choice) => return Ok(choice),
-                Look::Checking(wait) => {
+                Look::Checking(wait) | Look::Down(wait) => {
                     checking_wait = Some(checking_wait.map_or(wait, |w| w.min(wait)));
                 }
                 Look::Out => {}
@@ -299,6 +322,9 @@ enum Look<K, P: TripPolicy, O: Observer> {
     /// Its check runs in another call, settled or taken over within this long: out of this
     /// pick, but a time to retry after.
     Checking(Duration),
+    /// Isolated by its own evidence (a failed health check, a hang): out whatever the cap,
+    /// open for this much longer (or waiting for a check, as [`Look::Isolated`]).
+    Down(Duration),
     /// Its check was due, and this pick won it (or the breaker moved on and admitted it).
     Checked(Choice<K, P, O>),
     /// Forced open by an operator, a check under way, or full: out, and not the pool's to
@@ -311,14 +337,63 @@ enum Look<K, P: TripPolicy, O: Observer> {
 fn look<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
     checking: bool,
+    judge: Judge,
 ) -> Look<K, P, O> {
+    judge.hung(endpoint);
     match gate::ready(&endpoint.breaker) {
         Ready::Passes => Look::Admits,
+        Ready::Rejected(Rejected::Open { retry_after }) if endpoint.breaker.is_down() => {
+            Look::Down(retry_after)
+        }
         Ready::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
         Ready::CheckDue if checking => check(endpoint).map_or(Look::Out, Look::Checked),
+        Ready::CheckDue if endpoint.breaker.is_down() => Look::Down(check_wait(endpoint)),
         Ready::CheckDue => Look::Isolated(check_wait(endpoint)),
         Ready::Rejected(Rejected::Checking) => Look::Checking(check_wait(endpoint)),
         Ready::Rejected(_) => Look::Out,
+    }
+}
+
+/// What a pick judges of an endpoint itself: whether it hangs (with a deadline), at the
+/// reading of the pool's clock the pick took.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Judge {
+    now: Nanos,
+    /// The pool's deadline; 0 without one.
+    deadline: Nanos,
+}
+
+impl Judge {
+    /// Whether `endpoint` hangs (see [`Pool::deadline`]): then it is judged so now, its
+    /// breaker opened for its next open period, down (out whatever the cap), and counted;
+    /// it is not judged again before a deadline has passed since that period ends.
+    #[inline]
+    fn hung<K, P: TripPolicy, O: Observer>(self, endpoint: &Endpoint<K, P, O>) -> bool {
+        if self.deadline == 0 || !endpoint.hangs(self.now, self.deadline) {
+            return false;
+        }
+        judge_hung(endpoint, self.now);
+        true
+    }
+}
+
+/// Judges `endpoint` hung at `now`.
+#[cold]
+#[inline(never)]
+fn judge_hung<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>, now: Nanos) {
+    let ejection = Origin::Ejected(Ejection::Hung);
+    let ejected = endpoint.breaker.eject(None, ejection, true);
+    // Whatever opened it, it is not judged again before its open period is over and a
+    // deadline has passed: a call that goes out then (a probe) gets its deadline.
+    let open_for = match gate::ready(&endpoint.breaker) {
+        Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
+        _ => Duration::ZERO,
+    };
+    let until = now.saturating_add(crate::nanos::saturating_nanos(open_for));
+    endpoint.restart_progress(until);
+    if ejected {
+        endpoint.outlier.ejected(Ejection::Hung, until);
+        endpoint.shared.stats.ejected(Ejection::Hung);
     }
 }
 

@@ -19,6 +19,7 @@ mod half_open;
 mod health_check;
 mod manual;
 mod origin;
+mod outlier;
 mod panics;
 mod pool;
 mod probe_timeout;

@@ -248,7 +248,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 13] = [
+static KNOB_FIELDS: [Field<Settings>; 14] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -283,6 +283,9 @@ static KNOB_FIELDS: [Field<Settings>; 13] = [
     Field::optional("probe_timeout", |s, v, p| {
         set(&mut s.knobs.probe_timeout, duration(v, p))
     }),
+    Field::optional("backoff", |s, v, p| {
+        set(&mut s.knobs.backoff, duration(v, p))
+    }),
     Field::optional("throttle", |s, v, p| {
         set(&mut s.knobs.throttle, throttle(v, p).map(Some))
     }),
@@ -302,7 +305,7 @@ static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `throttle`, `policy`, \
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `throttle`, `policy`, \
         `open_duration`",
     missing: "",
 };
@@ -313,7 +316,7 @@ static KNOBS_ONLY: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `throttle`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `throttle`",
     missing: "",
 };
 

@@ -1,0 +1,234 @@
+//! The detector at run time: when an interval's judgement is due (read by every pick), the
+//! one evaluation that runs it, and what each endpoint keeps of its ejections.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::breaker::gate::{self, Ready};
+use crate::error::Rejected;
+use crate::nanos::{saturating_nanos, Nanos};
+use crate::observe::Observer;
+use crate::origin::{Ejection, Origin};
+use crate::policy::TripPolicy;
+use crate::throttle::Draws;
+
+use super::super::endpoint::Endpoint;
+use super::super::Stats;
+use super::judge::{outliers, Tally};
+use super::OutlierDetection;
+
+/// A pool's outlier detection: its settings and where its intervals stand.
+#[derive(Debug)]
+pub(crate) struct Detector {
+    pub(crate) settings: OutlierDetection,
+    /// The end of the current interval on the pool's clock; 0 before the first pick.
+    next: AtomicU64,
+    /// Held by the one pick that evaluates (the others go on without waiting): how many
+    /// evaluations ran, for the enforcement's draws.
+    evaluations: Mutex<u64>,
+    draws: Draws,
+}
+
+/// What an endpoint keeps for its pool's outlier detection (touched only by evaluations,
+/// which are serialised, and read by snapshots).
+#[derive(Debug, Default)]
+pub(crate) struct EndpointRecord {
+    /// Its breaker's lifetime successes and failures at the last evaluation.
+    seen_successes: AtomicU64,
+    seen_failures: AtomicU64,
+    /// The ejection multiplier: one more for each ejection, one less for each interval in
+    /// rotation.
+    multiplier: AtomicU32,
+    /// When its last ejection ends, on the pool's clock (0: never ejected).
+    ejected_until: AtomicU64,
+    /// Why it was last ejected: 0 never, else [`Ejection`] as [`reason_code`].
+    reason: AtomicU8,
+}
+
+fn reason_code(reason: Ejection) -> u8 {
+    match reason {
+        Ejection::SuccessRate => 1,
+        Ejection::FailurePercentage => 2,
+        _ => 3,
+    }
+}
+
+impl EndpointRecord {
+    /// Its ejection multiplier now.
+    pub(crate) fn multiplier(&self) -> u32 {
+        self.multiplier.load(Ordering::Relaxed)
+    }
+
+    /// Its last ejection's reason, and whether that ejection still runs at `now`.
+    pub(crate) fn last_ejection(&self, now: Nanos) -> Option<(Ejection, bool)> {
+        let reason = match self.reason.load(Ordering::Relaxed) {
+            0 => return None,
+            1 => Ejection::SuccessRate,
+            2 => Ejection::FailurePercentage,
+            _ => Ejection::Hung,
+        };
+        Some((reason, now < self.ejected_until.load(Ordering::Relaxed)))
+    }
+
+    /// Notes an ejection for `reason` until `until`.
+    pub(crate) fn ejected(&self, reason: Ejection, until: Nanos) {
+        self.reason.store(reason_code(reason), Ordering::Relaxed);
+        self.ejected_until.store(until, Ordering::Relaxed);
+    }
+}
+
+impl Detector {
+    pub(crate) fn new(settings: OutlierDetection) -> Self {
+        let draws = Draws::new(settings.seed);
+        Self {
+            settings,
+            next: AtomicU64::new(0),
+            evaluations: Mutex::new(0),
+            draws,
+        }
+    }
+
+    /// Whether an interval ended by `now` (or none began yet): a pick then evaluates.
+    #[inline]
+    pub(crate) fn due(&self, now: Nanos) -> bool {
+        now >= self.next.load(Ordering::Relaxed)
+    }
+
+    /// Judges the interval (or intervals) that ended by `now`, if no other pick does it
+    /// already: each endpoint's results since the last evaluation, read from its breaker's
+    /// totals (what the pool already counts: nothing more on the hot path); the outliers
+    /// ejected within the cap `allowed`, by the enforcement's draw; the multipliers of the
+    /// endpoints in rotation shrunk, once per interval that ended.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn evaluate<K, P: TripPolicy, O: Observer>(
+        &self,
+        endpoints: &[Arc<Endpoint<K, P, O>>],
+        allowed: usize,
+        now: Nanos,
+        stats: &Stats,
+    ) {
+        let Some(mut evaluations) = self.evaluations.try_lock() else {
+            return;
+        };
+        let next = self.next.load(Ordering::Relaxed);
+        if now < next {
+            return; // another pick evaluated meanwhile
+        }
+        let interval = saturating_nanos(self.settings.interval).max(1);
+        let tallies: Vec<Tally> = endpoints.iter().map(|e| tally(&e.outlier)).collect();
+        let tallies: Vec<Tally> = endpoints
+            .iter()
+            .zip(tallies)
+            .map(|(e, seen)| e.outlier_tally(seen))
+            .collect();
+        if next == 0 {
+            // The first pick starts the first interval: nothing to judge yet.
+            self.next
+                .store(now.saturating_add(interval).max(1), Ordering::Relaxed);
+            return;
+        }
+        let elapsed = (now - next) / interval + 1;
+        self.next.store(
+            next.saturating_add(elapsed.saturating_mul(interval)),
+            Ordering::Relaxed,
+        );
+        *evaluations += 1;
+        let evaluation = *evaluations;
+
+        let found = outliers(
+            &tallies,
+            self.settings.success_rate.as_ref(),
+            self.settings.spread,
+            self.settings.failure_percentage.as_ref(),
+        );
+        let mut isolated = endpoints.iter().filter(|e| passively_isolated(e)).count();
+        let mut ejected_now = vec![false; endpoints.len()];
+        for (i, reason) in found {
+            stats.outliers_detected.fetch_add(1, Ordering::Relaxed);
+            let enforced =
+                self.draws.at(evaluation, i as u64) * 100.0 < f64::from(self.settings.enforcement);
+            if !enforced || isolated >= allowed {
+                continue;
+            }
+            let endpoint = &endpoints[i];
+            if gate::ready(&endpoint.breaker) != Ready::Passes {
+                continue; // isolated since the interval ended
+            }
+            let record = &endpoint.outlier;
+            let multiplier = record.multiplier().saturating_add(1);
+            let ejection = self.settings.ejection_time(multiplier);
+            if !endpoint
+                .breaker
+                .eject(Some(ejection), Origin::Ejected(reason), false)
+            {
+                continue; // opened (or forced) meanwhile
+            }
+            record.multiplier.store(multiplier, Ordering::Relaxed);
+            record.ejected(reason, now.saturating_add(saturating_nanos(ejection)));
+            ejected_now[i] = true;
+            isolated += 1;
+            stats.ejected(reason);
+        }
+        // The multipliers of the endpoints in rotation shrink, once per interval that
+        // ended with them in rotation (an ejection that ended at a boundary still counts
+        // there, as in Envoy, which returns an endpoint after shrinking the others).
+        for (endpoint, ejected) in endpoints.iter().zip(ejected_now) {
+            if ejected {
+                continue;
+            }
+            let record = &endpoint.outlier;
+            let until = record.ejected_until.load(Ordering::Relaxed);
+            let before = if until < next {
+                0
+            } else {
+                (until - next) / interval + 1
+            };
+            let shrink = u32::try_from(elapsed.saturating_sub(before)).unwrap_or(u32::MAX);
+            let m = record.multiplier();
+            record
+                .multiplier
+                .store(m.saturating_sub(shrink), Ordering::Relaxed);
+        }
+    }
+}
+
+/// What an endpoint's record saw at the last evaluation.
+fn tally(record: &EndpointRecord) -> Tally {
+    Tally {
+        successes: record.seen_successes.load(Ordering::Relaxed),
+        failures: record.seen_failures.load(Ordering::Relaxed),
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
+    /// Its results since `seen` (the totals of the last evaluation), the record moved on.
+    fn outlier_tally(&self, seen: Tally) -> Tally {
+        let totals = self.breaker.totals();
+        self.outlier
+            .seen_successes
+            .store(totals.successes, Ordering::Relaxed);
+        self.outlier
+            .seen_failures
+            .store(totals.failures, Ordering::Relaxed);
+        Tally {
+            successes: totals.successes.saturating_sub(seen.successes),
+            failures: totals.failures.saturating_sub(seen.failures),
+        }
+    }
+}
+
+/// Whether `endpoint` is isolated by the traffic's judgement (its breaker open, an
+/// ejection), which the cap bounds: not one that is down by its own evidence (a failed
+/// health check, a hang), which is out whatever the cap.
+fn passively_isolated<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> bool {
+    match gate::ready(&endpoint.breaker) {
+        Ready::Passes => false,
+        Ready::CheckDue | Ready::Rejected(Rejected::Open { .. } | Rejected::Checking) => {
+            !endpoint.breaker.is_down()
+        }
+        Ready::Rejected(_) => false,
+    }
+}

@@ -1,0 +1,283 @@
+//! [`OutlierDetection`]: a pool judges each endpoint against its peers, as Envoy and gRPC
+//! (A50) do, at pick time. See [`Pool::outlier_detection`](super::Pool::outlier_detection).
+
+mod detector;
+mod judge;
+
+use std::time::Duration;
+
+pub(crate) use detector::{Detector, EndpointRecord};
+
+/// Outlier detection for a [`Pool`](super::Pool): every `interval`, each endpoint's
+/// successes and failures in it are compared with its peers', and an outlier is ejected:
+/// its breaker opened for an ejection time, with [`Origin::Ejected`](crate::observe::Origin)
+/// and the reason. Attached with [`Pool::outlier_detection`](super::Pool::outlier_detection).
+///
+/// Two detectors, each off until asked for:
+///
+/// - [`success_rate`](Self::success_rate): among the endpoints with at least
+///   `request_volume` results in the interval, if there are at least `minimum_hosts` of
+///   them, an endpoint whose success rate is below `mean − stdev_factor × σ` (Envoy's
+///   default 1.9, 5, 100; [`Spread::MedianAbsoluteDeviation`] for a robust spread);
+/// - [`failure_percentage`](Self::failure_percentage): among the same kind of endpoints, one
+///   whose failures reach `threshold_percent` of its results (Envoy's 85, 5, 50).
+///
+/// Successes and failures count; exclusions and overload answers do not (they are not the
+/// endpoint's fault). An ejection lasts `base_ejection` × a multiplier that grows by one with
+/// each ejection and shrinks by one with each interval the endpoint spends in rotation,
+/// at most `max_ejection` (or `base_ejection`, if longer). Ejections stop at the pool's
+/// [isolation cap](super::Pool::max_isolated), counting every endpoint isolated for any
+/// reason; [`enforcement`](Self::enforcement) ejects a percentage of the outliers found
+/// (0: detect and report only, a dry run).
+///
+/// # Zero timers
+///
+/// Nothing sweeps. The first pick after an interval's end evaluates it (intervals that went
+/// by without a pick are caught up at once: their results judged together, the multipliers
+/// shrunk once per interval); picks that arrive meanwhile do not wait for it. An ejected
+/// endpoint is back at the first pick after its ejection time (its breaker's open period),
+/// through its breaker's half-open probes (and its health check, if it has one), not at the
+/// next interval as in Envoy.
+///
+/// # Where it differs from Envoy and gRPC
+///
+/// - The cap is the pool's [`max_isolated`](super::Pool::max_isolated) (half by default,
+///   at least one endpoint), shared with the breakers: Envoy's `max_ejection_percent`
+///   (10 % by default) counts ejections alone.
+/// - The failure percentage ejects at or above the threshold (Envoy; gRPC ejects above it).
+/// - One [`enforcement`](Self::enforcement) for both detectors (Envoy's
+///   `enforcing_failure_percentage` defaults to 0, gRPC's to 100: here a detector asked for
+///   enforces, unless told otherwise); its draws come from [`seed`](Self::seed), so that a
+///   replay ejects the same endpoints.
+/// - A returning endpoint goes through its breaker's probes, so a still-failing one is out
+///   again after one call rather than after the next interval.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::pool::{Balance, OutlierDetection, Pool};
+/// use lazybreaker::{Breaker, ManualClock, State};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let pool = Pool::new(|_: &u32| Breaker::builder()) // 5 failures in a row trip a breaker
+///     .clock(clock.clone())
+///     .balance(Balance::RoundRobin)
+///     .outlier_detection(
+///         OutlierDetection::new()
+///             .interval(Duration::from_secs(10))
+///             .success_rate(1.9, 5, 100),
+///     );
+/// pool.set(1..=5);
+/// // 200 calls to each endpoint; endpoint 5 fails every other one: never 5 in a row.
+/// for i in 0..1_000 {
+///     let pick = pool.pick().unwrap();
+///     if *pick.key() == 5 && i % 2 == 0 { pick.failure() } else { pick.success() }
+/// }
+/// clock.advance(Duration::from_secs(10));
+/// // The first pick after the interval judges it: 5 is out for 30 s.
+/// for _ in 0..8 {
+///     assert_ne!(*pool.pick().unwrap().key(), 5);
+/// }
+/// assert_eq!(pool.breaker(&5).unwrap().state(), State::Open);
+/// assert_eq!(pool.stats().ejected_success_rate, 1);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutlierDetection {
+    pub(crate) interval: Duration,
+    pub(crate) base_ejection: Duration,
+    pub(crate) max_ejection: Duration,
+    pub(crate) success_rate: Option<SuccessRate>,
+    pub(crate) failure_percentage: Option<FailurePercentage>,
+    pub(crate) spread: Spread,
+    pub(crate) enforcement: u32,
+    pub(crate) seed: u64,
+}
+
+/// How the success-rate detector measures the spread of its endpoints' rates.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
+pub enum Spread {
+    /// Envoy's and gRPC's: outliers below `mean − stdev_factor × σ`. Masks the outliers
+    /// once about a third of the endpoints fail (they pull the mean down and σ up), and
+    /// ejects a healthy endpoint when σ is tiny (every rate near 100 %: Envoy #18752).
+    #[default]
+    StandardDeviation,
+    /// Robust: outliers below `median − max(factor × 1.4826 × MAD, min_difference)`, the
+    /// median absolute deviation standing in for σ (1.4826 makes it σ for normal rates).
+    /// The median ignores up to half of the endpoints failing, and `min_difference` (in
+    /// percentage points) keeps a healthy endpoint in when every rate is near 100 %.
+    MedianAbsoluteDeviation {
+        /// How many deviations below the median an outlier is (3 is a common choice).
+        factor: f64,
+        /// The least difference from the median, in percentage points, that makes an
+        /// outlier.
+        min_difference: f64,
+    },
+}
+
+/// The success-rate detector's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SuccessRate {
+    pub(crate) stdev_factor: f64,
+    pub(crate) minimum_hosts: usize,
+    pub(crate) request_volume: u64,
+}
+
+/// The failure-percentage detector's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct FailurePercentage {
+    pub(crate) threshold: f64,
+    pub(crate) minimum_hosts: usize,
+    pub(crate) request_volume: u64,
+}
+
+impl Default for OutlierDetection {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OutlierDetection {
+    /// Envoy's timings (an interval of 10 s, ejections of 30 s backing off to 300 s), no
+    /// detector yet: add [`success_rate`](Self::success_rate),
+    /// [`failure_percentage`](Self::failure_percentage), or both.
+    pub fn new() -> Self {
+        Self {
+            interval: Duration::from_secs(10),
+            base_ejection: Duration::from_secs(30),
+            max_ejection: Duration::from_secs(300),
+            success_rate: None,
+            failure_percentage: None,
+            spread: Spread::StandardDeviation,
+            enforcement: 100,
+            seed: 0,
+        }
+    }
+
+    /// How often the endpoints are judged (10 s by default; zero means the default).
+    #[must_use]
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = if interval.is_zero() {
+            Duration::from_secs(10)
+        } else {
+            interval
+        };
+        self
+    }
+
+    /// The first ejection's time (30 s by default), multiplied by the endpoint's ejection
+    /// count for the next ones.
+    #[must_use]
+    pub fn base_ejection(mut self, base_ejection: Duration) -> Self {
+        self.base_ejection = base_ejection;
+        self
+    }
+
+    /// The longest ejection (300 s by default; `base_ejection` if that is longer).
+    #[must_use]
+    pub fn max_ejection(mut self, max_ejection: Duration) -> Self {
+        self.max_ejection = max_ejection;
+        self
+    }
+
+    /// Ejects an endpoint whose success rate is below its peers' mean less `stdev_factor`
+    /// standard deviations (Envoy's `success_rate_stdev_factor` / 1000: 1.9), judged among
+    /// the endpoints with at least `request_volume` results in the interval (100), when
+    /// there are at least `minimum_hosts` of them (5). A factor that is not a finite
+    /// positive number means 1.9.
+    #[must_use]
+    pub fn success_rate(
+        mut self,
+        stdev_factor: impl Into<f64>,
+        minimum_hosts: usize,
+        request_volume: u64,
+    ) -> Self {
+        let factor = stdev_factor.into();
+        self.success_rate = Some(SuccessRate {
+            stdev_factor: if factor.is_finite() && factor > 0.0 {
+                factor
+            } else {
+                1.9
+            },
+            minimum_hosts,
+            request_volume,
+        });
+        self
+    }
+
+    /// The success-rate detector's spread ([`Spread::StandardDeviation`], Envoy's, by
+    /// default); it takes effect with [`success_rate`](Self::success_rate), before or after.
+    #[must_use]
+    pub fn spread(mut self, spread: Spread) -> Self {
+        self.spread = match spread {
+            Spread::MedianAbsoluteDeviation {
+                factor,
+                min_difference,
+            } => Spread::MedianAbsoluteDeviation {
+                factor: if factor.is_finite() && factor >= 0.0 {
+                    factor
+                } else {
+                    3.0
+                },
+                min_difference: if min_difference.is_finite() && min_difference >= 0.0 {
+                    min_difference
+                } else {
+                    0.0
+                },
+            },
+            other => other,
+        };
+        self
+    }
+
+    /// Ejects an endpoint whose failures are at least `threshold_percent` of its results in
+    /// the interval (Envoy's 85), judged among the endpoints with at least `request_volume`
+    /// results (50), when there are at least `minimum_hosts` of them (5). The threshold is
+    /// clamped to 0–100.
+    #[must_use]
+    pub fn failure_percentage(
+        mut self,
+        threshold_percent: impl Into<f64>,
+        minimum_hosts: usize,
+        request_volume: u64,
+    ) -> Self {
+        let threshold = threshold_percent.into();
+        self.failure_percentage = Some(FailurePercentage {
+            threshold: if threshold.is_nan() {
+                85.0
+            } else {
+                threshold.clamp(0.0, 100.0)
+            },
+            minimum_hosts,
+            request_volume,
+        });
+        self
+    }
+
+    /// The percentage of the outliers found that are ejected (100 by default; at most 100):
+    /// 0 detects and reports them ([`PoolStats::outliers_detected`](super::PoolStats)) without
+    /// ejecting any, a dry run.
+    #[must_use]
+    pub fn enforcement(mut self, percent: u32) -> Self {
+        self.enforcement = percent.min(100);
+        self
+    }
+
+    /// The seed of the enforcement's draws (0 by default): the same seed, the same results
+    /// and the same clock eject the same endpoints.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// How long the `n`-th ejection in a row (the multiplier) lasts.
+    pub(crate) fn ejection_time(&self, multiplier: u32) -> Duration {
+        let cap = self.max_ejection.max(self.base_ejection);
+        self.base_ejection
+            .checked_mul(multiplier.max(1))
+            .unwrap_or(cap)
+            .min(cap)
+    }
+}
