@@ -31,8 +31,12 @@
 //! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
 //! | `circuit_breaker_pool_endpoints` | gauge | `pool` | a [`Pool`]'s endpoints ([`BreakerCollector::pool`]; each endpoint's breaker has the series above, named after its key) |
 //! | `circuit_breaker_pool_isolated` | gauge | `pool` | its endpoints isolated (their breakers open, as the next pick finds them) |
+//! | `circuit_breaker_pool_ejected` | gauge | `pool` | of those, endpoints the pool ejected whose ejection runs now: an outlier ([`OutlierDetection`](crate::pool::OutlierDetection)), a hang ([`Pool::deadline`]) |
+//! | `circuit_breaker_pool_down` | gauge | `pool` | of those, endpoints out on their own evidence (a failed health check, a hang), out whatever the [cap](Pool::max_isolated) |
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
 //! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
+//! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker from closed to open, in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
+//! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
 //! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
 //!
 //! **A scrape never panics.** A policy's [`gauges`](TripPolicy::gauges) (or a clock) that
@@ -83,9 +87,10 @@ use prometheus_client::metrics::MetricType;
 use crate::breaker::{Breaker, BreakerSeam};
 use crate::contain::{self, end, FirstPanic};
 use crate::forced::Forced;
+use crate::observe::Ejection;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
-use crate::pool::{Pool, PoolStats};
+use crate::pool::{Pool, PoolStats, PoolSummary};
 use crate::registry::Registry;
 use crate::snapshot::{CheckStatus, Snapshot};
 use crate::state::State;
@@ -176,13 +181,10 @@ impl BreakerCollector {
             endpoints.for_each(|breaker| take(breaker, out, panics));
         }));
         self.pools
-            .push(Box::new(move || match contain::catch(|| pool.figures()) {
-                Ok((endpoints, isolated, in_flight)) => Some(PoolFigures {
+            .push(Box::new(move || match contain::catch(|| pool.summary()) {
+                Ok(summary) => Some(PoolFigures {
                     name: pool.name().to_owned(),
-                    endpoints,
-                    isolated,
-                    in_flight,
-                    stats: pool.stats(),
+                    summary,
                 }),
                 Err(payload) => {
                     let mut panics = FirstPanic::default();
@@ -512,17 +514,29 @@ impl BreakerCollector {
             (
                 "circuit_breaker_pool_endpoints",
                 "Endpoints in the pool.",
-                (|p: &PoolFigures| p.endpoints) as fn(&PoolFigures) -> usize,
+                (|s: &PoolSummary| s.endpoints) as fn(&PoolSummary) -> usize,
             ),
             (
                 "circuit_breaker_pool_isolated",
                 "Endpoints isolated: their breakers open.",
-                |p: &PoolFigures| p.isolated,
+                |s: &PoolSummary| s.isolated,
+            ),
+            (
+                "circuit_breaker_pool_ejected",
+                "Endpoints isolated because the pool ejected them (an outlier, a hang), the \
+                 ejection running.",
+                |s: &PoolSummary| s.ejected,
+            ),
+            (
+                "circuit_breaker_pool_down",
+                "Endpoints isolated on their own evidence (a failed health check, a hang), \
+                 whatever the cap.",
+                |s: &PoolSummary| s.down,
             ),
             (
                 "circuit_breaker_pool_in_flight",
                 "Picks in flight, all endpoints together.",
-                |p: &PoolFigures| p.in_flight,
+                |s: &PoolSummary| s.in_flight,
             ),
         ] {
             family(
@@ -530,7 +544,9 @@ impl BreakerCollector {
                 metric,
                 help,
                 MetricType::Gauge,
-                pools.iter().map(|p| (label(p), Level(value(p) as i64))),
+                pools
+                    .iter()
+                    .map(|p| (label(p), Level(value(&p.summary) as i64))),
             )?;
         }
         family(
@@ -539,10 +555,11 @@ impl BreakerCollector {
             "Picks the pool counted itself, by result.",
             MetricType::Counter,
             pools.iter().flat_map(|p| {
+                let s = &p.summary.stats;
                 [
-                    ("over_cap", p.stats.over_cap),
-                    ("no_endpoint", p.stats.no_endpoint),
-                    ("overloaded", p.stats.overloaded),
+                    ("over_cap", s.over_cap),
+                    ("no_endpoint", s.no_endpoint),
+                    ("overloaded", s.overloaded),
                 ]
                 .into_iter()
                 .map(move |(result, n)| {
@@ -552,17 +569,54 @@ impl BreakerCollector {
                     )
                 })
             }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_pool_ejections",
+            "Endpoints the pool ejected, by reason (each also a change of the endpoint's \
+             breaker from closed to open).",
+            MetricType::Counter,
+            pools.iter().flat_map(|p| {
+                ejections(&p.summary.stats).map(move |(reason, n)| {
+                    (
+                        [
+                            ("pool", p.name.clone()),
+                            ("reason", reason.as_str().to_owned()),
+                        ],
+                        Count(n),
+                    )
+                })
+            }),
+        )?;
+        family(
+            e,
+            "circuit_breaker_pool_outliers_detected",
+            "Outliers outlier detection found, ejected or not.",
+            MetricType::Counter,
+            pools
+                .iter()
+                .map(|p| (label(p), Count(p.summary.stats.outliers_detected))),
         )
     }
+}
+
+/// A pool's ejections by reason, as `circuit_breaker_pool_ejections_total` labels them.
+fn ejections(stats: &PoolStats) -> impl Iterator<Item = (Ejection, u64)> {
+    [
+        (Ejection::SuccessRate, stats.ejected_success_rate),
+        (
+            Ejection::FailurePercentage,
+            stats.ejected_failure_percentage,
+        ),
+        (Ejection::Hung, stats.ejected_hung),
+    ]
+    .into_iter()
 }
 
 /// A pool's own figures, read at a scrape.
 struct PoolFigures {
     name: String,
-    endpoints: usize,
-    isolated: usize,
-    in_flight: usize,
-    stats: PoolStats,
+    summary: PoolSummary,
 }
 
 /// Reads one pool's figures; `None` if its user code (a breaker's clock) panicked, which

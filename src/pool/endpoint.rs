@@ -3,6 +3,9 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
+use crate::breaker::gate::Gate;
 use crate::breaker::Breaker;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
@@ -25,6 +28,9 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     progress: AtomicU64,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
+    /// Its health check, started by an async pick that sent its own call elsewhere, for the
+    /// async picks that follow to drive ([`Pool::pick_async`](super::Pool::pick_async)).
+    pub(super) parked: Mutex<Option<Gate<Arc<Breaker<P, O>>>>>,
     /// The pool's counts and settings (held here, so that a pick clones nothing shared).
     pub(super) shared: Arc<Shared>,
 }
@@ -37,6 +43,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             in_flight: AtomicUsize::new(0),
             progress: AtomicU64::new(0),
             outlier: EndpointRecord::default(),
+            parked: Mutex::new(None),
             shared,
         }
     }

@@ -86,6 +86,7 @@
 //! }
 //! ```
 
+mod call;
 mod choose;
 mod endpoint;
 mod outlier;
@@ -170,6 +171,9 @@ pub(crate) struct Shared {
     pub(crate) overload_isolates: AtomicBool,
     /// The pool's deadline in nanoseconds ([`Pool::deadline`]); 0 without one.
     deadline: AtomicU64,
+    /// Health checks parked in endpoints for the async picks to drive (a hint: the picks
+    /// that drive them count them again).
+    pub(crate) parked: AtomicUsize,
     /// The pool's clock: its intervals, its deadline.
     clock: ClockSource,
 }
@@ -180,6 +184,7 @@ impl Default for Shared {
             stats: Stats::default(),
             overload_isolates: AtomicBool::new(false),
             deadline: AtomicU64::new(0),
+            parked: AtomicUsize::new(0),
             clock: ClockSource::default_for(false),
         }
     }
@@ -248,6 +253,26 @@ pub struct PoolStats {
     pub ejected_failure_percentage: u64,
     /// Endpoints judged hung at pick time ([`Pool::deadline`]).
     pub ejected_hung: u64,
+}
+
+/// A pool's own figures ([`Pool::summary`]), for a scrape or a status page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PoolSummary {
+    /// Its endpoints.
+    pub endpoints: usize,
+    /// Endpoints isolated as the next pick finds them: their breakers open (or forced
+    /// open, or checking).
+    pub isolated: usize,
+    /// Of those, endpoints the pool ejected (an outlier, a hang) whose ejection runs.
+    pub ejected: usize,
+    /// Of those, endpoints out on their own evidence (a failed health check, a hang),
+    /// whatever the cap.
+    pub down: usize,
+    /// Picks in flight, all endpoints together.
+    pub in_flight: usize,
+    /// The pool's counts.
+    pub stats: PoolStats,
 }
 
 /// A pool as it stood ([`Pool::snapshot`]).
@@ -640,25 +665,47 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         &self.name
     }
 
-    /// Its endpoints, how many are isolated (as the next pick finds them), and its picks in
-    /// flight: the figures a scrape reads, without a breaker snapshot.
-    #[cfg_attr(not(feature = "prometheus"), allow(dead_code))]
-    pub(crate) fn figures(&self) -> (usize, usize, usize) {
+    /// The pool's own figures, without a breaker snapshot: what a scrape or a status page
+    /// reads (its endpoints, how many are isolated, ejected and down as the next pick finds
+    /// them, its picks in flight, its counts).
+    ///
+    /// # Panics
+    ///
+    /// If a breaker's user clock panics.
+    pub fn summary(&self) -> PoolSummary {
+        let now = self.shared.now();
         let endpoints = self.endpoints.load();
-        let isolated = endpoints
-            .iter()
-            .filter(|e| {
-                matches!(
-                    gate::ready(&e.breaker),
-                    Ready::CheckDue
-                        | Ready::Rejected(
-                            Rejected::Open { .. } | Rejected::ForcedOpen | Rejected::Checking
-                        )
-                )
-            })
-            .count();
-        let in_flight = endpoints.iter().map(|e| e.in_flight()).sum();
-        (endpoints.len(), isolated, in_flight)
+        let (mut isolated, mut ejected, mut down) = (0, 0, 0);
+        for e in endpoints.iter() {
+            let out = matches!(
+                gate::ready(&e.breaker),
+                Ready::CheckDue
+                    | Ready::Rejected(
+                        Rejected::Open { .. } | Rejected::ForcedOpen | Rejected::Checking
+                    )
+            );
+            if !out {
+                continue;
+            }
+            isolated += 1;
+            if e.outlier
+                .last_ejection(now)
+                .is_some_and(|(_, running)| running)
+            {
+                ejected += 1;
+            }
+            if e.breaker.is_down() {
+                down += 1;
+            }
+        }
+        PoolSummary {
+            endpoints: endpoints.len(),
+            isolated,
+            ejected,
+            down,
+            in_flight: endpoints.iter().map(|e| e.in_flight()).sum(),
+            stats: self.stats(),
+        }
     }
 
     /// Runs `f` on every endpoint's breaker, in the pool's order, without a lock.

@@ -1,12 +1,16 @@
 //! How a pool picks: [`Pool::pick`], and [`Pool::pick_async`], which may run an endpoint's
 //! health check first.
 
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::breaker::gate::{self, Admit, At, Gate, Ready};
 use crate::breaker::Breaker;
+use crate::contain::{self, FirstPanic};
 use crate::error::Rejected;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
@@ -55,27 +59,52 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     }
 
     /// [`pick`](Pool::pick), except that an endpoint whose open period is over runs its
-    /// [health check](Pool::health_check) in this future first: passed, this pick is its
-    /// first probe; failed, the endpoint is isolated for its next open period and the pick
-    /// goes on to the others (at most two checks per pick; then it picks among the rest
-    /// without checking). Calls that arrive while a check runs pick other endpoints. Waits
-    /// only for a check (give it a deadline: see [`Pool::health_check`]).
+    /// [health check](Pool::health_check) first: passed, this pick is its first probe;
+    /// failed, the endpoint is isolated for its next open period and the pick goes on to
+    /// the others (at most two checks per pick; then it picks among the rest without
+    /// checking). Calls that arrive while a check runs pick other endpoints.
+    ///
+    /// **No caller waits for a check another endpoint could spare it.** The check is polled
+    /// once in this pick; a check that does not answer at once (a connect, a request) is
+    /// left running beside the calls, and this pick takes another endpoint if one admits
+    /// the call. The async picks that follow drive the check (each polls it once, with its
+    /// own waker); the first to find it passed takes the revived endpoint as its probe. Only
+    /// when no other endpoint can take the call does the pick wait for the check. No task
+    /// is spawned, no timer set: a check nobody drives is taken over after its breaker's
+    /// [`check_timeout`](crate::Builder::check_timeout).
     ///
     /// # Panics
     ///
     /// If the check panics: it counts as failed (the endpoint is isolated again), and the
-    /// panic continues out of this future.
+    /// panic continues out of the pick that polled it.
     ///
     /// # Errors
     ///
     /// As [`pick`](Pool::pick).
     pub async fn pick_async(&self) -> Result<Pick<K, P, O>, Rejected> {
+        if self.shared.parked.load(Ordering::Relaxed) > 0 {
+            if let Some(pick) = poll_fn(|cx| Poll::Ready(self.drive_parked(cx))).await {
+                return Ok(pick);
+            }
+        }
         // A failed check isolates its endpoint, and the pick goes on; at most two checks
         // per pick (a caller does not wait out a whole outage's checks), then a plain pick.
         for _ in 0..MAX_CHECKS_PER_PICK {
             match self.choose(true)? {
                 Choice::Pick(pick) => return Ok(pick),
-                Choice::Check(endpoint, gate) => {
+                Choice::Check(endpoint, mut gate) => {
+                    let polled = poll_fn(|cx| Poll::Ready(Pin::new(&mut gate).poll(cx))).await;
+                    match polled {
+                        Poll::Ready(Ok(permit)) => return Ok(Pick::admitted(endpoint, permit)),
+                        Poll::Ready(Err(_)) => continue,
+                        Poll::Pending => {}
+                    }
+                    // The check is under way: another endpoint takes the call if one can,
+                    // the check parked beside; else this pick waits for it.
+                    if let Some(pick) = self.other(&endpoint) {
+                        self.park(&endpoint, gate);
+                        return Ok(pick);
+                    }
                     if let Ok(permit) = gate.await {
                         return Ok(Pick::admitted(endpoint, permit));
                     }
@@ -86,6 +115,71 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             Choice::Pick(pick) => pick,
             Choice::Check(..) => unreachable!("a sync pick runs no check"),
         })
+    }
+
+    /// A pick of an endpoint other than `checked` (whose check this pick holds) if one
+    /// admits the call now, counting nothing when none does.
+    fn other(&self, checked: &Arc<Endpoint<K, P, O>>) -> Option<Pick<K, P, O>> {
+        let endpoints = self.endpoints.load();
+        let r = random();
+        let pick = walk(&endpoints, r)
+            .filter(|e| !Arc::ptr_eq(e, checked))
+            .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
+            .find_map(|e| match admit(e, false) {
+                Some(Choice::Pick(pick)) => Some(pick),
+                _ => None,
+            });
+        pick
+    }
+
+    /// Leaves `gate`, a check under way, in `endpoint` for the async picks that follow.
+    fn park(&self, endpoint: &Arc<Endpoint<K, P, O>>, gate: Gate<Arc<Breaker<P, O>>>) {
+        let before = endpoint.parked.lock().replace(gate);
+        if before.is_none() {
+            self.shared.parked.fetch_add(1, Ordering::Relaxed);
+        }
+        // A check parked before (its lease lost since, or it would not have been won
+        // again) is dropped: its lease, if still held, is released.
+        drop(before);
+    }
+
+    /// Polls each parked check once with `cx`: a passed one is the pick's (its endpoint's
+    /// first probe), a failed one is settled. A panic of a check continues once every
+    /// check polled is settled.
+    #[cold]
+    #[inline(never)]
+    fn drive_parked(&self, cx: &mut Context<'_>) -> Option<Pick<K, P, O>> {
+        let mut panics = FirstPanic::default();
+        let mut parked = 0;
+        let mut taken = None;
+        for endpoint in self.endpoints.load().iter() {
+            let Some(mut slot) = endpoint.parked.try_lock() else {
+                parked += 1; // another pick drives it
+                continue;
+            };
+            let Some(gate) = slot.as_mut() else {
+                continue;
+            };
+            match gate.poll_settle(cx, &mut panics) {
+                Poll::Pending => parked += 1,
+                Poll::Ready(checked) => {
+                    *slot = None;
+                    if let (Ok(permit), None) = (checked.into_result(), &taken) {
+                        taken = Some(Pick::admitted(Arc::clone(endpoint), permit));
+                    }
+                }
+            }
+            if taken.is_some() {
+                break;
+            }
+        }
+        if taken.is_none() {
+            self.shared.parked.store(parked, Ordering::Relaxed);
+        } else {
+            self.shared.parked.fetch_sub(1, Ordering::Relaxed);
+        }
+        contain::resume(panics);
+        taken
     }
 
     /// The power of two choices (or the round-robin turn) first; the full walk when the

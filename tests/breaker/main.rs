@@ -22,6 +22,7 @@ mod origin;
 mod outlier;
 mod panics;
 mod pool;
+mod pool_call;
 mod probe_timeout;
 mod slow_calls;
 mod snapshot;
