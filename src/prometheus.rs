@@ -13,8 +13,9 @@
 //! Every series has the label `breaker`: the breaker's name (a registry names its breakers
 //! after their keys unless the factory names them). Names must be unique across what one
 //! collector collects: a breaker whose name was already collected in the same scrape is
-//! skipped, so that the exposition never holds two series with one label set. Counters get
-//! `_total` appended by the encoder.
+//! skipped, so that the exposition never holds two series with one label set. A pool's own
+//! series (`circuit_breaker_pool_…`) have the label `pool` instead: its
+//! [name](Pool::named). Counters get `_total` appended by the encoder.
 //!
 //! | metric | type | labels | value |
 //! |---|---|---|---|

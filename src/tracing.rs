@@ -8,8 +8,9 @@ use crate::state::State;
 /// An [`Observer`] that emits one `tracing` event per state change, with target
 /// `lazybreaker`: `WARN` when the breaker opens (or a failed health check keeps it open for
 /// another period: `from` and `to` are then both `open`), `INFO` otherwise. Fields: `breaker`, `from`,
-/// `to` (gobreaker's state names), `origin` (`breaker`, `manual` or `adopted`: see
-/// [`Origin`]), `manual` (whether `origin` is `manual`), `dry_run` (whether the breaker is
+/// `to` (gobreaker's state names), `origin` (`breaker`, `manual`, `adopted`, `health_check`,
+/// or a pool's ejection: `ejected_success_rate`, `ejected_failure_percentage`,
+/// `ejected_hung`; see [`Origin`]), `manual` (whether `origin` is `manual`), `dry_run` (whether the breaker is
 /// in dry run, admitting every call: see [`Builder::dry_run`](crate::Builder::dry_run)), and the counts of the generation that ended
 /// (`requests`, `successes`, `failures`, `exclusions`, `consecutive_successes`,
 /// `consecutive_failures`) with the times opened so far (`opened`).

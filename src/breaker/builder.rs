@@ -164,10 +164,13 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
-    /// Backs the open period off: each failed recovery (a failed probe, a failed health
-    /// check) doubles it, from [`timeout`](Self::timeout) up to `max`, and the breaker
+    /// Backs the open period off: each failed recovery (a failed half-open probe)
+    /// doubles it, from [`timeout`](Self::timeout) up to `max`, and the breaker
     /// closing again starts it over (brpc's isolation backoff, without wrapping the policy as
-    /// [`TripPolicy::with_backoff`] does). Zero (the default): no backoff. In a configuration
+    /// [`TripPolicy::with_backoff`] does). A failed [health check](Self::health_check)
+    /// re-arms the period at the length it has: checks are cheap and keep a steady cadence
+    /// (brpc's and HAProxy's check intervals), so a recovered dependency is found within one
+    /// period. Zero (the default): no backoff. In a configuration
     /// file: `backoff = "30s"`.
     ///
     /// # Examples

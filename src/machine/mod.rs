@@ -175,7 +175,7 @@ pub(crate) struct Machine<P> {
     /// `totals.failures` when the breaker last closed after being open (brpc's `RecentErr`
     /// counts from there).
     failures_at_recovery: u64,
-    /// Failed recoveries since the breaker last closed: the backoff's exponent.
+    /// Failed probes since the breaker last closed: the backoff's exponent.
     failed_recoveries: u32,
     /// Whether the breaker's own evidence says its dependency is down, for this open period:
     /// a failed health check, or a pool's judgement that it hangs. A pool keeps such an
@@ -767,8 +767,9 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed if self.rules.interval > 0 => now.saturating_add(self.rules.interval),
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
-                if self.state != State::Closed {
-                    // Opening again before closing: a failed recovery.
+                if self.state == State::HalfOpen {
+                    // A failed probe: a failed recovery. (A failed health check re-arms the
+                    // period at the level it has: checks keep a steady cadence.)
                     self.failed_recoveries = self.failed_recoveries.saturating_add(1);
                 }
                 let timeout = Duration::from_nanos(self.rules.backed_off(self.failed_recoveries));

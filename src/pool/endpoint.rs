@@ -16,6 +16,9 @@ use crate::outcome::Outcome;
 use super::outlier::EndpointRecord;
 use super::Shared;
 
+/// A health check under way, left in its endpoint ([`Endpoint::parked`]).
+pub(super) type Parked<P, O> = Gate<Arc<Breaker<P, O>>>;
+
 /// An endpoint: its key, its breaker, and how many picks of it are in flight.
 #[allow(missing_debug_implementations)] // the front door's, not a public API
 pub struct Endpoint<K, P: TripPolicy, O: Observer> {
@@ -30,7 +33,7 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) outlier: EndpointRecord,
     /// Its health check, started by an async pick that sent its own call elsewhere, for the
     /// async picks that follow to drive ([`Pool::pick_async`](super::Pool::pick_async)).
-    pub(super) parked: Mutex<Option<Gate<Arc<Breaker<P, O>>>>>,
+    pub(super) parked: Mutex<Option<Parked<P, O>>>,
     /// The pool's counts and settings (held here, so that a pick clones nothing shared).
     pub(super) shared: Arc<Shared>,
 }

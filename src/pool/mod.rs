@@ -1,5 +1,44 @@
 //! A pool of endpoints, each behind its own breaker, that skips the broken ones when it
-//! picks: node isolation inside the client's load balancer, as brpc does it, with no timer.
+//! picks: node isolation inside the client's load balancer, as brpc does it, and outlier
+//! detection as Envoy and gRPC do it, with no timer.
+//!
+//! # Calling through a pool
+//!
+//! [`Pool::call`] picks an endpoint, builds the call for its key, and records the result as
+//! the classifier judges it: nothing to forget.
+//!
+//! ```
+//! use lazybreaker::classify::OkIsSuccess;
+//! use lazybreaker::pool::Pool;
+//! use lazybreaker::{Breaker, Error};
+//! use std::time::Duration;
+//!
+//! # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     use std::task::{Context, Poll, Waker};
+//! #     let mut f = std::pin::pin!(f);
+//! #     loop { if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) { return v; } }
+//! # }
+//! let pool = Pool::new(|_: &String| Breaker::builder())
+//!     .deadline(Duration::from_millis(300)); // the calls' own deadline: a hang is cut off
+//! pool.set(["10.0.0.1:8080".to_owned(), "10.0.0.2:8080".to_owned()]);
+//!
+//! # block_on(async {
+//! // In an async handler; a real call sends a request to `addr` within the deadline.
+//! match pool.call(|addr| async move { Ok::<_, std::io::Error>(addr) }, OkIsSuccess).await {
+//!     Ok(addr) => println!("answered by {addr}"),
+//!     Err(Error::Rejected(rejected)) => {
+//!         // Every endpoint is out: serve the fallback, a 503 with Retry-After.
+//!         let _retry_after = rejected.retry_after();
+//!     }
+//!     Err(Error::Inner(_io)) => { /* the endpoint's own error, counted as its failure */ }
+//! }
+//! # });
+//! ```
+//!
+//! [`Pool::pick`] and [`Pool::pick_async`] are the two steps apart: a [`Pick`] names the
+//! endpoint and reports the call's result, as a permit does.
+//!
+//! # How it picks
 //!
 //! [`Pool::pick`] chooses, at the moment of the call, among the endpoints whose breakers
 //! admit a call: an isolated endpoint (its breaker open) is skipped, one whose open period
@@ -7,27 +46,6 @@
 //! probes. Nothing sweeps, nothing sleeps, no caller is parked: when nothing can take the
 //! call, the pick fails at once with [`Rejected::NoEndpoint`], saying when the first
 //! isolated endpoint can be probed.
-//!
-//! # Never isolate too many
-//!
-//! A pool isolates at most [`max_isolated`](Pool::max_isolated) of its endpoints (half by
-//! default): the fraction of the pool rounded down, but always at least one, so that a small
-//! pool can still take its one bad endpoint out. When more breakers are open than that, the
-//! pool keeps the surplus in rotation, the ones closest to their next probe first: a pick
-//! that finds an isolated endpoint among its first choices draws among the admitting
-//! endpoints and those kept in rotation alike, each with an equal chance
-//! ([`Pick::over_cap`]; counted in [`PoolStats`]), and when nothing admits, sends to one kept
-//! in rotation; a `max_isolated` of 1 lets every endpoint be isolated, and a pool with
-//! all of them open then rejects.
-//!
-//! | endpoints | isolated at most (default, ½) | all open |
-//! |---|---|---|
-//! | 1 | 1 | rejected: [`NoEndpoint`](crate::Rejected::NoEndpoint) with the time to the probe |
-//! | 2 | 1 | one kept in rotation |
-//! | 3 | 1 | two kept in rotation |
-//! | 10 | 5 | five kept in rotation |
-//!
-//! # Choosing
 //!
 //! By default, two endpoints are drawn at random and the one with fewer picks in flight is
 //! taken ([`Balance::PowerOfTwo`]): close to least-loaded without reading every endpoint,
@@ -37,6 +55,61 @@
 //! [`Balance::RoundRobin`] takes each endpoint in turn instead (a turn that lands on an
 //! endpoint that does not admit the call goes on to the walk, as above).
 //!
+//! # Three ways out, and when the pool judges
+//!
+//! | out because | decided | lasts | bounded by the cap |
+//! |---|---|---|---|
+//! | its breaker tripped (its own policy: 5 failures in a row by default) | at the result that trips it | its open period: 100 ms, doubling with each failed recovery up to 30 s ([`open_backoff`](Pool::open_backoff)) | yes |
+//! | an outlier among its peers ([`outlier_detection`](Pool::outlier_detection)) | by the first pick after each interval | `base_ejection` × its multiplier | yes |
+//! | down on its own evidence: its [health check](Pool::health_check) failed, or it hangs ([`deadline`](Pool::deadline)) | when the check settles; by the first pick that finds a call in flight past the deadline and none back since | until a check passes (or its open period ends, without a check) | **no** |
+//!
+//! Every one of them is a change of the endpoint's breaker, with its
+//! [`Origin`](crate::observe::Origin) (the breaker's own, [`Origin::HealthCheck`](crate::observe::Origin::HealthCheck),
+//! [`Origin::Ejected`](crate::observe::Origin::Ejected) and the reason), so observers,
+//! metrics and the status page see it as any other transition. An endpoint returns through
+//! its breaker's half-open probes, after its health check when it has one.
+//!
+//! **The open period.** A lone breaker stays open 60 s (gobreaker's default); in a pool that
+//! keeps a recovered replica idle for a minute. So an endpoint whose builder sets no
+//! [`timeout`](crate::Builder::timeout) opens for 100 ms, doubled with each failed
+//! probe up to 30 s, and starts over once it closes (brpc's isolation backoff). With a
+//! health check, a failed check re-arms the period at the length it has: a down endpoint is
+//! checked at a steady cadence (100 ms plus the check's own time, at first), and is back
+//! within about one period of its recovery.
+//!
+//! **Health checks never hold a caller up while another endpoint can take the call:** an
+//! async pick that wins a due check polls it once, and if it does not answer at once, sends
+//! its own call elsewhere and leaves the check running beside the calls, driven by the async
+//! picks that follow ([`pick_async`](Pool::pick_async)).
+//!
+//! # Never isolate too many; but never send to a dead endpoint
+//!
+//! A pool isolates at most [`max_isolated`](Pool::max_isolated) of its endpoints *on the
+//! traffic's judgement* (half by default): the fraction of the pool rounded down, but
+//! always at least one, so that a small pool can still take its one bad endpoint out. When
+//! more breakers are open than that, the pool keeps the surplus in rotation, the ones
+//! closest to their next probe first: a pick that finds an isolated endpoint among its
+//! first choices draws among the admitting endpoints and those kept in rotation alike, each
+//! with an equal chance ([`Pick::over_cap`]; counted in [`PoolStats`]), and when nothing
+//! admits, sends to one kept in rotation. The cap stops passive isolation (tripped
+//! breakers, outlier ejections) from emptying the pool: an error rate that every endpoint
+//! shares is more likely downstream of them all.
+//!
+//! An endpoint that is *down on its own evidence* (a failed health check, a hang) is out
+//! whatever the cap, as gRPC keeps an address whose health check failed out of its picker:
+//! sending to it would only make the caller wait. When no endpoint can take the call, the
+//! pool answers [`Rejected::NoEndpoint`] with the time to the first retry, so the caller
+//! serves its fallback (a 503 with `Retry-After`) at once.
+//!
+//! | endpoints | isolated at most on the traffic's judgement (½) | all tripped (no check) | all down (checks failed, or all hang) |
+//! |---|---|---|---|
+//! | 1 | 1 | [`NoEndpoint`](crate::Rejected::NoEndpoint) with the time to the probe | [`NoEndpoint`](crate::Rejected::NoEndpoint) with the time to the next check |
+//! | 2 | 1 | one kept in rotation | [`NoEndpoint`](crate::Rejected::NoEndpoint) |
+//! | 3 | 1 | two kept in rotation | [`NoEndpoint`](crate::Rejected::NoEndpoint) |
+//! | 10 | 5 | five kept in rotation | [`NoEndpoint`](crate::Rejected::NoEndpoint) |
+//!
+//! A `max_isolated` of 1 lets every endpoint be isolated on the traffic's judgement too.
+//!
 //! # Discovery
 //!
 //! [`insert`](Pool::insert), [`remove`](Pool::remove) and [`set`](Pool::set) change the
@@ -45,18 +118,22 @@
 //!
 //! # Observing it
 //!
-//! [`Pool::snapshot`] gives each endpoint's breaker snapshot and picks in flight, and the
-//! isolated count; [`Pool::stats`] the pool's own counts. With the `prometheus` feature,
-//! `BreakerCollector::pool` exports both. Each endpoint's breaker is named after its key, so
-//! its transitions reach its observers (a `tracing::TracingObserver` the factory adds, say)
-//! with the key.
+//! [`Pool::snapshot`] gives each endpoint's breaker snapshot, picks in flight, ejection and
+//! whether it is down; [`Pool::summary`] the pool's own figures without a breaker snapshot
+//! (endpoints, isolated, ejected, down, in flight); [`Pool::stats`] its counts (picks over
+//! the cap, no-endpoint answers, outliers found, ejections by reason). With the
+//! `prometheus` feature, `BreakerCollector::pool` exports them, and the status page shows
+//! them. Each endpoint's breaker is named after its key, so its transitions reach its
+//! observers (a `tracing::TracingObserver` the factory adds, say) with the key.
 //!
 //! # Cost
 //!
 //! A pick reads the endpoints through one lock-free load and writes nothing shared but the
-//! chosen endpoint's own counters (round robin adds its cursor). It allocates nothing,
-//! unless more endpoints are isolated than the cap allows: then the walk collects the ones
-//! kept in rotation.
+//! chosen endpoint's own counters (round robin adds its cursor). With outlier detection or
+//! a deadline it also reads the pool's clock once; the detection itself reads each
+//! breaker's totals once per interval, in the one pick that evaluates it. A pick allocates
+//! nothing, unless more endpoints are isolated than the cap allows (then the walk collects
+//! the ones kept in rotation) or it evaluates an interval.
 //!
 //! # Examples
 //!
@@ -379,7 +456,7 @@ where
 
     /// The open period of the endpoints whose builders set neither a
     /// [`timeout`](Builder::timeout) nor a [`backoff`](Builder::backoff): `first`, doubled
-    /// with each failed recovery (a failed probe, a failed health check) up to `longest`,
+    /// with each failed recovery (a failed half-open probe) up to `longest`,
     /// starting over once the endpoint's breaker closes: brpc's isolation, where a lone
     /// breaker's 60 s would keep a recovered endpoint out for a minute. 100 ms to 30 s by
     /// default; `first` zero gives them the breaker's own default (60 s). A setting for

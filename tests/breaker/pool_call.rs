@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use lazybreaker::classify::OkIsSuccess;
 use lazybreaker::policy::{ConsecutiveFailures, Outcome};
-use lazybreaker::pool::Pool;
+use lazybreaker::pool::{Balance, Pool};
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 
 /// Polls `f` once.
@@ -136,7 +136,9 @@ fn gated_check(
 fn a_check_under_way_never_makes_a_caller_wait_while_another_endpoint_can_take_its_call() {
     let clock = ManualClock::new();
     let (answer, polls) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
-    let pool = pool(&clock).health_check(gated_check(Arc::clone(&answer), Arc::clone(&polls)));
+    let pool = pool(&clock)
+        .balance(Balance::RoundRobin) // the first pick lands on 1 and starts its check
+        .health_check(gated_check(Arc::clone(&answer), Arc::clone(&polls)));
     pool.set([1, 2]);
     pool.breaker(&1).unwrap().allow().unwrap().failure();
     clock.advance(Duration::from_secs(2)); // 1's check is due
@@ -149,10 +151,10 @@ fn a_check_under_way_never_makes_a_caller_wait_while_another_endpoint_can_take_i
         assert_eq!(*pick.key(), 2);
         pick.success();
     }
-    assert!(
-        polls.load(Ordering::Relaxed) >= 10,
-        "the picks that follow drive the check: {} polls",
-        polls.load(Ordering::Relaxed)
+    assert_eq!(
+        polls.load(Ordering::Relaxed),
+        10,
+        "the first pick starts the check, each pick that follows polls it once"
     );
     // It passes: the next async pick to drive it takes 1 as its probe.
     answer.store(1, Ordering::Relaxed);
@@ -205,4 +207,70 @@ fn a_parked_check_that_fails_keeps_its_endpoint_out() {
     assert_eq!(breaker.state(), State::Open);
     assert_eq!(breaker.totals().health_checks_failed, 1);
     assert!(pool.snapshot().endpoints[0].down, "down by its own check");
+}
+
+fn open_for(breaker: &Breaker) -> Duration {
+    breaker.allow().unwrap_err().retry_after().expect("open")
+}
+
+#[test]
+fn a_pools_open_period_backs_off_on_failed_probes_and_keeps_its_cadence_on_failed_checks() {
+    let clock = ManualClock::new();
+    let ms = Duration::from_millis;
+    // No timeout in the factory: the pool's default, 100 ms doubling to 30 s.
+    let pool = Pool::new(|_: &u32| Breaker::builder().policy(ConsecutiveFailures::new(1).unwrap()))
+        .clock(clock.clone());
+    pool.set([1]);
+    let breaker = pool.breaker(&1).unwrap();
+    breaker.allow().unwrap().failure();
+    assert_eq!(open_for(&breaker), ms(100));
+    let mut expected = vec![];
+    let mut seen = vec![];
+    for want in [200, 400, 800, 1_600] {
+        clock.advance(open_for(&breaker) + ms(1));
+        breaker.allow().unwrap().failure(); // the probe fails
+        seen.push(open_for(&breaker));
+        expected.push(ms(want));
+    }
+    assert_eq!(seen, expected);
+    // Capped at 30 s.
+    for _ in 0..10 {
+        clock.advance(open_for(&breaker) + ms(1));
+        breaker.allow().unwrap().failure();
+    }
+    assert_eq!(open_for(&breaker), Duration::from_secs(30));
+    // Recovered: the next trip starts over.
+    clock.advance(Duration::from_secs(31));
+    breaker.allow().unwrap().success();
+    assert_eq!(breaker.state(), State::Closed);
+    breaker.allow().unwrap().failure();
+    assert_eq!(open_for(&breaker), ms(100));
+
+    // With a health check that fails, each check re-arms 100 ms: a steady cadence.
+    let pool = Pool::new(|_: &u32| Breaker::builder().policy(ConsecutiveFailures::new(1).unwrap()))
+        .clock(clock.clone())
+        .max_isolated(1.0)
+        .health_check(|_: &u32| std::future::ready(false));
+    pool.set([1]);
+    let breaker = pool.breaker(&1).unwrap();
+    breaker.allow().unwrap().failure();
+    for _ in 0..5 {
+        clock.advance(ms(101));
+        assert!(block_on(pool.pick_async()).is_err(), "its check fails");
+        assert_eq!(open_for(&breaker), ms(100));
+    }
+    assert_eq!(breaker.totals().health_checks_failed, 5);
+    // A factory's own timeout is kept: no backoff.
+    let pool = Pool::new(|_: &u32| {
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(Duration::from_secs(60))
+    })
+    .clock(clock.clone());
+    pool.set([1]);
+    pool.breaker(&1).unwrap().allow().unwrap().failure();
+    assert_eq!(
+        open_for(&pool.breaker(&1).unwrap()),
+        Duration::from_secs(60)
+    );
 }

@@ -698,3 +698,111 @@ fn a_pools_endpoints_are_scraped_by_key() {
     assert_eq!((picks("no_endpoint"), picks("over_cap")), (1.0, 0.0));
     drop(held);
 }
+
+/// A pool's ejections and hangs, scraped: the ejected and down gauges, the ejections by
+/// reason, the outliers found; and the ejection as its endpoint's breaker tells it, a change
+/// from closed to open. Two pools in one collector, each under its own label.
+#[test]
+fn a_pools_ejections_and_hangs_are_scraped_by_reason() {
+    use lazybreaker::pool::{Balance, OutlierDetection, Pool};
+
+    let clock = ManualClock::new();
+    // "edge": endpoint 2 of five fails 90 % of its 100 calls; the first pick after the
+    // interval ejects it (failure percentage, Envoy's 85 %).
+    let edge = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder().policy(ConsecutiveFailures::new(1_000).unwrap()))
+            .clock(clock.clone())
+            .named("edge")
+            .balance(Balance::RoundRobin)
+            .outlier_detection(OutlierDetection::new().failure_percentage(85, 5, 50)),
+    );
+    edge.set(0..5);
+    let mut calls_to_2 = 0;
+    for _ in 0..500 {
+        let pick = edge.pick().unwrap();
+        if *pick.key() == 2 {
+            calls_to_2 += 1;
+            if calls_to_2 % 10 != 0 {
+                pick.failure();
+                continue;
+            }
+        }
+        pick.success();
+    }
+    assert_eq!(calls_to_2, 100);
+    clock.advance(Duration::from_secs(10));
+    edge.pick().unwrap().success();
+    assert_eq!(edge.stats().ejected_failure_percentage, 1);
+    // "stuck": two endpoints whose calls never come back; a deadline later both are out
+    // (whatever the cap) and the pool answers NoEndpoint.
+    let stuck_clock = ManualClock::new();
+    let stuck = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder())
+            .clock(stuck_clock.clone())
+            .named("stuck")
+            .balance(Balance::RoundRobin)
+            .deadline(Duration::from_millis(300)),
+    );
+    stuck.set([10, 11]);
+    let hanging = [stuck.pick().unwrap(), stuck.pick().unwrap()];
+    stuck_clock.advance(Duration::from_millis(300));
+    assert!(stuck.pick().is_err(), "both hung: NoEndpoint");
+
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(
+        BreakerCollector::new()
+            .pool(Arc::clone(&edge))
+            .pool(Arc::clone(&stuck)),
+    ));
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("a scrape");
+    for line in [
+        "# TYPE circuit_breaker_pool_ejected gauge",
+        r#"circuit_breaker_pool_ejected{pool="edge"} 1"#,
+        r#"circuit_breaker_pool_ejected{pool="stuck"} 2"#,
+        "# TYPE circuit_breaker_pool_down gauge",
+        r#"circuit_breaker_pool_down{pool="edge"} 0"#,
+        r#"circuit_breaker_pool_down{pool="stuck"} 2"#,
+        r#"circuit_breaker_pool_isolated{pool="edge"} 1"#,
+        r#"circuit_breaker_pool_isolated{pool="stuck"} 2"#,
+        r#"circuit_breaker_pool_in_flight{pool="stuck"} 2"#,
+        "# TYPE circuit_breaker_pool_ejections counter",
+        r#"circuit_breaker_pool_ejections_total{pool="edge",reason="success_rate"} 0"#,
+        r#"circuit_breaker_pool_ejections_total{pool="edge",reason="failure_percentage"} 1"#,
+        r#"circuit_breaker_pool_ejections_total{pool="edge",reason="hung"} 0"#,
+        r#"circuit_breaker_pool_ejections_total{pool="stuck",reason="success_rate"} 0"#,
+        r#"circuit_breaker_pool_ejections_total{pool="stuck",reason="failure_percentage"} 0"#,
+        r#"circuit_breaker_pool_ejections_total{pool="stuck",reason="hung"} 2"#,
+        "# TYPE circuit_breaker_pool_outliers_detected counter",
+        r#"circuit_breaker_pool_outliers_detected_total{pool="edge"} 1"#,
+        r#"circuit_breaker_pool_outliers_detected_total{pool="stuck"} 0"#,
+        r#"circuit_breaker_pool_picks_total{pool="stuck",result="no_endpoint"} 1"#,
+        // The ejection is the endpoint's breaker opening: counted where every opening is.
+        r#"circuit_breaker_state{breaker="2"} 2"#,
+        r#"circuit_breaker_transitions_total{breaker="2",from="closed",to="open"} 1"#,
+        r#"circuit_breaker_opened_total{breaker="2"} 1"#,
+        r#"circuit_breaker_transitions_total{breaker="10",from="closed",to="open"} 1"#,
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line} in:\n{text}"
+        );
+    }
+    // Every figure is the pool's own summary, read at the scrape.
+    let series = parse(&text);
+    for pool in [&edge, &stuck] {
+        let summary = pool.summary();
+        let of = |name: &str| get(&series, name, &[("pool", pool.name())]);
+        assert_eq!(
+            of("circuit_breaker_pool_endpoints"),
+            summary.endpoints as f64
+        );
+        assert_eq!(of("circuit_breaker_pool_ejected"), summary.ejected as f64);
+        assert_eq!(of("circuit_breaker_pool_down"), summary.down as f64);
+        assert_eq!(
+            of("circuit_breaker_pool_outliers_detected_total"),
+            summary.stats.outliers_detected as f64
+        );
+    }
+    drop(hanging);
+}

@@ -1,9 +1,10 @@
-//! `GET /breakers`: the board as JSON, for scripts.
+//! `GET /breakers` and `GET /pools`: the board as JSON, for scripts.
 
 use serde::Serialize;
 
-use super::source::{Board, Row};
+use super::source::{Board, PoolLine, Row};
 use lazybreaker::observe::Recorded;
+use lazybreaker::pool::{PoolStats, PoolSummary};
 use lazybreaker::Snapshot;
 
 /// One breaker: its snapshot's fields, the pool it is an endpoint of, its recent changes.
@@ -42,4 +43,78 @@ pub(super) fn board(board: &Board) -> String {
 /// One breaker, as a control answers it.
 pub(super) fn row(row: &Row) -> String {
     serde_json::to_string_pretty(&breaker(row)).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// One pool: its name, then [`PoolSummary`]'s fields (its [`PoolStats`] as `stats`), or
+/// `unreadable` when its user code panicked while they were read.
+#[derive(Serialize)]
+struct Pool<'a> {
+    name: &'a str,
+    #[serde(flatten)]
+    summary: Option<Summary>,
+    /// Whether its figures could not be read (a clock panicked).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    unreadable: bool,
+}
+
+/// [`PoolSummary`], field for field (the core's type has no serde of its own).
+#[derive(Serialize)]
+struct Summary {
+    endpoints: usize,
+    isolated: usize,
+    ejected: usize,
+    down: usize,
+    in_flight: usize,
+    stats: Stats,
+}
+
+/// [`PoolStats`], field for field.
+#[derive(Serialize)]
+struct Stats {
+    over_cap: u64,
+    over_cap_successes: u64,
+    over_cap_failures: u64,
+    no_endpoint: u64,
+    overloaded: u64,
+    outliers_detected: u64,
+    ejected_success_rate: u64,
+    ejected_failure_percentage: u64,
+    ejected_hung: u64,
+}
+
+impl From<&PoolSummary> for Summary {
+    fn from(s: &PoolSummary) -> Self {
+        let t: &PoolStats = &s.stats;
+        Self {
+            endpoints: s.endpoints,
+            isolated: s.isolated,
+            ejected: s.ejected,
+            down: s.down,
+            in_flight: s.in_flight,
+            stats: Stats {
+                over_cap: t.over_cap,
+                over_cap_successes: t.over_cap_successes,
+                over_cap_failures: t.over_cap_failures,
+                no_endpoint: t.no_endpoint,
+                overloaded: t.overloaded,
+                outliers_detected: t.outliers_detected,
+                ejected_success_rate: t.ejected_success_rate,
+                ejected_failure_percentage: t.ejected_failure_percentage,
+                ejected_hung: t.ejected_hung,
+            },
+        }
+    }
+}
+
+/// Every pool, in the order given.
+pub(super) fn pools(pools: &[PoolLine]) -> String {
+    let all: Vec<Pool<'_>> = pools
+        .iter()
+        .map(|p| Pool {
+            name: &p.name,
+            summary: p.summary.as_ref().map(Summary::from),
+            unreadable: p.summary.is_none(),
+        })
+        .collect();
+    serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".to_owned())
 }

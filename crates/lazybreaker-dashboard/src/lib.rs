@@ -7,8 +7,9 @@
 //!
 //! | route | answers |
 //! |---|---|
-//! | `GET /` | one HTML page, rendered on the server and refreshed in place by a small inline script: a row per breaker (open and half-open first), its recent states as a bar, the recent changes; `?filter=text` keeps the names that contain `text` |
-//! | `GET /breakers` | the same as JSON (below) |
+//! | `GET /` | one HTML page, rendered on the server and refreshed in place by a small inline script: a row per breaker (open and half-open first), its recent states as a bar, a row per pool with its own figures, the recent changes; `?filter=text` keeps the breakers whose names contain `text` (the pools' rows stay) |
+//! | `GET /breakers` | the breakers as JSON (below) |
+//! | `GET /pools` | the pools' own figures as JSON (below) |
 //! | `GET /metrics` | the metrics of [`BreakerCollector`], in the OpenMetrics text format |
 //! | `POST /breakers/{name}/force_open`, `…/force_closed`, `…/release` | only with [`Dashboard::controls`]: [`Breaker::force_open`](lazybreaker::Breaker::force_open), [`force_closed`](lazybreaker::Breaker::force_closed), [`release`](lazybreaker::Breaker::release); `200` with the breaker's JSON object after it, `401` without `Authorization: Bearer …`, `403` with another token, `404` for a name no breaker has, `409` for a name more than one has (nothing changed) |
 //!
@@ -32,8 +33,8 @@
 //! only the controls: it is compared in constant time, is never put in the page, and since
 //! browsers never send it on their own, another site cannot make a browser use the controls.
 //!
-//! Breaker names are untrusted text: they are escaped in the HTML, in the JSON and in the
-//! metrics' labels.
+//! Breaker and pool names are untrusted text: they are escaped in the HTML, in the JSON and
+//! in the metrics' labels.
 //!
 //! # JSON
 //!
@@ -45,15 +46,29 @@
 //! an endpoint of, if any), `policy_panicked` (only when true) and `history`: its recent
 //! changes, oldest first, each a [`Recorded`](lazybreaker::observe::Recorded) (`seq`, `breaker`,
 //! `from`, `to`, `at`, `wall` in milliseconds since the Unix epoch, `origin` as
-//! `"breaker"`, `"manual"`, `"adopted"` or `"health_check"`, `counts`, `totals`, `open_for`,
-//! `forced`, `dry_run`). Fields may be added; none is removed or changes its meaning.
+//! `"breaker"`, `"manual"`, `"adopted"` or `"health_check"`, or for an endpoint its pool
+//! ejected as `{"ejected": reason}` with `"success_rate"`, `"failure_percentage"` or
+//! `"hung"`, `counts`, `totals`, `open_for`, `forced`, `dry_run`).
+//!
+//! `GET /pools` answers an array with an object per pool given with [`Dashboard::pool`], in
+//! the order given: `name` (empty if the pool is unnamed), then the fields of its
+//! [`PoolSummary`](lazybreaker::pool::PoolSummary), read at the request: `endpoints`,
+//! `isolated` (breakers open as the next pick finds them), `ejected` (of those, ejected by the
+//! pool, the ejection running), `down` (of those, out on their own evidence: a failed health
+//! check, a hang), `in_flight`, and `stats`, its
+//! [`PoolStats`](lazybreaker::pool::PoolStats): `over_cap`, `over_cap_successes`,
+//! `over_cap_failures`, `no_endpoint`, `overloaded`, `outliers_detected`,
+//! `ejected_success_rate`, `ejected_failure_percentage`, `ejected_hung`. A pool whose figures
+//! could not be read (its clock panicked) has `name` and `"unreadable": true` only.
+//!
+//! Fields may be added; none is removed or changes its meaning.
 //!
 //! # A breaker's user code
 //!
 //! The page is for monitoring, as a scrape is: a breaker whose clock panics is left out of
-//! it (and counted as unreadable), one whose policy's figures panic is shown without them,
-//! and the panic ends there instead of taking the page down (see
-//! [`lazybreaker::prometheus`]). A control whose observers panic when told of the change has
+//! it (and counted as unreadable), one whose policy's figures panic is shown without them, a
+//! pool whose clock panics is shown without its own figures, and the panic ends there
+//! instead of taking the page down (see [`lazybreaker::prometheus`]). A control whose observers panic when told of the change has
 //! still taken effect, and answers `500`.
 //!
 //! # Examples
@@ -127,7 +142,7 @@ mod json;
 mod page;
 mod source;
 
-use source::{Control, Source};
+use source::{Control, PoolSource, Source};
 
 /// The content type of the metrics: the OpenMetrics text format `prometheus-client` writes.
 const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -145,6 +160,7 @@ const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
 /// serve on its own or to [`nest`](axum::Router::nest) in an application's router.
 pub struct Dashboard {
     sources: Vec<Source>,
+    pools: Vec<PoolSource>,
     histories: Vec<Arc<History>>,
     collector: BreakerCollector,
     token: Option<String>,
@@ -156,6 +172,7 @@ impl Default for Dashboard {
     fn default() -> Self {
         Self {
             sources: Vec::new(),
+            pools: Vec::new(),
             histories: Vec::new(),
             collector: BreakerCollector::new(),
             token: None,
@@ -198,7 +215,11 @@ impl Dashboard {
     }
 
     /// Also shows the breaker of every endpoint `pool` has, at each request (each named
-    /// after its key, with the pool's name beside it); the metrics get the pool's series.
+    /// after its key, with the pool's name beside it), and the pool's own figures
+    /// ([`Pool::summary`]: its endpoints, how many are isolated, ejected and down, its picks
+    /// in flight and its counts) as a line of the page's pools and an object of
+    /// `GET /pools`; the metrics get the pool's series. Name it ([`Pool::named`]) to tell
+    /// pools apart.
     #[must_use]
     pub fn pool<K, P, O>(mut self, pool: Arc<Pool<K, P, O>>) -> Self
     where
@@ -207,7 +228,8 @@ impl Dashboard {
         O: Observer + Send + Sync + 'static,
     {
         self.collector = self.collector.pool(Arc::clone(&pool));
-        self.sources.push(source::pool(pool));
+        self.sources.push(source::pool(Arc::clone(&pool)));
+        self.pools.push(source::pool_figures(pool));
         self
     }
 
@@ -251,6 +273,7 @@ impl Dashboard {
         let controls = self.token.is_some();
         let shared = Arc::new(Shared {
             sources: self.sources,
+            pools: self.pools,
             histories: self.histories,
             metrics,
             token: self.token.unwrap_or_default(),
@@ -263,6 +286,7 @@ impl Dashboard {
         let mut router = Router::new()
             .route("/", get(index))
             .route("/breakers", get(breakers))
+            .route("/pools", get(pools))
             .route("/metrics", get(metrics_text));
         if controls {
             router = router
@@ -287,6 +311,7 @@ impl std::fmt::Debug for Dashboard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dashboard")
             .field("sources", &self.sources.len())
+            .field("pools", &self.pools.len())
             .field("histories", &self.histories.len())
             .field("controls", &self.token.is_some())
             .field("title", &self.title)
@@ -298,6 +323,7 @@ impl std::fmt::Debug for Dashboard {
 /// What the routes share.
 struct Shared {
     sources: Vec<Source>,
+    pools: Vec<PoolSource>,
     histories: Vec<Arc<History>>,
     metrics: prometheus_client::registry::Registry,
     /// The controls' token (empty without controls: their routes are then not there).
@@ -307,7 +333,7 @@ struct Shared {
 
 impl Shared {
     fn board(&self) -> source::Board {
-        source::read(&self.sources, &self.histories)
+        source::read(&self.sources, &self.pools, &self.histories)
     }
 }
 
@@ -353,6 +379,14 @@ async fn index(State(shared): State<Arc<Shared>>, Query(filter): Query<Filter>) 
 
 async fn breakers(State(shared): State<Arc<Shared>>) -> Response {
     answer(StatusCode::OK, JSON, json::board(&shared.board()))
+}
+
+async fn pools(State(shared): State<Arc<Shared>>) -> Response {
+    answer(
+        StatusCode::OK,
+        JSON,
+        json::pools(&source::read_pools(&shared.pools)),
+    )
 }
 
 async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {

@@ -4,9 +4,9 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::source::{Board, Row};
-use lazybreaker::observe::Origin;
+use super::source::{Board, PoolLine, Row};
 use lazybreaker::observe::Recorded;
+use lazybreaker::observe::{Ejection, Origin};
 use lazybreaker::CheckStatus;
 use lazybreaker::Forced;
 use lazybreaker::State;
@@ -93,7 +93,8 @@ impl Needle {
     }
 }
 
-/// The part the script replaces: the summary, the table and the recent changes.
+/// The part the script replaces: the summary, the breakers' table, the pools' and the
+/// recent changes.
 fn board_html(out: &mut String, board: &Board, look: &Look, filter: &Needle) {
     let count = |state| {
         board
@@ -135,6 +136,9 @@ fn board_html(out: &mut String, board: &Board, look: &Look, filter: &Needle) {
     if board.rows.is_empty() {
         out.push_str("<p class=\"empty\">No breakers yet.</p>");
     }
+    if !board.pools.is_empty() {
+        pools_html(out, &board.pools);
+    }
     out.push_str("<h2>Recent changes</h2><ol id=\"recent\">");
     for r in board.recent.iter().filter(|r| filter.shown(&r.breaker)) {
         recorded_html(out, r);
@@ -143,6 +147,56 @@ fn board_html(out: &mut String, board: &Board, look: &Look, filter: &Needle) {
         out.push_str("<li class=\"empty\">None recorded (a breaker's changes are kept when it observes an <code>observe::History</code>).</li>");
     }
     out.push_str("</ol></main>");
+}
+
+/// The pools' own figures, a row per pool in the order given: not filtered (the filter
+/// keeps breakers by name; a pool's line sums up all its endpoints).
+fn pools_html(out: &mut String, pools: &[PoolLine]) {
+    out.push_str(
+        "<h2>Pools</h2><table id=\"pools\"><thead><tr><th>pool</th><th>nodes</th>\
+         <th>isolated</th><th>ejected</th><th>down</th><th>in flight</th>\
+         <th>over the cap</th><th>no endpoint</th><th>outliers detected</th>\
+         <th>ejections</th></tr></thead><tbody>",
+    );
+    for pool in pools {
+        let name = Escaped(&pool.name);
+        let _ = write!(
+            out,
+            "<tr class=\"pool\" data-pool=\"{name}\"><td class=\"name\" data-label=\"pool\">\
+             <bdi>{name}</bdi>"
+        );
+        if pool.name.is_empty() {
+            out.push_str("<small>unnamed</small>");
+        }
+        out.push_str("</td>");
+        let Some(s) = &pool.summary else {
+            out.push_str(
+                "<td colspan=\"9\" class=\"warn\" data-label=\"figures\">\
+                 unreadable (its clock panicked)</td></tr>",
+            );
+            continue;
+        };
+        let t = &s.stats;
+        for (label, n) in [
+            ("nodes", s.endpoints as u64),
+            ("isolated", s.isolated as u64),
+            ("ejected", s.ejected as u64),
+            ("down", s.down as u64),
+            ("in flight", s.in_flight as u64),
+            ("over the cap", t.over_cap),
+            ("no endpoint", t.no_endpoint),
+            ("outliers detected", t.outliers_detected),
+        ] {
+            let _ = write!(out, "<td data-label=\"{label}\">{n}</td>");
+        }
+        let _ = write!(
+            out,
+            "<td data-label=\"ejections\">{} success rate · {} failure percentage · \
+             {} hung</td></tr>",
+            t.ejected_success_rate, t.ejected_failure_percentage, t.ejected_hung,
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// A state's class and label.
@@ -409,6 +463,10 @@ fn origin_label(origin: Origin) -> &'static str {
         Origin::Manual => "manual",
         Origin::Adopted => "adopted",
         Origin::HealthCheck => "by a health check",
+        Origin::Ejected(Ejection::SuccessRate) => "ejected by the pool: success rate",
+        Origin::Ejected(Ejection::FailurePercentage) => "ejected by the pool: failure percentage",
+        Origin::Ejected(Ejection::Hung) => "ejected by the pool: hung",
+        Origin::Ejected(_) => "ejected by the pool",
         _ => "other",
     }
 }
@@ -502,6 +560,20 @@ mod tests {
             segments,
             [(s(10), s(40), open), (s(40), s(50), Shade::Check)]
         );
+    }
+
+    #[test]
+    fn an_ejection_reads_as_the_pools_with_its_reason() {
+        for (reason, label) in [
+            (Ejection::SuccessRate, "ejected by the pool: success rate"),
+            (
+                Ejection::FailurePercentage,
+                "ejected by the pool: failure percentage",
+            ),
+            (Ejection::Hung, "ejected by the pool: hung"),
+        ] {
+            assert_eq!(origin_label(Origin::Ejected(reason)), label);
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What a dashboard shows: the breakers it was given (one by one, in registries, in pools),
-//! read into [`Row`]s, each with its recent changes from the [`History`] its observer keeps.
+//! read into [`Row`]s, each with its recent changes from the [`History`] its observer keeps;
+//! and the pools' own figures, read into [`PoolLine`]s.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use lazybreaker::door::BreakerSeam;
 use lazybreaker::observe::Origin;
 use lazybreaker::observe::{History, Observer, Recorded, Transition};
 use lazybreaker::policy::TripPolicy;
-use lazybreaker::pool::Pool;
+use lazybreaker::pool::{Pool, PoolSummary};
 use lazybreaker::Breaker;
 use lazybreaker::Registry;
 use lazybreaker::Snapshot;
@@ -103,6 +104,73 @@ where
     })
 }
 
+/// One pool's own figures, whatever its keys, policy and observer.
+pub(super) trait PoolPanel: Send + Sync {
+    fn name(&self) -> &str;
+    /// Its [`Pool::summary`]: user code (its breakers' clock) that may panic.
+    fn summary(&self) -> PoolSummary;
+}
+
+impl<K, P, O> PoolPanel for Pool<K, P, O>
+where
+    K: Send + Sync,
+    P: TripPolicy + Send,
+    O: Observer + Send + Sync,
+{
+    fn name(&self) -> &str {
+        Pool::name(self)
+    }
+
+    fn summary(&self) -> PoolSummary {
+        Pool::summary(self)
+    }
+}
+
+/// A pool whose own figures a dashboard shows.
+pub(super) type PoolSource = Arc<dyn PoolPanel>;
+
+/// A pool's own figures, type-erased.
+pub(super) fn pool_figures<K, P, O>(pool: Arc<Pool<K, P, O>>) -> PoolSource
+where
+    K: Send + Sync + 'static,
+    P: TripPolicy + Send + 'static,
+    O: Observer + Send + Sync + 'static,
+{
+    pool
+}
+
+/// One pool as the page and the JSON show it.
+#[derive(Debug)]
+pub(super) struct PoolLine {
+    /// Its name ([`Pool::named`]), untrusted text; empty if unnamed.
+    pub(super) name: String,
+    /// Its figures; `None` if its user code (a clock) panicked while they were read.
+    pub(super) summary: Option<PoolSummary>,
+}
+
+/// Reads every pool of `pools` (each once, however many times it was given), in the order
+/// given. A pool whose user code panics costs that pool its figures, not the page: the panic
+/// ends here.
+pub(super) fn read_pools(pools: &[PoolSource]) -> Vec<PoolLine> {
+    let mut seen = HashSet::new();
+    let mut lines = Vec::with_capacity(pools.len());
+    for pool in pools {
+        if !seen.insert(Arc::as_ptr(pool).cast::<()>()) {
+            continue;
+        }
+        let summary = contain::catch(|| pool.summary()).map_err(|payload| {
+            let mut panics = FirstPanic::default();
+            panics.keep(payload);
+            end(panics);
+        });
+        lines.push(PoolLine {
+            name: pool.name().to_owned(),
+            summary: summary.ok(),
+        });
+    }
+    lines
+}
+
 /// One breaker as the page and the JSON show it.
 #[derive(Debug)]
 pub(super) struct Row {
@@ -128,6 +196,8 @@ pub(super) struct Board {
     pub(super) unreadable: usize,
     /// The recent changes of every breaker, newest first.
     pub(super) recent: Vec<Recorded>,
+    /// The pools' own figures, in the order the pools were given.
+    pub(super) pools: Vec<PoolLine>,
 }
 
 /// How many changes the page's list of recent changes shows.
@@ -137,9 +207,13 @@ pub(super) const RECENT: usize = 50;
 /// with one name are both read, each told how many share it) and the histories their
 /// observers keep, plus `extra` histories. A breaker's user code that panics (its clock,
 /// its policy's figures) costs that breaker its row or its figures, not the page: the panic
-/// ends here (as a scrape's does, see [`lazybreaker::prometheus`]).
-pub(super) fn read(sources: &[Source], extra: &[Arc<History>]) -> Board {
-    let mut board = Board::default();
+/// ends here (as a scrape's does, see [`lazybreaker::prometheus`]). With the pools' own
+/// figures ([`read_pools`]).
+pub(super) fn read(sources: &[Source], pools: &[PoolSource], extra: &[Arc<History>]) -> Board {
+    let mut board = Board {
+        pools: read_pools(pools),
+        ..Board::default()
+    };
     let mut seen = HashSet::new();
     // Each history once, however many breakers share it.
     let mut kept: HashMap<*const History, Vec<Recorded>> = HashMap::new();

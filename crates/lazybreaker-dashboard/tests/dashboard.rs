@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use lazybreaker::observe::{History, Origin};
 use lazybreaker::policy::ConsecutiveFailures;
+use lazybreaker::pool::{Balance, OutlierDetection, Pick, Pool};
 use lazybreaker::{Breaker, Clock, Forced, ManualClock, Registry, State};
 use lazybreaker_dashboard::Dashboard;
 
@@ -81,6 +82,86 @@ fn dashboard(f: &Fleet) -> Dashboard {
         .breaker(Arc::clone(&f.open))
         .breaker(Arc::clone(&f.half_open))
         .breaker(Arc::clone(&f.forced))
+}
+
+/// A pool whose endpoints' breakers keep their changes in a history.
+type Endpoints = Pool<u32, ConsecutiveFailures, Arc<History>>;
+
+/// A pick of an [`Endpoints`] pool.
+type Held = Pick<u32, ConsecutiveFailures, Arc<History>>;
+
+/// A round-robin pool of endpoints 0 to 4 named `name`, on a clock of its own, whose
+/// endpoint 2 failed 90 % of its 100 calls: the first pick after the interval ejected it
+/// (failure percentage, Envoy's 85 %), for 30 s. Its breakers keep their changes in
+/// `history` and never trip on their own.
+fn ejecting_pool(name: &str, history: &Arc<History>) -> (Arc<Endpoints>, ManualClock) {
+    let clock = ManualClock::new();
+    let h = Arc::clone(history);
+    let pool = Arc::new(
+        Pool::new(move |_: &u32| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1_000).unwrap())
+                .observer(Arc::clone(&h))
+        })
+        .clock(clock.clone())
+        .named(name)
+        .balance(Balance::RoundRobin)
+        .outlier_detection(OutlierDetection::new().failure_percentage(85, 5, 50)),
+    );
+    pool.set(0..5);
+    let mut calls_to_2 = 0;
+    for _ in 0..500 {
+        let pick = pool.pick().unwrap();
+        if *pick.key() == 2 {
+            calls_to_2 += 1;
+            if calls_to_2 % 10 != 0 {
+                pick.failure();
+                continue;
+            }
+        }
+        pick.success();
+    }
+    assert_eq!(calls_to_2, 100);
+    clock.advance(Duration::from_secs(10));
+    pool.pick().unwrap().success(); // judges the interval
+    assert_eq!(pool.breaker(&2).unwrap().state(), State::Open);
+    (pool, clock)
+}
+
+/// A pool of endpoints 10 and 11 named `name`, with a deadline of 300 ms, whose calls (one
+/// each, returned) never came back: a deadline later both hung, out whatever the cap, and
+/// one pick was answered `NoEndpoint`.
+fn hung_pool(name: &str, history: &Arc<History>) -> (Arc<Endpoints>, Vec<Held>) {
+    let clock = ManualClock::new();
+    let h = Arc::clone(history);
+    let pool = Arc::new(
+        Pool::new(move |_: &u32| Breaker::builder().observer(Arc::clone(&h)))
+            .clock(clock.clone())
+            .named(name)
+            .balance(Balance::RoundRobin)
+            .deadline(Duration::from_millis(300)),
+    );
+    pool.set([10, 11]);
+    let hanging = vec![pool.pick().unwrap(), pool.pick().unwrap()];
+    clock.advance(Duration::from_millis(300));
+    assert!(pool.pick().is_err(), "both hung: NoEndpoint");
+    (pool, hanging)
+}
+
+/// The text of the cell labelled `label` in the pools' table row of `pool` (its name as
+/// the page escapes it).
+fn pool_cell<'a>(html: &'a str, pool: &str, label: &str) -> &'a str {
+    let start = format!("<tr class=\"pool\" data-pool=\"{pool}\">");
+    let row = html
+        .split(start.as_str())
+        .nth(1)
+        .unwrap_or_else(|| panic!("no row for pool {pool}: {html}"));
+    let row = &row[..row.find("</tr>").expect("a whole row")];
+    let cell = row
+        .split(format!("data-label=\"{label}\">").as_str())
+        .nth(1)
+        .unwrap_or_else(|| panic!("no cell {label} in {row}"));
+    &cell[..cell.find("</td>").expect("a whole cell")]
 }
 
 /// A server for `router` on a free port of 127.0.0.1, on a runtime of its own that lives
@@ -569,6 +650,246 @@ fn a_control_whose_observer_panics_took_effect_and_answers_500() {
     assert_eq!(b.forced(), None);
 }
 
+/// A pool with an ejected endpoint and one whose endpoints hung: each pool's own figures,
+/// exact, on the page (a row per pool), in `GET /pools` and in the metrics; the ejections in
+/// the recent changes and in the endpoint's history, with their reasons.
+#[test]
+fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json() {
+    let history = Arc::new(History::new(64));
+    let (edge, _clock) = ejecting_pool("edge", &history);
+    let held = edge.pick().unwrap(); // in flight while the page is read
+    let (stuck, hanging) = hung_pool("stuck", &history);
+    let server = serve(
+        Dashboard::new()
+            .pool(Arc::clone(&edge))
+            .pool(Arc::clone(&stuck))
+            .router(),
+    );
+
+    let page = get(&server, "/");
+    assert_eq!(page.status, 200);
+    let html = &page.body;
+    assert!(html.contains("<h2>Pools</h2><table id=\"pools\">"));
+    for (pool, figures) in [
+        (
+            "edge",
+            [
+                ("nodes", "5"),
+                ("isolated", "1"),
+                ("ejected", "1"),
+                ("down", "0"),
+                ("in flight", "1"),
+                ("over the cap", "0"),
+                ("no endpoint", "0"),
+                ("outliers detected", "1"),
+                (
+                    "ejections",
+                    "0 success rate · 1 failure percentage · 0 hung",
+                ),
+            ],
+        ),
+        (
+            "stuck",
+            [
+                ("nodes", "2"),
+                ("isolated", "2"),
+                ("ejected", "2"),
+                ("down", "2"),
+                ("in flight", "2"),
+                ("over the cap", "0"),
+                ("no endpoint", "1"),
+                ("outliers detected", "0"),
+                (
+                    "ejections",
+                    "0 success rate · 0 failure percentage · 2 hung",
+                ),
+            ],
+        ),
+    ] {
+        for (label, value) in figures {
+            assert_eq!(pool_cell(html, pool, label), value, "{pool}: {label}");
+        }
+    }
+    assert!(
+        html.find("data-pool=\"edge\"") < html.find("data-pool=\"stuck\""),
+        "the pools in the order given"
+    );
+    // The ejections in the recent changes, each with its reason.
+    assert!(html.contains("data-name=\"2\" data-origin=\"ejected_failure_percentage\">"));
+    assert!(html.contains("<span class=\"origin\">ejected by the pool: failure percentage</span>"));
+    assert!(html.contains("data-name=\"10\" data-origin=\"ejected_hung\">"));
+    assert!(html.contains("<span class=\"origin\">ejected by the pool: hung</span>"));
+
+    let pools = get(&server, "/pools");
+    assert_eq!(pools.status, 200);
+    assert_eq!(pools.header("content-type"), Some("application/json"));
+    assert_eq!(
+        pools.json(),
+        serde_json::json!([
+            {
+                "name": "edge",
+                "endpoints": 5,
+                "isolated": 1,
+                "ejected": 1,
+                "down": 0,
+                "in_flight": 1,
+                "stats": {
+                    "over_cap": 0,
+                    "over_cap_successes": 0,
+                    "over_cap_failures": 0,
+                    "no_endpoint": 0,
+                    "overloaded": 0,
+                    "outliers_detected": 1,
+                    "ejected_success_rate": 0,
+                    "ejected_failure_percentage": 1,
+                    "ejected_hung": 0
+                }
+            },
+            {
+                "name": "stuck",
+                "endpoints": 2,
+                "isolated": 2,
+                "ejected": 2,
+                "down": 2,
+                "in_flight": 2,
+                "stats": {
+                    "over_cap": 0,
+                    "over_cap_successes": 0,
+                    "over_cap_failures": 0,
+                    "no_endpoint": 1,
+                    "overloaded": 0,
+                    "outliers_detected": 0,
+                    "ejected_success_rate": 0,
+                    "ejected_failure_percentage": 0,
+                    "ejected_hung": 2
+                }
+            }
+        ])
+    );
+    // The ejected endpoint's row: its pool, its ejection with the reason.
+    let breakers = get(&server, "/breakers").json();
+    let ejected = entry(&breakers, "2");
+    assert_eq!(
+        (&ejected["pool"], &ejected["state"]),
+        (&"edge".into(), &"open".into())
+    );
+    assert_eq!(
+        ejected["history"][0]["origin"],
+        serde_json::json!({ "ejected": "failure_percentage" })
+    );
+    assert_eq!(
+        entry(&breakers, "11")["history"][0]["origin"],
+        serde_json::json!({ "ejected": "hung" })
+    );
+    // The metrics say the same.
+    let metrics = get(&server, "/metrics").body;
+    for line in [
+        r#"circuit_breaker_pool_ejected{pool="edge"} 1"#,
+        r#"circuit_breaker_pool_down{pool="stuck"} 2"#,
+        r#"circuit_breaker_pool_ejections_total{pool="edge",reason="failure_percentage"} 1"#,
+        r#"circuit_breaker_pool_ejections_total{pool="stuck",reason="hung"} 2"#,
+        r#"circuit_breaker_pool_outliers_detected_total{pool="edge"} 1"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line} in\n{metrics}"
+        );
+    }
+    // The filter keeps breakers by name; the pools' rows stay.
+    let filtered = get(&server, "/?filter=no-such-breaker").body;
+    assert!(!filtered.contains("data-name=\"2\" data-state="));
+    assert_eq!(pool_cell(&filtered, "edge", "ejected"), "1");
+    // Read at each request: the held pick comes back.
+    held.success();
+    assert_eq!(pool_cell(&get(&server, "/").body, "edge", "in flight"), "0");
+    assert_eq!(get(&server, "/pools").json()[0]["in_flight"], 0);
+    drop(hanging);
+}
+
+/// A pool's name is untrusted text: escaped on the page (its row, its endpoints' rows), kept
+/// verbatim in the JSON; the page's own script stays the only one.
+#[test]
+fn a_pool_name_with_markup_is_escaped_on_the_page() {
+    let pool = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder())
+            .clock(ManualClock::new())
+            .named(HOSTILE),
+    );
+    pool.set([1, 2]);
+    let server = serve(Dashboard::new().pool(Arc::clone(&pool)).router());
+    let html = get(&server, "/").body;
+    let escaped =
+        "&lt;b&gt;&quot;tom &amp; jerry&quot;\n&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;";
+    assert!(html.contains(&format!(
+        "<tr class=\"pool\" data-pool=\"{escaped}\"><td class=\"name\" data-label=\"pool\"><bdi>{escaped}</bdi></td>"
+    )));
+    assert_eq!(pool_cell(&html, escaped, "nodes"), "2");
+    assert!(html.contains(&format!(" <small>pool <bdi>{escaped}</bdi></small>")));
+    assert!(!html.contains("<b>\"tom"));
+    assert_eq!(html.matches("<script>").count(), 1);
+    assert_eq!(html.matches("</script>").count(), 1);
+    let pools = get(&server, "/pools").json();
+    assert_eq!(pools[0]["name"], HOSTILE);
+    assert_eq!(pools[0]["endpoints"], 2);
+}
+
+/// A pool whose clock panics costs that pool its figures, not the page: its row says so,
+/// its JSON object is `unreadable`, the other pool's figures and the metrics are served; mended,
+/// it is read again.
+#[test]
+fn a_pool_whose_clock_panics_costs_its_own_figures_only() {
+    let history = Arc::new(History::new(64));
+    let (edge, _clock) = ejecting_pool("edge", &history);
+    let armed = Arc::new(AtomicBool::new(false));
+    let flaky = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder())
+            .clock(Flaky {
+                armed: Arc::clone(&armed),
+                clock: ManualClock::new(),
+            })
+            .named("flaky"),
+    );
+    flaky.set([7, 8]);
+    let server = serve(
+        Dashboard::new()
+            .pool(Arc::clone(&flaky))
+            .pool(Arc::clone(&edge))
+            .router(),
+    );
+    armed.store(true, Ordering::SeqCst);
+
+    let page = get(&server, "/");
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        pool_cell(&page.body, "flaky", "figures"),
+        "unreadable (its clock panicked)"
+    );
+    assert_eq!(pool_cell(&page.body, "edge", "ejected"), "1");
+    assert!(
+        page.body.contains("2 unreadable"),
+        "its endpoints' breakers"
+    );
+    let pools = get(&server, "/pools");
+    assert_eq!(pools.status, 200);
+    let pools = pools.json();
+    assert_eq!(
+        pools[0],
+        serde_json::json!({ "name": "flaky", "unreadable": true })
+    );
+    assert_eq!(pools[1]["ejected"], 1);
+    let metrics = get(&server, "/metrics");
+    assert_eq!(metrics.status, 200);
+    assert!(metrics
+        .body
+        .contains(r#"circuit_breaker_pool_ejected{pool="edge"} 1"#));
+
+    armed.store(false, Ordering::SeqCst);
+    assert_eq!(pool_cell(&get(&server, "/").body, "flaky", "nodes"), "2");
+    let pools = get(&server, "/pools").json();
+    assert_eq!(pools[0]["endpoints"], 2);
+    assert!(pools[0].get("unreadable").is_none());
+}
+
 /// The Chromium to run: `LAZYBREAKER_CHROMIUM` (which `bash .ci/test` sets), or `chromium`.
 fn chromium() -> String {
     std::env::var("LAZYBREAKER_CHROMIUM").unwrap_or_else(|_| "chromium".into())
@@ -633,21 +954,30 @@ static PROFILES: AtomicUsize = AtomicUsize::new(0);
 fn in_a_real_browser_the_script_refreshes_the_board_in_place() {
     let f = fleet();
     let late = Arc::clone(&f.closed);
+    let (edge, _clock) = ejecting_pool("edge", &f.history);
+    let late_endpoint = edge.breaker(&0).unwrap();
     let pages = Arc::new(AtomicUsize::new(0));
     let served = Arc::clone(&pages);
-    // After the first page went out, `inventory` trips: only the script's refresh can show it.
+    // After the first page went out, `inventory` trips, and so does the pool's endpoint 0
+    // (one more isolated): only the script's refresh can show it.
     let router = dashboard(&f)
+        .pool(Arc::clone(&edge))
         .controls("t0ken")
         .router()
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
-                let (late, served) = (Arc::clone(&late), Arc::clone(&served));
+                let (late, late_endpoint, served) = (
+                    Arc::clone(&late),
+                    Arc::clone(&late_endpoint),
+                    Arc::clone(&served),
+                );
                 async move {
                     let first =
                         req.uri().path() == "/" && served.fetch_add(1, Ordering::SeqCst) == 0;
                     let response = next.run(req).await;
                     if first {
                         late.trip_for(Duration::from_secs(45));
+                        late_endpoint.trip_for(Duration::from_secs(45));
                     }
                     response
                 }
@@ -688,6 +1018,25 @@ fn in_a_real_browser_the_script_refreshes_the_board_in_place() {
     assert!(dom.contains(r#"data-action="force_open" data-name="inventory""#));
     assert!(
         dom.contains(r#"data-name="inventory" data-origin="manual""#),
+        "{dom}"
+    );
+    // The pool's row, refreshed: endpoint 0 tripped after the first render, endpoint 2 is
+    // still ejected; the ejection in the recent changes, with its reason.
+    for (label, value) in [
+        ("nodes", "5"),
+        ("isolated", "2"),
+        ("ejected", "1"),
+        ("down", "0"),
+        ("outliers detected", "1"),
+        (
+            "ejections",
+            "0 success rate · 1 failure percentage · 0 hung",
+        ),
+    ] {
+        assert_eq!(pool_cell(&dom, "edge", label), value, "{label}: {dom}");
+    }
+    assert!(
+        dom.contains("ejected by the pool: failure percentage"),
         "{dom}"
     );
 

@@ -9,9 +9,11 @@
 //! |---|---|---|
 //! | `pool_pick_1t` | lazybreaker | `Pool::new(\|_: &SocketAddr\| Breaker::builder())` (gobreaker's defaults per endpoint), power of two choices (the default): `pool.pick()`, `operation(true)`, `pick.success()` |
 //! | `pool_pick_1t` | lazybreaker_round_robin | the same pool with `.balance(Balance::RoundRobin)` |
+//! | `pool_pick_1t` | lazybreaker_judging | the default pool with `.outlier_detection(OutlierDetection::new().success_rate(1.9, 5, 100).failure_percentage(85, 5, 50))` and `.deadline(300 ms)`: a clock read per pick and per report |
 //! | `pool_pick_1t` | bare | one endpoint's breaker alone (`Arc<Breaker>`, gobreaker's defaults), admitted as the pool admits it: `allow_owned()`, `operation(true)`, `success()` |
 //! | `pool_service_1t` | lazybreaker | `PoolService::new(Arc::new(pool), \|_: &SocketAddr\| Inner)` over the pool of `pool_pick_1t` |
 //! | `pool_service_1t` | lazybreaker_round_robin | the same over the round-robin pool |
+//! | `pool_service_1t` | lazybreaker_judging | the same over the judging pool of `pool_pick_1t` |
 //! | `pool_service_1t` | tower_p2c | tower 0.5's `balance::p2c::Balance::new(ServiceList::new(..))` over the 16 `Inner`s, each in `load::PendingRequests` (`CompleteOnResponse`) |
 //! | `pool_service_1t` | bare | one `Inner` alone |
 //!

@@ -1,8 +1,11 @@
-//! lazybreaker's `pool::Pool` with its defaults and a health check: the power of two choices
-//! among the replicas whose breakers admit a call, at most half of them isolated, a node
-//! revived only when `GET /health` answers 2xx (checked lazily, by the pick that finds its
-//! open period over).
+//! lazybreaker's `pool::Pool` with its defaults, a health check and the calls' deadline: the
+//! power of two choices among the replicas whose breakers admit a call, at most half of them
+//! isolated on the traffic's judgement (a replica whose check failed, or that hangs past the
+//! deadline, is out whatever the cap), open 100 ms at first and backing off, a node revived
+//! only when `GET /health` answers 2xx (checked lazily, beside the calls, by the picks that
+//! find its open period over). Each call goes through `Pool::call`.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -30,8 +33,9 @@ impl LazyPool {
     pub(super) fn new(http: Http, addrs: Vec<SocketAddr>) -> Self {
         let addrs = Arc::new(addrs);
         let (checker, checked) = (http.clone(), Arc::clone(&addrs));
-        let pool = Pool::new(|n: &usize| Breaker::builder().name(format!("n{n}"))).health_check(
-            move |n: &usize| {
+        let pool = Pool::new(|n: &usize| Breaker::builder().name(format!("n{n}")))
+            .deadline(http.deadline)
+            .health_check(move |n: &usize| {
                 let (http, addr) = (checker.clone(), checked[*n]);
                 async move {
                     http.get_within(addr, "/health", None, CHECK_DEADLINE)
@@ -39,8 +43,7 @@ impl LazyPool {
                         .answer
                         .is_ok()
                 }
-            },
-        );
+            });
         pool.set(0..addrs.len());
         Self { http, addrs, pool }
     }
@@ -49,13 +52,17 @@ impl LazyPool {
 impl LazyPool {
     /// One call through the pool: a pick, the request, its verdict for the node.
     pub(super) async fn send(&self) -> Sent {
-        let Ok(pick) = self.pool.pick_async().await else {
-            return rejected();
+        let call = |node: usize| async move {
+            Ok::<_, Infallible>(self.http.get(self.addrs[node], "/work", Some(node)).await)
         };
-        let node = *pick.key();
-        let sent = self.http.get(self.addrs[node], "/work", Some(node)).await;
-        pick.record(outcome(sent.answer));
-        sent
+        let classify = |sent: &Result<Sent, Infallible>| match sent {
+            Ok(sent) => outcome(sent.answer),
+            Err(never) => match *never {},
+        };
+        match self.pool.call(call, classify).await {
+            Ok(sent) => sent,
+            Err(_) => rejected(),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use criterion::Criterion;
 use lazybreaker::pool::{Balance, Pool};
 use lazybreaker::{Breaker, Rejected};
 
-use super::services::{pool, ENDPOINTS};
+use super::services::{judging_pool, pool, ENDPOINTS};
 use crate::support::{group, operation};
 
 /// One successful call through `pool`: a pick, the operation, the success reported.
@@ -35,17 +35,23 @@ fn spreads(pool: &Pool<SocketAddr>, name: &str) {
 /// `pool_pick_1t`: one thread, 16 endpoints, every breaker closed. `lazybreaker`: the power
 /// of two choices (the default); `lazybreaker_round_robin`: `Balance::RoundRobin`; `bare`: one
 /// breaker alone, admitted as the pool admits an endpoint (`allow_owned`), for what choosing
-/// adds.
+/// adds; `lazybreaker_judging`: the default pool with outlier detection (both detectors)
+/// and a deadline, for what judging adds (a clock read per pick, one at each report).
 pub(crate) fn pick_1t(c: &mut Criterion) {
     let mut g = group(c, "pool_pick_1t");
-    for (name, balance) in [
-        ("lazybreaker", Balance::PowerOfTwo),
-        ("lazybreaker_round_robin", Balance::RoundRobin),
+    for (name, pool) in [
+        ("lazybreaker", pool(Balance::PowerOfTwo)),
+        ("lazybreaker_round_robin", pool(Balance::RoundRobin)),
+        ("lazybreaker_judging", judging_pool()),
     ] {
-        let pool = pool(balance);
         spreads(&pool, name);
         g.bench_function(name, |b| b.iter(|| call(&pool)));
         assert_eq!(pool.stats().no_endpoint, 0, "{name}: a pick was rejected");
+        assert_eq!(
+            pool.stats().outliers_detected,
+            0,
+            "{name}: an endpoint judged"
+        );
     }
     let breaker = Arc::new(Breaker::builder().build());
     g.bench_function("bare", |b| {

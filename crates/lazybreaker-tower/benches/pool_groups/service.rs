@@ -14,7 +14,7 @@ use tower::load::{CompleteOnResponse, PendingRequests};
 use tower::Service;
 
 use super::exec::{block_on, call, one_thread_calls, thread_waker, Driver};
-use super::services::{pool, Inner, ENDPOINTS};
+use super::services::{judging_pool, pool, Inner, ENDPOINTS};
 use crate::support::group;
 
 /// `iters` calls of `service` in one loop on this thread, as the bench `name`, after a few
@@ -43,15 +43,17 @@ fn tower_p2c() -> p2c::Balance<ServiceList<Vec<PendingRequests<Inner>>>, bool> {
 /// `pool_service_1t`: one thread, 16 endpoints, every breaker closed, the call succeeds.
 /// `lazybreaker`: `PoolService` over the pool of `pool_pick_1t` (power of two choices), each
 /// endpoint's service an `Inner`; `lazybreaker_round_robin`: over the round-robin pool;
+/// `lazybreaker_judging`: over the pool with outlier detection and a deadline;
 /// `tower_p2c`: tower's balancer over 16 `PendingRequests<Inner>`; `bare`: one `Inner`.
 pub(crate) fn service_1t(c: &mut Criterion) {
     let mut g = group(c, "pool_service_1t");
     one_thread(&mut g, "bare", Inner);
-    for (name, balance) in [
-        ("lazybreaker", Balance::PowerOfTwo),
-        ("lazybreaker_round_robin", Balance::RoundRobin),
+    for (name, pool) in [
+        ("lazybreaker", pool(Balance::PowerOfTwo)),
+        ("lazybreaker_round_robin", pool(Balance::RoundRobin)),
+        ("lazybreaker_judging", judging_pool()),
     ] {
-        let pool = Arc::new(pool(balance));
+        let pool = Arc::new(pool);
         let service = PoolService::new(Arc::clone(&pool), |_: &SocketAddr| Inner);
         one_thread(&mut g, name, service);
         let stats = pool.stats();

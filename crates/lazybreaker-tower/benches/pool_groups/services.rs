@@ -6,8 +6,9 @@ use std::fmt;
 use std::future::{ready, Ready};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use lazybreaker::pool::{Balance, Pool};
+use lazybreaker::pool::{Balance, OutlierDetection, Pool};
 use lazybreaker::Breaker;
 use tower::Service;
 
@@ -29,6 +30,21 @@ pub(crate) fn pool(balance: Balance) -> Pool<SocketAddr> {
     let pool = Pool::new(|_: &SocketAddr| Breaker::builder()).balance(balance);
     pool.set(keys());
     assert_eq!(pool.len(), ENDPOINTS);
+    pool
+}
+
+/// The pool of [`pool`] (power of two choices) judging its endpoints as a user who asks for
+/// everything would: outlier detection by success rate and by failure percentage (Envoy's
+/// figures), and a 300 ms deadline for hangs.
+pub(crate) fn judging_pool() -> Pool<SocketAddr> {
+    let pool = Pool::new(|_: &SocketAddr| Breaker::builder())
+        .outlier_detection(
+            OutlierDetection::new()
+                .success_rate(1.9, 5, 100)
+                .failure_percentage(85, 5, 50),
+        )
+        .deadline(Duration::from_millis(300));
+    pool.set(keys());
     pool
 }
 
