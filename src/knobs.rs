@@ -178,10 +178,11 @@ pub struct Knobs {
     )]
     pub probe_timeout: Duration,
     /// The longest open period of a backoff: each failed recovery (a failed half-open probe)
-    /// doubles the open period, from `timeout` up to this, and the breaker
-    /// closing again starts it over from `timeout` (brpc's isolation backoff); a failed
-    /// health check re-arms the period at the length it has (checks keep a steady cadence,
-    /// as brpc's and HAProxy's check intervals do). Zero (the
+    /// doubles the open period, from `timeout` up to this, and so does a trip within this
+    /// long of the last recovery (a relapse); a trip after a longer healthy spell starts
+    /// over from `timeout` (brpc's isolation backoff). A failed health check re-arms the
+    /// period at the length it has (checks keep a steady cadence, as brpc's and HAProxy's
+    /// check intervals do). Zero (the
     /// default) means no backoff: every open period is `timeout` (or the policy's). A pool
     /// gives its endpoints 100 ms doubling to 30 s unless their builders set a `timeout`
     /// ([`Pool::open_backoff`](crate::pool::Pool::open_backoff)). Written out only when set.

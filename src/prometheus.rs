@@ -35,6 +35,7 @@
 //! | `circuit_breaker_pool_ejected` | gauge | `pool` | of those, endpoints the pool ejected whose ejection runs now: an outlier ([`OutlierDetection`](crate::pool::OutlierDetection)), a hang ([`Pool::deadline`]) |
 //! | `circuit_breaker_pool_down` | gauge | `pool` | of those, endpoints out on their own evidence (a failed health check, a hang), out whatever the [cap](Pool::max_isolated) |
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
+//! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`]) |
 //! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker from closed to open, in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
 //! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
@@ -550,6 +551,15 @@ impl BreakerCollector {
                     .map(|p| (label(p), Level(value(&p.summary) as i64))),
             )?;
         }
+        family(
+            e,
+            "circuit_breaker_pool_picked",
+            "Picks made: endpoints chosen for a call.",
+            MetricType::Counter,
+            pools
+                .iter()
+                .map(|p| (label(p), Count(p.summary.stats.picks))),
+        )?;
         family(
             e,
             "circuit_breaker_pool_picks",

@@ -165,9 +165,10 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     }
 
     /// Backs the open period off: each failed recovery (a failed half-open probe)
-    /// doubles it, from [`timeout`](Self::timeout) up to `max`, and the breaker
-    /// closing again starts it over (brpc's isolation backoff, without wrapping the policy as
-    /// [`TripPolicy::with_backoff`] does). A failed [health check](Self::health_check)
+    /// doubles it, from [`timeout`](Self::timeout) up to `max`, and so does a trip within
+    /// `max` of the last recovery (a relapse: a dependency that flaps is let back ever more
+    /// slowly); a trip after a longer healthy spell starts over from `timeout` (brpc's
+    /// isolation backoff, without wrapping the policy as [`TripPolicy::with_backoff`] does). A failed [health check](Self::health_check)
     /// re-arms the period at the length it has: checks are cheap and keep a steady cadence
     /// (brpc's and HAProxy's check intervals), so a recovered dependency is found within one
     /// period. Zero (the default): no backoff. In a configuration
@@ -194,9 +195,14 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// breaker.allow().unwrap().failure(); // the probe fails: 200 ms
     /// assert_eq!(open_for(&breaker), Duration::from_millis(200));
     /// clock.advance(Duration::from_millis(201));
-    /// breaker.allow().unwrap().success(); // recovered: the next trip starts over
+    /// breaker.allow().unwrap().success(); // recovered
     /// assert_eq!(breaker.state(), State::Closed);
-    /// breaker.allow().unwrap().failure();
+    /// breaker.allow().unwrap().failure(); // a relapse at once: 400 ms
+    /// assert_eq!(open_for(&breaker), Duration::from_millis(400));
+    /// clock.advance(Duration::from_millis(401));
+    /// breaker.allow().unwrap().success();
+    /// clock.advance(Duration::from_secs(30)); // a healthy spell as long as `max`
+    /// breaker.allow().unwrap().failure(); // starts over
     /// assert_eq!(open_for(&breaker), Duration::from_millis(100));
     /// ```
     pub fn backoff(mut self, max: Duration) -> Self {

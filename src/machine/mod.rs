@@ -175,8 +175,12 @@ pub(crate) struct Machine<P> {
     /// `totals.failures` when the breaker last closed after being open (brpc's `RecentErr`
     /// counts from there).
     failures_at_recovery: u64,
-    /// Failed probes since the breaker last closed: the backoff's exponent.
+    /// The backoff's exponent: failed probes, and trips that came soon after a recovery
+    /// (brpc's isolation: a relapse within the backoff's longest period of the last
+    /// recovery doubles the period; a trip after that starts over).
     failed_recoveries: u32,
+    /// When the breaker last closed after being open (none yet: never).
+    recovered_at: Option<Nanos>,
     /// Whether the breaker's own evidence says its dependency is down, for this open period:
     /// a failed health check, or a pool's judgement that it hangs. A pool keeps such an
     /// endpoint out whatever its isolation cap. Cleared by every state change.
@@ -217,6 +221,7 @@ impl<P: TripPolicy> Machine<P> {
             forced: None,
             failures_at_recovery: 0,
             failed_recoveries: 0,
+            recovered_at: None,
             down: false,
             transitions: Transitions::default(),
             in_flight: InFlight::default(),
@@ -736,7 +741,7 @@ impl<P: TripPolicy> Machine<P> {
         }
         if to == State::Closed {
             self.failures_at_recovery = self.totals.failures;
-            self.failed_recoveries = 0;
+            self.recovered_at = Some(now);
         }
         self.down = false;
         self.start_generation(now, expiry);
@@ -767,10 +772,26 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed if self.rules.interval > 0 => now.saturating_add(self.rules.interval),
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
-                if self.state == State::HalfOpen {
-                    // A failed probe: a failed recovery. (A failed health check re-arms the
-                    // period at the level it has: checks keep a steady cadence.)
-                    self.failed_recoveries = self.failed_recoveries.saturating_add(1);
+                match self.state {
+                    // A failed probe: a failed recovery. (A failed health check, open to
+                    // open, re-arms the period at the level it has: checks keep a steady
+                    // cadence.)
+                    State::HalfOpen => {
+                        self.failed_recoveries = self.failed_recoveries.saturating_add(1);
+                    }
+                    // A trip: a relapse soon after the last recovery backs off further,
+                    // one after a long healthy spell starts over.
+                    State::Closed => {
+                        let relapse = self
+                            .recovered_at
+                            .is_some_and(|at| now.saturating_sub(at) < self.rules.backoff);
+                        self.failed_recoveries = if relapse {
+                            self.failed_recoveries.saturating_add(1)
+                        } else {
+                            0
+                        };
+                    }
+                    State::Open => {}
                 }
                 let timeout = Duration::from_nanos(self.rules.backed_off(self.failed_recoveries));
                 let open_for = saturating_nanos(self.policy.open_duration(timeout, now));

@@ -25,6 +25,8 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) key: K,
     pub(super) breaker: Arc<Breaker<P, O>>,
     in_flight: AtomicUsize,
+    /// Its picks so far (written with `in_flight`, on the same line: nothing more shared).
+    picks: AtomicU64,
     /// With a pool [`deadline`](super::Pool::deadline): when it last showed progress on
     /// the pool's clock (a call came back other than failed, or one went out with none in
     /// flight).
@@ -44,6 +46,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             key,
             breaker,
             in_flight: AtomicUsize::new(0),
+            picks: AtomicU64::new(0),
             progress: AtomicU64::new(0),
             outlier: EndpointRecord::default(),
             parked: Mutex::new(None),
@@ -66,11 +69,22 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     /// flight starts its wait for progress.
     #[inline]
     pub(super) fn start(&self) {
+        self.picks.fetch_add(1, Ordering::Relaxed);
         let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
         if before == 0 && self.shared.deadline() != 0 {
             self.progress
                 .fetch_max(self.shared.now(), Ordering::Relaxed);
         }
+    }
+
+    /// Its picks so far.
+    pub(super) fn picks(&self) -> u64 {
+        self.picks.load(Ordering::Relaxed)
+    }
+
+    /// Its picks so far, handed to the pool as it leaves (counted here no more).
+    pub(super) fn take_picks(&self) -> u64 {
+        self.picks.swap(0, Ordering::Relaxed)
     }
 
     /// A pick ended.

@@ -72,7 +72,9 @@
 //! **The open period.** A lone breaker stays open 60 s (gobreaker's default); in a pool that
 //! keeps a recovered replica idle for a minute. So an endpoint whose builder sets no
 //! [`timeout`](crate::Builder::timeout) opens for 100 ms, doubled with each failed
-//! probe up to 30 s, and starts over once it closes (brpc's isolation backoff). With a
+//! probe, and with each trip within 30 s of its last recovery, up to 30 s; a trip after 30 s
+//! of health starts over (brpc's isolation backoff: a flapping endpoint is let back ever
+//! more slowly). With a
 //! health check, a failed check re-arms the period at the length it has: a down endpoint is
 //! checked at a steady cadence (100 ms plus the check's own time, at first), and is back
 //! within about one period of its recovery.
@@ -293,6 +295,8 @@ pub(crate) struct Stats {
     pub(crate) ejected_success_rate: AtomicU64,
     pub(crate) ejected_failure_percentage: AtomicU64,
     pub(crate) ejected_hung: AtomicU64,
+    /// The picks of endpoints removed from the pool.
+    pub(crate) removed_picks: AtomicU64,
 }
 
 impl Stats {
@@ -311,6 +315,9 @@ impl Stats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PoolStats {
+    /// Picks made: endpoints chosen for a call, kept in rotation over the cap included
+    /// (those of endpoints removed since too).
+    pub picks: u64,
     /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
     pub over_cap: u64,
     /// Of those, reported successes.
@@ -456,8 +463,9 @@ where
 
     /// The open period of the endpoints whose builders set neither a
     /// [`timeout`](Builder::timeout) nor a [`backoff`](Builder::backoff): `first`, doubled
-    /// with each failed recovery (a failed half-open probe) up to `longest`,
-    /// starting over once the endpoint's breaker closes: brpc's isolation, where a lone
+    /// with each failed half-open probe and with each trip within `longest` of the last
+    /// recovery, up to `longest`, starting over after `longest` of health (see
+    /// [`Builder::backoff`]): brpc's isolation, where a lone
     /// breaker's 60 s would keep a recovered endpoint out for a minute. 100 ms to 30 s by
     /// default; `first` zero gives them the breaker's own default (60 s). A setting for
     /// building the pool, before its first endpoint.
@@ -589,6 +597,7 @@ where
         }
         let next = current.iter().filter(|e| &e.key != key).cloned().collect();
         self.endpoints.store(Arc::new(next));
+        self.fold(current.iter().filter(|e| &e.key == key));
         true
     }
 
@@ -606,7 +615,27 @@ where
             let kept = current.iter().find(|e| e.key == key).cloned();
             next.push(kept.unwrap_or_else(|| self.endpoint(key)));
         }
+        let gone: Vec<_> = current
+            .iter()
+            .filter(|e| !next.iter().any(|n| Arc::ptr_eq(n, e)))
+            .cloned()
+            .collect();
         self.endpoints.store(Arc::new(next));
+        self.fold(gone.iter());
+    }
+
+    /// The pool's counts keep the picks of endpoints that left it.
+    fn fold<'a>(&self, gone: impl Iterator<Item = &'a Arc<Endpoint<K, P, O>>>)
+    where
+        K: 'a,
+        P: 'a,
+        O: 'a,
+    {
+        let picks: u64 = gone.map(|e| e.take_picks()).sum();
+        self.shared
+            .stats
+            .removed_picks
+            .fetch_add(picks, Ordering::Relaxed);
     }
 
     /// The endpoints' keys, in the pool's order.
@@ -724,7 +753,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     pub fn stats(&self) -> PoolStats {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let s = &self.shared.stats;
+        let current: u64 = self.endpoints.load().iter().map(|e| e.picks()).sum();
         PoolStats {
+            picks: n(&s.removed_picks).saturating_add(current),
             over_cap: n(&s.over_cap),
             over_cap_successes: n(&s.over_cap_successes),
             over_cap_failures: n(&s.over_cap_failures),

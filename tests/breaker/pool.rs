@@ -734,3 +734,25 @@ fn checked_block_on<F: std::future::Future>(f: F) -> F::Output {
         .unwrap()
         .block_on(f)
 }
+
+#[test]
+fn the_pools_picks_are_counted_and_kept_when_endpoints_leave() {
+    let clock = ManualClock::new();
+    let pool = pool(3, &clock);
+    for _ in 0..30 {
+        pool.pick().unwrap().success();
+    }
+    assert_eq!(pool.stats().picks, 30);
+    pool.remove(&0);
+    pool.set([1, 7]); // 2 leaves, 7 arrives
+    assert_eq!(
+        pool.stats().picks,
+        30,
+        "the picks of endpoints gone are kept"
+    );
+    for _ in 0..5 {
+        pool.pick().unwrap().success();
+    }
+    assert_eq!(pool.stats().picks, 35);
+    assert_eq!(pool.stats().no_endpoint, 0);
+}

@@ -239,10 +239,16 @@ fn a_pools_open_period_backs_off_on_failed_probes_and_keeps_its_cadence_on_faile
         breaker.allow().unwrap().failure();
     }
     assert_eq!(open_for(&breaker), Duration::from_secs(30));
-    // Recovered: the next trip starts over.
+    // Recovered, and a relapse at once: still 30 s (brpc: within 30 s of the recovery).
     clock.advance(Duration::from_secs(31));
     breaker.allow().unwrap().success();
     assert_eq!(breaker.state(), State::Closed);
+    breaker.allow().unwrap().failure();
+    assert_eq!(open_for(&breaker), Duration::from_secs(30));
+    // Recovered, healthy for 30 s: the next trip starts over.
+    clock.advance(Duration::from_secs(31));
+    breaker.allow().unwrap().success();
+    clock.advance(Duration::from_secs(30));
     breaker.allow().unwrap().failure();
     assert_eq!(open_for(&breaker), ms(100));
 

@@ -777,6 +777,10 @@ fn a_pools_ejections_and_hangs_are_scraped_by_reason() {
         r#"circuit_breaker_pool_outliers_detected_total{pool="edge"} 1"#,
         r#"circuit_breaker_pool_outliers_detected_total{pool="stuck"} 0"#,
         r#"circuit_breaker_pool_picks_total{pool="stuck",result="no_endpoint"} 1"#,
+        // 500 calls and the pick that ejected; two hanging picks.
+        "# TYPE circuit_breaker_pool_picked counter",
+        r#"circuit_breaker_pool_picked_total{pool="edge"} 501"#,
+        r#"circuit_breaker_pool_picked_total{pool="stuck"} 2"#,
         // The ejection is the endpoint's breaker opening: counted where every opening is.
         r#"circuit_breaker_state{breaker="2"} 2"#,
         r#"circuit_breaker_transitions_total{breaker="2",from="closed",to="open"} 1"#,

@@ -71,6 +71,7 @@ struct Summary {
 /// [`PoolStats`], field for field.
 #[derive(Serialize)]
 struct Stats {
+    picks: u64,
     over_cap: u64,
     over_cap_successes: u64,
     over_cap_failures: u64,
@@ -92,6 +93,7 @@ impl From<&PoolSummary> for Summary {
             down: s.down,
             in_flight: s.in_flight,
             stats: Stats {
+                picks: t.picks,
                 over_cap: t.over_cap,
                 over_cap_successes: t.over_cap_successes,
                 over_cap_failures: t.over_cap_failures,

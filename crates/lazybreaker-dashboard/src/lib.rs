@@ -56,7 +56,7 @@
 //! `isolated` (breakers open as the next pick finds them), `ejected` (of those, ejected by the
 //! pool, the ejection running), `down` (of those, out on their own evidence: a failed health
 //! check, a hang), `in_flight`, and `stats`, its
-//! [`PoolStats`](lazybreaker::pool::PoolStats): `over_cap`, `over_cap_successes`,
+//! [`PoolStats`](lazybreaker::pool::PoolStats): `picks`, `over_cap`, `over_cap_successes`,
 //! `over_cap_failures`, `no_endpoint`, `overloaded`, `outliers_detected`,
 //! `ejected_success_rate`, `ejected_failure_percentage`, `ejected_hung`. A pool whose figures
 //! could not be read (its clock panicked) has `name` and `"unreadable": true` only.

@@ -154,7 +154,7 @@ fn board_html(out: &mut String, board: &Board, look: &Look, filter: &Needle) {
 fn pools_html(out: &mut String, pools: &[PoolLine]) {
     out.push_str(
         "<h2>Pools</h2><table id=\"pools\"><thead><tr><th>pool</th><th>nodes</th>\
-         <th>isolated</th><th>ejected</th><th>down</th><th>in flight</th>\
+         <th>isolated</th><th>ejected</th><th>down</th><th>in flight</th><th>picks</th>\
          <th>over the cap</th><th>no endpoint</th><th>outliers detected</th>\
          <th>ejections</th></tr></thead><tbody>",
     );
@@ -171,7 +171,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         out.push_str("</td>");
         let Some(s) = &pool.summary else {
             out.push_str(
-                "<td colspan=\"9\" class=\"warn\" data-label=\"figures\">\
+                "<td colspan=\"10\" class=\"warn\" data-label=\"figures\">\
                  unreadable (its clock panicked)</td></tr>",
             );
             continue;
@@ -183,6 +183,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
             ("ejected", s.ejected as u64),
             ("down", s.down as u64),
             ("in flight", s.in_flight as u64),
+            ("picks", t.picks),
             ("over the cap", t.over_cap),
             ("no endpoint", t.no_endpoint),
             ("outliers detected", t.outliers_detected),

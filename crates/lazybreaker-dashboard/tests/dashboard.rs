@@ -679,6 +679,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 ("ejected", "1"),
                 ("down", "0"),
                 ("in flight", "1"),
+                ("picks", "502"),
                 ("over the cap", "0"),
                 ("no endpoint", "0"),
                 ("outliers detected", "1"),
@@ -696,6 +697,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 ("ejected", "2"),
                 ("down", "2"),
                 ("in flight", "2"),
+                ("picks", "2"),
                 ("over the cap", "0"),
                 ("no endpoint", "1"),
                 ("outliers detected", "0"),
@@ -734,6 +736,8 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 "down": 0,
                 "in_flight": 1,
                 "stats": {
+                    // 500 calls, the pick that judged the interval, the one held.
+                    "picks": 502,
                     "over_cap": 0,
                     "over_cap_successes": 0,
                     "over_cap_failures": 0,
@@ -753,6 +757,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 "down": 2,
                 "in_flight": 2,
                 "stats": {
+                    "picks": 2,
                     "over_cap": 0,
                     "over_cap_successes": 0,
                     "over_cap_failures": 0,

@@ -39,6 +39,22 @@ pub(crate) use detector::{Detector, EndpointRecord};
 /// through its breaker's half-open probes (and its health check, if it has one), not at the
 /// next interval as in Envoy.
 ///
+/// # Which spread
+///
+/// The two success-rate rules on the scenarios of the tests (`tests/breaker/outlier.rs`,
+/// each asserted there), `success_rate(1.9, 5, 100)`:
+///
+/// | endpoints' success rates | mean − 1.9 σ (Envoy, gRPC) | median − max(3 × 1.4826 × MAD, floor) |
+/// |---|---|---|
+/// | nine at 99.9 %, one gray at 99.5 % | ejects the gray one | ejects it with a floor of 0.2 points (a floor of 1 point keeps it: it is within a point of the median) |
+/// | three of ten at 50 %, seven at 100 % | ejects none: the three pull the mean down and σ up (threshold 41.5 %) | ejects the three (floor 1) |
+/// | nine at 100 %, one at 99.9 % (one failure in 1 000) | ejects the 99.9 % one: σ is tiny (Envoy #18752) | keeps it (floor 1) |
+/// | all ten at 80 % (a fault downstream of them all) | ejects none | ejects none |
+///
+/// Envoy's rule is the default, for its familiarity; the robust one, with a floor that says
+/// how far below its peers an endpoint must be to be worth ejecting, is the better choice
+/// when several endpoints may fail at once or when every rate sits near 100 %.
+///
 /// # Where it differs from Envoy and gRPC
 ///
 /// - The cap is the pool's [`max_isolated`](super::Pool::max_isolated) (half by default,
