@@ -3,7 +3,7 @@
 //! isolated on the traffic's judgement (a replica whose check failed, or that hangs past the
 //! deadline, is out whatever the cap), open 100 ms at first and backing off, a node revived
 //! only when `GET /health` answers 2xx (checked lazily, beside the calls, by the picks that
-//! find its open period over). Each call goes through `Pool::call`.
+//! find its open period over). Each call goes through `Pool::call`, a `Retry-After` honoured.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -12,11 +12,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lazybreaker::policy::Outcome;
 use lazybreaker::pool::Pool;
-use lazybreaker::Breaker;
+use lazybreaker::{Breaker, Classify};
 
 use super::{outcome, rejected, Strategy};
-use crate::client::{Http, Sent};
+use crate::client::{Answer, Http, Sent};
 
 /// The health check's own deadline: a check must settle well within the breaker's
 /// `check_timeout` (500 ms).
@@ -55,13 +56,37 @@ impl LazyPool {
         let call = |node: usize| async move {
             Ok::<_, Infallible>(self.http.get(self.addrs[node], "/work", Some(node)).await)
         };
-        let classify = |sent: &Result<Sent, Infallible>| match sent {
-            Ok(sent) => outcome(sent.answer),
-            Err(never) => match *never {},
-        };
-        match self.pool.call(call, classify).await {
+        match self.pool.call(call, Answers).await {
             Ok(sent) => sent,
             Err(_) => rejected(),
+        }
+    }
+}
+
+/// How the pool counts an answer: [`outcome`]'s rules, and a 503 or 429 with `Retry-After`
+/// opens the replica's breaker for that long, as `http::StatusRules::honor_retry_after`
+/// does for a response (the replica asked for the time).
+struct Answers;
+
+impl Classify<Sent, Infallible> for Answers {
+    fn classify(&self, sent: &Result<Sent, Infallible>) -> Outcome {
+        match sent {
+            Ok(sent) => outcome(sent.answer),
+            Err(never) => match *never {},
+        }
+    }
+
+    fn open_for(&self, sent: &Result<Sent, Infallible>) -> Option<Duration> {
+        match sent {
+            Ok(Sent {
+                answer:
+                    Answer::Status {
+                        code: 429 | 503,
+                        retry_after,
+                    },
+                ..
+            }) => retry_after.filter(|d| !d.is_zero()),
+            _ => None,
         }
     }
 }
