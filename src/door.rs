@@ -52,7 +52,7 @@ pub fn pick_admitted<K, P: TripPolicy, O: Observer>(
     endpoint: Arc<Endpoint<K, P, O>>,
     permit: OwnedPermit<P, O>,
 ) -> Pick<K, P, O> {
-    Pick::admitted(endpoint, permit)
+    Pick::admitted(endpoint, permit, None)
 }
 
 /// The key of the endpoint a [`Choice::Check`] names.

@@ -37,7 +37,7 @@
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
 //! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`]) |
 //! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
-//! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker from closed to open, in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
+//! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
 //! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
 //! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
 //!
@@ -585,7 +585,7 @@ impl BreakerCollector {
             e,
             "circuit_breaker_pool_ejections",
             "Endpoints the pool ejected, by reason (each also a change of the endpoint's \
-             breaker from closed to open).",
+             breaker to open).",
             MetricType::Counter,
             pools.iter().flat_map(|p| {
                 ejections(&p.summary.stats).map(move |(reason, n)| {

@@ -125,12 +125,21 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// A pool's judgement of this endpoint's breaker: opened for `open_for` (or its own next
     /// open period) with `origin`; `down` keeps it out whatever the pool's cap. From closed
     /// or half-open only; no effect while open or forced (`false`).
-    pub(crate) fn eject(&self, open_for: Option<Duration>, origin: Origin, down: bool) -> bool {
+    /// A panic of user code on the way (the clock, an observer of the change) is kept in
+    /// `panics`, for the pool to continue once its own bookkeeping is done.
+    pub(crate) fn eject(
+        &self,
+        open_for: Option<Duration>,
+        origin: Origin,
+        down: bool,
+        panics: &mut FirstPanic,
+    ) -> bool {
         let mut ejected = false;
-        self.control(|m, now| {
+        let now = self.clock.try_now(panics);
+        self.transact(now, panics, |m, now, changes| {
             let change = m.eject(open_for, origin, down, now);
             ejected = change.is_some();
-            change
+            changes.extend(change.map(Some));
         });
         ejected
     }

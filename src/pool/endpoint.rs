@@ -27,10 +27,11 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     in_flight: AtomicUsize,
     /// Its picks so far (written with `in_flight`, on the same line: nothing more shared).
     picks: AtomicU64,
-    /// With a pool [`deadline`](super::Pool::deadline): when it last showed progress on
-    /// the pool's clock (a call came back other than failed, or one went out with none in
-    /// flight).
-    progress: AtomicU64,
+    /// With a pool [`deadline`](super::Pool::deadline): the start times of calls in flight,
+    /// one above (0: a free slot), on the pool's clock.
+    starts: [AtomicU64; START_SLOTS],
+    /// With a deadline: when it last answered, on the pool's clock.
+    answered_at: AtomicU64,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
     /// Its health check, started by an async pick that sent its own call elsewhere, for the
@@ -47,7 +48,8 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             breaker,
             in_flight: AtomicUsize::new(0),
             picks: AtomicU64::new(0),
-            progress: AtomicU64::new(0),
+            starts: Default::default(),
+            answered_at: AtomicU64::new(0),
             outlier: EndpointRecord::default(),
             parked: Mutex::new(None),
             shared,
@@ -65,16 +67,23 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// One more pick in flight; with a deadline, one going out to an endpoint with none in
-    /// flight starts its wait for progress.
+    /// One more pick in flight, going out at `at` (the pool's clock, read before the
+    /// admission; `None` when the pool has no deadline or could not read it without user
+    /// code): with a deadline, the call takes a free start slot if one is left, and the slot
+    /// it took comes back ([`Tracked`]).
     #[inline]
-    pub(super) fn start(&self) {
+    pub(super) fn start(&self, at: Option<Nanos>) -> Option<Tracked> {
         self.picks.fetch_add(1, Ordering::Relaxed);
-        let before = self.in_flight.fetch_add(1, Ordering::Relaxed);
-        if before == 0 && self.shared.deadline() != 0 {
-            self.progress
-                .fetch_max(self.shared.now(), Ordering::Relaxed);
-        }
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let at = at.filter(|_| self.shared.deadline() != 0)?;
+        // 0 marks a free slot: a start is kept one above its time.
+        let mark = at.saturating_add(1);
+        self.starts.iter().enumerate().find_map(|(slot, start)| {
+            start
+                .compare_exchange(0, mark, Ordering::AcqRel, Ordering::Relaxed)
+                .ok()
+                .map(|_| Tracked { slot, mark })
+        })
     }
 
     /// Its picks so far.
@@ -87,35 +96,72 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         self.picks.swap(0, Ordering::Relaxed)
     }
 
-    /// A pick ended.
+    /// A pick ended; its start slot, if it still holds it, is free again.
     #[inline]
-    pub(super) fn end(&self) {
+    pub(super) fn end(&self, tracked: Option<Tracked>) {
+        if let Some(t) = tracked {
+            let _ = self.starts[t.slot].compare_exchange(
+                t.mark,
+                0,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// A pick's call came back with `outcome`, everything of it recorded: with a deadline,
-    /// anything but a failure is progress (the endpoint answered). Reads the pool's clock
-    /// only then (a user clock's panic continues from here, nothing left unrecorded).
+    /// A pick's call came back with `outcome`, everything of it recorded (a dropped pick is
+    /// not an answer, and does not come here): with a deadline, the endpoint answered unless
+    /// the call failed after the deadline had passed (a timeout is no answer). Reads the
+    /// pool's clock only then (a user clock's panic continues from here, nothing left
+    /// unrecorded).
     #[inline]
-    pub(super) fn answered(&self, outcome: Outcome) {
-        if outcome != Outcome::Failure && outcome != Outcome::Fatal && self.shared.deadline() != 0 {
-            self.progress
-                .fetch_max(self.shared.now(), Ordering::Relaxed);
+    pub(super) fn answered(&self, outcome: Outcome, tracked: Option<Tracked>) {
+        let deadline = self.shared.deadline();
+        if deadline == 0 {
+            return;
+        }
+        let now = self.shared.now();
+        let in_time = tracked.is_none_or(|t| now.saturating_sub(t.mark - 1) < deadline);
+        if in_time || matches!(outcome, Outcome::Success | Outcome::Excluded) {
+            self.answered_at.fetch_max(now, Ordering::Relaxed);
         }
     }
 
-    /// Its wait for progress starts again at `at` (the end of the open period it was
-    /// judged hung for).
-    pub(super) fn restart_progress(&self, at: Nanos) {
-        self.progress.fetch_max(at, Ordering::Relaxed);
-    }
-
-    /// Whether it hangs at `now`: calls in flight, and none came back (other than failed)
-    /// for `deadline` since one went out to it idle or since the last that did: its oldest
-    /// call in flight is then older than the deadline.
+    /// Whether it hangs at `now`: its oldest call in flight (of those it tracks: the first
+    /// [`START_SLOTS`] in flight at once) is older than `deadline`, and it has answered
+    /// nothing since that call went out.
     #[inline]
     pub(super) fn hangs(&self, now: Nanos, deadline: Nanos) -> bool {
-        self.in_flight() > 0
-            && now.saturating_sub(self.progress.load(Ordering::Relaxed)) >= deadline
+        let oldest = self
+            .starts
+            .iter()
+            .map(|s| s.load(Ordering::Acquire))
+            .filter(|&mark| mark != 0)
+            .min();
+        oldest.is_some_and(|mark| {
+            let start = mark - 1;
+            now.saturating_sub(start) >= deadline
+                && self.answered_at.load(Ordering::Relaxed) <= start
+        })
     }
+
+    /// Judged hung: the calls in flight are written off (their slots freed, so that a call
+    /// sent after the judgement, its probe, gets a deadline of its own).
+    pub(super) fn write_off(&self) {
+        for start in &self.starts {
+            start.store(0, Ordering::Release);
+        }
+    }
+}
+
+/// How many calls in flight at once an endpoint tracks for the deadline: its hang is judged
+/// on those (a hang holds its calls, so the slots fill with hanging ones).
+pub(super) const START_SLOTS: usize = 4;
+
+/// A call's start slot on its endpoint, for the deadline: which slot, and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Tracked {
+    slot: usize,
+    mark: Nanos,
 }

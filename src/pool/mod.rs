@@ -93,9 +93,10 @@
 //! closest to their next probe first: a pick that finds an isolated endpoint among its
 //! first choices draws among the admitting endpoints and those kept in rotation alike, each
 //! with an equal chance ([`Pick::over_cap`]; counted in [`PoolStats`]), and when nothing
-//! admits, sends to one kept in rotation. The cap stops passive isolation (tripped
-//! breakers, outlier ejections) from emptying the pool: an error rate that every endpoint
-//! shares is more likely downstream of them all.
+//! admits, sends to one kept in rotation. The cap is a share of the endpoints that are not
+//! down (below), so passive isolation (tripped breakers, outlier ejections) never empties a
+//! pool of two live endpoints or more: an error rate that every endpoint shares is more
+//! likely downstream of them all.
 //!
 //! An endpoint that is *down on its own evidence* (a failed health check, a hang) is out
 //! whatever the cap, as gRPC keeps an address whose health check failed out of its picker:
@@ -132,10 +133,13 @@
 //!
 //! A pick reads the endpoints through one lock-free load and writes nothing shared but the
 //! chosen endpoint's own counters (round robin adds its cursor). With outlier detection or
-//! a deadline it also reads the pool's clock once; the detection itself reads each
-//! breaker's totals once per interval, in the one pick that evaluates it. A pick allocates
-//! nothing, unless more endpoints are isolated than the cap allows (then the walk collects
-//! the ones kept in rotation) or it evaluates an interval.
+//! a deadline it also reads the pool's clock once (and, with a deadline, takes a start
+//! slot on its endpoint); the detection itself reads each breaker's totals once per
+//! interval, in the one pick that evaluates it. A pick that finds an isolated endpoint
+//! among its first choices walks the others, and asks each open one under its breaker's
+//! lock whether it is down. A pick allocates nothing, unless more endpoints are isolated
+//! than the cap allows (then the walk collects the ones kept in rotation) or it evaluates
+//! an interval.
 //!
 //! # Examples
 //!
@@ -280,6 +284,16 @@ impl Shared {
     #[inline]
     pub(crate) fn now(&self) -> Nanos {
         self.clock.now()
+    }
+
+    /// The pool's clock's reading with a deadline, if no user code reads it (a built-in
+    /// clock): for a pick admitted where a user clock's panic could not be let out.
+    #[inline]
+    pub(crate) fn now_infallible(&self) -> Option<Nanos> {
+        if self.deadline() == 0 {
+            return None;
+        }
+        self.clock.now_infallible()
     }
 }
 
@@ -444,15 +458,21 @@ where
         self
     }
 
-    /// The deadline of the pool's calls (none by default): an endpoint with calls in flight
-    /// of which none came back (other than failed) for this long since one went out to it
-    /// idle, or since the last that did, hangs: its oldest call in flight is older than the
-    /// deadline, and nothing it answers shows it alive. The next pick that looks at it
-    /// judges it so (brpc's `E1008`, with no timer): its breaker opens
+    /// The deadline of the pool's calls (none by default): an endpoint whose oldest call in
+    /// flight is older than this, and which answered nothing since that call went out, hangs
+    /// (a call that came back in time counts as an answer, even failed; one that failed
+    /// after the deadline, or a pick dropped without a report, does not). The next pick that
+    /// looks at it judges it so (brpc's `E1008`, with no timer): its breaker opens
     /// ([`Origin::Ejected`](crate::observe::Origin) with [`Ejection::Hung`]) for its next
-    /// open period, and it is out whatever the [cap](Pool::max_isolated), as a node whose
-    /// health check failed is. Give the deadline your calls have (a client timeout); zero
-    /// means none. Reads the pool's clock at each pick and at each answer.
+    /// open period, its calls in flight are written off (the next call it gets, its probe,
+    /// has a deadline of its own), and it is out whatever the [cap](Pool::max_isolated), as a
+    /// node whose health check failed is. Give the deadline your calls have (a client
+    /// timeout); zero means none.
+    ///
+    /// Each endpoint tracks the first four of its calls in flight at once (a hang holds its
+    /// calls, so those fill with hanging ones). With a deadline, a pick reads the pool's
+    /// clock once and each answer once; a pick admitted after a health check on a user
+    /// clock (not a built-in one) is not tracked.
     #[must_use]
     pub fn deadline(self, deadline: Duration) -> Self {
         self.shared
@@ -624,14 +644,23 @@ where
         self.fold(gone.iter());
     }
 
-    /// The pool's counts keep the picks of endpoints that left it.
+    /// The pool's counts keep the picks of endpoints that left it; a check parked in one is
+    /// dropped (its lease released: no pick will drive it).
     fn fold<'a>(&self, gone: impl Iterator<Item = &'a Arc<Endpoint<K, P, O>>>)
     where
         K: 'a,
         P: 'a,
         O: 'a,
     {
-        let picks: u64 = gone.map(|e| e.take_picks()).sum();
+        let mut picks = 0u64;
+        for endpoint in gone {
+            picks = picks.saturating_add(endpoint.take_picks());
+            let parked = endpoint.parked.lock().take();
+            if parked.is_some() {
+                self.shared.parked.fetch_sub(1, Ordering::Relaxed);
+            }
+            drop(parked);
+        }
         self.shared
             .stats
             .removed_picks

@@ -13,7 +13,8 @@ use crate::observe::Observer;
 use crate::outcome::Outcome;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, Tracked};
+use crate::nanos::Nanos;
 
 /// The endpoint a [`Pool`](super::Pool) chose for one call: send the call to
 /// [`key`](Pick::key), then report its result ([`success`](Pick::success),
@@ -36,23 +37,32 @@ pub struct Pick<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     permit: Option<OwnedPermit<P, O>>,
     over_cap: bool,
     reported: bool,
+    /// Its start slot on the endpoint, with a pool deadline.
+    tracked: Option<Tracked>,
 }
 
 impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
-    /// A pick the endpoint's breaker admitted with `permit`.
-    pub(crate) fn admitted(endpoint: Arc<Endpoint<K, P, O>>, permit: OwnedPermit<P, O>) -> Self {
-        endpoint.start();
+    /// A pick the endpoint's breaker admitted with `permit`, going out at `at` on the pool's
+    /// clock (read before the admission; `None`: read now if no user code reads it).
+    pub(crate) fn admitted(
+        endpoint: Arc<Endpoint<K, P, O>>,
+        permit: OwnedPermit<P, O>,
+        at: Option<Nanos>,
+    ) -> Self {
+        let at = at.or_else(|| endpoint.shared.now_infallible());
+        let tracked = endpoint.start(at);
         Self {
             endpoint,
             permit: Some(permit),
             over_cap: false,
             reported: false,
+            tracked,
         }
     }
 
-    /// A pick of an isolated endpoint kept in rotation over the cap.
-    pub(super) fn kept_in_rotation(endpoint: Arc<Endpoint<K, P, O>>) -> Self {
-        endpoint.start();
+    /// A pick of an isolated endpoint kept in rotation over the cap, going out at `at`.
+    pub(super) fn kept_in_rotation(endpoint: Arc<Endpoint<K, P, O>>, at: Option<Nanos>) -> Self {
+        let tracked = endpoint.start(at);
         let stats = &endpoint.shared.stats;
         stats.over_cap.fetch_add(1, Ordering::Relaxed);
         Self {
@@ -60,6 +70,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             permit: None,
             over_cap: true,
             reported: false,
+            tracked,
         }
     }
 
@@ -129,7 +140,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
         if std::mem::replace(&mut self.reported, true) {
             return false;
         }
-        self.endpoint.end();
+        self.endpoint.end(self.tracked);
         if self.over_cap {
             let stats = &self.endpoint.shared.stats;
             let counter = match outcome {
@@ -149,7 +160,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             if let Some(permit) = self.permit.take() {
                 permit.record(outcome);
             }
-            self.endpoint.answered(outcome);
+            self.endpoint.answered(outcome, self.tracked);
         }
     }
 }
@@ -163,8 +174,11 @@ impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
             // As a permit dropped while panicking: a failure (the permit's drop says so).
             self.book(Outcome::Failure);
             drop(self.permit.take());
-        } else {
-            self.settle(Outcome::Excluded);
+        } else if self.book(Outcome::Excluded) {
+            // Abandoned: excluded, and no answer from the endpoint.
+            if let Some(permit) = self.permit.take() {
+                permit.record(Outcome::Excluded);
+            }
         }
     }
 }
@@ -185,7 +199,7 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
             if let Some(mut permit) = self.permit.take() {
                 permit.report_open_for(outcome, open_for);
             }
-            self.endpoint.answered(outcome);
+            self.endpoint.answered(outcome, self.tracked);
         }
     }
 
@@ -250,6 +264,7 @@ where
             permit: self.0.permit.take(),
             over_cap: self.0.over_cap,
             reported: false,
+            tracked: self.0.tracked,
         })))
     }
 }

@@ -95,7 +95,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 Choice::Check(endpoint, mut gate) => {
                     let polled = poll_fn(|cx| Poll::Ready(Pin::new(&mut gate).poll(cx))).await;
                     match polled {
-                        Poll::Ready(Ok(permit)) => return Ok(Pick::admitted(endpoint, permit)),
+                        Poll::Ready(Ok(permit)) => {
+                            return Ok(Pick::admitted(endpoint, permit, None))
+                        }
                         Poll::Ready(Err(_)) => continue,
                         Poll::Pending => {}
                     }
@@ -106,7 +108,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                         return Ok(pick);
                     }
                     if let Ok(permit) = gate.await {
-                        return Ok(Pick::admitted(endpoint, permit));
+                        return Ok(Pick::admitted(endpoint, permit, None));
                     }
                 }
             }
@@ -122,10 +124,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     fn other(&self, checked: &Arc<Endpoint<K, P, O>>) -> Option<Pick<K, P, O>> {
         let endpoints = self.endpoints.load();
         let r = random();
+        let at = self.shared.now_infallible();
         let pick = walk(&endpoints, r)
             .filter(|e| !Arc::ptr_eq(e, checked))
             .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
-            .find_map(|e| match admit(e, false) {
+            .find_map(|e| match admit(e, false, at) {
                 Some(Choice::Pick(pick)) => Some(pick),
                 _ => None,
             });
@@ -134,10 +137,12 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
 
     /// Leaves `gate`, a check under way, in `endpoint` for the async picks that follow.
     fn park(&self, endpoint: &Arc<Endpoint<K, P, O>>, gate: Gate<Arc<Breaker<P, O>>>) {
-        let before = endpoint.parked.lock().replace(gate);
+        let mut slot = endpoint.parked.lock();
+        let before = slot.replace(gate);
         if before.is_none() {
             self.shared.parked.fetch_add(1, Ordering::Relaxed);
         }
+        drop(slot);
         // A check parked before (its lease lost since, or it would not have been won
         // again) is dropped: its lease, if still held, is released.
         drop(before);
@@ -150,33 +155,30 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     #[inline(never)]
     fn drive_parked(&self, cx: &mut Context<'_>) -> Option<Pick<K, P, O>> {
         let mut panics = FirstPanic::default();
-        let mut parked = 0;
-        let mut taken = None;
+        let mut taken: Option<Pick<K, P, O>> = None;
         for endpoint in self.endpoints.load().iter() {
             let Some(mut slot) = endpoint.parked.try_lock() else {
-                parked += 1; // another pick drives it
-                continue;
+                continue; // another pick drives it
             };
             let Some(gate) = slot.as_mut() else {
                 continue;
             };
-            match gate.poll_settle(cx, &mut panics) {
-                Poll::Pending => parked += 1,
-                Poll::Ready(checked) => {
-                    *slot = None;
-                    if let (Ok(permit), None) = (checked.into_result(), &taken) {
-                        taken = Some(Pick::admitted(Arc::clone(endpoint), permit));
-                    }
+            if let Poll::Ready(checked) = gate.poll_settle(cx, &mut panics) {
+                *slot = None;
+                self.shared.parked.fetch_sub(1, Ordering::Relaxed);
+                drop(slot);
+                if let Ok(permit) = checked.into_result() {
+                    taken = Some(Pick::admitted(Arc::clone(endpoint), permit, None));
+                    break;
                 }
             }
-            if taken.is_some() {
-                break;
-            }
         }
-        if taken.is_none() {
-            self.shared.parked.store(parked, Ordering::Relaxed);
-        } else {
-            self.shared.parked.fetch_sub(1, Ordering::Relaxed);
+        if panics.will_resume() {
+            // A check panicked: a probe taken meanwhile did not run, so it counts for
+            // nothing (dropped while unwinding, it would count as its endpoint's failure).
+            if let Some(pick) = taken.take() {
+                pick.exclude();
+            }
         }
         contain::resume(panics);
         taken
@@ -198,8 +200,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             let now = self.shared.now();
             if let Some(detector) = &self.detector {
                 if detector.due(now) {
-                    let allowed = allowed_isolated(n, self.max_isolated);
-                    detector.evaluate(&endpoints, allowed, now, &self.shared.stats);
+                    detector.evaluate(&endpoints, self.max_isolated, now, &self.shared.stats);
                 }
             }
             now
@@ -235,7 +236,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             }
             match gate::ready(&endpoints[i].breaker) {
                 Ready::Passes => {
-                    if let Some(choice) = admit(&endpoints[i], checking) {
+                    if let Some(choice) = admit(&endpoints[i], checking, judge.at()) {
                         return Ok(choice);
                     }
                 }
@@ -260,7 +261,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     ) -> Result<Choice<K, P, O>, Rejected> {
         let n = endpoints.len();
         let walk = || walk(endpoints, r);
-        let (mut admitting, mut isolated) = (0usize, 0usize);
+        let (mut admitting, mut isolated, mut down) = (0usize, 0usize, 0usize);
         let mut earliest: Option<Duration> = None;
         for endpoint in walk() {
             match look(endpoint, checking, judge) {
@@ -270,13 +271,19 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                     earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
                 }
                 Look::Checked(choice) => return Ok(choice),
-                Look::Checking(wait) | Look::Down(wait) => {
+                Look::Down(wait) => {
+                    down += 1;
+                    earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
+                }
+                Look::Checking(wait) => {
                     earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
                 }
                 Look::Out => {}
             }
         }
-        if isolated > allowed_isolated(n, self.max_isolated) {
+        // The cap is a share of the endpoints that are not down: passive isolation never
+        // takes the last of those.
+        if isolated > allowed_isolated(n - down, self.max_isolated) {
             return self.choose_over_cap(endpoints, r, checking, judge);
         }
         if admitting > 0 {
@@ -298,14 +305,14 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 other => other,
             };
             for endpoint in [first, second].into_iter().flatten() {
-                if let Some(choice) = admit(endpoint, checking) {
+                if let Some(choice) = admit(endpoint, checking, judge.at()) {
                     return Ok(choice);
                 }
             }
             // Both full (half-open, their probes out since the count): any other.
             for endpoint in walk() {
                 if gate::ready(&endpoint.breaker) == Ready::Passes {
-                    if let Some(choice) = admit(endpoint, checking) {
+                    if let Some(choice) = admit(endpoint, checking, judge.at()) {
                         return Ok(choice);
                     }
                 }
@@ -329,13 +336,18 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         let n = endpoints.len();
         let mut admitting = Vec::new();
         let mut isolated = Vec::new();
+        let mut down = 0;
         let mut checking_wait: Option<Duration> = None;
         for endpoint in walk(endpoints, r) {
             match look(endpoint, checking, judge) {
                 Look::Admits => admitting.push(endpoint),
                 Look::Isolated(retry_after) => isolated.push((retry_after, endpoint)),
                 Look::Checked(choice) => return Ok(choice),
-                Look::Checking(wait) | Look::Down(wait) => {
+                Look::Down(wait) => {
+                    down += 1;
+                    checking_wait = Some(checking_wait.map_or(wait, |w| w.min(wait)));
+                }
+                Look::Checking(wait) => {
                     checking_wait = Some(checking_wait.map_or(wait, |w| w.min(wait)));
                 }
                 Look::Out => {}
@@ -344,7 +356,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         // Over the cap, the surplus of isolated endpoints stays in rotation: the ones
         // closest to their probe, ties (endpoints isolated at one instant) broken the same
         // way on every pick, so that the same ones stay isolated and get their rest.
-        let allowed = allowed_isolated(n, self.max_isolated);
+        let allowed = allowed_isolated(n - down, self.max_isolated);
         isolated.sort_by_key(|(retry_after, endpoint)| (*retry_after, Arc::as_ptr(endpoint)));
         let kept = isolated.len().saturating_sub(allowed);
         // The admitting endpoints and those kept in rotation share the calls that reach
@@ -355,7 +367,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         if !rotation.is_empty() {
             let slot = (r % (admitting.len() + rotation.len()) as u64) as usize;
             if let Some((_, endpoint)) = slot.checked_sub(admitting.len()).map(|i| rotation[i]) {
-                return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
+                return Ok(Choice::Pick(Pick::kept_in_rotation(
+                    Arc::clone(endpoint),
+                    judge.at(),
+                )));
             }
         }
         while !admitting.is_empty() {
@@ -367,13 +382,16 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             } else {
                 a
             };
-            if let Some(choice) = admit(admitting[i], checking) {
+            if let Some(choice) = admit(admitting[i], checking, judge.at()) {
                 return Ok(choice);
             }
             admitting.swap_remove(i);
         }
         if let Some((_, endpoint)) = rotation.iter().min_by_key(|(_, e)| e.in_flight()) {
-            return Ok(Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint))));
+            return Ok(Choice::Pick(Pick::kept_in_rotation(
+                Arc::clone(endpoint),
+                judge.at(),
+            )));
         }
         let earliest = isolated.first().map(|(retry_after, _)| *retry_after);
         let earliest = match (earliest, checking_wait) {
@@ -400,7 +418,7 @@ fn walk<K, P: TripPolicy, O: Observer>(
     r: u64,
 ) -> impl Iterator<Item = &Arc<Endpoint<K, P, O>>> {
     let n = endpoints.len();
-    let start = ((r >> 16) % n as u64) as usize;
+    let start = ((r >> 16) % (n as u64).max(1)) as usize;
     let step = stride(n, r.rotate_left(7));
     (0..n).map(move |k| &endpoints[(start + k * step) % n])
 }
@@ -440,7 +458,7 @@ fn look<K, P: TripPolicy, O: Observer>(
             Look::Down(retry_after)
         }
         Ready::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
-        Ready::CheckDue if checking => check(endpoint).map_or(Look::Out, Look::Checked),
+        Ready::CheckDue if checking => check(endpoint, judge.at()).map_or(Look::Out, Look::Checked),
         Ready::CheckDue if endpoint.breaker.is_down() => Look::Down(check_wait(endpoint)),
         Ready::CheckDue => Look::Isolated(check_wait(endpoint)),
         Ready::Rejected(Rejected::Checking) => Look::Checking(check_wait(endpoint)),
@@ -458,9 +476,16 @@ pub(super) struct Judge {
 }
 
 impl Judge {
+    /// When a call admitted by this pick goes out, with a deadline to track it for.
+    #[inline]
+    fn at(self) -> Option<Nanos> {
+        (self.deadline != 0).then_some(self.now)
+    }
+
     /// Whether `endpoint` hangs (see [`Pool::deadline`]): then it is judged so now, its
     /// breaker opened for its next open period, down (out whatever the cap), and counted;
-    /// it is not judged again before a deadline has passed since that period ends.
+    /// its calls in flight are written off, so that the next call it gets (its probe) has a
+    /// deadline of its own.
     #[inline]
     fn hung<K, P: TripPolicy, O: Observer>(self, endpoint: &Endpoint<K, P, O>) -> bool {
         if self.deadline == 0 || !endpoint.hangs(self.now, self.deadline) {
@@ -475,20 +500,20 @@ impl Judge {
 #[cold]
 #[inline(never)]
 fn judge_hung<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>, now: Nanos) {
+    endpoint.write_off();
+    let mut panics = FirstPanic::default();
     let ejection = Origin::Ejected(Ejection::Hung);
-    let ejected = endpoint.breaker.eject(None, ejection, true);
-    // Whatever opened it, it is not judged again before its open period is over and a
-    // deadline has passed: a call that goes out then (a probe) gets its deadline.
-    let open_for = match gate::ready(&endpoint.breaker) {
-        Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
-        _ => Duration::ZERO,
-    };
-    let until = now.saturating_add(crate::nanos::saturating_nanos(open_for));
-    endpoint.restart_progress(until);
-    if ejected {
+    if endpoint.breaker.eject(None, ejection, true, &mut panics) {
+        let open_for = match gate::ready(&endpoint.breaker) {
+            Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
+            _ => Duration::ZERO,
+        };
+        let until = now.saturating_add(crate::nanos::saturating_nanos(open_for));
         endpoint.outlier.ejected(Ejection::Hung, until);
         endpoint.shared.stats.ejected(Ejection::Hung);
     }
+    // An observer's panic continues once the judgement is recorded.
+    contain::resume(panics);
 }
 
 /// How long a pick that cannot run `endpoint`'s due or running check should wait (at least
@@ -509,12 +534,17 @@ fn check_wait<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Du
 fn admit<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
     checking: bool,
+    at: Option<Nanos>,
 ) -> Option<Choice<K, P, O>> {
     if checking {
-        return check(endpoint);
+        return check(endpoint, at);
     }
     match gate::admit(&endpoint.breaker, At::Now) {
-        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(Arc::clone(endpoint), permit))),
+        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(
+            Arc::clone(endpoint),
+            permit,
+            at,
+        ))),
         Admit::Rejected(..) => None,
         Admit::Check(gate) => {
             gate.decline();
@@ -527,9 +557,14 @@ fn admit<K, P: TripPolicy, O: Observer>(
 /// check is due and this pick wins it.
 fn check<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
+    at: Option<Nanos>,
 ) -> Option<Choice<K, P, O>> {
     match gate::admit(Arc::clone(&endpoint.breaker), At::Now) {
-        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(Arc::clone(endpoint), permit))),
+        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(
+            Arc::clone(endpoint),
+            permit,
+            at,
+        ))),
         Admit::Check(gate) => Some(Choice::Check(Arc::clone(endpoint), gate)),
         Admit::Rejected(..) => None,
     }

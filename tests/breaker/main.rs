@@ -23,6 +23,7 @@ mod outlier;
 mod panics;
 mod pool;
 mod pool_call;
+mod pool_judgement;
 mod probe_timeout;
 mod slow_calls;
 mod snapshot;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::breaker::gate::{self, Ready};
+use crate::contain::{self, FirstPanic};
 use crate::error::Rejected;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
@@ -14,6 +15,7 @@ use crate::origin::{Ejection, Origin};
 use crate::policy::TripPolicy;
 use crate::throttle::Draws;
 
+use super::super::choose::allowed_isolated;
 use super::super::endpoint::Endpoint;
 use super::super::Stats;
 use super::judge::{outliers, Tally};
@@ -31,8 +33,9 @@ pub(crate) struct Detector {
     draws: Draws,
 }
 
-/// What an endpoint keeps for its pool's outlier detection (touched only by evaluations,
-/// which are serialised, and read by snapshots).
+/// What an endpoint keeps for its pool's outlier detection and its ejections (written by
+/// evaluations, which are serialised, and by a pick that judges the endpoint hung; read by
+/// snapshots).
 #[derive(Debug, Default)]
 pub(crate) struct EndpointRecord {
     /// Its breaker's lifetime successes and failures at the last evaluation.
@@ -99,14 +102,16 @@ impl Detector {
     /// Judges the interval (or intervals) that ended by `now`, if no other pick does it
     /// already: each endpoint's results since the last evaluation, read from its breaker's
     /// totals (what the pool already counts: nothing more on the hot path); the outliers
-    /// ejected within the cap `allowed`, by the enforcement's draw; the multipliers of the
-    /// endpoints in rotation shrunk, once per interval that ended.
+    /// ejected within the pool's cap (`max_isolated` of the endpoints that are not down),
+    /// by the enforcement's draw; the multipliers of the endpoints in rotation shrunk, once
+    /// per interval that ended. A panic of user code on the way (an observer of an ejection,
+    /// a clock) continues once the evaluation is done and recorded.
     #[cold]
     #[inline(never)]
     pub(crate) fn evaluate<K, P: TripPolicy, O: Observer>(
         &self,
         endpoints: &[Arc<Endpoint<K, P, O>>],
-        allowed: usize,
+        max_isolated: f64,
         now: Nanos,
         stats: &Stats,
     ) {
@@ -144,7 +149,16 @@ impl Detector {
             self.settings.spread,
             self.settings.failure_percentage.as_ref(),
         );
-        let mut isolated = endpoints.iter().filter(|e| passively_isolated(e)).count();
+        let (mut isolated, mut down) = (0, 0);
+        for endpoint in endpoints {
+            match isolation(endpoint) {
+                Isolation::Passive => isolated += 1,
+                Isolation::Down => down += 1,
+                Isolation::None => {}
+            }
+        }
+        let allowed = allowed_isolated(endpoints.len() - down, max_isolated);
+        let mut panics = FirstPanic::default();
         let mut ejected_now = vec![false; endpoints.len()];
         for (i, reason) in found {
             stats.outliers_detected.fetch_add(1, Ordering::Relaxed);
@@ -160,21 +174,29 @@ impl Detector {
             let record = &endpoint.outlier;
             let multiplier = record.multiplier().saturating_add(1);
             let ejection = self.settings.ejection_time(multiplier);
+            let origin = Origin::Ejected(reason);
             if !endpoint
                 .breaker
-                .eject(Some(ejection), Origin::Ejected(reason), false)
+                .eject(Some(ejection), origin, false, &mut panics)
             {
                 continue; // opened (or forced) meanwhile
             }
+            // Until its breaker's open period ends (the ejection time, or the breaker's
+            // longest open period if that is shorter).
+            let open_for = match gate::ready(&endpoint.breaker) {
+                Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
+                _ => ejection,
+            };
             record.multiplier.store(multiplier, Ordering::Relaxed);
-            record.ejected(reason, now.saturating_add(saturating_nanos(ejection)));
+            record.ejected(reason, now.saturating_add(saturating_nanos(open_for)));
             ejected_now[i] = true;
             isolated += 1;
             stats.ejected(reason);
         }
         // The multipliers of the endpoints in rotation shrink, once per interval that
-        // ended with them in rotation (an ejection that ended at a boundary still counts
-        // there, as in Envoy, which returns an endpoint after shrinking the others).
+        // ended with them in rotation, that is, past their ejection time (an ejection that
+        // ends exactly at a boundary is still running there, as in Envoy, which checks for
+        // the multiplier before it returns an endpoint).
         for (endpoint, ejected) in endpoints.iter().zip(ejected_now) {
             if ejected {
                 continue;
@@ -192,6 +214,7 @@ impl Detector {
                 .multiplier
                 .store(m.saturating_sub(shrink), Ordering::Relaxed);
         }
+        contain::resume(panics);
     }
 }
 
@@ -220,15 +243,27 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     }
 }
 
-/// Whether `endpoint` is isolated by the traffic's judgement (its breaker open, an
-/// ejection), which the cap bounds: not one that is down by its own evidence (a failed
-/// health check, a hang), which is out whatever the cap.
-fn passively_isolated<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> bool {
+/// How an endpoint is out, for the cap.
+enum Isolation {
+    /// In rotation (or forced, or full: not the pool's isolation).
+    None,
+    /// On the traffic's judgement (its breaker open, an ejection): what the cap bounds.
+    Passive,
+    /// On its own evidence (a failed health check, a hang): out whatever the cap, and not
+    /// in the number the cap is a share of.
+    Down,
+}
+
+/// How `endpoint` is out, as a pick's walk counts it.
+fn isolation<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Isolation {
     match gate::ready(&endpoint.breaker) {
-        Ready::Passes => false,
-        Ready::CheckDue | Ready::Rejected(Rejected::Open { .. } | Rejected::Checking) => {
-            !endpoint.breaker.is_down()
+        Ready::CheckDue | Ready::Rejected(Rejected::Open { .. }) => {
+            if endpoint.breaker.is_down() {
+                Isolation::Down
+            } else {
+                Isolation::Passive
+            }
         }
-        Ready::Rejected(_) => false,
+        _ => Isolation::None,
     }
 }

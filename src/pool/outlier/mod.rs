@@ -22,12 +22,16 @@ pub(crate) use detector::{Detector, EndpointRecord};
 /// - [`failure_percentage`](Self::failure_percentage): among the same kind of endpoints, one
 ///   whose failures reach `threshold_percent` of its results (Envoy's 85, 5, 50).
 ///
-/// Successes and failures count; exclusions and overload answers do not (they are not the
-/// endpoint's fault). An ejection lasts `base_ejection` × a multiplier that grows by one with
-/// each ejection and shrinks by one with each interval the endpoint spends in rotation,
-/// at most `max_ejection` (or `base_ejection`, if longer). Ejections stop at the pool's
-/// [isolation cap](super::Pool::max_isolated), counting every endpoint isolated for any
-/// reason; [`enforcement`](Self::enforcement) ejects a percentage of the outliers found
+/// Successes and failures count, as each endpoint's breaker counted them; exclusions and
+/// overload answers do not (they are not the endpoint's fault; unless
+/// [`overload_isolates`](super::Pool::overload_isolates) makes overload a failure). An
+/// ejection lasts `base_ejection` × a multiplier that grows by one with each ejection and
+/// shrinks by one with each interval that ends past the endpoint's ejection time (whatever
+/// its breaker does then), at most `max_ejection` (or `base_ejection`, if longer), and at
+/// most the breaker's [longest open period](crate::Builder::max_open_duration). Ejections
+/// stop at the pool's [isolation cap](super::Pool::max_isolated): a share of the endpoints
+/// that are not down, counting those isolated on the traffic's judgement (tripped or
+/// ejected); [`enforcement`](Self::enforcement) ejects a percentage of the outliers found
 /// (0: detect and report only, a dry run).
 ///
 /// # Zero timers
@@ -122,7 +126,9 @@ pub enum Spread {
     /// Robust: outliers below `median − max(factor × 1.4826 × MAD, min_difference)`, the
     /// median absolute deviation standing in for σ (1.4826 makes it σ for normal rates).
     /// The median ignores up to half of the endpoints failing, and `min_difference` (in
-    /// percentage points) keeps a healthy endpoint in when every rate is near 100 %.
+    /// percentage points) keeps a healthy endpoint in when every rate is near 100 %: give
+    /// one above zero, since when more than half of the rates are equal the MAD is zero,
+    /// and with no floor a single failure would make an outlier.
     MedianAbsoluteDeviation {
         /// How many deviations below the median an outlier is (3 is a common choice).
         factor: f64,
@@ -182,11 +188,15 @@ impl OutlierDetection {
         self
     }
 
-    /// The first ejection's time (30 s by default), multiplied by the endpoint's ejection
-    /// count for the next ones.
+    /// The first ejection's time (30 s by default; zero means the default), multiplied by
+    /// the endpoint's ejection count for the next ones.
     #[must_use]
     pub fn base_ejection(mut self, base_ejection: Duration) -> Self {
-        self.base_ejection = base_ejection;
+        self.base_ejection = if base_ejection.is_zero() {
+            Duration::from_secs(30)
+        } else {
+            base_ejection
+        };
         self
     }
 
