@@ -79,10 +79,11 @@
 //! checked at a steady cadence (100 ms plus the check's own time, at first), and is back
 //! within about one period of its recovery.
 //!
-//! **Health checks never hold a caller up while another endpoint can take the call:** an
-//! async pick that wins a due check polls it once, and if it does not answer at once, sends
-//! its own call elsewhere and leaves the check running beside the calls, driven by the async
-//! picks that follow ([`pick_async`](Pool::pick_async)).
+//! **Health checks never hold a caller up:** an async pick that wins a due check polls it
+//! once, and if it does not answer at once, sends its own call elsewhere (or, with every
+//! endpoint out, answers [`Rejected::NoEndpoint`] at once) and leaves the check running
+//! beside the calls, driven by the async picks that follow
+//! ([`pick_async`](Pool::pick_async)); only a pool of one endpoint waits for its check.
 //!
 //! # Never isolate too many; but never send to a dead endpoint
 //!

@@ -64,14 +64,15 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// the others (at most two checks per pick; then it picks among the rest without
     /// checking). Calls that arrive while a check runs pick other endpoints.
     ///
-    /// **No caller waits for a check another endpoint could spare it.** The check is polled
-    /// once in this pick; a check that does not answer at once (a connect, a request) is
-    /// left running beside the calls, and this pick takes another endpoint if one admits
-    /// the call. The async picks that follow drive the check (each polls it once, with its
-    /// own waker); the first to find it passed takes the revived endpoint as its probe. Only
-    /// when no other endpoint can take the call does the pick wait for the check. No task
-    /// is spawned, no timer set: a check nobody drives is taken over after its breaker's
-    /// [`check_timeout`](crate::Builder::check_timeout).
+    /// **No caller waits for a check.** The check is polled once in this pick; a check that
+    /// does not answer at once (a connect, a request) is left running beside the calls, and
+    /// this pick takes another endpoint if one admits the call, or, when every endpoint is
+    /// out, answers [`Rejected::NoEndpoint`] at once (with the time the check may take). The
+    /// async picks that follow drive the check (each polls it once, with its own waker); the
+    /// first to find it passed takes the revived endpoint as its probe. Only a pool of one
+    /// endpoint waits for its check (nothing else can take the call, and no pick might come
+    /// to drive it). No task is spawned, no timer set: a check nobody drives is taken over
+    /// after its breaker's [`check_timeout`](crate::Builder::check_timeout).
     ///
     /// # Panics
     ///
@@ -102,10 +103,16 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                         Poll::Pending => {}
                     }
                     // The check is under way: another endpoint takes the call if one can,
-                    // the check parked beside; else this pick waits for it.
+                    // the check parked beside. In a pool of one, the pick waits for it; in
+                    // a larger one, every endpoint is out: the check stays parked, and the
+                    // pick goes on (to another due check, or to its answer: NoEndpoint).
                     if let Some(pick) = self.other(&endpoint) {
                         self.park(&endpoint, gate);
                         return Ok(pick);
+                    }
+                    if self.endpoints.load().len() > 1 {
+                        self.park(&endpoint, gate);
+                        continue;
                     }
                     if let Ok(permit) = gate.await {
                         return Ok(Pick::admitted(endpoint, permit, None));

@@ -280,3 +280,46 @@ fn a_pools_open_period_backs_off_on_failed_probes_and_keeps_its_cadence_on_faile
         Duration::from_secs(60)
     );
 }
+
+#[test]
+fn with_every_endpoint_out_a_pick_answers_at_once_and_leaves_the_checks_running() {
+    let clock = ManualClock::new();
+    let (answer, polls) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let pool = pool(&clock)
+        .max_isolated(1.0)
+        .health_check(gated_check(Arc::clone(&answer), Arc::clone(&polls)));
+    pool.set([1, 2]);
+    for key in [1, 2] {
+        pool.breaker(&key).unwrap().allow().unwrap().failure();
+    }
+    clock.advance(Duration::from_secs(2)); // both checks due
+                                           // The first pick starts both checks (two per pick), waits for neither, and answers.
+    let mut pick = std::pin::pin!(pool.pick_async());
+    let Poll::Ready(Err(Rejected::NoEndpoint {
+        retry_after: Some(wait),
+    })) = poll_once(pick.as_mut())
+    else {
+        panic!("a pick waited for a check with every endpoint out")
+    };
+    assert!(wait > Duration::ZERO);
+    assert_eq!(polls.load(Ordering::Relaxed), 2, "each check polled once");
+    // The picks that follow drive them, answering at once too.
+    for _ in 0..3 {
+        let mut pick = std::pin::pin!(pool.pick_async());
+        assert!(matches!(
+            poll_once(pick.as_mut()),
+            Poll::Ready(Err(Rejected::NoEndpoint { .. }))
+        ));
+    }
+    assert_eq!(polls.load(Ordering::Relaxed), 2 + 3 * 2);
+    // The checks pass: the next picks take the revived endpoints as their probes.
+    answer.store(1, Ordering::Relaxed);
+    let first = block_on(pool.pick_async()).unwrap();
+    let second = block_on(pool.pick_async()).unwrap();
+    assert_ne!(first.key(), second.key());
+    first.success();
+    second.success();
+    for key in [1, 2] {
+        assert_eq!(pool.breaker(&key).unwrap().state(), State::Closed);
+    }
+}
