@@ -1,5 +1,6 @@
 //! [`Endpoint`]: one member of a pool, its breaker and its calls in flight.
 
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -25,9 +26,10 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) key: K,
     pub(super) breaker: Arc<Breaker<P, O>>,
     in_flight: AtomicUsize,
-    /// Its picks so far (written with `in_flight`, on the same line: nothing more shared).
-    picks: AtomicU64,
-    /// With a pool [`deadline`](super::Pool::deadline): the start times of calls in flight,
+    /// The pool's [`deadline`](super::Pool::deadline) in nanoseconds (0: none), kept here
+    /// beside the calls in flight.
+    deadline: Nanos,
+    /// With a deadline: the start times of calls in flight,
     /// one above (0: a free slot), on the pool's clock.
     starts: [AtomicU64; START_SLOTS],
     /// With a deadline: when it last answered, on the pool's clock.
@@ -42,12 +44,17 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
 }
 
 impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
-    pub(super) fn new(key: K, breaker: Arc<Breaker<P, O>>, shared: Arc<Shared>) -> Self {
+    pub(super) fn new(
+        key: K,
+        breaker: Arc<Breaker<P, O>>,
+        shared: Arc<Shared>,
+        deadline: Nanos,
+    ) -> Self {
         Self {
+            deadline,
             key,
             breaker,
             in_flight: AtomicUsize::new(0),
-            picks: AtomicU64::new(0),
             starts: Default::default(),
             answered_at: AtomicU64::new(0),
             outlier: EndpointRecord::default(),
@@ -73,35 +80,36 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     /// it took comes back ([`Tracked`]).
     #[inline]
     pub(super) fn start(&self, at: Option<Nanos>) -> Option<Tracked> {
-        self.picks.fetch_add(1, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let at = at.filter(|_| self.shared.deadline() != 0)?;
+        if self.deadline == 0 {
+            return None;
+        }
+        let at = at.or_else(|| self.shared.now_infallible())?;
         // 0 marks a free slot: a start is kept one above its time.
-        let mark = at.saturating_add(1);
+        let mark = NonZeroU64::new(at.saturating_add(1)).unwrap_or(NonZeroU64::MAX);
         self.starts.iter().enumerate().find_map(|(slot, start)| {
             start
-                .compare_exchange(0, mark, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(0, mark.get(), Ordering::AcqRel, Ordering::Relaxed)
                 .ok()
-                .map(|_| Tracked { slot, mark })
+                .map(|_| Tracked {
+                    slot: slot as u32,
+                    mark,
+                })
         })
     }
 
-    /// Its picks so far.
-    pub(super) fn picks(&self) -> u64 {
-        self.picks.load(Ordering::Relaxed)
-    }
-
-    /// Its picks so far, handed to the pool as it leaves (counted here no more).
-    pub(super) fn take_picks(&self) -> u64 {
-        self.picks.swap(0, Ordering::Relaxed)
+    /// The calls its breaker admitted so far (its picks, counted where the breaker counts
+    /// them: no counter of the pick's own on the hot path).
+    pub(super) fn admitted(&self) -> u64 {
+        self.breaker.totals().admitted
     }
 
     /// A pick ended; its start slot, if it still holds it, is free again.
     #[inline]
     pub(super) fn end(&self, tracked: Option<Tracked>) {
         if let Some(t) = tracked {
-            let _ = self.starts[t.slot].compare_exchange(
-                t.mark,
+            let _ = self.starts[t.slot as usize].compare_exchange(
+                t.mark.get(),
                 0,
                 Ordering::AcqRel,
                 Ordering::Relaxed,
@@ -117,12 +125,12 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     /// unrecorded).
     #[inline]
     pub(super) fn answered(&self, outcome: Outcome, tracked: Option<Tracked>) {
-        let deadline = self.shared.deadline();
+        let deadline = self.deadline;
         if deadline == 0 {
             return;
         }
         let now = self.shared.now();
-        let in_time = tracked.is_none_or(|t| now.saturating_sub(t.mark - 1) < deadline);
+        let in_time = tracked.is_none_or(|t| now.saturating_sub(t.mark.get() - 1) < deadline);
         if in_time || matches!(outcome, Outcome::Success | Outcome::Excluded) {
             self.answered_at.fetch_max(now, Ordering::Relaxed);
         }
@@ -162,6 +170,7 @@ pub(super) const START_SLOTS: usize = 4;
 /// A call's start slot on its endpoint, for the deadline: which slot, and what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Tracked {
-    slot: usize,
-    mark: Nanos,
+    slot: u32,
+    /// Non-zero: an untracked pick (`None`) takes no room of its own.
+    mark: NonZeroU64,
 }

@@ -239,6 +239,8 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     open_backoff: Option<(Duration, Duration)>,
     /// Outlier detection, if attached.
     detector: Option<Detector>,
+    /// The calls' deadline in nanoseconds ([`Pool::deadline`]); 0 without one.
+    pub(crate) deadline: Nanos,
     max_isolated: f64,
     balance: Balance,
     /// The round-robin cursor.
@@ -253,8 +255,6 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 pub(crate) struct Shared {
     pub(crate) stats: Stats,
     pub(crate) overload_isolates: AtomicBool,
-    /// The pool's deadline in nanoseconds ([`Pool::deadline`]); 0 without one.
-    deadline: AtomicU64,
     /// Health checks parked in endpoints for the async picks to drive (a hint: the picks
     /// that drive them count them again).
     pub(crate) parked: AtomicUsize,
@@ -267,7 +267,6 @@ impl Default for Shared {
         Self {
             stats: Stats::default(),
             overload_isolates: AtomicBool::new(false),
-            deadline: AtomicU64::new(0),
             parked: AtomicUsize::new(0),
             clock: ClockSource::default_for(false),
         }
@@ -275,25 +274,16 @@ impl Default for Shared {
 }
 
 impl Shared {
-    /// The pool's deadline in nanoseconds; 0 without one.
-    #[inline]
-    pub(crate) fn deadline(&self) -> Nanos {
-        self.deadline.load(Ordering::Relaxed)
-    }
-
     /// The pool's clock's reading.
     #[inline]
     pub(crate) fn now(&self) -> Nanos {
         self.clock.now()
     }
 
-    /// The pool's clock's reading with a deadline, if no user code reads it (a built-in
-    /// clock): for a pick admitted where a user clock's panic could not be let out.
+    /// The pool's clock's reading, if no user code reads it (a built-in clock): for a pick
+    /// admitted where a user clock's panic could not be let out.
     #[inline]
     pub(crate) fn now_infallible(&self) -> Option<Nanos> {
-        if self.deadline() == 0 {
-            return None;
-        }
         self.clock.now_infallible()
     }
 }
@@ -330,8 +320,9 @@ impl Stats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PoolStats {
-    /// Picks made: endpoints chosen for a call, kept in rotation over the cap included
-    /// (those of endpoints removed since too).
+    /// Picks made: the calls the endpoints' breakers admitted (a pick's admission; a call
+    /// made on an endpoint's breaker directly counts too), and the picks over the cap;
+    /// those of endpoints removed since included.
     pub picks: u64,
     /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
     pub over_cap: u64,
@@ -429,6 +420,7 @@ where
             clock: None,
             open_backoff: Some((DEFAULT_OPEN, DEFAULT_OPEN_MAX)),
             detector: None,
+            deadline: 0,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
@@ -468,17 +460,16 @@ where
     /// open period, its calls in flight are written off (the next call it gets, its probe,
     /// has a deadline of its own), and it is out whatever the [cap](Pool::max_isolated), as a
     /// node whose health check failed is. Give the deadline your calls have (a client
-    /// timeout); zero means none.
+    /// timeout); zero means none. A setting for building the pool, before its first
+    /// endpoint.
     ///
     /// Each endpoint tracks the first four of its calls in flight at once (a hang holds its
     /// calls, so those fill with hanging ones). With a deadline, a pick reads the pool's
     /// clock once and each answer once; a pick admitted after a health check on a user
     /// clock (not a built-in one) is not tracked.
     #[must_use]
-    pub fn deadline(self, deadline: Duration) -> Self {
-        self.shared
-            .deadline
-            .store(saturating_nanos(deadline), Ordering::Relaxed);
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = saturating_nanos(deadline);
         self
     }
 
@@ -645,7 +636,7 @@ where
         self.fold(gone.iter());
     }
 
-    /// The pool's counts keep the picks of endpoints that left it; a check parked in one is
+    /// The pool's counts keep the admissions of endpoints that left it; a check parked in one is
     /// dropped (its lease released: no pick will drive it).
     fn fold<'a>(&self, gone: impl Iterator<Item = &'a Arc<Endpoint<K, P, O>>>)
     where
@@ -655,7 +646,7 @@ where
     {
         let mut picks = 0u64;
         for endpoint in gone {
-            picks = picks.saturating_add(endpoint.take_picks());
+            picks = picks.saturating_add(endpoint.admitted());
             let parked = endpoint.parked.lock().take();
             if parked.is_some() {
                 self.shared.parked.fetch_sub(1, Ordering::Relaxed);
@@ -774,6 +765,7 @@ where
             key,
             Arc::new(builder.build()),
             Arc::clone(&self.shared),
+            self.deadline,
         ))
     }
 }
@@ -783,9 +775,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     pub fn stats(&self) -> PoolStats {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let s = &self.shared.stats;
-        let current: u64 = self.endpoints.load().iter().map(|e| e.picks()).sum();
+        let current: u64 = self.endpoints.load().iter().map(|e| e.admitted()).sum();
         PoolStats {
-            picks: n(&s.removed_picks).saturating_add(current),
+            picks: n(&s.removed_picks)
+                .saturating_add(current)
+                .saturating_add(n(&s.over_cap)),
             over_cap: n(&s.over_cap),
             over_cap_successes: n(&s.over_cap_successes),
             over_cap_failures: n(&s.over_cap_failures),

@@ -43,13 +43,13 @@ pub struct Pick<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
 
 impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     /// A pick the endpoint's breaker admitted with `permit`, going out at `at` on the pool's
-    /// clock (read before the admission; `None`: read now if no user code reads it).
+    /// clock (read before the admission; `None`: read now, with a deadline, if no user code
+    /// reads it).
     pub(crate) fn admitted(
         endpoint: Arc<Endpoint<K, P, O>>,
         permit: OwnedPermit<P, O>,
         at: Option<Nanos>,
     ) -> Self {
-        let at = at.or_else(|| endpoint.shared.now_infallible());
         let tracked = endpoint.start(at);
         Self {
             endpoint,

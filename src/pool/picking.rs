@@ -131,7 +131,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     fn other(&self, checked: &Arc<Endpoint<K, P, O>>) -> Option<Pick<K, P, O>> {
         let endpoints = self.endpoints.load();
         let r = random();
-        let at = self.shared.now_infallible();
+        let at = None; // read by the endpoint, with a deadline
         let pick = walk(&endpoints, r)
             .filter(|e| !Arc::ptr_eq(e, checked))
             .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
@@ -202,7 +202,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         }
         // The pool's own judgements, each only when asked for: an interval of outlier
         // detection that ended, a call in flight past the deadline.
-        let deadline = self.shared.deadline();
+        let deadline = self.deadline;
         let now = if self.detector.is_some() || deadline != 0 {
             let now = self.shared.now();
             if let Some(detector) = &self.detector {

@@ -192,7 +192,9 @@ fn with_no_other_endpoint_the_caller_waits_for_the_check() {
 fn a_parked_check_that_fails_keeps_its_endpoint_out() {
     let clock = ManualClock::new();
     let (answer, polls) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
-    let pool = pool(&clock).health_check(gated_check(Arc::clone(&answer), polls));
+    let pool = pool(&clock)
+        .balance(Balance::RoundRobin) // the first pick lands on 1 and starts its check
+        .health_check(gated_check(Arc::clone(&answer), polls));
     pool.set([1, 2]);
     pool.breaker(&1).unwrap().allow().unwrap().failure();
     clock.advance(Duration::from_secs(2));
