@@ -7,7 +7,7 @@
 //! - [`gate`]: admission, health checks and verdicts, for every call path;
 //! - [`contain`]: panic containment of user code;
 //! - [`BreakerSeam`], [`BuilderSeam`]: the few reads and counts that are not a call;
-//! - the pool's pick for a tower service ([`choose`], [`Choice`], [`HandingPick`]).
+//! - the pool's pick for a tower service ([`choose`], [`pick_beside`], [`Choice`], [`Beside`], [`HandingPick`]).
 
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ use crate::pool::{Pick, Pool};
 pub use crate::breaker::{BreakerSeam, BuilderSeam, Grant, Handing, Holder, Report};
 pub use crate::classify::{causes, transport, transport_any};
 pub use crate::nanos::saturating_nanos;
-pub use crate::pool::{Choice, Endpoint, HandingPick};
+pub use crate::pool::{Beside, Choice, Endpoint, HandingPick};
 
 /// Admission, health checks and verdicts: the breaker's front door (see the engine's
 /// `breaker/gate.rs`).
@@ -44,6 +44,18 @@ pub fn choose<K, P: TripPolicy, O: Observer>(
     checking: bool,
 ) -> Result<Choice<K, P, O>, Rejected> {
     pool.choose(checking)
+}
+
+/// The pick of an async caller at once, its health checks run beside the calls: see
+/// [`Pool::pick_async`] (the tower service over the pool, whose `call` cannot wait).
+pub fn pick_beside<K, P: TripPolicy, O: Observer>(
+    pool: &Pool<K, P, O>,
+    cx: &mut std::task::Context<'_>,
+) -> Result<Beside<K, P, O>, Rejected>
+where
+    K: Clone + Eq + std::fmt::Display,
+{
+    pool.pick_beside(cx)
 }
 
 /// The pick of `endpoint`, its breaker having admitted the call with `permit` (after a

@@ -202,7 +202,7 @@ pub use outlier::{OutlierDetection, Spread};
 pub use pick::HandingPick;
 pub use pick::Pick;
 // For the tower service over the pool.
-pub use picking::Choice;
+pub use picking::{Beside, Choice};
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
 use outlier::Detector;

@@ -26,6 +26,15 @@ use crate::origin::{Ejection, Origin};
 /// runs none.
 const MAX_CHECKS_PER_PICK: usize = 2;
 
+/// What an async caller's pick gave ([`Pool::pick_beside`]).
+#[allow(missing_debug_implementations)] // the front door's, not a public API
+pub enum Beside<K, P: TripPolicy, O: Observer> {
+    /// An endpoint that takes the call.
+    Pick(Pick<K, P, O>),
+    /// The pool's one endpoint, whose check is under way: wait for it.
+    Wait(Arc<Endpoint<K, P, O>>, Gate<Arc<Breaker<P, O>>>),
+}
+
 /// What a pick found.
 #[allow(missing_debug_implementations)] // the front door's, not a public API
 pub enum Choice<K, P: TripPolicy, O: Observer> {
@@ -83,45 +92,62 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     ///
     /// As [`pick`](Pool::pick).
     pub async fn pick_async(&self) -> Result<Pick<K, P, O>, Rejected> {
+        match poll_fn(|cx| Poll::Ready(self.pick_beside(cx))).await? {
+            Beside::Pick(pick) => Ok(pick),
+            Beside::Wait(endpoint, gate) => match gate.await {
+                Ok(permit) => Ok(Pick::admitted(endpoint, permit, None)),
+                // The pool's one endpoint failed its check: out, and the pick says when to
+                // come back.
+                Err(_) => self.choose(false).map(|choice| match choice {
+                    Choice::Pick(pick) => pick,
+                    Choice::Check(..) => unreachable!("a sync pick runs no check"),
+                }),
+            },
+        }
+    }
+
+    /// The pick of an async caller, at once, its health checks run beside the calls (see
+    /// [`pick_async`](Pool::pick_async)): parked checks driven with `cx` first (a passed one
+    /// is this pick's), then the usual choice, a due check polled once and parked if it does
+    /// not answer at once. [`Beside::Wait`] only for a pool of one endpoint whose check is
+    /// under way: the caller waits for that check.
+    pub(crate) fn pick_beside(&self, cx: &mut Context<'_>) -> Result<Beside<K, P, O>, Rejected> {
         if self.shared.parked.load(Ordering::Relaxed) > 0 {
-            if let Some(pick) = poll_fn(|cx| Poll::Ready(self.drive_parked(cx))).await {
-                return Ok(pick);
+            if let Some(pick) = self.drive_parked(cx) {
+                return Ok(Beside::Pick(pick));
             }
         }
         // A failed check isolates its endpoint, and the pick goes on; at most two checks
-        // per pick (a caller does not wait out a whole outage's checks), then a plain pick.
+        // per pick (each started here, none waited for), then a plain pick.
         for _ in 0..MAX_CHECKS_PER_PICK {
             match self.choose(true)? {
-                Choice::Pick(pick) => return Ok(pick),
+                Choice::Pick(pick) => return Ok(Beside::Pick(pick)),
                 Choice::Check(endpoint, mut gate) => {
-                    let polled = poll_fn(|cx| Poll::Ready(Pin::new(&mut gate).poll(cx))).await;
-                    match polled {
+                    match Pin::new(&mut gate).poll(cx) {
                         Poll::Ready(Ok(permit)) => {
-                            return Ok(Pick::admitted(endpoint, permit, None))
+                            return Ok(Beside::Pick(Pick::admitted(endpoint, permit, None)))
                         }
                         Poll::Ready(Err(_)) => continue,
                         Poll::Pending => {}
                     }
                     // The check is under way: another endpoint takes the call if one can,
-                    // the check parked beside. In a pool of one, the pick waits for it; in
-                    // a larger one, every endpoint is out: the check stays parked, and the
-                    // pick goes on (to another due check, or to its answer: NoEndpoint).
+                    // the check parked beside. In a larger pool with every endpoint out,
+                    // the check stays parked and the pick goes on (to another due check, or
+                    // to its answer: NoEndpoint). A pool of one waits for its check.
                     if let Some(pick) = self.other(&endpoint) {
                         self.park(&endpoint, gate);
-                        return Ok(pick);
+                        return Ok(Beside::Pick(pick));
                     }
                     if self.endpoints.load().len() > 1 {
                         self.park(&endpoint, gate);
                         continue;
                     }
-                    if let Ok(permit) = gate.await {
-                        return Ok(Pick::admitted(endpoint, permit, None));
-                    }
+                    return Ok(Beside::Wait(endpoint, gate));
                 }
             }
         }
         self.choose(false).map(|choice| match choice {
-            Choice::Pick(pick) => pick,
+            Choice::Pick(pick) => Beside::Pick(pick),
             Choice::Check(..) => unreachable!("a sync pick runs no check"),
         })
     }

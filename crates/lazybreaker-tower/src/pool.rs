@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 
 use pin_project_lite::pin_project;
 use tower_service::Service;
@@ -17,8 +17,8 @@ use tower_service::Service;
 use lazybreaker::classify::{Classify, OkIsSuccess};
 use lazybreaker::door::contain::{self, FirstPanic};
 use lazybreaker::door::gate::{self, Gate};
-use lazybreaker::door::{choose, endpoint_key, pick_admitted, Report};
-use lazybreaker::door::{Choice, Endpoint, HandingPick};
+use lazybreaker::door::{endpoint_key, pick_admitted, pick_beside, Report};
+use lazybreaker::door::{Beside, Endpoint, HandingPick};
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::Outcome;
 use lazybreaker::policy::{ConsecutiveFailures, TripPolicy};
@@ -35,10 +35,14 @@ use lazybreaker::{Error, Rejected};
 ///   awaited in each response future (the inner service is cloned into it and driven to
 ///   ready there, as `tower::util::Oneshot` does), so no caller is parked on an endpoint,
 ///   and no `Pending` waits on a waker that an open breaker would never fire.
-/// - **Health checks.** With [`Pool::health_check`], a request that lands on an endpoint
-///   whose open period is over runs its check in the response future first (as
-///   [`Pool::pick_async`]): passed, the request is that endpoint's probe; failed, it is
-///   rejected with the breaker's answer. A check's panic fails it and continues.
+/// - **Health checks, beside the requests.** With [`Pool::health_check`], a request that
+///   lands on an endpoint whose open period is over starts its check, as
+///   [`Pool::pick_async`] does: a check that answers at once decides (passed, the request
+///   is that endpoint's probe); one under way is left running, driven by the requests
+///   that follow, while the request goes to another endpoint (or, with every endpoint out,
+///   fails at once with [`Rejected::NoEndpoint`]). Only in a pool of one endpoint does the
+///   request wait for the check, in its response future (failed, it is rejected with the
+///   breaker's answer). A check's panic fails it and continues.
 /// - **No endpoint.** When the pool has nothing to send to, the call fails at once with
 ///   [`Error::Rejected`] around [`Rejected::NoEndpoint`].
 /// - **Counted per endpoint.** The response is classified (`C`, every `Ok` a success by
@@ -151,9 +155,13 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let (endpoint, gate, pick) = match choose(&self.pool, true) {
-            Ok(Choice::Pick(pick)) => (None, None, Some(pick)),
-            Ok(Choice::Check(endpoint, gate)) => (Some(endpoint), Some(gate), None),
+        // `call` has no context: a due check is polled once with a waker that wakes
+        // nothing, and, pending, runs beside the calls, driven by the requests that follow
+        // (a request waits for it only in a pool of one endpoint, in its response future).
+        let mut cx = Context::from_waker(Waker::noop());
+        let (endpoint, gate, pick) = match pick_beside(&self.pool, &mut cx) {
+            Ok(Beside::Pick(pick)) => (None, None, Some(pick)),
+            Ok(Beside::Wait(endpoint, gate)) => (Some(endpoint), Some(gate), None),
             Err(rejected) => {
                 return PoolFuture {
                     state: State::Rejected {

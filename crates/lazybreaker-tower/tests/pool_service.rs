@@ -202,7 +202,10 @@ fn a_request_landing_on_an_endpoint_due_for_its_check_runs_it_first() {
     let _ = poll_once(&mut service.call(true)); // isolates it
     clock.advance(checks::PAST_OPEN);
     match poll_once(&mut service.call(false)) {
-        Poll::Ready(Err(Error::Rejected(Rejected::Open { retry_after }))) => {
+        // The check answers at once, in `call`: failed, the pool has nothing to send to.
+        Poll::Ready(Err(Error::Rejected(Rejected::NoEndpoint {
+            retry_after: Some(retry_after),
+        }))) => {
             assert_eq!(retry_after, OPEN_FOR, "the failed check's new open period");
         }
         other => panic!("expected the failed check's rejection, got {other:?}"),
@@ -259,4 +262,57 @@ fn an_endpoint_shedding_load_is_not_isolated() {
     status.store(500, std::sync::atomic::Ordering::SeqCst);
     let _ = poll_once(&mut service.call(()));
     assert_eq!(breaker.state(), State::Open);
+}
+
+/// A check under way never holds a request up while another endpoint can take it: the
+/// request goes there at once, and the requests that follow drive the check, the first
+/// after it passed being the revived endpoint's probe.
+#[test]
+fn a_check_under_way_runs_beside_the_requests() {
+    use lazybreaker::pool::Balance;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let clock = ManualClock::new();
+    let (answer, polls) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let (a, p) = (Arc::clone(&answer), Arc::clone(&polls));
+    let pool = Arc::new(
+        Pool::new(|_: &u32| {
+            Breaker::builder()
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(OPEN_FOR)
+        })
+        .clock(clock.clone())
+        .balance(Balance::RoundRobin) // the first request lands on 0 and starts its check
+        .health_check(move |_: &u32| {
+            let (a, p) = (Arc::clone(&a), Arc::clone(&p));
+            std::future::poll_fn(move |_| {
+                p.fetch_add(1, Ordering::SeqCst);
+                match a.load(Ordering::SeqCst) {
+                    0 => Poll::Pending,
+                    _ => Poll::Ready(true),
+                }
+            })
+        }),
+    );
+    pool.set([0, 1]);
+    pool.breaker(&0).unwrap().allow().unwrap().failure();
+    clock.advance(checks::PAST_OPEN);
+    let hits: Hits = Arc::default();
+    let mut service = service_over(&pool, &hits);
+    for _ in 0..5 {
+        assert!(matches!(
+            poll_once(&mut service.call(false)),
+            Poll::Ready(Ok(1))
+        ));
+    }
+    assert_eq!(
+        polls.load(Ordering::SeqCst),
+        5,
+        "started once, then driven by each request"
+    );
+    answer.store(1, Ordering::SeqCst);
+    assert!(matches!(
+        poll_once(&mut service.call(false)),
+        Poll::Ready(Ok(0))
+    ));
+    assert_eq!(pool.breaker(&0).unwrap().state(), State::Closed);
 }
