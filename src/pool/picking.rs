@@ -26,7 +26,7 @@ use crate::origin::{Ejection, Origin};
 /// runs none.
 const MAX_CHECKS_PER_PICK: usize = 2;
 
-/// What an async caller's pick gave ([`Pool::pick_beside`]).
+/// What an async caller's pick gave (`door::pick_beside`: see [`Pool::pick_async`]).
 #[allow(missing_debug_implementations)] // the front door's, not a public API
 pub enum Beside<K, P: TripPolicy, O: Observer> {
     /// An endpoint that takes the call.
