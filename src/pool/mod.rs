@@ -445,6 +445,27 @@ where
     /// Judges each endpoint against its peers every interval, and ejects the outliers: see
     /// [`OutlierDetection`]. The first pick after each interval evaluates it; nothing runs
     /// in between. A setting for building the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::pool::{OutlierDetection, Pool, Spread};
+    /// use lazybreaker::Breaker;
+    /// use std::time::Duration;
+    ///
+    /// let pool = Pool::new(|_: &String| Breaker::builder()).outlier_detection(
+    ///     OutlierDetection::new()
+    ///         .interval(Duration::from_secs(10))
+    ///         .base_ejection(Duration::from_secs(30))
+    ///         .max_ejection(Duration::from_secs(300))
+    ///         .success_rate(1.9, 5, 100) // Envoy's figures
+    ///         .spread(Spread::MedianAbsoluteDeviation { factor: 3.0, min_difference: 1.0 })
+    ///         .failure_percentage(85, 5, 50),
+    /// );
+    /// # let _ = pool;
+    /// ```
+    ///
+    /// See [`OutlierDetection`] for an ejection on a manual clock.
     #[must_use]
     pub fn outlier_detection(mut self, detection: OutlierDetection) -> Self {
         self.detector = Some(Detector::new(detection));
@@ -467,6 +488,28 @@ where
     /// calls, so those fill with hanging ones). With a deadline, a pick reads the pool's
     /// clock once and each answer once; a pick admitted after a health check on a user
     /// clock (not a built-in one) is not tracked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::{Breaker, ManualClock, Rejected};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = Pool::new(|_: &&str| Breaker::builder())
+    ///     .clock(clock.clone())
+    ///     .deadline(Duration::from_millis(300));
+    /// pool.set(["a", "b"]);
+    /// // Both replicas take a call that never comes back.
+    /// let hanging = [pool.pick().unwrap(), pool.pick().unwrap()];
+    /// clock.advance(Duration::from_millis(300));
+    /// // A deadline later, with nothing back, both are out (whatever the cap): the pool
+    /// // answers at once, rather than sending more calls to wait out their deadline.
+    /// assert!(matches!(pool.pick(), Err(Rejected::NoEndpoint { .. })));
+    /// assert_eq!(pool.stats().ejected_hung, 2);
+    /// # drop(hanging);
+    /// ```
     #[must_use]
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = saturating_nanos(deadline);
