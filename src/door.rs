@@ -7,7 +7,7 @@
 //! - [`gate`]: admission, health checks and verdicts, for every call path;
 //! - [`contain`]: panic containment of user code;
 //! - [`BreakerSeam`], [`BuilderSeam`]: the few reads and counts that are not a call;
-//! - the pool's pick for a tower service ([`choose`], [`pick_beside`], [`Choice`], [`Beside`], [`HandingPick`]).
+//! - the pool's pick for a tower service ([`pick_beside`], [`Beside`], [`HandingPick`]).
 
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ use crate::pool::{Pick, Pool};
 pub use crate::breaker::{BreakerSeam, BuilderSeam, Grant, Handing, Holder, Report};
 pub use crate::classify::{causes, transport, transport_any};
 pub use crate::nanos::saturating_nanos;
-pub use crate::pool::{Beside, Choice, Endpoint, HandingPick};
+pub use crate::pool::{Beside, Endpoint, HandingPick};
 
 /// Admission, health checks and verdicts: the breaker's front door (see the engine's
 /// `breaker/gate.rs`).
@@ -35,15 +35,6 @@ pub mod gate {
 /// continue (see the engine's `contain.rs`).
 pub mod contain {
     pub use crate::contain::{catch, end, resume, resume_payload, FirstPanic, Payload};
-}
-
-/// A pool's choice for one call: an endpoint that admits it, or one whose check this call
-/// won (see `Pool::pick_async`).
-pub fn choose<K, P: TripPolicy, O: Observer>(
-    pool: &Pool<K, P, O>,
-    checking: bool,
-) -> Result<Choice<K, P, O>, Rejected> {
-    pool.choose(checking)
 }
 
 /// The pick of an async caller at once, its health checks run beside the calls: see
@@ -67,7 +58,7 @@ pub fn pick_admitted<K, P: TripPolicy, O: Observer>(
     Pick::admitted(endpoint, permit, None)
 }
 
-/// The key of the endpoint a [`Choice::Check`] names.
+/// The key of the endpoint a [`Beside::Wait`] names.
 pub fn endpoint_key<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> &K {
     endpoint.key()
 }

@@ -157,11 +157,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     fn other(&self, checked: &Arc<Endpoint<K, P, O>>) -> Option<Pick<K, P, O>> {
         let endpoints = self.endpoints.load();
         let r = random();
-        let at = None; // read by the endpoint, with a deadline
         let pick = walk(&endpoints, r)
             .filter(|e| !Arc::ptr_eq(e, checked))
             .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
-            .find_map(|e| match admit(e, false, at) {
+            // No clock reading of this pick's: the endpoint reads it, with a deadline.
+            .find_map(|e| match admit(e, false, None) {
                 Some(Choice::Pick(pick)) => Some(pick),
                 _ => None,
             });

@@ -363,24 +363,26 @@ fn a_global_degradation_ejects_nobody() {
     assert_eq!(pool.snapshot().isolated, 0);
 }
 
+/// How many endpoints of ten the success-rate detector (Envoy's figures) ejects with
+/// `spread`, after `calls` calls to each endpoint, endpoint `k`'s `i`-th failing when
+/// `fails(k, i)`.
+fn ejected_with(spread: Spread, calls: u64, fails: impl Fn(u32, u64) -> bool) -> u64 {
+    let clock = ManualClock::new();
+    let od = OutlierDetection::new()
+        .success_rate(1.9, 5, 100)
+        .spread(spread);
+    let pool = pool(10, &clock, od);
+    traffic(&pool, calls, fails);
+    clock.advance(INTERVAL);
+    keys_picked(&pool, 1);
+    pool.stats().ejected_success_rate
+}
+
 /// Three bad endpoints of ten mask each other under Envoy's spread (they pull the mean
 /// down and σ up); the median ignores them.
 #[test]
 fn a_third_of_the_endpoints_bad_masks_the_mean_not_the_median() {
-    let run = |spread: Spread| {
-        let clock = ManualClock::new();
-        let pool = pool(
-            10,
-            &clock,
-            OutlierDetection::new()
-                .success_rate(1.9, 5, 100)
-                .spread(spread),
-        );
-        traffic(&pool, 200, |k, i| k < 3 && i % 2 == 0);
-        clock.advance(INTERVAL);
-        keys_picked(&pool, 1);
-        pool.stats().ejected_success_rate
-    };
+    let run = |spread| ejected_with(spread, 200, |k, i| k < 3 && i % 2 == 0);
     // Rates 50 × 3, 100 × 7: mean 85, σ ≈ 22.9, threshold ≈ 41.5: none ejected.
     assert_eq!(run(Spread::StandardDeviation), 0);
     assert_eq!(
@@ -396,21 +398,8 @@ fn a_third_of_the_endpoints_bad_masks_the_mean_not_the_median() {
 /// mean is ejected; the robust spread's floor keeps it.
 #[test]
 fn a_tiny_spread_ejects_under_the_mean_but_not_under_the_floor() {
-    let run = |spread: Spread| {
-        let clock = ManualClock::new();
-        let pool = pool(
-            10,
-            &clock,
-            OutlierDetection::new()
-                .success_rate(1.9, 5, 100)
-                .spread(spread),
-        );
-        // One failure in 1 000 calls for endpoint 0, none for the others.
-        traffic(&pool, 1_000, |k, i| k == 0 && i == 500);
-        clock.advance(INTERVAL);
-        keys_picked(&pool, 1);
-        pool.stats().ejected_success_rate
-    };
+    // One failure in 1 000 calls for endpoint 0, none for the others.
+    let run = |spread| ejected_with(spread, 1_000, |k, i| k == 0 && i == 500);
     assert_eq!(
         run(Spread::StandardDeviation),
         1,
