@@ -134,7 +134,7 @@ impl Clock for PreciseClock {
 /// A cheap clock with a coarse resolution: the platform's coarse monotonic clock
 /// (`CLOCK_MONOTONIC_COARSE` on Linux), measured from the moment the clock was created.
 ///
-/// A read costs a few nanoseconds (about 3 ns against 24 ns for [`MonotonicClock`] on the
+/// A read costs a few nanoseconds (2.6 ns against 18.6 ns for [`MonotonicClock`] on the
 /// machine the benchmarks ran on), but the time advances in ticks of the kernel's timer
 /// (1 to 4 ms on Linux; coarser elsewhere). Every duration the breaker measures on it (an open
 /// period, a closed-state window) is therefore right to within one tick, either way: a 30 s
@@ -142,23 +142,52 @@ impl Clock for PreciseClock {
 /// clock for policies that do not measure latency.
 #[derive(Debug, Clone, Copy)]
 pub struct CoarseMonotonicClock {
-    origin: coarsetime::Instant,
+    /// The platform's coarse reading when the clock was made.
+    origin: Nanos,
 }
 
 impl CoarseMonotonicClock {
     /// A clock whose origin is now.
     pub fn new() -> Self {
         Self {
-            origin: coarsetime::Instant::now_without_cache_update(),
+            origin: coarse::now(),
         }
     }
 
     #[inline]
     fn nanos(&self) -> Nanos {
+        coarse::now().saturating_sub(self.origin)
+    }
+}
+
+/// The platform's coarse monotonic clock, in nanoseconds from an unspecified origin.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod coarse {
+    use crate::nanos::Nanos;
+
+    /// `CLOCK_MONOTONIC_COARSE`, read through the vDSO (no system call, no libc).
+    #[inline(always)]
+    pub(super) fn now() -> Nanos {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        // A monotonic clock's fields are never negative: seconds since boot, and nanoseconds
+        // below one second.
+        (t.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec as u64)
+    }
+}
+
+/// The platform's coarse monotonic clock, in nanoseconds from an unspecified origin.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod coarse {
+    use crate::nanos::Nanos;
+
+    #[inline(always)]
+    pub(super) fn now() -> Nanos {
         // `now_without_cache_update`: `now` would also write a process-wide cache, a store to
         // a shared cache line on every call.
         coarsetime::Instant::now_without_cache_update()
-            .duration_since(self.origin)
+            .duration_since(coarsetime::Instant::from_ticks(0))
             .as_nanos()
     }
 }
@@ -352,5 +381,33 @@ impl ClockSource {
                 }
             },
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_coarse_clock_starts_at_its_origin_and_never_goes_back() {
+        let precise = MonotonicClock::new();
+        let coarse = CoarseMonotonicClock::new();
+        let mut last = coarse.now();
+        // One tick of the kernel's timer at most (4 ms at HZ = 250, 10 ms at HZ = 100).
+        assert!(
+            last <= Duration::from_millis(10),
+            "{last:?} right after its origin"
+        );
+        for _ in 0..10_000 {
+            let now = coarse.now();
+            assert!(now >= last, "{now:?} after {last:?}");
+            last = now;
+        }
+        // Within a tick of a precise clock made before it.
+        let elapsed = precise.now();
+        assert!(
+            last <= elapsed + Duration::from_millis(10),
+            "{last:?} against {elapsed:?}"
+        );
     }
 }

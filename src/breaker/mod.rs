@@ -545,10 +545,11 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         if verdict == Verdict::Reported(Outcome::Success) {
             match &self.recorder {
                 None => {
-                    if self
-                        .lane
-                        .succeed_fast(grant.ticket, || self.clock.now_infallible())
-                    {
+                    if self.lane.succeed_fast(
+                        grant.ticket,
+                        #[inline(always)]
+                        || self.clock.now_infallible(),
+                    ) {
                         return;
                     }
                 }
