@@ -281,6 +281,20 @@ impl Totals {
 /// failure pushes out the oldest once it is full, and an exclusion is counted in
 /// `total_exclusions` but takes no place in it. In the other states it counts as a fixed
 /// window does (the probes of half-open need every admission).
+/// The run of like results at the end of results recorded at once (the lock-free lane's),
+/// so that folding them keeps the consecutive runs that recording each in turn would have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Tail {
+    /// No failure among them: the successes, if any, are all one run.
+    #[default]
+    None,
+    /// They end with this many successes after their last failure.
+    Successes(u64),
+    /// They end with this many failures after their last success (all of their failures
+    /// when they hold no success).
+    Failures(u64),
+}
+
 #[derive(Debug)]
 pub(crate) struct Window {
     counts: Counts,
@@ -391,25 +405,47 @@ impl Window {
 
     /// Records `requests` admissions and `successes` successes at once, as the lock-free
     /// lane reports them, at the current age (the lane counts in one age at a time: a roll
-    /// closes it first). Their order does not matter: every success resets the failure run,
-    /// and the successes' own run grows by all of them, in the totals as in the bucket.
-    pub(crate) fn absorb(&mut self, requests: u64, successes: u64) {
-        fn add(c: &mut Counts, requests: u64, successes: u64) {
+    /// closes it first). Without failures, their order does not matter: every success resets
+    /// the failure run, and the successes' own run grows by all of them, in the totals as in
+    /// the bucket.
+    ///
+    /// With failures among them (`failures`, never in a count window), `tail` says how they
+    /// end, which is all the runs need: a tail of successes is the success run, a tail of
+    /// failures the failure run (grown from the current run if they hold no success).
+    pub(crate) fn absorb(&mut self, requests: u64, successes: u64, failures: u64, tail: Tail) {
+        let add = |c: &mut Counts| {
             c.requests += requests;
-            if successes > 0 {
-                c.total_successes += successes;
-                c.consecutive_successes += successes;
-                c.consecutive_failures = 0;
+            c.total_successes += successes;
+            c.total_failures += failures;
+            match tail {
+                Tail::None if successes > 0 => {
+                    c.consecutive_successes += successes;
+                    c.consecutive_failures = 0;
+                }
+                Tail::None => {}
+                Tail::Successes(n) => {
+                    c.consecutive_successes = n;
+                    c.consecutive_failures = 0;
+                }
+                Tail::Failures(n) => {
+                    c.consecutive_successes = 0;
+                    c.consecutive_failures = if successes == 0 {
+                        c.consecutive_failures + n
+                    } else {
+                        n
+                    };
+                }
             }
-        }
+        };
         if self.by_count {
+            debug_assert!(failures == 0, "a count window's failures take the lock");
             self.push_successes(successes);
             return;
         }
-        add(&mut self.counts, requests, successes);
+        add(&mut self.counts);
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
-            add(&mut self.buckets[i], requests, successes);
+            add(&mut self.buckets[i]);
         }
     }
 

@@ -10,6 +10,11 @@
 //!   one (**windowed**), one clock read shows the window (the bucket) has not ended (an
 //!   ended one takes the lock, which starts the next one). The counters are folded into the
 //!   machine's counts by the next lock holder.
+//! - **Failing** (closed, uncontended: no stripes yet): record a failure the policy said
+//!   cannot trip ([`TripPolicy::failure_headroom`](crate::policy::TripPolicy::failure_headroom),
+//!   published as the base cell's failure room), in the base cell beside the successes, which
+//!   keeps its results in order (the *tail*): the fold gives the consecutive runs exactly.
+//!   Once threads contend, every failure takes the lock, as one that may trip always does.
 //! - **Open**: reject while the clock is not past `until`. One clock read, and one count in
 //!   this thread's rejection counter (the base one until two threads collide on it, then
 //!   the thread's stripe).
@@ -109,6 +114,7 @@
 //! A lock holder closes and opens every stripe (at most 64 cache lines) per locked
 //! operation: failures and state changes pay that, successes do not.
 
+use crate::counts::Tail;
 use crate::error::Rejected;
 use crate::generation::Generation;
 use crate::machine::{Phase, Ticket};
@@ -185,14 +191,33 @@ const COUNTING: u64 = 1;
 const OPEN: u64 = 2;
 const MODE_SHIFT: u32 = 62;
 
-/// A cell: `[tag: 32 bits][successes: 16 bits][requests: 16 bits]`.
+/// A cell: `[tag: 32][tail is successes: 1][tail: 8][failures: 3][successes: 10][requests: 10]`.
+///
+/// The failures (an uncontended lane's only, see [`Lane::fail`]) keep the cell's results in
+/// order: the *tail* is the run of like results at the end (failures, or successes after the
+/// last failure), so that folding the cell gives the consecutive runs that recording each
+/// result under the lock would have. The tail is zero until the cell's first failure (then a
+/// run of successes is all of them). The failure counter starts at `7 - room` (the room the
+/// machine left, see [`Phase::Closed`]), so that a cell of another room never compares equal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Cell(u64);
 
 impl Cell {
     const REQUEST: u64 = 1;
-    const SUCCESS: u64 = 1 << 16;
-    const COUNTER: u64 = 0xffff;
+    const SUCCESS: u64 = 1 << 10;
+    /// A request or success counter: full at this value.
+    const COUNTER: u64 = 0x3ff;
+    const FAILURE_SHIFT: u32 = 20;
+    const FAILURE: u64 = 1 << Self::FAILURE_SHIFT;
+    /// The failure counter, full at this value.
+    const FAILURES: u64 = 7;
+    const TAIL_SHIFT: u32 = 23;
+    const TAIL_ONE: u64 = 1 << Self::TAIL_SHIFT;
+    const TAIL_MAX: u64 = 0xff;
+    /// Set: the tail is successes; clear: failures.
+    const TAIL_SUCCEEDS: u64 = 1 << 31;
+    /// The tail and its kind: zero until the cell's first failure.
+    const TAIL_BITS: u64 = (Self::TAIL_MAX << Self::TAIL_SHIFT) | Self::TAIL_SUCCEEDS;
     const TAG_SHIFT: u32 = 32;
     const OPEN: u64 = 1;
     const WINDOWED: u64 = 2;
@@ -256,8 +281,26 @@ impl Cell {
     }
 
     #[inline(always)]
+    fn successes(self) -> u64 {
+        (self.0 >> 10) & Self::COUNTER
+    }
+
+    #[inline(always)]
+    fn tail(self) -> u64 {
+        (self.0 >> Self::TAIL_SHIFT) & Self::TAIL_MAX
+    }
+
+    /// Room for a success: its counter, and a tail of successes that is not full.
+    #[inline(always)]
     fn has_success_room(self) -> bool {
-        (self.0 >> 16) & Self::COUNTER < Self::COUNTER
+        self.successes() < Self::COUNTER
+            && (self.0 & Self::TAIL_SUCCEEDS == 0 || self.tail() < Self::TAIL_MAX)
+    }
+
+    /// Room for a failure: the counter, started at `7 - room`, is not full.
+    #[inline(always)]
+    fn has_failure_room(self) -> bool {
+        (self.0 >> Self::FAILURE_SHIFT) & Self::FAILURES < Self::FAILURES
     }
 
     #[inline(always)]
@@ -265,21 +308,62 @@ impl Cell {
         Cell(self.0 + Self::REQUEST)
     }
 
+    /// One more success (with room): after a failure it also grows (or starts) the tail of
+    /// successes.
     #[inline(always)]
     fn with_success(self) -> Self {
-        Cell(self.0 + Self::SUCCESS)
+        if self.0 & Self::TAIL_BITS == 0 {
+            return Cell(self.0 + Self::SUCCESS);
+        }
+        self.with_success_after_failures()
     }
 
-    /// What an open cell counted, its request counter having started at `preset`; nothing
-    /// for a closed one.
+    #[cold]
+    fn with_success_after_failures(self) -> Self {
+        let counted = self.0 + Self::SUCCESS;
+        if self.0 & Self::TAIL_SUCCEEDS != 0 {
+            Cell(counted + Self::TAIL_ONE)
+        } else {
+            Cell((counted & !Self::TAIL_BITS) | Self::TAIL_SUCCEEDS | Self::TAIL_ONE)
+        }
+    }
+
+    /// One more failure (with room): grows the tail of failures, or starts one.
+    #[inline(always)]
+    fn with_failure(self) -> Self {
+        let counted = self.0 + Self::FAILURE;
+        if self.0 & Self::TAIL_SUCCEEDS == 0 && self.tail() > 0 {
+            Cell(counted + Self::TAIL_ONE)
+        } else {
+            Cell((counted & !Self::TAIL_BITS) | Self::TAIL_ONE)
+        }
+    }
+
+    /// This cell with its failure counter started at `7 - room`: room for `room` failures.
     #[inline]
-    fn pending(self, preset: u64) -> Pending {
+    fn failure_room(self, room: u64) -> Self {
+        Cell(self.0 | ((Self::FAILURES - room.min(Self::FAILURES)) << Self::FAILURE_SHIFT))
+    }
+
+    /// What an open cell counted, its request counter having started at `preset` and its
+    /// failure counter at `7 - failure_room`; nothing for a closed one.
+    #[inline]
+    fn pending(self, preset: u64, failure_room: u64) -> Pending {
         if !self.is_open() {
             return Pending::default();
         }
+        let failures_from = Self::FAILURES - failure_room.min(Self::FAILURES);
+        let tail = match (self.0 & Self::TAIL_SUCCEEDS != 0, self.tail()) {
+            (_, 0) => Tail::None,
+            (true, n) => Tail::Successes(n),
+            (false, n) => Tail::Failures(n),
+        };
         Pending {
             requests: (self.0 & Self::COUNTER).saturating_sub(preset),
-            successes: (self.0 >> 16) & Self::COUNTER,
+            successes: self.successes(),
+            failures: ((self.0 >> Self::FAILURE_SHIFT) & Self::FAILURES)
+                .saturating_sub(failures_from),
+            tail,
             rejected: 0,
             throttled: 0,
         }
@@ -326,16 +410,30 @@ fn make_stripes() -> Box<[Stripe]> {
 pub(crate) struct Pending {
     pub(crate) requests: u64,
     pub(crate) successes: u64,
+    /// Failures counted on the lane (the base cell's only: see [`Lane::fail`]).
+    pub(crate) failures: u64,
+    /// The run of like results at the end of the lane's (the base cell's) results, once it
+    /// counted a failure.
+    pub(crate) tail: Tail,
     pub(crate) rejected: u64,
     /// Calls the lane's throttle turned away.
     pub(crate) throttled: u64,
 }
 
 impl Pending {
+    /// Adds a stripe's counts (successes only, no failures: every result after the base's).
     #[inline]
     fn add(&mut self, other: Pending) {
+        debug_assert!(other.failures == 0 && other.tail == Tail::None);
         self.requests += other.requests;
         self.successes += other.successes;
+        if other.successes > 0 {
+            self.tail = match self.tail {
+                Tail::None => Tail::None,
+                Tail::Successes(n) => Tail::Successes(n + other.successes),
+                Tail::Failures(_) => Tail::Successes(other.successes),
+            };
+        }
         self.rejected += other.rejected;
         self.throttled += other.throttled;
     }
@@ -390,6 +488,9 @@ pub(crate) struct Lane {
     open_until: AtomicU64,
     /// The cell every thread counts in until two collide.
     base: AtomicU64,
+    /// The failures the base cell was opened with room for (zero once the stripes are made):
+    /// written and read only by lock holders, to fold the base's failure counter.
+    failure_room: AtomicU64,
     /// The rejection counter every thread counts in until two collide (on it or on `base`).
     base_rejected: AtomicU64,
     /// The cells threads count in once two collided on `base`.
@@ -455,6 +556,7 @@ impl Lane {
             epoch: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
             base: AtomicU64::new(Cell::CLOSED.0),
+            failure_room: AtomicU64::new(0),
             base_rejected: AtomicU64::new(0),
             stripes: Lazy::new(make_stripes),
             throttle: throttle.map(|throttling| {
@@ -696,7 +798,7 @@ impl Lane {
             {
                 return Entry::Locked { now: Some(now) };
             }
-            let mine = c.pending(0);
+            let mine = c.pending(0, 0);
             let throttled = if t.count_throttled {
                 counter.load(Ordering::Relaxed)
             } else {
@@ -802,6 +904,27 @@ impl Lane {
         }
     }
 
+    /// Records a failure lock-free, if the breaker is uncontended (no stripes: the base cell
+    /// keeps every result in order) and its cell is open for `ticket` with room for a
+    /// failure, the room the policy left ([`TripPolicy::failure_headroom`]) so that this
+    /// failure cannot trip it; windowed, if `clock` (read then, once) is within the window.
+    /// One compare-and-swap, no retry: `false` sends the failure to the lock, which decides.
+    ///
+    /// [`TripPolicy::failure_headroom`]: crate::policy::TripPolicy::failure_headroom
+    #[inline]
+    pub(crate) fn fail(&self, ticket: Ticket, clock: impl FnOnce() -> Option<Nanos>) -> bool {
+        if self.stripes.get().is_some() {
+            return false;
+        }
+        let c = Cell(self.base.load(Ordering::Acquire));
+        c.is_open()
+            && c.has_failure_room()
+            && self.counts_for(c, ticket)
+            && (!c.is_windowed()
+                || clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire)))
+            && Self::count(&self.base, c, c.with_failure())
+    }
+
     /// Whether open cell `c`, just loaded, counts for `ticket`: the cell's generation, or in
     /// a rolling lane the key of the cell's epoch (read after the cell: a compare-and-swap
     /// on the cell that succeeds proves it was that epoch's key).
@@ -836,14 +959,6 @@ impl Lane {
         self.stripes.force();
     }
 
-    /// Every cell: the base, then the stripes if they were made.
-    fn for_each_cell(&self, mut f: impl FnMut(&AtomicU64)) {
-        f(&self.base);
-        if let Some(stripes) = self.stripes.get() {
-            stripes.iter().for_each(|s| f(&s.cell));
-        }
-    }
-
     /// Closes the lane for a lock holder about to change the machine, handing it what was
     /// recorded lock-free. Call with the state lock held, and [`publish`](Lane::publish)
     /// before releasing it.
@@ -863,9 +978,16 @@ impl Lane {
                 .throttle
                 .as_ref()
                 .map_or(0, |t| t.preset.load(Ordering::Relaxed));
-            self.for_each_cell(|cell| {
-                pending.add(Cell(cell.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending(preset));
-            });
+            // The base first: it holds what was counted before the stripes were opened (a
+            // publish opens the base only while there are none), failures included.
+            let room = self.failure_room.load(Ordering::Relaxed);
+            pending = Cell(self.base.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending(preset, room);
+            if let Some(stripes) = self.stripes.get() {
+                for stripe in stripes.iter() {
+                    let cell = Cell(stripe.cell.swap(Cell::CLOSED.0, Ordering::AcqRel));
+                    pending.add(cell.pending(preset, 0));
+                }
+            }
         }
         // Rejection counters are not part of the cell protocol: a rejection counts whenever
         // it lands, before this swap (folded now) or after (folded by the next lock holder).
@@ -966,7 +1088,34 @@ impl Lane {
         } else {
             cell
         };
-        self.for_each_cell(|c| c.store(cell.0, Ordering::Release));
+        // Failures count on the base alone, in one order with its successes: once the stripes
+        // are made, the base is left closed and every failure takes the lock.
+        match self.stripes.get() {
+            None => {
+                let room = match phase {
+                    Phase::Closed { failure_room, .. } if cell.is_open() => failure_room,
+                    _ => 0,
+                };
+                self.failure_room.store(room, Ordering::Relaxed);
+                let base = if cell.is_open() {
+                    cell.failure_room(room)
+                } else {
+                    cell
+                };
+                self.base.store(base.0, Ordering::Release);
+            }
+            Some(stripes) => {
+                self.failure_room.store(0, Ordering::Relaxed);
+                let cell = if cell.is_open() {
+                    cell.failure_room(0)
+                } else {
+                    cell
+                };
+                for stripe in stripes.iter() {
+                    stripe.cell.store(cell.0, Ordering::Release);
+                }
+            }
+        }
         self.word.store(mode << MODE_SHIFT, Ordering::Release);
     }
 
@@ -1016,6 +1165,7 @@ mod tests {
                 age: 0,
                 window_end: None,
                 room: u64::MAX,
+                failure_room: 0,
                 shed_from: None,
             },
             None,
@@ -1057,6 +1207,7 @@ mod tests {
             age: 0,
             window_end: None,
             room: u64::MAX,
+            failure_room: 0,
             shed_from: None,
         };
         let lane = Lane::new(Plan::of(&caps(false, true), false, false), closed, None);
@@ -1081,6 +1232,7 @@ mod tests {
                 successes: 1,
                 rejected: 0,
                 throttled: 0,
+                ..Pending::default()
             }
         );
         lane.publish(Phase::Closed {
@@ -1088,6 +1240,7 @@ mod tests {
             age: 0,
             window_end: None,
             room: u64::MAX,
+            failure_room: 0,
             shed_from: None,
         });
         assert_eq!(lane.admit(never), admitted(7), "fast again");
@@ -1098,6 +1251,7 @@ mod tests {
                 successes: 0,
                 rejected: 0,
                 throttled: 0,
+                ..Pending::default()
             }
         );
         assert_eq!(lane.admit(never), Entry::Locked { now: None }, "closed");
@@ -1130,6 +1284,7 @@ mod tests {
                 age: 0,
                 window_end: Some(100),
                 room: u64::MAX,
+                failure_room: 0,
                 shed_from: None,
             },
             None,
@@ -1151,6 +1306,7 @@ mod tests {
                 successes: 1,
                 rejected: 0,
                 throttled: 0,
+                ..Pending::default()
             }
         );
     }
@@ -1164,6 +1320,7 @@ mod tests {
                 age,
                 window_end: Some(bucket_end),
                 room: u64::MAX,
+                failure_room: 0,
                 shed_from: None,
             },
             None,
@@ -1178,6 +1335,7 @@ mod tests {
             age,
             window_end: Some(bucket_end),
             room: u64::MAX,
+            failure_room: 0,
             shed_from: None,
         });
     }
@@ -1225,6 +1383,7 @@ mod tests {
                 successes: 2,
                 rejected: 0,
                 throttled: 0,
+                ..Pending::default()
             }
         );
         rolling_at(&lane, 3, 6, 200);
@@ -1248,7 +1407,7 @@ mod tests {
         rolling_at(&lane, 1, 1, 20);
         let reopened = Cell(lane.base.load(Ordering::Acquire));
         assert_ne!(loaded, reopened);
-        assert_eq!(loaded.pending(0), reopened.pending(0));
+        assert_eq!(loaded.pending(0, 0), reopened.pending(0, 0));
         assert!(Lane::try_count(&lane.base, loaded, loaded.with_success()).is_err());
         // The generation keeps its bits; an age past the key's bits counts under the lock.
         rolling_at(&lane, 1, 1 << KEY_AGE_BITS, 30);
@@ -1276,6 +1435,7 @@ mod tests {
                 successes: 0,
                 rejected: 0,
                 throttled: 0,
+                ..Pending::default()
             },
             "the base's counts are folded in"
         );
@@ -1284,6 +1444,7 @@ mod tests {
             age: 0,
             window_end: None,
             room: u64::MAX,
+            failure_room: 0,
             shed_from: None,
         });
         assert_eq!(lane.admit(never), admitted(5));
@@ -1299,6 +1460,7 @@ mod tests {
                 successes: 1,
                 rejected: 0,
                 throttled: 0,
+                ..Pending::default()
             }
         );
     }
@@ -1315,6 +1477,7 @@ mod tests {
                     age: 0,
                     window_end: None,
                     room: u64::MAX,
+                    failure_room: 0,
                     shed_from: None,
                 },
                 None,

@@ -809,3 +809,91 @@ fn shedding_on_the_lane_accounts_for_every_call() {
         );
     });
 }
+
+/// A breaker on `ConsecutiveFailures::new(3)` (room for two failures on the lane) after one
+/// success, so that its lane is published with that room.
+fn three_in_a_row(clock: &ManualClock) -> StdArc<Breaker<ConsecutiveFailures>> {
+    let breaker = StdArc::new(
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(3).unwrap())
+            .timeout(TIMEOUT)
+            .clock(clock.clone())
+            .build(),
+    );
+    breaker.allow().unwrap().success();
+    breaker
+}
+
+/// A failure counted on the lane, a success on another thread, and a failure that takes
+/// the lock (the counts read between them), in every interleaving: each is counted once,
+/// and the runs are those of one order of the three. (Killed by counting a lane failure
+/// without its tail: the runs then disagree with every order.)
+#[test]
+fn a_lane_failure_racing_a_success_and_a_lock_holder_keeps_one_order() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = three_in_a_row(&clock);
+        let _ = breaker.counts(); // publishes the room: two failures
+        let failing = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().unwrap().failure())
+        };
+        let succeeding = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().unwrap().success())
+        };
+        let read = breaker.counts();
+        failing.join().unwrap();
+        succeeding.join().unwrap();
+        let c = breaker.counts();
+        assert_eq!(
+            (c.requests, c.total_successes, c.total_failures),
+            (3, 2, 1),
+            "{c:?}"
+        );
+        // Either the failure came last (a run of one) or the success did.
+        assert!(
+            (c.consecutive_failures, c.consecutive_successes) == (1, 0)
+                || (c.consecutive_failures, c.consecutive_successes) == (0, 1),
+            "{c:?}"
+        );
+        // The read in between saw a prefix of one order: never a result without its
+        // admission, and runs that match its totals.
+        assert!(
+            read.total_successes + read.total_failures <= read.requests,
+            "{read:?}"
+        );
+        assert!(read.consecutive_failures <= read.total_failures, "{read:?}");
+        assert_eq!(breaker.state(), State::Closed);
+        let t = breaker.totals();
+        assert_eq!(
+            (t.admitted, t.successes, t.failures, t.dropped),
+            (3, 2, 1, 0)
+        );
+    });
+}
+
+/// Two failures on the lane from two threads, then a third: the third trips, whichever
+/// thread counted where (the lane's room is two, and a failure beyond it takes the lock).
+#[test]
+fn lane_failures_from_two_threads_still_trip_on_the_third() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = three_in_a_row(&clock);
+        let _ = breaker.counts();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let breaker = breaker.clone();
+                thread::spawn(move || breaker.allow().unwrap().failure())
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(breaker.counts().consecutive_failures, 2);
+        assert_eq!(breaker.state(), State::Closed);
+        breaker.allow().unwrap().failure();
+        assert_eq!(breaker.state(), State::Open);
+        assert_eq!(breaker.totals().failures, 3);
+    });
+}

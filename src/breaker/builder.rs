@@ -740,7 +740,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             .clock
             .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
         let now = clock.now();
-        let machine = Machine::new(rules, self.policy, now).with_throttle(self.knobs.throttle);
+        let mut machine = Machine::new(rules, self.policy, now).with_throttle(self.knobs.throttle);
+        machine.update_failure_room();
         let observers = Observers {
             observer: self.observer,
             on_state_change: self.on_state_change,

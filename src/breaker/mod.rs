@@ -567,6 +567,16 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 }
             }
         }
+        // A failure that cannot trip, on an uncontended lane (see `Lane::fail`).
+        if verdict == Verdict::Reported(Outcome::Failure)
+            && self.lane.fail(
+                grant.ticket,
+                #[inline(always)]
+                || self.clock.now_infallible(),
+            )
+        {
+            return;
+        }
         // perf: two scalars, not the grant (see `complete_slow`).
         self.complete_slow(grant.ticket, grant.started, verdict);
     }

@@ -73,7 +73,9 @@ struct Txn<'a, P: TripPolicy> {
 
 impl<P: TripPolicy> Drop for Txn<'_, P> {
     fn drop(&mut self) {
-        self.lane.publish(self.inner.machine.phase());
+        let machine = &mut self.inner.machine;
+        machine.update_failure_room();
+        self.lane.publish(machine.phase());
     }
 }
 
@@ -95,7 +97,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             };
             let pending = txn.lane.close();
             let inner = &mut *txn.inner;
-            inner.machine.absorb(pending.requests, pending.successes);
+            inner.machine.absorb(
+                pending.requests,
+                pending.successes,
+                pending.failures,
+                pending.tail,
+            );
             inner.machine.absorb_rejections(pending.rejected);
             inner.machine.absorb_throttled(pending.throttled);
             let latest = inner.machine.latest();
@@ -167,7 +174,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         };
         let pending = txn.lane.close();
         let machine = &mut txn.inner.machine;
-        machine.absorb(pending.requests, pending.successes);
+        machine.absorb(
+            pending.requests,
+            pending.successes,
+            pending.failures,
+            pending.tail,
+        );
         machine.absorb_rejections(pending.rejected);
         machine.absorb_throttled(pending.throttled);
         f(machine)

@@ -35,6 +35,11 @@ impl<P: TripPolicy> Guarded<P> {
         self.hook(false, |p| p.on_result(result))
     }
 
+    /// The failures the lane may count without the policy; none if it panics.
+    pub(super) fn failure_headroom(&mut self, counts: &crate::counts::Counts) -> u64 {
+        self.hook(0, |p| p.failure_headroom(counts))
+    }
+
     pub(super) fn on_probe_result(&mut self, result: &CallResult<'_>) {
         self.hook((), |p| p.on_probe_result(result));
     }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contain::FirstPanic;
-use crate::counts::{Counts, Totals, Transitions, Window};
+use crate::counts::{Counts, Tail, Totals, Transitions, Window};
 use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::generation::Generation;
@@ -136,6 +136,11 @@ pub(crate) enum Phase {
         /// How many admissions may be made without the machine (a throttle decides the
         /// next one once its `p` may have risen above zero); `u64::MAX`: no limit.
         room: u64,
+        /// How many failures the lane may count without the machine: the policy's
+        /// [`failure_headroom`](crate::policy::TripPolicy::failure_headroom) at the last
+        /// [`update_failure_room`](Machine::update_failure_room); zero where the machine must
+        /// see every failure (a count window, a slow-call threshold, a throttle, dry run).
+        failure_room: u64,
         /// With no room: the throttle's requests and accepts in the window now, from which
         /// the lane may decide each admission itself, adding what it counts since (`None`:
         /// the machine decides; in dry run, or a count window).
@@ -197,6 +202,8 @@ pub(crate) struct Machine<P> {
     throttle: Option<Arc<Throttling>>,
     /// Whether the throttle was turning calls away when last told ([`Machine::throttle_note`]).
     throttling: bool,
+    /// What [`Phase::Closed`] publishes as `failure_room` (see there).
+    failure_room: u64,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -229,6 +236,7 @@ impl<P: TripPolicy> Machine<P> {
             leases: 0,
             throttle: None,
             throttling: false,
+            failure_room: 0,
         };
         if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
@@ -287,6 +295,24 @@ impl<P: TripPolicy> Machine<P> {
         self.forced
     }
 
+    /// Asks the policy how many failures the lane may count without it, from the counts as
+    /// they are now (see [`Phase::Closed`]'s `failure_room`): before every publish. A panic
+    /// answers none, and is kept for the next step to resume.
+    pub(crate) fn update_failure_room(&mut self) {
+        let lane_may_fail = self.state == State::Closed
+            && self.forced.is_none()
+            && !self.rules.dry_run
+            && self.rules.slow_threshold.is_none()
+            && !self.window.is_by_count()
+            // A throttle tells its observers when a result starts or stops it: it sees them.
+            && self.throttle.is_none();
+        self.failure_room = if lane_may_fail {
+            self.policy.failure_headroom(self.window.counts())
+        } else {
+            0
+        };
+    }
+
     /// What the current state allows.
     pub(crate) fn phase(&self) -> Phase {
         if self.forced.is_some() {
@@ -300,6 +326,7 @@ impl<P: TripPolicy> Machine<P> {
                     age: self.window.age(),
                     window_end: self.closed_period_end(),
                     room,
+                    failure_room: self.failure_room,
                     shed_from: self.shed_from(room),
                 }
             }
@@ -325,15 +352,17 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Records `requests` admissions and `successes` successes made elsewhere (the lock-free
     /// lane) in the current closed generation, at the window's current age, as if each had
-    /// been recorded here in turn.
-    pub(crate) fn absorb(&mut self, requests: u64, successes: u64) {
-        if requests == 0 && successes == 0 {
+    /// been recorded here in turn. With failures (an uncontended lane's), `tail` is how the results end (see
+    /// [`Tail`]).
+    pub(crate) fn absorb(&mut self, requests: u64, successes: u64, failures: u64, tail: Tail) {
+        if requests == 0 && successes == 0 && failures == 0 {
             return;
         }
         debug_assert!(self.state == State::Closed);
-        self.window.absorb(requests, successes);
+        self.window.absorb(requests, successes, failures, tail);
         self.totals.admitted += requests;
         self.totals.successes += successes;
+        self.totals.failures += failures;
     }
 
     /// The policy's figures (see [`TripPolicy::gauges`]); a panic is kept for the caller,

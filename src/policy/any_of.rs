@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
+use crate::counts::Counts;
 use crate::state::State;
 
 /// Trips when either of two policies trips; made by [`TripPolicy::or`].
@@ -83,6 +84,12 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
         let a = first.then(|| self.first.open_duration(timeout, now));
         let b = second.then(|| self.second.open_duration(timeout, now));
         a.max(b).unwrap_or(timeout)
+    }
+
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        self.first
+            .failure_headroom(counts)
+            .min(self.second.failure_headroom(counts))
     }
 
     fn on_state_change(&mut self, from: State, to: State, now: Duration) {

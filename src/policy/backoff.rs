@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
+use crate::counts::Counts;
 use crate::error::ConfigError;
 use crate::state::State;
 
@@ -116,6 +117,10 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
         if to == State::Closed {
             self.next = self.initial;
         }
+    }
+
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        self.inner.failure_headroom(counts)
     }
 
     fn half_open_probes(&self, max_requests: u64) -> u64 {

@@ -1,6 +1,7 @@
 //! [`ConsecutiveFailures`]: trips on a run of failures (the default policy).
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use crate::counts::Counts;
 use crate::error::ConfigError;
 
 /// Trips when the number of consecutive failures reaches a threshold.
@@ -74,6 +75,13 @@ impl TripPolicy for ConsecutiveFailures {
     /// Only the counts after a failure matter: successes may be counted without the lock.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default().needs_successes(false)
+    }
+
+    /// Each failure adds one to the run at most: the run may grow to one below the threshold.
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        self.threshold
+            .saturating_sub(1)
+            .saturating_sub(counts.consecutive_failures)
     }
 }
 

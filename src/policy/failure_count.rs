@@ -1,6 +1,7 @@
 //! [`FailureCount`]: trips on a number of failures within the window.
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use crate::counts::Counts;
 use crate::error::ConfigError;
 
 /// Trips on a number of failures in the current window, once enough requests were seen
@@ -77,6 +78,13 @@ impl TripPolicy for FailureCount {
     /// Only the counts after a failure matter: successes may be counted without the lock.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default().needs_successes(false)
+    }
+
+    /// The failures may grow to one below the count, whatever the requests.
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        self.failures
+            .saturating_sub(1)
+            .saturating_sub(counts.total_failures)
     }
 }
 

@@ -233,6 +233,26 @@ pub trait TripPolicy: Send {
         Capabilities::default()
     }
 
+    /// How many more failures, from `counts`, cannot make [`on_result`](TripPolicy::on_result)
+    /// trip, whatever admissions and successes come among them: the breaker may count that
+    /// many closed-state failures on its lock-free lane, without the lock and without showing
+    /// them to `on_result`, and folds them into the counts the policy sees next. Asked under
+    /// the lock each time a closed breaker's lane is republished; the answer holds until the
+    /// next (a new window, bucket or generation republishes). Only an uncontended breaker's
+    /// lane takes failures so (one counter holds every result in order, so the consecutive
+    /// runs stay exact); a failure that could trip, a fatal one, and any failure once threads
+    /// contend, go to the lock as before.
+    ///
+    /// The default, 0: every failure reaches `on_result`. Answer more only if `on_result` is a
+    /// function of the counts alone, keeps no state of its own from failures, and needs no
+    /// latency; [`ConsecutiveFailures`], [`FailureRatio`] and [`FailureCount`] answer how far
+    /// they are from their threshold, [`AnyOf`] the lesser of its two, [`Backoff`] its
+    /// policy's.
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        let _ = counts;
+        0
+    }
+
     /// A record of closed-state successes that the breaker updates without its lock, for a
     /// policy that must see every success but that no success can trip (see
     /// [`SuccessRecorder`]). Asked once, when the breaker is built. The default: none, so
@@ -316,5 +336,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
         (**self).success_recorder()
+    }
+
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        (**self).failure_headroom(counts)
     }
 }

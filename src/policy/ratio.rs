@@ -1,6 +1,7 @@
 //! [`FailureRatio`]: trips on a share of failures, once enough requests were made.
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use crate::counts::Counts;
 use crate::error::ConfigError;
 
 /// Trips when the share of failed requests reaches a ratio, once enough requests were seen.
@@ -72,6 +73,28 @@ impl TripPolicy for FailureRatio {
     /// Only the counts after a failure matter: successes may be counted without the lock.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default().needs_successes(false)
+    }
+
+    /// The requests only grow until the lane is next republished (a new window or bucket
+    /// republishes it), so `failures / requests` stays at most `f / counts.requests` for `f`
+    /// failures: the failures may grow while that stays below the ratio, in the same
+    /// floating-point division `on_result` makes (division is monotonic in both operands).
+    fn failure_headroom(&self, counts: &Counts) -> u64 {
+        if counts.requests == 0 {
+            return 0;
+        }
+        let requests = counts.requests as f64;
+        let below = |failures: u64| (failures as f64 / requests) < self.ratio;
+        // The estimate is within one of the answer; rounding may leave it one too high.
+        let mut most = ((self.ratio * requests).ceil() as u64).saturating_sub(1);
+        while most > counts.total_failures && !below(most) {
+            most -= 1;
+        }
+        if below(most) {
+            most.saturating_sub(counts.total_failures)
+        } else {
+            0
+        }
     }
 }
 

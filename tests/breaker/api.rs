@@ -205,8 +205,8 @@ fn each_call_reads_the_clock_at_most_once() {
     assert_eq!(reads(), 2, "execute = allow + verdict");
 
     // gobreaker's defaults (no window, a counting policy): a closed-state success needs no
-    // time at all; a failure reads it once, in case it trips; an open rejection reads it to
-    // know whether the open period is over.
+    // time at all, nor does a failure that cannot trip; a failure that may trip reads it
+    // once; an open rejection reads it to know whether the open period is over.
     let plain = Breaker::builder()
         .policy(lazybreaker::policy::ConsecutiveFailures::new(2).unwrap())
         .clock(&CLOCK)
@@ -215,8 +215,9 @@ fn each_call_reads_the_clock_at_most_once() {
     let _ = plain.execute(|| Ok::<_, ()>(()));
     assert_eq!(reads(), 0, "closed success");
     let _ = plain.execute(|| Err::<(), _>(()));
-    assert_eq!(reads(), 1, "closed failure");
+    assert_eq!(reads(), 0, "the first of two failures cannot trip");
     let _ = plain.execute(|| Err::<(), _>(()));
+    assert_eq!(reads(), 1, "the second may: it takes the lock");
     assert_eq!(plain.state(), State::Open);
     reads();
     assert!(plain.allow().is_err());

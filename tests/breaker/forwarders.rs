@@ -69,6 +69,11 @@ fn exercise(name: &str, policy: &mut dyn TripPolicy, open_for: Duration) {
                 policy.gauges(&mut |name, value| reported.push((name, value)));
                 assert_eq!(reported, [GAUGE], "{name}: gauges");
             }
+            PolicyHook::FailureHeadroom => assert_eq!(
+                policy.failure_headroom(&counts),
+                0,
+                "{name}: failure_headroom"
+            ),
             PolicyHook::SuccessRecorder => {
                 let recorder = policy.success_recorder();
                 assert!(

@@ -25,10 +25,11 @@ pub(crate) enum PolicyHook {
     OnStateChange,
     Gauges,
     SuccessRecorder,
+    FailureHeadroom,
 }
 
 /// Every [`PolicyHook`], in the order [`Recording`]'s exercise calls them.
-pub(crate) const POLICY_HOOKS: [PolicyHook; 8] = [
+pub(crate) const POLICY_HOOKS: [PolicyHook; 9] = [
     PolicyHook::Capabilities,
     PolicyHook::HalfOpenProbes,
     PolicyHook::OnResult,
@@ -37,6 +38,7 @@ pub(crate) const POLICY_HOOKS: [PolicyHook; 8] = [
     PolicyHook::OnStateChange,
     PolicyHook::Gauges,
     PolicyHook::SuccessRecorder,
+    PolicyHook::FailureHeadroom,
 ];
 
 /// The answers [`Recording`] gives, none of them a default.
@@ -106,6 +108,11 @@ impl TripPolicy for Recording {
     fn success_recorder(&self) -> Option<Arc<dyn SuccessRecorder>> {
         self.note(PolicyHook::SuccessRecorder);
         Some(Arc::new(Discard))
+    }
+
+    fn failure_headroom(&self, _counts: &lazybreaker::Counts) -> u64 {
+        self.note(PolicyHook::FailureHeadroom);
+        0
     }
 
     // Not hooks: spelled out only because the lint above wants every method here.
