@@ -175,6 +175,13 @@ mod coarse {
             .saturating_mul(1_000_000_000)
             .saturating_add(t.tv_nsec as u64)
     }
+
+    /// How often the coarse clock ticks (the kernel's timer: 1 to 10 ms).
+    pub(super) fn tick() -> Option<std::time::Duration> {
+        let t = rustix::time::clock_getres(rustix::time::ClockId::MonotonicCoarse);
+        let tick = std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+        (!tick.is_zero()).then_some(tick)
+    }
 }
 
 /// The platform's coarse monotonic clock, in nanoseconds from an unspecified origin.
@@ -189,6 +196,11 @@ mod coarse {
         coarsetime::Instant::now_without_cache_update()
             .duration_since(coarsetime::Instant::from_ticks(0))
             .as_nanos()
+    }
+
+    /// Unknown here: a policy that measures latency keeps the precise clock.
+    pub(super) fn tick() -> Option<std::time::Duration> {
+        None
     }
 }
 
@@ -329,8 +341,12 @@ impl ClockSource {
     }
 
     /// The default clock for a policy: precise if it measures latencies, coarse otherwise.
-    pub(crate) fn default_for(needs_latency: bool) -> Self {
-        if needs_latency {
+    /// The clock a breaker gets when it is given none: the coarse one, unless the policy
+    /// measures latencies finer than the coarse clock ticks (see
+    /// [`Capabilities::latency_resolution`](crate::policy::Capabilities::latency_resolution)).
+    pub(crate) fn default_for(needs_latency: bool, latency_resolution: Duration) -> Self {
+        let coarse_enough = coarse::tick().is_some_and(|tick| tick <= latency_resolution);
+        if needs_latency && !coarse_enough {
             ClockSource::Precise(Box::default())
         } else {
             ClockSource::Coarse(CoarseMonotonicClock::new())
@@ -409,5 +425,31 @@ mod tests {
             last <= elapsed + Duration::from_millis(10),
             "{last:?} against {elapsed:?}"
         );
+    }
+
+    #[test]
+    fn latencies_get_the_coarse_clock_only_where_its_tick_is_fine_enough() {
+        let is_coarse = |c: ClockSource| matches!(c, ClockSource::Coarse(_));
+        assert!(is_coarse(ClockSource::default_for(false, Duration::ZERO)));
+        assert!(!is_coarse(ClockSource::default_for(true, Duration::ZERO)));
+        assert!(!is_coarse(ClockSource::default_for(
+            true,
+            Duration::from_nanos(1)
+        )));
+        // The kernel's timer ticks every 1 to 10 ms: a tenth of a second is fine enough.
+        let tick = coarse::tick();
+        assert_eq!(
+            is_coarse(ClockSource::default_for(true, Duration::from_millis(100))),
+            tick.is_some(),
+            "tick {tick:?}"
+        );
+        if let Some(tick) = tick {
+            assert!(tick <= Duration::from_millis(10), "{tick:?}");
+            assert!(!is_coarse(ClockSource::default_for(
+                true,
+                tick - Duration::from_nanos(1)
+            )));
+            assert!(is_coarse(ClockSource::default_for(true, tick)));
+        }
     }
 }

@@ -736,9 +736,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let plan = Plan::of(&caps, rules.rolls(), recorder.is_some());
         // The recorder takes the closed-state successes only if the lane counts them.
         let recorder = recorder.filter(|_| plan.counts_closed() && caps.needs_successes);
-        let clock = self
-            .clock
-            .unwrap_or_else(|| ClockSource::default_for(plan.needs_latency()));
+        let clock = self.clock.unwrap_or_else(|| {
+            ClockSource::default_for(plan.needs_latency(), caps.latency_resolution)
+        });
         let now = clock.now();
         let mut machine = Machine::new(rules, self.policy, now).with_throttle(self.knobs.throttle);
         machine.update_failure_room();

@@ -17,6 +17,7 @@ use std::time::Duration;
 /// | [`needs_successes`](Self::needs_successes) | `true` | [`on_result`](super::TripPolicy::on_result) sees every closed-state success |
 /// | [`slow_call_threshold`](Self::slow_call_threshold) | `None` | results slower than this count as slow ([`Counts::slow_calls`](crate::Counts::slow_calls)) |
 /// | [`probes_on_latency_alone`](Self::probes_on_latency_alone) | `false` | half-open probes are judged on latency alone |
+/// | [`latency_resolution`](Self::latency_resolution) | zero | the coarsest clock tick the latencies may have: the default clock is the coarse one when its tick is at most this |
 ///
 /// # Examples
 ///
@@ -65,6 +66,15 @@ pub struct Capabilities {
     /// a probe that failed but was not slow then counts as a success. Only meaningful with a
     /// [`slow_call_threshold`](Self::slow_call_threshold).
     pub probes_on_latency_alone: bool,
+    /// How coarse a clock the policy's latencies may come from: when the platform's coarse
+    /// monotonic clock ticks at most this often, a breaker built without a clock of its own
+    /// measures latencies on it ([`CoarseMonotonicClock`](crate::CoarseMonotonicClock), 2.6 ns
+    /// a read) rather than on the processor's counter ([`PreciseClock`](crate::PreciseClock),
+    /// 13 ns a read on the bench machine). Zero (the default): the precise clock. Each latency
+    /// is then right to within one tick (1 to 4 ms on Linux); elsewhere than Linux the
+    /// precise clock is used whatever this says. [`SlowCalls`](super::SlowCalls) tolerates a
+    /// hundredth of its threshold.
+    pub latency_resolution: Duration,
 }
 
 impl Default for Capabilities {
@@ -75,6 +85,7 @@ impl Default for Capabilities {
             needs_successes: true,
             slow_call_threshold: None,
             probes_on_latency_alone: false,
+            latency_resolution: Duration::ZERO,
         }
     }
 }
@@ -110,10 +121,19 @@ impl Capabilities {
         self
     }
 
+    /// These capabilities with [`latency_resolution`](Self::latency_resolution) set to
+    /// `tick`.
+    #[must_use]
+    pub const fn latency_resolution(mut self, tick: Duration) -> Self {
+        self.latency_resolution = tick;
+        self
+    }
+
     /// What a policy that trips when either of two trips needs
     /// ([`AnyOf`](super::AnyOf)): whatever either needs (latencies, successes), the lower
-    /// slow-call threshold (a call slow for either is slow), and probes judged on latency
-    /// alone only if both judge them so (a failed probe still fails for the other).
+    /// slow-call threshold (a call slow for either is slow), probes judged on latency alone
+    /// only if both judge them so (a failed probe still fails for the other), and the finer
+    /// latency resolution of the two that measure latency.
     ///
     /// # Examples
     ///
@@ -141,6 +161,13 @@ impl Capabilities {
             needs_successes: self.needs_successes || other.needs_successes,
             slow_call_threshold,
             probes_on_latency_alone: self.probes_on_latency_alone && other.probes_on_latency_alone,
+            // The finer of the two that measure latency: each gets its latencies as fine.
+            latency_resolution: match (self.needs_latency, other.needs_latency) {
+                (true, true) => self.latency_resolution.min(other.latency_resolution),
+                (true, false) => self.latency_resolution,
+                (false, true) => other.latency_resolution,
+                (false, false) => Duration::ZERO,
+            },
         }
     }
 

@@ -268,7 +268,7 @@ impl Default for Shared {
             stats: Stats::default(),
             overload_isolates: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
-            clock: ClockSource::default_for(false),
+            clock: ClockSource::default_for(false, Duration::ZERO),
         }
     }
 }

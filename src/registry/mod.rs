@@ -203,7 +203,7 @@ where
             map: papaya::HashMap::with_hasher(hasher),
             factory: Box::new(factory),
             shared_clock: None,
-            clock: ClockSource::default_for(false),
+            clock: ClockSource::default_for(false, Duration::ZERO),
             max_keys: None,
             len: AtomicUsize::new(0),
             overflowed: AtomicU64::new(0),

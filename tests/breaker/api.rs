@@ -508,6 +508,20 @@ fn the_default_clock_is_coarse_unless_the_policy_times_calls() {
         timed.contains("PreciseClock") && !timed.contains("Coarse"),
         "{timed}"
     );
+    // A slow-call threshold of a second tolerates latencies right to within 10 ms: the
+    // kernel's timer ticks finer than that (1 to 10 ms on Linux).
+    let slow = |threshold| {
+        let policy = lazybreaker::policy::SlowCalls::new(threshold, 0.5, 10).unwrap();
+        format!("{:?}", Breaker::builder().policy(policy).build())
+    };
+    let second = slow(Duration::from_secs(1));
+    assert_eq!(
+        second.contains("CoarseMonotonicClock"),
+        cfg!(any(target_os = "linux", target_os = "android")),
+        "{second}"
+    );
+    let tight = slow(Duration::from_micros(500));
+    assert!(tight.contains("PreciseClock"), "a 5 us tolerance: {tight}");
 }
 
 #[test]
