@@ -191,32 +191,44 @@ const COUNTING: u64 = 1;
 const OPEN: u64 = 2;
 const MODE_SHIFT: u32 = 62;
 
-/// A cell: `[tag: 32][tail is successes: 1][tail: 8][failures: 3][successes: 10][requests: 10]`.
+/// A cell: `[tag: 32 bits][counters: 32 bits]`, its counters in one of two layouts.
 ///
-/// The failures (an uncontended lane's only, see [`Lane::fail`]) keep the cell's results in
-/// order: the *tail* is the run of like results at the end (failures, or successes after the
-/// last failure), so that folding the cell gives the consecutive runs that recording each
-/// result under the lock would have. The tail is zero until the cell's first failure (then a
-/// run of successes is all of them). The failure counter starts at `7 - room` (the room the
-/// machine left, see [`Phase::Closed`]), so that a cell of another room never compares equal.
+/// - **Wide** (the top counter bit clear): `[0][successes: 15][requests: 16]`. Every cell but
+///   an uncontended lane's base with room for failures.
+/// - **Narrow** (set): `[1][tail is successes: 1][tail: 8][failures: 3][successes: 9]
+///   [requests: 10]`: the base cell of an uncontended lane that counts failures too
+///   ([`Lane::fail`]). Its results stay in order: the *tail* is the run of like results at
+///   the end (failures, or successes after the last failure), so that folding the cell
+///   gives the consecutive runs that recording each result under the lock would have. The
+///   tail is zero until the cell's first failure (then a run of successes is all of them).
+///   The failure counter starts at `7 - room` (the room the machine left, see
+///   [`Phase::Closed`]), so that a cell of another room never compares equal.
+///
+/// A full counter sends the call to the lock, which empties the cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Cell(u64);
 
 impl Cell {
     const REQUEST: u64 = 1;
-    const SUCCESS: u64 = 1 << 10;
-    /// A request or success counter: full at this value.
-    const COUNTER: u64 = 0x3ff;
-    const FAILURE_SHIFT: u32 = 20;
+    /// The request counter, full at this value (wide).
+    const COUNTER: u64 = 0xffff;
+    const SUCCESS: u64 = 1 << 16;
+    /// The success counter, full at this value (wide).
+    const SUCCESSES: u64 = 0x7fff;
+    const NARROW: u64 = 1 << 31;
+    const NARROW_COUNTER: u64 = 0x3ff;
+    const NARROW_SUCCESS: u64 = 1 << 10;
+    const NARROW_SUCCESSES: u64 = 0x1ff;
+    const FAILURE_SHIFT: u32 = 19;
     const FAILURE: u64 = 1 << Self::FAILURE_SHIFT;
     /// The failure counter, full at this value.
     const FAILURES: u64 = 7;
-    const TAIL_SHIFT: u32 = 23;
+    const TAIL_SHIFT: u32 = 22;
     const TAIL_ONE: u64 = 1 << Self::TAIL_SHIFT;
     const TAIL_MAX: u64 = 0xff;
     /// Set: the tail is successes; clear: failures.
-    const TAIL_SUCCEEDS: u64 = 1 << 31;
-    /// The tail and its kind: zero until the cell's first failure.
+    const TAIL_SUCCEEDS: u64 = 1 << 30;
+    /// The tail and its kind: zero until the narrow cell's first failure.
     const TAIL_BITS: u64 = (Self::TAIL_MAX << Self::TAIL_SHIFT) | Self::TAIL_SUCCEEDS;
     const TAG_SHIFT: u32 = 32;
     const OPEN: u64 = 1;
@@ -236,11 +248,11 @@ impl Cell {
         Cell(tag << Self::TAG_SHIFT)
     }
 
-    /// This cell with its request counter started at `preset` (at most [`Cell::COUNTER`]):
-    /// it then has room for `COUNTER - preset` admissions.
+    /// This cell with its request counter started at `preset` (at most the counter's
+    /// capacity): it then has room for that capacity less `preset` admissions.
     #[inline]
     fn preset(self, preset: u64) -> Self {
-        Cell(self.0 | preset.min(Self::COUNTER))
+        Cell(self.0 | preset.min(self.request_capacity()))
     }
 
     #[inline(always)]
@@ -276,13 +288,32 @@ impl Cell {
     }
 
     #[inline(always)]
+    fn is_narrow(self) -> bool {
+        self.0 & Self::NARROW != 0
+    }
+
+    #[inline(always)]
+    fn request_capacity(self) -> u64 {
+        if self.is_narrow() {
+            Self::NARROW_COUNTER
+        } else {
+            Self::COUNTER
+        }
+    }
+
+    #[inline(always)]
     fn has_request_room(self) -> bool {
-        self.0 & Self::COUNTER < Self::COUNTER
+        let capacity = self.request_capacity();
+        self.0 & capacity < capacity
     }
 
     #[inline(always)]
     fn successes(self) -> u64 {
-        (self.0 >> 10) & Self::COUNTER
+        if self.is_narrow() {
+            (self.0 >> 10) & Self::NARROW_SUCCESSES
+        } else {
+            (self.0 >> 16) & Self::SUCCESSES
+        }
     }
 
     #[inline(always)]
@@ -290,17 +321,21 @@ impl Cell {
         (self.0 >> Self::TAIL_SHIFT) & Self::TAIL_MAX
     }
 
-    /// Room for a success: its counter, and a tail of successes that is not full.
+    /// Room for a success: its counter, and (narrow) a tail of successes that is not full.
     #[inline(always)]
     fn has_success_room(self) -> bool {
-        self.successes() < Self::COUNTER
+        if !self.is_narrow() {
+            return (self.0 >> 16) & Self::SUCCESSES < Self::SUCCESSES;
+        }
+        self.successes() < Self::NARROW_SUCCESSES
             && (self.0 & Self::TAIL_SUCCEEDS == 0 || self.tail() < Self::TAIL_MAX)
     }
 
-    /// Room for a failure: the counter, started at `7 - room`, is not full.
+    /// Room for a failure: a narrow cell whose failure counter (started at `7 - room`) is
+    /// not full.
     #[inline(always)]
     fn has_failure_room(self) -> bool {
-        (self.0 >> Self::FAILURE_SHIFT) & Self::FAILURES < Self::FAILURES
+        self.is_narrow() && (self.0 >> Self::FAILURE_SHIFT) & Self::FAILURES < Self::FAILURES
     }
 
     #[inline(always)]
@@ -308,19 +343,22 @@ impl Cell {
         Cell(self.0 + Self::REQUEST)
     }
 
-    /// One more success (with room): after a failure it also grows (or starts) the tail of
-    /// successes.
+    /// One more success (with room): in a narrow cell after a failure it also grows (or
+    /// starts) the tail of successes.
     #[inline(always)]
     fn with_success(self) -> Self {
-        if self.0 & Self::TAIL_BITS == 0 {
+        if !self.is_narrow() {
             return Cell(self.0 + Self::SUCCESS);
+        }
+        if self.0 & Self::TAIL_BITS == 0 {
+            return Cell(self.0 + Self::NARROW_SUCCESS);
         }
         self.with_success_after_failures()
     }
 
     #[cold]
     fn with_success_after_failures(self) -> Self {
-        let counted = self.0 + Self::SUCCESS;
+        let counted = self.0 + Self::NARROW_SUCCESS;
         if self.0 & Self::TAIL_SUCCEEDS != 0 {
             Cell(counted + Self::TAIL_ONE)
         } else {
@@ -328,7 +366,8 @@ impl Cell {
         }
     }
 
-    /// One more failure (with room): grows the tail of failures, or starts one.
+    /// One more failure (a narrow cell, with room): grows the tail of failures, or starts
+    /// one.
     #[inline(always)]
     fn with_failure(self) -> Self {
         let counted = self.0 + Self::FAILURE;
@@ -339,18 +378,35 @@ impl Cell {
         }
     }
 
-    /// This cell with its failure counter started at `7 - room`: room for `room` failures.
+    /// This empty open cell, narrow with room for `room` failures (its failure counter
+    /// started at `7 - room`) if `room` is above zero; else as it is (wide).
     #[inline]
     fn failure_room(self, room: u64) -> Self {
-        Cell(self.0 | ((Self::FAILURES - room.min(Self::FAILURES)) << Self::FAILURE_SHIFT))
+        if room == 0 {
+            return self;
+        }
+        debug_assert!(
+            self.0 as u32 == 0,
+            "a throttle's preset leaves no room for failures"
+        );
+        let from = Self::FAILURES - room.min(Self::FAILURES);
+        Cell(self.0 | Self::NARROW | (from << Self::FAILURE_SHIFT))
     }
 
-    /// What an open cell counted, its request counter having started at `preset` and its
-    /// failure counter at `7 - failure_room`; nothing for a closed one.
+    /// What an open cell counted, its request counter having started at `preset` and (a
+    /// narrow one) its failure counter at `7 - failure_room`; nothing for a closed one.
     #[inline]
     fn pending(self, preset: u64, failure_room: u64) -> Pending {
         if !self.is_open() {
             return Pending::default();
+        }
+        let requests = (self.0 & self.request_capacity()).saturating_sub(preset);
+        if !self.is_narrow() {
+            return Pending {
+                requests,
+                successes: self.successes(),
+                ..Pending::default()
+            };
         }
         let failures_from = Self::FAILURES - failure_room.min(Self::FAILURES);
         let tail = match (self.0 & Self::TAIL_SUCCEEDS != 0, self.tail()) {
@@ -359,7 +415,7 @@ impl Cell {
             (false, n) => Tail::Failures(n),
         };
         Pending {
-            requests: (self.0 & Self::COUNTER).saturating_sub(preset),
+            requests,
             successes: self.successes(),
             failures: ((self.0 >> Self::FAILURE_SHIFT) & Self::FAILURES)
                 .saturating_sub(failures_from),
@@ -1262,16 +1318,120 @@ mod tests {
     fn a_full_counter_sends_callers_to_the_lock() {
         let last = (1 << Generation::BITS) - 1;
         let lane = fast(last);
-        for _ in 0..Cell::COUNTER {
+        // The success counter (32 767) fills first, then the request counter (65 535).
+        for _ in 0..Cell::SUCCESSES {
             assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
             assert_eq!(lane.succeed(t(last), never), Ok(None));
         }
-        assert_eq!(lane.admit(never), Entry::Locked { now: None });
+        assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
         assert_eq!(lane.succeed(t(last), never), Err(None));
+        for _ in Cell::SUCCESSES + 1..Cell::COUNTER {
+            assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+        }
+        assert_eq!(lane.admit(never), Entry::Locked { now: None });
         let pending = lane.close();
         assert_eq!(
             (pending.requests, pending.successes),
-            (Cell::COUNTER, Cell::COUNTER)
+            (Cell::COUNTER, Cell::SUCCESSES)
+        );
+    }
+
+    /// A lane with room for `room` failures in generation 7 (no window).
+    fn failing(room: u64) -> Lane {
+        Lane::new(
+            counting(),
+            Phase::Closed {
+                generation: gen(7),
+                age: 0,
+                window_end: None,
+                room: u64::MAX,
+                failure_room: room,
+                shed_from: None,
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn a_narrow_cell_keeps_its_results_in_order() {
+        let lane = failing(3);
+        let results = |lane: &Lane, pattern: &str| {
+            for c in pattern.chars() {
+                assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+                let counted = if c == 'S' {
+                    lane.succeed_fast(t(7), unread)
+                } else {
+                    lane.fail(t(7), unread)
+                };
+                assert!(counted, "{pattern}: {c} on the lane");
+            }
+        };
+        results(&lane, "SSFSF");
+        assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+        assert!(lane.fail(t(7), unread), "the third failure: room for three");
+        assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+        assert!(!lane.fail(t(7), unread), "no room for a fourth");
+        assert!(!lane.fail(t(6), unread), "another generation's failure");
+        let pending = lane.close();
+        assert_eq!(
+            (
+                pending.requests,
+                pending.successes,
+                pending.failures,
+                pending.tail
+            ),
+            (7, 3, 3, Tail::Failures(2))
+        );
+        lane.publish(Phase::Closed {
+            generation: gen(7),
+            age: 0,
+            window_end: None,
+            room: u64::MAX,
+            failure_room: 2,
+            shed_from: None,
+        });
+        results(&lane, "FSS");
+        let pending = lane.close();
+        assert_eq!((pending.failures, pending.tail), (1, Tail::Successes(2)));
+        // No room: a wide cell, which takes no failure.
+        lane.publish(Phase::Closed {
+            generation: gen(7),
+            age: 0,
+            window_end: None,
+            room: u64::MAX,
+            failure_room: 0,
+            shed_from: None,
+        });
+        assert!(!lane.fail(t(7), unread));
+        assert_eq!(lane.close().tail, Tail::None);
+    }
+
+    #[test]
+    fn once_striped_every_failure_takes_the_lock() {
+        let lane = failing(7);
+        lane.stripes.force();
+        lane.close();
+        lane.publish(Phase::Closed {
+            generation: gen(7),
+            age: 0,
+            window_end: None,
+            room: u64::MAX,
+            failure_room: 7,
+            shed_from: None,
+        });
+        assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+        assert!(
+            !lane.fail(t(7), unread),
+            "striped: the lock keeps the order"
+        );
+        assert!(
+            lane.succeed_fast(t(7), unread),
+            "successes still count here"
+        );
+        assert_eq!(
+            Cell(lane.base.load(Ordering::Acquire)),
+            Cell::CLOSED,
+            "the base stays closed once the stripes are opened"
         );
     }
 
