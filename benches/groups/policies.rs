@@ -19,7 +19,10 @@ impl TripPolicy for Untracked {
         self.0.on_result(result)
     }
     fn capabilities(&self) -> lazybreaker::policy::Capabilities {
-        lazybreaker::policy::Capabilities::default().needs_latency(true)
+        // The clock `SlowCalls` gets (the coarse one, for a threshold of a second).
+        lazybreaker::policy::Capabilities::default()
+            .needs_latency(true)
+            .latency_resolution(self.0.threshold() / 100)
     }
 }
 
