@@ -1336,20 +1336,21 @@ mod tests {
         );
     }
 
+    /// Closed in generation 7 (no window), with room for `room` failures.
+    fn closed_with_room(room: u64) -> Phase {
+        Phase::Closed {
+            generation: gen(7),
+            age: 0,
+            window_end: None,
+            room: u64::MAX,
+            failure_room: room,
+            shed_from: None,
+        }
+    }
+
     /// A lane with room for `room` failures in generation 7 (no window).
     fn failing(room: u64) -> Lane {
-        Lane::new(
-            counting(),
-            Phase::Closed {
-                generation: gen(7),
-                age: 0,
-                window_end: None,
-                room: u64::MAX,
-                failure_room: room,
-                shed_from: None,
-            },
-            None,
-        )
+        Lane::new(counting(), closed_with_room(room), None)
     }
 
     #[test]
@@ -1382,26 +1383,12 @@ mod tests {
             ),
             (7, 3, 3, Tail::Failures(2))
         );
-        lane.publish(Phase::Closed {
-            generation: gen(7),
-            age: 0,
-            window_end: None,
-            room: u64::MAX,
-            failure_room: 2,
-            shed_from: None,
-        });
+        lane.publish(closed_with_room(2));
         results(&lane, "FSS");
         let pending = lane.close();
         assert_eq!((pending.failures, pending.tail), (1, Tail::Successes(2)));
         // No room: a wide cell, which takes no failure.
-        lane.publish(Phase::Closed {
-            generation: gen(7),
-            age: 0,
-            window_end: None,
-            room: u64::MAX,
-            failure_room: 0,
-            shed_from: None,
-        });
+        lane.publish(closed_with_room(0));
         assert!(!lane.fail(t(7), unread));
         assert_eq!(lane.close().tail, Tail::None);
     }
@@ -1411,14 +1398,7 @@ mod tests {
         let lane = failing(7);
         lane.stripes.force();
         lane.close();
-        lane.publish(Phase::Closed {
-            generation: gen(7),
-            age: 0,
-            window_end: None,
-            room: u64::MAX,
-            failure_room: 7,
-            shed_from: None,
-        });
+        lane.publish(closed_with_room(7));
         assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
         assert!(
             !lane.fail(t(7), unread),
