@@ -22,8 +22,8 @@
 //!
 //! # Cells and stripes: no shared write on the closed-state path
 //!
-//! A cell is one atomic word, `[tag: 32 bits][successes: 16 bits][requests: 16 bits]`; its
-//! tag says whether it is *open* for counting, in which generation, and whether windowed (tag
+//! A cell is one atomic word, `[tag: 32 bits][counters: 32 bits]` (see [`Cell`] for the
+//! counters' two layouts); its tag says whether it is *open* for counting, in which generation, and whether windowed (tag
 //! zero: closed). A breaker starts with one cell, the *base*. The first time a
 //! compare-and-swap on the base fails (two threads collided), the lane makes its *stripes*:
 //! one cache-padded cell per core (a power of two, at most 64), made closed. From then on a
@@ -477,19 +477,15 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// Adds a stripe's counts (successes only, no failures: every result after the base's).
+    /// Adds a stripe's counts. A stripe counts no failure, and is never open in the same
+    /// period as a base that counted one (a publish opens the base only while there are no
+    /// stripes), so the order of the two needs no merging.
     #[inline]
     fn add(&mut self, other: Pending) {
         debug_assert!(other.failures == 0 && other.tail == Tail::None);
+        debug_assert!(other.successes == 0 || self.tail == Tail::None);
         self.requests += other.requests;
         self.successes += other.successes;
-        if other.successes > 0 {
-            self.tail = match self.tail {
-                Tail::None => Tail::None,
-                Tail::Successes(n) => Tail::Successes(n + other.successes),
-                Tail::Failures(_) => Tail::Successes(other.successes),
-            };
-        }
         self.rejected += other.rejected;
         self.throttled += other.throttled;
     }
@@ -695,11 +691,26 @@ impl Lane {
 
     /// A compare-and-swap on this thread's cell, which held `expected`, found `found`: if
     /// another counting thread's count got in first, make the stripes (the cell was the base)
-    /// or move this thread to another stripe. A lock holder's close (the tag changed, or the
-    /// counters went down: closed and reopened) is no collision: it makes nothing.
+    /// or move this thread to another stripe. A lock holder's close and reopening is no
+    /// collision, and makes nothing: the tag changed, or the layout or room did (a reopened
+    /// cell may compare higher: narrow, or with less room for failures), or a counter went
+    /// down (emptied).
     #[cold]
     fn contended(&self, base: bool, expected: Cell, found: Cell) {
-        if found.tag() != expected.tag() || found.0 < expected.0 {
+        let requests = |c: Cell| c.0 & c.request_capacity();
+        let failures = |c: Cell| c.0 & (Cell::FAILURES << Cell::FAILURE_SHIFT);
+        // A result counted here always leaves a tail (once there is one); a reopened cell has
+        // none.
+        let untailed = found.0 & Cell::TAIL_BITS == 0;
+        let other_room = failures(found) < failures(expected)
+            || (untailed && failures(found) != failures(expected))
+            || (untailed && expected.0 & Cell::TAIL_BITS != 0);
+        let reopened = found.tag() != expected.tag()
+            || found.is_narrow() != expected.is_narrow()
+            || requests(found) < requests(expected)
+            || found.successes() < expected.successes()
+            || (found.is_narrow() && other_room);
+        if reopened {
             return;
         }
         if base {
@@ -1391,6 +1402,39 @@ mod tests {
         lane.publish(closed_with_room(0));
         assert!(!lane.fail(t(7), unread));
         assert_eq!(lane.close().tail, Tail::None);
+    }
+
+    /// A caller's compare-and-swap that fails only because a lock holder (a read) closed
+    /// the cell and reopened it narrow, or with another room, is no collision.
+    #[test]
+    fn a_reopening_with_another_room_is_no_collision() {
+        for (from, to) in [(0, 3), (3, 1), (1, 3)] {
+            let lane = failing(from);
+            assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
+            let c = Cell(lane.base.load(Ordering::Acquire));
+            lane.close();
+            lane.publish(closed_with_room(to));
+            let found = Lane::try_count(&lane.base, c, c.with_request()).unwrap_err();
+            lane.contended(true, c, found);
+            assert_eq!(lane.stripe_bytes(), 0, "room {from} then {to}");
+        }
+        // A cell that counted a failure of an earlier period's admission, reopened with the
+        // room it had less that failure: the same failure counter, but no tail.
+        let lane = failing(2);
+        assert!(lane.fail(t(7), unread));
+        let c = Cell(lane.base.load(Ordering::Acquire));
+        lane.close();
+        lane.publish(closed_with_room(1));
+        let found = Lane::try_count(&lane.base, c, c.with_request()).unwrap_err();
+        lane.contended(true, c, found);
+        assert_eq!(lane.stripe_bytes(), 0, "a tail gone is a reopening");
+        // Another thread's failure in between is one.
+        let lane = failing(3);
+        let c = Cell(lane.base.load(Ordering::Acquire));
+        assert!(lane.fail(t(7), unread));
+        let found = Lane::try_count(&lane.base, c, c.with_request()).unwrap_err();
+        lane.contended(true, c, found);
+        assert_ne!(lane.stripe_bytes(), 0, "a failure counted in between");
     }
 
     #[test]

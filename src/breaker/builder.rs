@@ -719,9 +719,10 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     ///
     /// # Panics
     ///
-    /// Only if user code does: the clock, or a policy hook the breaker asks once here
-    /// ([`TripPolicy::capabilities`], [`TripPolicy::success_recorder`]); its panic
-    /// continues from `build`.
+    /// Only if user code does: the clock, or a policy hook the breaker asks here
+    /// ([`TripPolicy::capabilities`], [`TripPolicy::success_recorder`], and
+    /// [`TripPolicy::failure_headroom`] for the empty counts); its panic continues from
+    /// `build`.
     pub fn build(self) -> Breaker<P, O> {
         // The policy's capabilities, asked once: a panic continues from `build` (nothing is
         // admitted yet), not from some later call.
@@ -742,6 +743,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let now = clock.now();
         let mut machine = Machine::new(rules, self.policy, now).with_throttle(self.knobs.throttle);
         machine.update_failure_room();
+        contain::resume(machine.take_panic());
         let observers = Observers {
             observer: self.observer,
             on_state_change: self.on_state_change,

@@ -69,12 +69,20 @@ impl Changes<'_> {
 struct Txn<'a, P: TripPolicy> {
     inner: MutexGuard<'a, Inner<P>>,
     lane: &'a Lane,
+    /// Whether the failure room is yet to be asked of the policy before publishing: a step
+    /// asks it itself (so that a panic of it reaches the caller with the step's), a read
+    /// never does (it spends what the lane used), an unwinding step leaves it to the drop.
+    ask_room: bool,
 }
 
 impl<P: TripPolicy> Drop for Txn<'_, P> {
     fn drop(&mut self) {
         let machine = &mut self.inner.machine;
-        machine.update_failure_room();
+        if self.ask_room {
+            // Only if the step unwound: its panic is on its way, and a panic here is kept
+            // for the next step to resume.
+            machine.update_failure_room();
+        }
         self.lane.publish(machine.phase());
     }
 }
@@ -94,6 +102,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let mut txn = Txn {
                 inner: self.inner.lock(),
                 lane: &self.lane,
+                ask_room: true,
             };
             let pending = txn.lane.close();
             let inner = &mut *txn.inner;
@@ -112,6 +121,9 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 observes: self.observes,
             };
             let value = op(&mut inner.machine, now, &mut changes);
+            inner.machine.update_failure_room();
+            txn.ask_room = false;
+            let inner = &mut *txn.inner;
             panics.merge(inner.machine.take_panic());
             let note = inner.machine.throttle_note();
             (value, inner.outbox.claim(), note)
@@ -171,9 +183,11 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let mut txn = Txn {
             inner: self.inner.lock(),
             lane: &self.lane,
+            ask_room: false,
         };
         let pending = txn.lane.close();
         let machine = &mut txn.inner.machine;
+        machine.spend_failure_room(pending.failures);
         machine.absorb(
             pending.requests,
             pending.successes,

@@ -313,6 +313,13 @@ impl<P: TripPolicy> Machine<P> {
         };
     }
 
+    /// Takes `failures` the lane counted out of the room it was given, without asking the
+    /// policy (a read folds the lane and republishes it: no user code runs there). What is
+    /// left holds by the room's own contract: those failures were among the ones it allowed.
+    pub(crate) fn spend_failure_room(&mut self, failures: u64) {
+        self.failure_room = self.failure_room.saturating_sub(failures);
+    }
+
     /// What the current state allows.
     pub(crate) fn phase(&self) -> Phase {
         if self.forced.is_some() {

@@ -71,9 +71,11 @@ fn failures_far_from_the_ratio_skip_the_policy_and_keep_the_runs() {
     // 50 % of at least 10: after 20 successes, 9 failures are far from it.
     let (breaker, shown, _clock) = shown(FailureRatio::new(0.5, 10).unwrap());
     run(&breaker, &"S".repeat(20));
-    // The room is the policy's answer at the last lock holder (here, the build: no requests,
-    // no room); a read republishes it from 20 requests.
+    // The room is the policy's answer at the last step under the lock (here, the build: no
+    // requests, no room; a read asks nothing). `state()` is a step: from 20 requests, the
+    // policy allows 9 more failures (the lane takes 7 at a time).
     assert_eq!(breaker.counts(), counts(20, 20, 0, 20, 0));
+    assert_eq!(breaker.state(), State::Closed);
     run(&breaker, "FSFFSSSFFF");
     assert_eq!(shown.load(Ordering::SeqCst), 0, "no failure was shown");
     assert_eq!(breaker.counts(), counts(30, 24, 6, 0, 3));
@@ -192,43 +194,119 @@ fn the_default_shows_every_failure() {
     assert_eq!(seen.load(Ordering::SeqCst), 3);
 }
 
-/// A headroom that panics answers none: every failure goes to the lock, the breaker stays
-/// consistent, and the panic reaches a caller (the next one to take the lock).
-#[test]
-fn a_panicking_headroom_answers_none_and_is_not_swallowed() {
-    #[derive(Debug)]
-    struct Panicky(ConsecutiveFailures, Arc<AtomicU64>);
-    impl TripPolicy for Panicky {
-        fn on_result(&mut self, result: &CallResult<'_>) -> bool {
-            self.1.fetch_add(
-                u64::from(result.outcome == Outcome::Failure),
-                Ordering::SeqCst,
-            );
-            self.0.on_result(result)
-        }
-        fn capabilities(&self) -> Capabilities {
-            self.0.capabilities()
-        }
-        fn failure_headroom(&self, _: &Counts) -> u64 {
-            panic!("headroom bug")
-        }
+/// A policy whose headroom has a bug: it panics once it sees `requests` of at least
+/// `from` (e.g. a division it got wrong).
+#[derive(Debug)]
+struct PanicsFrom(ConsecutiveFailures, u64);
+
+impl TripPolicy for PanicsFrom {
+    fn on_result(&mut self, r: &CallResult<'_>) -> bool {
+        self.0.on_result(r)
     }
-    let shown = Arc::new(AtomicU64::new(0));
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
+    fn failure_headroom(&self, c: &Counts) -> u64 {
+        if c.requests >= self.1 {
+            panic!("headroom bug");
+        }
+        self.0.failure_headroom(c)
+    }
+}
+
+fn headroom_bug(payload: &(dyn std::any::Any + Send)) -> bool {
+    payload.downcast_ref::<&str>() == Some(&"headroom bug")
+}
+
+/// Asked at build for the empty counts: its panic continues from `build`, as the policy's
+/// other build-time hooks' do.
+#[test]
+fn a_headroom_panicking_at_build_continues_from_build() {
+    let built = std::panic::catch_unwind(|| {
+        Breaker::builder()
+            .policy(PanicsFrom(ConsecutiveFailures::new(3).unwrap(), 0))
+            .build()
+    });
+    assert!(headroom_bug(&*built.unwrap_err()));
+}
+
+/// A read folds the lane without asking the policy (it spends the room the lane used), so
+/// it never panics for the policy; the step that asks is the call its panic continues
+/// from, once the step is done (every call counted, the breaker consistent). A panicking
+/// headroom answers none: every failure then goes to the lock.
+#[test]
+fn a_headroom_panic_continues_from_the_step_that_asked() {
     let breaker = Breaker::builder()
-        .policy(Panicky(ConsecutiveFailures::new(3).unwrap(), shown.clone()))
+        .policy(PanicsFrom(ConsecutiveFailures::new(3).unwrap(), 2))
         .build();
+    run(&breaker, "SSS");
+    assert_eq!(breaker.counts().requests, 3, "a read asks no user code");
+    let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| breaker.state()));
+    assert!(
+        headroom_bug(&*step.unwrap_err()),
+        "state() is a step: it asked"
+    );
     let mut caught = 0;
     for _ in 0..3 {
         let call = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = breaker.execute(|| Err::<(), _>(()));
         }));
         if let Err(payload) = call {
-            assert_eq!(*payload.downcast_ref::<&str>().unwrap(), "headroom bug");
+            assert!(headroom_bug(&*payload));
             caught += 1;
         }
     }
-    assert!(caught > 0, "the panic was swallowed");
-    assert_eq!(shown.load(Ordering::SeqCst), 3, "every failure was shown");
-    assert_eq!(breaker.totals().failures, 3);
-    assert_eq!(breaker.state(), State::Open);
+    // The first two failures' steps ask (closed) and panic; the third trips, and an open
+    // breaker asks nothing.
+    assert_eq!(caught, 2);
+    let t = breaker.totals();
+    assert_eq!(
+        (t.successes, t.failures),
+        (3, 3),
+        "every call counted: {t:?}"
+    );
+    assert_eq!(breaker.state(), State::Open, "three failures in a row");
+}
+
+/// One worker and a reader (a metrics scrape) on another thread: the reader's republish
+/// between the worker's load and compare-and-swap (the room going from none to some) is
+/// no collision, so the lane makes no stripes and keeps taking failures.
+#[test]
+fn a_readers_republish_is_no_collision() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let (breaker, shown, _clock) = shown(ConsecutiveFailures::new(3).unwrap());
+    let breaker = Arc::new(breaker);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (breaker, stop) = (breaker.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) && reads < 10_000_000 {
+                let _ = breaker.counts();
+                reads += 1;
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for i in 0..100_000 {
+        if i % 1024 == 0 && Instant::now() > deadline {
+            break;
+        }
+        run(&breaker, "FFS");
+    }
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    assert_eq!(breaker.state(), State::Closed);
+    // Alone now: a success, then a step (`state()`) publishes room for two; a failure then
+    // counts on the lane.
+    run(&breaker, "S");
+    assert_eq!(breaker.state(), State::Closed);
+    let before = shown.load(Ordering::SeqCst);
+    run(&breaker, "F");
+    assert_eq!(
+        shown.load(Ordering::SeqCst) - before,
+        0,
+        "the failure took the lock: the reader's republishes made the stripes"
+    );
 }

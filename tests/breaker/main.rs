@@ -17,6 +17,7 @@ mod fatal;
 mod forwarders;
 mod half_open;
 mod health_check;
+mod lane_differential;
 mod lane_failures;
 mod manual;
 mod origin;
