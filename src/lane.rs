@@ -23,8 +23,9 @@
 //! # Cells and stripes: no shared write on the closed-state path
 //!
 //! A cell is one atomic word, `[tag: 32 bits][counters: 32 bits]` (see [`Cell`] for the
-//! counters' two layouts); its tag says whether it is *open* for counting, in which generation, and whether windowed (tag
-//! zero: closed). A breaker starts with one cell, the *base*. The first time a
+//! counters' two layouts); its tag says whether it is *open* for counting, in which
+//! generation, and whether windowed (tag zero: closed). A breaker starts with one cell, the
+//! *base*. The first time a
 //! compare-and-swap on the base fails (two threads collided), the lane makes its *stripes*:
 //! one cache-padded cell per core (a power of two, at most 64), made closed. From then on a
 //! thread counts in the stripe its probe picks (a per-thread number, moved to another stripe
