@@ -58,6 +58,12 @@
 //! must therefore be quick, must not block, and must not call back into the breaker: a call
 //! back into the same breaker would deadlock.
 //!
+//! A failure the policy's [`failure_headroom`](TripPolicy::failure_headroom) says cannot
+//! trip it may be counted without the lock and without `on_result` (an uncontended
+//! breaker's lock-free lane does so): the counts the policy sees next include it. The
+//! policies here answer how far they are from their threshold; a policy of your own keeps
+//! the default (every failure shown) unless it decides on the counts alone.
+//!
 //! A policy that panics does not leave the breaker half-way through a step: the breaker
 //! finishes it with a neutral answer (no trip; the configured `timeout` for an open period;
 //! `max_requests` probes) and then lets the panic continue to the caller. The panic is never
