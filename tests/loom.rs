@@ -897,3 +897,49 @@ fn lane_failures_from_two_threads_still_trip_on_the_third() {
         assert_eq!(breaker.totals().failures, 3);
     });
 }
+
+/// A failure counted on the lane racing its bucket's roll counts in its own bucket (on the
+/// lane before the roll, under the lock after it), never in the next one, and leaves the
+/// window with it: the narrow cell's failure counter and tail are folded at the bucket they
+/// counted for. (Killed by counting a lane failure in a cell open for another bucket.)
+#[test]
+fn a_lane_failure_racing_a_roll_stays_in_its_bucket() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .interval(TIMEOUT * 2)
+                .bucket_period(TIMEOUT)
+                .policy(ConsecutiveFailures::new(3).unwrap())
+                .clock(clock.clone())
+                .build(),
+        );
+        let permit = breaker.allow_owned().unwrap(); // age 0
+        assert_eq!(breaker.state(), State::Closed); // a step: room for two failures
+        let failing = thread::spawn(move || permit.failure());
+        let roller = {
+            let (breaker, clock) = (breaker.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance(TIMEOUT);
+                breaker.state() // rolls to age 1
+            })
+        };
+        failing.join().unwrap();
+        assert_eq!(roller.join().unwrap(), State::Closed);
+        let c = breaker.counts();
+        assert_eq!(
+            (c.requests, c.total_failures, c.consecutive_failures),
+            (1, 1, 1),
+            "{c:?}"
+        );
+        clock.advance(TIMEOUT); // age 2: the first bucket leaves the window
+        let _ = breaker.state();
+        let c = breaker.counts();
+        assert_eq!(
+            (c.requests, c.total_failures),
+            (0, 0),
+            "the failure was counted in the bucket after its own: {c:?}"
+        );
+        assert_eq!(breaker.totals().failures, 1);
+    });
+}
