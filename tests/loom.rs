@@ -589,6 +589,19 @@ fn rolling(clock: &ManualClock) -> StdArc<Breaker<ConsecutiveFailures>> {
     )
 }
 
+/// A thread that advances `clock` by one bucket and asks `breaker` its state, which rolls
+/// it to the next age; joined, it gives that state.
+fn roll<P: TripPolicy + 'static>(
+    breaker: &StdArc<Breaker<P>>,
+    clock: &ManualClock,
+) -> thread::JoinHandle<State> {
+    let (breaker, clock) = (breaker.clone(), clock.clone());
+    thread::spawn(move || {
+        clock.advance(TIMEOUT);
+        breaker.state() // rolls to age 1
+    })
+}
+
 /// 14. A rolling window on the lock-free lane: a success racing its bucket's roll counts in
 ///     its own bucket (lock-free before the roll, or under the lock after it), never in the
 ///     next one, even when it read the lane before the roll and the next bucket's cell holds
@@ -601,13 +614,7 @@ fn a_success_racing_a_roll_never_lands_in_the_next_bucket() {
         let permit = breaker.allow_owned().unwrap(); // age 0, counted in a cell
         let _ = breaker.counts(); // folded: the cell is empty again, as the next bucket's
         let late = thread::spawn(move || permit.success());
-        let roller = {
-            let (breaker, clock) = (breaker.clone(), clock.clone());
-            thread::spawn(move || {
-                clock.advance(TIMEOUT);
-                breaker.state() // rolls to age 1
-            })
-        };
+        let roller = roll(&breaker, &clock);
         late.join().unwrap();
         assert_eq!(roller.join().unwrap(), State::Closed);
         let c = breaker.counts();
@@ -635,13 +642,7 @@ fn an_admission_racing_a_roll_carries_the_bucket_it_was_counted_in() {
             let breaker = breaker.clone();
             thread::spawn(move || breaker.allow().unwrap().success())
         };
-        let roller = {
-            let (breaker, clock) = (breaker.clone(), clock.clone());
-            thread::spawn(move || {
-                clock.advance(TIMEOUT);
-                breaker.state()
-            })
-        };
+        let roller = roll(&breaker, &clock);
         caller.join().unwrap();
         assert_eq!(roller.join().unwrap(), State::Closed);
         let c = breaker.counts();
@@ -917,13 +918,7 @@ fn a_lane_failure_racing_a_roll_stays_in_its_bucket() {
         let permit = breaker.allow_owned().unwrap(); // age 0
         assert_eq!(breaker.state(), State::Closed); // a step: room for two failures
         let failing = thread::spawn(move || permit.failure());
-        let roller = {
-            let (breaker, clock) = (breaker.clone(), clock.clone());
-            thread::spawn(move || {
-                clock.advance(TIMEOUT);
-                breaker.state() // rolls to age 1
-            })
-        };
+        let roller = roll(&breaker, &clock);
         failing.join().unwrap();
         assert_eq!(roller.join().unwrap(), State::Closed);
         let c = breaker.counts();
