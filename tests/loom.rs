@@ -579,11 +579,16 @@ fn open_rejections_are_counted_once_each() {
 /// A breaker counting over a rolling window of two buckets, `TIMEOUT` each, on the lock-free
 /// lane, tripping on the first failure.
 fn rolling(clock: &ManualClock) -> StdArc<Breaker<ConsecutiveFailures>> {
+    rolling_tripping_at(clock, 1)
+}
+
+/// [`rolling`], tripping on the `failures`-th failure in a row.
+fn rolling_tripping_at(clock: &ManualClock, failures: u64) -> StdArc<Breaker<ConsecutiveFailures>> {
     StdArc::new(
         Breaker::builder()
             .interval(TIMEOUT * 2)
             .bucket_period(TIMEOUT)
-            .policy(ConsecutiveFailures::new(1).unwrap())
+            .policy(ConsecutiveFailures::new(failures).unwrap())
             .clock(clock.clone())
             .build(),
     )
@@ -907,14 +912,7 @@ fn lane_failures_from_two_threads_still_trip_on_the_third() {
 fn a_lane_failure_racing_a_roll_stays_in_its_bucket() {
     loom::model(|| {
         let clock = ManualClock::new();
-        let breaker = StdArc::new(
-            Breaker::builder()
-                .interval(TIMEOUT * 2)
-                .bucket_period(TIMEOUT)
-                .policy(ConsecutiveFailures::new(3).unwrap())
-                .clock(clock.clone())
-                .build(),
-        );
+        let breaker = rolling_tripping_at(&clock, 3);
         let permit = breaker.allow_owned().unwrap(); // age 0
         assert_eq!(breaker.state(), State::Closed); // a step: room for two failures
         let failing = thread::spawn(move || permit.failure());

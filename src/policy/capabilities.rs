@@ -123,6 +123,22 @@ impl Capabilities {
 
     /// These capabilities with [`latency_resolution`](Self::latency_resolution) set to
     /// `tick`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::{Capabilities, SlowCalls, TripPolicy};
+    /// use std::time::Duration;
+    ///
+    /// // Latencies right to within 10 ms decide a one-second threshold as well.
+    /// let caps = Capabilities::default()
+    ///     .needs_latency(true)
+    ///     .latency_resolution(Duration::from_millis(10));
+    /// assert_eq!(caps.latency_resolution, Duration::from_millis(10));
+    /// let slow = SlowCalls::new(Duration::from_secs(1), 0.5, 10)?;
+    /// assert_eq!(slow.capabilities().latency_resolution, Duration::from_millis(10));
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
     #[must_use]
     pub const fn latency_resolution(mut self, tick: Duration) -> Self {
         self.latency_resolution = tick;

@@ -243,8 +243,9 @@ pub trait TripPolicy: Send {
     /// trip, whatever admissions and successes come among them: the breaker may count that
     /// many closed-state failures on its lock-free lane, without the lock and without showing
     /// them to `on_result`, and folds them into the counts the policy sees next. Asked under
-    /// the lock each time a closed breaker's lane is republished; the answer holds until the
-    /// next (a new window, bucket or generation republishes). Only an uncontended breaker's
+    /// the lock after each step there (and at build, for the empty counts); the answer holds
+    /// until the next (a read spends what the lane used of it, asking nothing). Only an
+    /// uncontended breaker's
     /// lane takes failures so (one counter holds every result in order, so the consecutive
     /// runs stay exact); a failure that could trip, a fatal one, and any failure once threads
     /// contend, go to the lock as before.
@@ -254,6 +255,39 @@ pub trait TripPolicy: Send {
     /// latency; [`ConsecutiveFailures`], [`FailureRatio`] and [`FailureCount`] answer how far
     /// they are from their threshold, [`AnyOf`] the lesser of its two, [`Backoff`] its
     /// policy's.
+    ///
+    /// # Examples
+    ///
+    /// A policy that trips on the tenth failure of a generation: nine failures from none
+    /// cannot trip it.
+    ///
+    /// ```
+    /// use lazybreaker::policy::{CallResult, Capabilities, Outcome, TripPolicy};
+    /// use lazybreaker::{Breaker, Counts, State};
+    ///
+    /// #[derive(Debug)]
+    /// struct TenFailures;
+    ///
+    /// impl TripPolicy for TenFailures {
+    ///     fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+    ///         result.outcome == Outcome::Failure && result.counts.total_failures >= 10
+    ///     }
+    ///     fn capabilities(&self) -> Capabilities {
+    ///         Capabilities::default().needs_successes(false)
+    ///     }
+    ///     fn failure_headroom(&self, counts: &Counts) -> u64 {
+    ///         9u64.saturating_sub(counts.total_failures)
+    ///     }
+    /// }
+    ///
+    /// assert_eq!(TenFailures.failure_headroom(&Counts::default()), 9);
+    /// let breaker = Breaker::builder().policy(TenFailures).build();
+    /// for _ in 0..10 {
+    ///     let _ = breaker.execute(|| Err::<(), _>("boom"));
+    /// }
+    /// assert_eq!(breaker.state(), State::Open, "the tenth took the lock and tripped");
+    /// assert_eq!(breaker.totals().failures, 10);
+    /// ```
     fn failure_headroom(&self, counts: &Counts) -> u64 {
         let _ = counts;
         0

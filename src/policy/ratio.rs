@@ -85,9 +85,13 @@ impl TripPolicy for FailureRatio {
         }
         let requests = counts.requests as f64;
         let below = |failures: u64| (failures as f64 / requests) < self.ratio;
-        // The estimate is within one of the answer; rounding may leave it one too high.
+        // The estimate is within one of the answer; rounding may leave it one too high. A few
+        // steps down at most (this runs under the lock): past them, no room.
         let mut most = ((self.ratio * requests).ceil() as u64).saturating_sub(1);
-        while most > counts.total_failures && !below(most) {
+        for _ in 0..4 {
+            if most <= counts.total_failures || below(most) {
+                break;
+            }
             most -= 1;
         }
         if below(most) {
