@@ -8,17 +8,17 @@
 /// atomic word (the lock-free lane's). A result is mistaken for a current one only if its
 /// permit was held across `2^30` state changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Generation(u64);
+pub(crate) struct Generation(u32);
 
 impl Generation {
     /// How many bits a generation takes.
     pub(crate) const BITS: u32 = 30;
-    const MASK: u64 = (1 << Self::BITS) - 1;
+    const MASK: u32 = (1 << Self::BITS) - 1;
 
     /// The generation of no period: a shadow call's (a breaker in dry run admits the calls
     /// it would reject with it). Outside the `BITS` bits, it equals no generation, and no
     /// lane cell's tag (whose generation is read masked).
-    pub(crate) const SHADOW: Self = Self(u64::MAX);
+    pub(crate) const SHADOW: Self = Self(u32::MAX);
 
     /// The generation after this one.
     #[must_use]
@@ -30,14 +30,15 @@ impl Generation {
     /// The generation as a number below `2^BITS`.
     #[inline]
     pub(crate) fn get(self) -> u64 {
-        self.0
+        u64::from(self.0)
     }
 
     /// The generation whose number is `bits`, for a word that stores it in `BITS` bits
     /// (higher bits are ignored).
     #[inline]
     pub(crate) fn from_bits(bits: u64) -> Self {
-        Self(bits & Self::MASK)
+        // Truncation intended: the mask keeps the low `BITS` bits.
+        Self((bits & u64::from(Self::MASK)) as u32)
     }
 }
 

@@ -98,6 +98,11 @@ impl InFlight {
         marked
     }
 
+    /// When the oldest call still in flight was admitted.
+    pub(crate) fn oldest(&self) -> Option<Nanos> {
+        self.entries.iter().find(|e| !e.done).map(|e| e.admitted)
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.entries.len()

@@ -118,6 +118,7 @@
 use crate::counts::Tail;
 use crate::error::Rejected;
 use crate::generation::Generation;
+use crate::in_flight_slots::{InFlightSlots, MAX_KEY};
 use crate::machine::{Phase, Ticket};
 use crate::nanos::Nanos;
 use crate::policy::Capabilities;
@@ -151,6 +152,11 @@ pub(crate) struct Plan {
     rolls: bool,
     /// Whether the policy measures latency: every admission then needs a clock reading.
     needs_latency: bool,
+    /// Whether the policy has a slow-call threshold over a time window: the lane then tracks
+    /// the calls it admits in its in-flight slots (and its cells are tagged with an epoch,
+    /// as a rolling lane's are, since what a call checks at admission changes within a
+    /// generation).
+    tracks: bool,
 }
 
 impl Plan {
@@ -158,14 +164,30 @@ impl Plan {
     /// `rolls` or not. `records_successes`: the policy has a
     /// [`SuccessRecorder`](crate::policy::SuccessRecorder), which takes the closed-state
     /// successes it needs without the lock.
-    pub(crate) fn of(caps: &Capabilities, rolls: bool, records_successes: bool) -> Self {
+    pub(crate) fn of(
+        caps: &Capabilities,
+        rolls: bool,
+        by_count: bool,
+        records_successes: bool,
+    ) -> Self {
         let successes_here = !caps.needs_successes || records_successes;
+        let slow = caps.effective_slow_threshold().is_some();
+        // A slow-call threshold over a time window: the lane tracks its admissions in its
+        // slots, and counts a fast success while the policy says none can trip it. Over a
+        // count window (which counts a slow call when it returns) every call takes the lock.
+        let tracks = slow && !by_count;
         Self {
-            // A slow-call threshold tracks every admission in order, under the lock.
-            counts_closed: successes_here && caps.effective_slow_threshold().is_none(),
-            rolls,
+            counts_closed: (successes_here && !slow) || tracks,
+            rolls: rolls || tracks,
             needs_latency: caps.needs_latency,
+            tracks,
         }
+    }
+
+    /// Whether the lane tracks the calls it admits in in-flight slots (a slow-call
+    /// threshold over a time window).
+    pub(crate) fn tracks(&self) -> bool {
+        self.tracks
     }
 
     /// Whether the policy measures latency: then the breaker reads the clock for every
@@ -550,6 +572,19 @@ pub(crate) struct Lane {
     stripes: Lazy<Box<[Stripe]>>,
     /// A throttled breaker's: what the lane sheds with (`None` without a throttle).
     throttle: Option<Box<Shedding>>,
+    /// A slow-call threshold's: the calls in flight the lane admitted.
+    tracked: Option<Tracked>,
+    /// With `tracked`: the machine's latest time at the opening, before which no call is
+    /// admitted here (see [`Phase::Closed`]'s `since`). Written before the cells are opened.
+    since: AtomicU64,
+}
+
+/// What a lane that tracks its calls in flight keeps (see [`InFlightSlots`]).
+#[derive(Debug)]
+struct Tracked {
+    slots: Arc<InFlightSlots>,
+    /// The slow-call threshold: a success slower than this goes to the lock.
+    threshold: Nanos,
 }
 
 /// What the lane sheds with, once the machine left it no room ([`Phase::Closed`]'s
@@ -600,7 +635,12 @@ impl<F: FnOnce() -> Nanos> Now<F> {
 impl Lane {
     /// A lane for `plan`, published for `phase`; `throttle`: a throttled breaker's
     /// settings and generator (shared with its machine).
-    pub(crate) fn new(plan: Plan, phase: Phase, throttle: Option<Arc<Throttling>>) -> Self {
+    pub(crate) fn new(
+        plan: Plan,
+        phase: Phase,
+        throttle: Option<Arc<Throttling>>,
+        tracked: Option<(Arc<InFlightSlots>, Nanos)>,
+    ) -> Self {
         let lane = Self {
             plan,
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
@@ -622,6 +662,10 @@ impl Lane {
                     throttled: AtomicU64::new(0),
                 })
             }),
+            tracked: tracked
+                .filter(|_| plan.tracks)
+                .map(|(slots, threshold)| Tracked { slots, threshold }),
+            since: AtomicU64::new(0),
         };
         lane.publish(phase);
         lane
@@ -757,6 +801,9 @@ impl Lane {
             if now > self.window_until.load(Ordering::Acquire) {
                 return Entry::Locked { now: Some(now) };
             }
+            if let Some(tracked) = &self.tracked {
+                return self.admit_tracked(tracked, now);
+            }
             if let Some(shedding) = self.shedding() {
                 return self.admit_shedding(shedding, move || now);
             }
@@ -797,6 +844,12 @@ impl Lane {
                 now: now.get(),
             };
         }
+        if let Some(tracked) = &self.tracked {
+            if self.word.load(Ordering::Acquire) >> MODE_SHIFT == COUNTING {
+                return self.admit_tracked(tracked, now.get());
+            }
+            return Entry::Locked { now: now.read };
+        }
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
@@ -826,6 +879,99 @@ impl Lane {
             match Self::try_count(cell, c, c.with_request()) {
                 Ok(()) => return Entry::Admitted { ticket },
                 Err(found) => self.contended(base, c, found),
+            }
+        }
+    }
+
+    /// An admission at `now` on a lane that tracks its calls in flight: a slot claimed first,
+    /// then the cell's compare-and-swap, then the slot published with the call's key and
+    /// start (or given back if the compare-and-swap failed), retrying under contention. The
+    /// opening's window end (which the lock holder bounded by the first instant a call in
+    /// flight may be overdue) and `since` are read after the cell: a compare-and-swap that
+    /// succeeds proves both were its opening's (the cells carry an epoch).
+    #[inline(never)]
+    fn admit_tracked(&self, tracked: &Tracked, now: Nanos) -> Entry {
+        loop {
+            let (cell, base) = self.cell();
+            let c = Cell(cell.load(Ordering::Acquire));
+            if !c.is_open() {
+                if self.word.load(Ordering::Acquire) >> MODE_SHIFT == OPEN {
+                    let until = self.open_until.load(Ordering::Acquire);
+                    return Entry::Open { until, now };
+                }
+                return Entry::Locked { now: Some(now) };
+            }
+            if !c.has_request_room()
+                || now > self.window_until.load(Ordering::Acquire)
+                || now < self.since.load(Ordering::Acquire)
+            {
+                return Entry::Locked { now: Some(now) };
+            }
+            let ticket = self.ticket_in(c);
+            let Some(key) = Self::slot_key(ticket) else {
+                return Entry::Locked { now: Some(now) };
+            };
+            // A thread's probe spreads the threads over the table (its top bits: its low
+            // ones are poor).
+            let hint = (sync::probe() >> 26) as usize;
+            let Some(slot) = tracked.slots.claim(hint) else {
+                return Entry::Locked { now: Some(now) };
+            };
+            match Self::try_count(cell, c, c.with_request()) {
+                Ok(()) => {
+                    tracked.slots.publish(slot, key, now);
+                    return Entry::Admitted {
+                        ticket: ticket.in_slot(slot),
+                    };
+                }
+                Err(found) => {
+                    tracked.slots.abandon(slot);
+                    self.contended(base, c, found);
+                }
+            }
+        }
+    }
+
+    /// The key a call's slot holds: its rolling key, while it fits a slot.
+    #[inline(always)]
+    fn slot_key(ticket: Ticket) -> Option<u64> {
+        Self::key_of(ticket).filter(|&key| key <= MAX_KEY)
+    }
+
+    /// Records the success at `now` of a call this lane admitted in an in-flight slot
+    /// (`ticket`, started at `started`) lock-free, if it was not slow, was not counted as
+    /// slow while in flight, and its cell is open for it with room, the window not ended:
+    /// the slot is marked completing, the cell counts the success, and the slot is freed
+    /// (see [`InFlightSlots`]). `false` sends it to the lock, its slot still held.
+    #[inline(never)]
+    pub(crate) fn succeed_tracked(&self, ticket: Ticket, started: Nanos, now: Nanos) -> bool {
+        let (Some(tracked), Some(slot), Some(key)) =
+            (&self.tracked, ticket.slot(), Self::slot_key(ticket))
+        else {
+            return false;
+        };
+        if now.saturating_sub(started) > tracked.threshold {
+            return false;
+        }
+        loop {
+            let (cell, base) = self.cell();
+            let c = Cell(cell.load(Ordering::Acquire));
+            let counting = c.is_open()
+                && c.has_success_room()
+                && self.counts_for(c, ticket)
+                && now <= self.window_until.load(Ordering::Acquire);
+            if !counting || !tracked.slots.begin_success(slot, key) {
+                return false;
+            }
+            match Self::try_count(cell, c, c.with_success()) {
+                Ok(()) => {
+                    tracked.slots.finish(slot);
+                    return true;
+                }
+                Err(found) => {
+                    tracked.slots.resume(slot, key);
+                    self.contended(base, c, found);
+                }
             }
         }
     }
@@ -956,6 +1102,11 @@ impl Lane {
         clock: impl FnOnce() -> Nanos,
     ) -> Result<Option<Nanos>, Option<Nanos>> {
         let mut now = Now::new(clock);
+        if ticket.tracked() {
+            // Its slot is freed with its success (see `succeed_tracked`), or the machine
+            // tracks it.
+            return Err(None);
+        }
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
@@ -981,7 +1132,7 @@ impl Lane {
     /// [`TripPolicy::failure_headroom`]: crate::policy::TripPolicy::failure_headroom
     #[inline]
     pub(crate) fn fail(&self, ticket: Ticket, clock: impl FnOnce() -> Option<Nanos>) -> bool {
-        if self.stripes.get().is_some() {
+        if self.stripes.get().is_some() || ticket.tracked() {
             return false;
         }
         let c = Cell(self.base.load(Ordering::Acquire));
@@ -1109,10 +1260,13 @@ impl Lane {
                 .store(u64::from(shed_from.is_some()), Ordering::Release);
         }
         let (mode, cell) = match phase {
+            // A lane that tracks its calls, while a fast success may trip the policy.
+            Phase::Closed { locked: true, .. } => (LOCKED, Cell::CLOSED),
             Phase::Closed {
                 generation,
                 age,
                 window_end,
+                since,
                 ..
             } if self.plan.counts_closed && self.plan.rolls => {
                 match (Self::key_of(Ticket::aged(generation, age)), window_end) {
@@ -1123,6 +1277,7 @@ impl Lane {
                         self.epoch.store(epoch, Ordering::Relaxed);
                         self.key.store(key, Ordering::Release);
                         self.window_until.store(until, Ordering::Release);
+                        self.since.store(since, Ordering::Release);
                         (COUNTING, Cell::open(Generation::from_bits(epoch), true))
                     }
                     _ => (LOCKED, Cell::CLOSED),
@@ -1222,7 +1377,12 @@ mod tests {
     }
 
     fn counting() -> Plan {
-        Plan::of(&ConsecutiveFailures::default().capabilities(), false, false)
+        Plan::of(
+            &ConsecutiveFailures::default().capabilities(),
+            false,
+            false,
+            false,
+        )
     }
 
     fn fast(n: u64) -> Lane {
@@ -1235,7 +1395,10 @@ mod tests {
                 room: u64::MAX,
                 failure_room: 0,
                 shed_from: None,
+                since: 0,
+                locked: false,
             },
+            None,
             None,
         )
     }
@@ -1248,28 +1411,38 @@ mod tests {
                 .needs_successes(successes)
         }
         assert!(counting().counts_closed);
-        let rolling = Plan::of(&ConsecutiveFailures::default().capabilities(), true, false);
+        let rolling = Plan::of(
+            &ConsecutiveFailures::default().capabilities(),
+            true,
+            false,
+            false,
+        );
         assert!(
             rolling.counts_closed && rolling.rolls,
             "a rolling window counts too"
         );
-        let latency = Plan::of(&caps(true, false), false, false);
+        let latency = Plan::of(&caps(true, false), false, false, false);
         assert!(
             latency.counts_closed && latency.needs_latency(),
             "latency alone: the breaker keeps the start"
         );
-        assert!(!Plan::of(&caps(false, true), false, false).counts_closed);
-        assert!(!Plan::of(&caps(true, true), false, false).counts_closed);
+        assert!(!Plan::of(&caps(false, true), false, false, false).counts_closed);
+        assert!(!Plan::of(&caps(true, true), false, false, false).counts_closed);
         assert!(
-            Plan::of(&caps(true, true), false, true).counts_closed,
+            Plan::of(&caps(true, true), false, false, true).counts_closed,
             "successes taken by a recorder"
         );
         let slow = caps(true, false).slow_call_threshold(std::time::Duration::from_secs(1));
+        let tracked = Plan::of(&slow, false, false, false);
         assert!(
-            !Plan::of(&slow, false, true).counts_closed,
-            "admissions tracked in order under the lock"
+            tracked.counts_closed && tracked.tracks() && tracked.rolls,
+            "a time window: admissions tracked in the lane's slots, its cells epoch-tagged"
         );
-        assert!(Plan::of(&caps(false, false), false, false).counts_closed);
+        assert!(
+            !Plan::of(&slow, false, true, true).counts_closed,
+            "a count window: every call under the lock"
+        );
+        assert!(Plan::of(&caps(false, false), false, false, false).counts_closed);
         let closed = Phase::Closed {
             generation: gen(1),
             age: 0,
@@ -1277,8 +1450,15 @@ mod tests {
             room: u64::MAX,
             failure_room: 0,
             shed_from: None,
+            since: 0,
+            locked: false,
         };
-        let lane = Lane::new(Plan::of(&caps(false, true), false, false), closed, None);
+        let lane = Lane::new(
+            Plan::of(&caps(false, true), false, false, false),
+            closed,
+            None,
+            None,
+        );
         assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
     }
 
@@ -1310,6 +1490,8 @@ mod tests {
             room: u64::MAX,
             failure_room: 0,
             shed_from: None,
+            since: 0,
+            locked: false,
         });
         assert_eq!(lane.admit(never), admitted(7), "fast again");
         assert_eq!(
@@ -1357,12 +1539,14 @@ mod tests {
             room: u64::MAX,
             failure_room: room,
             shed_from: None,
+            since: 0,
+            locked: false,
         }
     }
 
     /// A lane with room for `room` failures in generation 7 (no window).
     fn failing(room: u64) -> Lane {
-        Lane::new(counting(), closed_with_room(room), None)
+        Lane::new(counting(), closed_with_room(room), None, None)
     }
 
     #[test]
@@ -1471,7 +1655,10 @@ mod tests {
                 room: u64::MAX,
                 failure_room: 0,
                 shed_from: None,
+                since: 0,
+                locked: false,
             },
+            None,
             None,
         );
         assert_eq!(lane.admit(|| 100), Entry::Admitted { ticket: t(3) });
@@ -1499,7 +1686,12 @@ mod tests {
     /// A rolling lane, open for `age` of `generation` until `bucket_end`.
     fn rolling(generation: u64, age: u64, bucket_end: Nanos) -> Lane {
         let lane = Lane::new(
-            Plan::of(&ConsecutiveFailures::default().capabilities(), true, false),
+            Plan::of(
+                &ConsecutiveFailures::default().capabilities(),
+                true,
+                false,
+                false,
+            ),
             Phase::Closed {
                 generation: gen(generation),
                 age,
@@ -1507,7 +1699,10 @@ mod tests {
                 room: u64::MAX,
                 failure_room: 0,
                 shed_from: None,
+                since: 0,
+                locked: false,
             },
+            None,
             None,
         );
         assert_eq!(lane.epoch.load(Ordering::Relaxed), 1, "opened once");
@@ -1522,6 +1717,8 @@ mod tests {
             room: u64::MAX,
             failure_room: 0,
             shed_from: None,
+            since: 0,
+            locked: false,
         });
     }
 
@@ -1631,6 +1828,8 @@ mod tests {
             room: u64::MAX,
             failure_room: 0,
             shed_from: None,
+            since: 0,
+            locked: false,
         });
         assert_eq!(lane.admit(never), admitted(5));
         assert!(lane.succeed_fast(t(5), unread));
@@ -1664,7 +1863,10 @@ mod tests {
                     room: u64::MAX,
                     failure_room: 0,
                     shed_from: None,
+                    since: 0,
+                    locked: false,
                 },
+                None,
                 None,
             );
             assert_eq!(lane.admit(never), admitted(n));
@@ -1683,7 +1885,7 @@ mod tests {
 
     #[test]
     fn open_lane_gives_its_deadline_with_the_reading() {
-        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None);
+        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None, None);
         assert_eq!(lane.admit(|| 40), Entry::Open { until: 42, now: 40 });
         assert_eq!(lane.succeed(t(0), never), Err(None));
         lane.publish(Phase::HalfOpen);
@@ -1692,7 +1894,7 @@ mod tests {
 
     #[test]
     fn an_open_lanes_peek_says_what_is_left_of_the_open_period() {
-        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None);
+        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None, None);
         let rejected = |ns| {
             Peek::Open(Rejected::Open {
                 retry_after: std::time::Duration::from_nanos(ns),
@@ -1705,7 +1907,7 @@ mod tests {
 
     #[test]
     fn open_rejections_are_counted_and_folded_by_the_next_close() {
-        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None);
+        let lane = Lane::new(counting(), Phase::Open { until: 42 }, None, None);
         for _ in 0..5 {
             lane.count_rejection();
         }

@@ -167,6 +167,7 @@ mod generation;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod in_flight;
+mod in_flight_slots;
 mod knobs;
 mod lane;
 mod last_calls;

@@ -9,9 +9,11 @@ use crate::clock::{Clock, ClockSource};
 use crate::contain;
 use crate::counts::Counts;
 use crate::error::ConfigError;
+use crate::in_flight_slots::{InFlightSlots, SLOTS};
 use crate::knobs::{Abandoned, Knobs};
 use crate::lane::{Lane, Plan};
 use crate::machine::{Machine, Rules};
+use crate::nanos::saturating_nanos;
 use crate::observe::Observer;
 use crate::policy::{Capabilities, ConsecutiveFailures, ReadyToTrip, TripPolicy};
 use crate::state::State;
@@ -734,14 +736,27 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             .with_capabilities(&caps)
             .health_check(self.health_check.is_some(), self.knobs.check_timeout);
         // What the lane may do, decided once from them.
-        let plan = Plan::of(&caps, rules.rolls(), recorder.is_some());
+        let plan = Plan::of(&caps, rules.rolls(), rules.by_count(), recorder.is_some());
         // The recorder takes the closed-state successes only if the lane counts them.
         let recorder = recorder.filter(|_| plan.counts_closed() && caps.needs_successes);
         let clock = self.clock.unwrap_or_else(|| {
             ClockSource::default_for(plan.needs_latency(), caps.latency_resolution)
         });
         let now = clock.now();
-        let mut machine = Machine::new(rules, self.policy, now).with_throttle(self.knobs.throttle);
+        // A slow-call threshold over a time window: the calls the lane admits are tracked
+        // in slots it shares with the machine.
+        let tracked = caps
+            .effective_slow_threshold()
+            .filter(|_| plan.tracks())
+            .map(|threshold| {
+                (
+                    Arc::new(InFlightSlots::new(SLOTS)),
+                    saturating_nanos(threshold),
+                )
+            });
+        let mut machine = Machine::new(rules, self.policy, now)
+            .with_throttle(self.knobs.throttle)
+            .with_slots(tracked.as_ref().map(|(slots, _)| Arc::clone(slots)));
         machine.update_failure_room();
         contain::resume(machine.take_panic());
         let observers = Observers {
@@ -750,7 +765,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         };
         let observes = observers.observes_transitions();
         Breaker {
-            lane: Lane::new(plan, machine.phase(), machine.lane_throttle()),
+            lane: Lane::new(plan, machine.phase(), machine.lane_throttle(), tracked),
             inner: Mutex::new(Inner {
                 machine,
                 outbox: Outbox::new(observes),

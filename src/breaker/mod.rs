@@ -542,6 +542,11 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
+        if grant.ticket.tracked() {
+            // A slow-call policy's call, tracked in flight: its slot goes with its result.
+            self.complete_tracked(grant, verdict);
+            return;
+        }
         if verdict == Verdict::Reported(Outcome::Success) {
             match &self.recorder {
                 None => {
@@ -581,6 +586,21 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.complete_slow(grant.ticket, grant.started, verdict);
     }
 
+    /// [`complete`](Self::complete) for a call the lane tracks in an in-flight slot: a fast
+    /// success on the lane (which frees the slot), anything else under the lock (which
+    /// frees it there, and learns whether the call was counted as slow while in flight).
+    #[inline(never)]
+    fn complete_tracked(&self, grant: Grant, verdict: Verdict) {
+        if verdict == Verdict::Reported(Outcome::Success) && self.recorder.is_none() {
+            if let Some(now) = self.clock.now_infallible() {
+                if self.lane.succeed_tracked(grant.ticket, grant.started, now) {
+                    return;
+                }
+            }
+        }
+        self.complete_slow(grant.ticket, grant.started, verdict);
+    }
+
     /// [`complete`](Self::complete) off the fast path; then lets any panic of user code
     /// continue. (perf: `complete` passes the grant as two scalars, not as one 24-byte
     /// value: a copy of the whole would be read back with wide loads that the narrower stores
@@ -596,7 +616,20 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// observer) in `panics`. The verdict is recorded whatever panics: if the clock does, at
     /// the latest time the machine saw.
     fn complete_with(&self, grant: Grant, verdict: Verdict, panics: &mut FirstPanic) {
-        let now = if verdict == Verdict::Reported(Outcome::Success) {
+        let now = if verdict == Verdict::Reported(Outcome::Success) && grant.ticket.slot().is_some()
+        {
+            // A tracked call's (see `complete_tracked`), with a clock that may panic.
+            let now = self.clock.try_now(panics);
+            if let Some(now) = now {
+                if self.lane.succeed_tracked(grant.ticket, grant.started, now) {
+                    if let Some(recorder) = &self.recorder {
+                        record(&**recorder, grant.latency(now, self.needs_latency), panics);
+                    }
+                    return;
+                }
+            }
+            now
+        } else if verdict == Verdict::Reported(Outcome::Success) {
             let lane = self.lane.succeed(grant.ticket, || {
                 // A clock that panics reads as "later than any window": the lock then takes
                 // the result, at the latest time the machine saw.

@@ -40,6 +40,11 @@ impl<P: TripPolicy> Guarded<P> {
         self.hook(0, |p| p.failure_headroom(counts))
     }
 
+    /// Whether fast successes may count without the policy; not if it panics.
+    pub(super) fn quiet_successes(&mut self, counts: &crate::counts::Counts) -> bool {
+        self.hook(false, |p| p.quiet_successes(counts))
+    }
+
     pub(super) fn on_probe_result(&mut self, result: &CallResult<'_>) {
         self.hook((), |p| p.on_probe_result(result));
     }

@@ -24,6 +24,7 @@ use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::generation::Generation;
 use crate::in_flight::InFlight;
+use crate::in_flight_slots::{InFlightSlots, Released};
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
 use crate::policy::{CallResult, Outcome, TripPolicy};
@@ -46,11 +47,15 @@ pub const MAX_BUCKETS: u64 = 1024;
 pub const MAX_COUNT_WINDOW: u64 = 1 << 16;
 
 /// What an admitted request carries to its result: the generation and window age it was
-/// admitted in.
+/// admitted in, and, for a call a slow-call policy's lane admitted, the in-flight slot it
+/// holds (see [`InFlightSlots`]). Two words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
     age: u64,
     generation: Generation,
+    /// The lane's slot held, plus one; [`Ticket::BY_MACHINE`]: tracked in the machine's
+    /// [`InFlight`]; 0: not tracked.
+    slot: u32,
 }
 
 impl Ticket {
@@ -58,14 +63,57 @@ impl Ticket {
     /// (the age of a fixed window is always zero).
     #[inline]
     pub(crate) fn unaged(generation: Generation) -> Self {
-        Self { age: 0, generation }
+        Self {
+            age: 0,
+            generation,
+            slot: 0,
+        }
     }
 
     /// A request admitted in `generation` at window age `age` (the lock-free lane's
     /// admission in a rolling window).
     #[inline]
     pub(crate) fn aged(generation: Generation, age: u64) -> Self {
-        Self { age, generation }
+        Self {
+            age,
+            generation,
+            slot: 0,
+        }
+    }
+
+    /// This ticket, holding in-flight slot `slot` (the lane's admission of a slow-call
+    /// policy's call).
+    #[inline]
+    pub(crate) fn in_slot(mut self, slot: usize) -> Self {
+        debug_assert!(slot < u32::MAX as usize);
+        self.slot = slot as u32 + 1;
+        self
+    }
+
+    /// A call in flight tracked by the machine (see [`Ticket::slot`]).
+    const BY_MACHINE: u32 = u32::MAX;
+
+    /// This ticket, its call tracked in flight by the machine (a slow-call threshold).
+    #[inline]
+    fn by_machine(mut self) -> Self {
+        self.slot = Self::BY_MACHINE;
+        self
+    }
+
+    /// The lane's in-flight slot this ticket holds, if any.
+    #[inline(always)]
+    pub(crate) fn slot(&self) -> Option<usize> {
+        (self.slot != Self::BY_MACHINE)
+            .then(|| self.slot.checked_sub(1))
+            .flatten()
+            .map(|i| i as usize)
+    }
+
+    /// Whether the call is tracked in flight (a slow-call threshold), by the lane or by the
+    /// machine: its result then never counts on the lane but through its slot.
+    #[inline(always)]
+    pub(crate) fn tracked(&self) -> bool {
+        self.slot != 0
     }
 
     #[inline]
@@ -85,6 +133,7 @@ impl Ticket {
     pub(crate) const SHADOW: Self = Self {
         age: 0,
         generation: Generation::SHADOW,
+        slot: 0,
     };
 
     /// Whether this is a shadow call's ticket (see [`Ticket::SHADOW`]).
@@ -145,6 +194,14 @@ pub(crate) enum Phase {
         /// the lane may decide each admission itself, adding what it counts since (`None`:
         /// the machine decides; in dry run, or a count window).
         shed_from: Option<(u64, u64)>,
+        /// With the lane's in-flight slots (a slow-call threshold): the latest time the
+        /// machine saw, before which the lane admits nothing (so that every call it admits
+        /// starts after the `window_end` published here was computed); 0 without.
+        since: Nanos,
+        /// With the lane's in-flight slots: every call takes the lock (the policy says a fast
+        /// success may trip it, see
+        /// [`quiet_successes`](crate::policy::TripPolicy::quiet_successes)).
+        locked: bool,
     },
     /// Open until `until` (inclusive: it goes half-open strictly after).
     Open { until: Nanos },
@@ -204,6 +261,12 @@ pub(crate) struct Machine<P> {
     throttling: bool,
     /// What [`Phase::Closed`] publishes as `failure_room` (see there).
     failure_room: u64,
+    /// The lane's in-flight slots, shared with it: a slow-call threshold's calls admitted
+    /// lock-free (none otherwise).
+    slots: Option<Arc<InFlightSlots>>,
+    /// Whether the policy said fast successes cannot trip it, at the last
+    /// [`update_failure_room`](Machine::update_failure_room) (with slots only).
+    quiet: bool,
 }
 
 impl<P: TripPolicy> Machine<P> {
@@ -237,6 +300,8 @@ impl<P: TripPolicy> Machine<P> {
             throttle: None,
             throttling: false,
             failure_room: 0,
+            slots: None,
+            quiet: false,
         };
         if machine.rules.slow_threshold.is_some() {
             machine.in_flight = InFlight::with_capacity(64);
@@ -248,6 +313,13 @@ impl<P: TripPolicy> Machine<P> {
     /// This machine with `throttle` in its closed state ([`Throttling::new`] sanitizes it).
     pub(crate) fn with_throttle(mut self, throttle: Option<Throttle>) -> Self {
         self.throttle = throttle.map(|t| Arc::new(Throttling::new(t)));
+        self
+    }
+
+    /// This machine sharing `slots` with its lane, which tracks the calls it admits in
+    /// them (a slow-call threshold over a time window).
+    pub(crate) fn with_slots(mut self, slots: Option<Arc<InFlightSlots>>) -> Self {
+        self.slots = slots;
         self
     }
 
@@ -311,6 +383,12 @@ impl<P: TripPolicy> Machine<P> {
         } else {
             0
         };
+        let lane_may_succeed = self.slots.is_some()
+            && self.state == State::Closed
+            && self.forced.is_none()
+            && !self.rules.dry_run
+            && self.throttle.is_none();
+        self.quiet = lane_may_succeed && self.policy.quiet_successes(self.window.counts());
     }
 
     /// Takes `failures` the lane counted out of the room it was given, without asking the
@@ -328,18 +406,48 @@ impl<P: TripPolicy> Machine<P> {
         match self.state {
             State::Closed => {
                 let room = self.throttle_room();
+                let (window_end, since) = match self.overdue_check_at() {
+                    // Tracked on the lane: the lock also takes the first call that may find
+                    // one in flight overdue.
+                    Some(check_at) => (
+                        Some(
+                            self.closed_period_end()
+                                .unwrap_or(Nanos::MAX - 1)
+                                .min(check_at),
+                        ),
+                        self.latest,
+                    ),
+                    None => (self.closed_period_end(), 0),
+                };
                 Phase::Closed {
                     generation: self.generation,
                     age: self.window.age(),
-                    window_end: self.closed_period_end(),
+                    window_end,
                     room,
                     failure_room: self.failure_room,
                     shed_from: self.shed_from(room),
+                    since,
+                    locked: self.slots.is_some() && !self.quiet,
                 }
             }
             State::Open => Phase::Open { until: self.expiry },
             State::HalfOpen => Phase::HalfOpen,
         }
+    }
+
+    /// With the lane's in-flight slots: the last instant at which no call in flight (the
+    /// machine's, the slots', or one the lane admits from now on, which starts no earlier
+    /// than the latest time the machine saw) can be overdue. Call with the lane closed.
+    fn overdue_check_at(&self) -> Option<Nanos> {
+        let slots = self.slots.as_deref()?;
+        let threshold = saturating_nanos(self.rules.slow_threshold?);
+        let generation = self.generation;
+        let oldest = slots
+            .oldest(|key| Generation::from_bits(key) == generation)
+            .into_iter()
+            .chain(self.in_flight.oldest())
+            .fold(self.latest, Nanos::min);
+        Some(oldest.saturating_add(threshold))
     }
 
     /// The last instant of the current closed-state period: the fixed window's end, or the
@@ -571,11 +679,9 @@ impl<P: TripPolicy> Machine<P> {
         let age = self.window.age();
         if self.rules.slow_threshold.is_some() {
             self.in_flight.admit(now, age);
+            return Ticket::aged(self.generation, age).by_machine();
         }
-        Ticket {
-            generation: self.generation,
-            age,
-        }
+        Ticket::aged(self.generation, age)
     }
 
     /// Half-open with every probe slot taken: when no probe was admitted for longer than
@@ -623,9 +729,19 @@ impl<P: TripPolicy> Machine<P> {
             return None;
         }
         let window = &mut self.window;
-        let marked = self
+        let mut marked = self
             .in_flight
             .take_overdue(now, threshold, |age| window.add_slow(age));
+        if let Some(slots) = self.slots.as_deref() {
+            // The lane's calls (its cells are closed: see `InFlightSlots`).
+            let generation = self.generation;
+            marked += slots.mark_overdue(
+                now,
+                threshold,
+                |key| Generation::from_bits(key) == generation,
+                |key| window.add_slow(key >> Generation::BITS),
+            );
+        }
         if marked == 0 {
             return None;
         }
@@ -667,6 +783,13 @@ impl<P: TripPolicy> Machine<P> {
             return None;
         }
         let change = self.refresh(now);
+        // A call the lane tracked gives its slot back, whatever its result: whether it was
+        // counted as slow while in flight.
+        let lane_counted = ticket.slot().map(|i| {
+            self.slots
+                .as_deref()
+                .is_some_and(|slots| slots.release(i) == Released::Counted)
+        });
         // An abandoned call is counted as abandoned in the totals, whatever else happens to
         // it; a reported one as its outcome, or as dropped.
         let abandoned = verdict == Verdict::Abandoned;
@@ -680,6 +803,7 @@ impl<P: TripPolicy> Machine<P> {
         // counted again. It is found by its admission time (a policy with a threshold
         // measures latency: `now - latency`).
         let counted_in_flight = match (self.rules.slow_threshold, latency) {
+            _ if lane_counted.is_some() => lane_counted == Some(true),
             (Some(_), Some(latency)) => {
                 let admitted = now.saturating_sub(saturating_nanos(latency));
                 !self.in_flight.complete(admitted)

@@ -223,6 +223,11 @@ impl Rules {
     pub(crate) fn rolls(&self) -> bool {
         self.buckets > 0
     }
+
+    /// Whether the closed-state window is the last N results rather than a time window.
+    pub(crate) fn by_count(&self) -> bool {
+        self.count_window > 0
+    }
 }
 
 impl From<&Knobs> for Rules {

@@ -92,6 +92,10 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
             .min(self.second.failure_headroom(counts))
     }
 
+    fn quiet_successes(&self, counts: &Counts) -> bool {
+        self.first.quiet_successes(counts) && self.second.quiet_successes(counts)
+    }
+
     fn on_state_change(&mut self, from: State, to: State, now: Duration) {
         self.first.on_state_change(from, to, now);
         self.second.on_state_change(from, to, now);

@@ -123,6 +123,10 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
         self.inner.failure_headroom(counts)
     }
 
+    fn quiet_successes(&self, counts: &Counts) -> bool {
+        self.inner.quiet_successes(counts)
+    }
+
     fn half_open_probes(&self, max_requests: u64) -> u64 {
         self.inner.half_open_probes(max_requests)
     }

@@ -77,6 +77,11 @@ impl TripPolicy for ConsecutiveFailures {
         Capabilities::default().needs_successes(false)
     }
 
+    /// It trips on failures only.
+    fn quiet_successes(&self, _counts: &Counts) -> bool {
+        true
+    }
+
     /// Each failure adds one to the run at most: the run may grow to one below the threshold.
     fn failure_headroom(&self, counts: &Counts) -> u64 {
         self.threshold

@@ -80,6 +80,11 @@ impl TripPolicy for FailureCount {
         Capabilities::default().needs_successes(false)
     }
 
+    /// It trips on failures only.
+    fn quiet_successes(&self, _counts: &Counts) -> bool {
+        true
+    }
+
     /// The failures may grow to one below the count, whatever the requests.
     fn failure_headroom(&self, counts: &Counts) -> u64 {
         self.failures

@@ -293,6 +293,41 @@ pub trait TripPolicy: Send {
         0
     }
 
+    /// Whether, from `counts`, no closed-state success that is not slow can make
+    /// [`on_result`](TripPolicy::on_result) trip, whatever admissions and such successes come
+    /// among them: a breaker with a slow-call threshold then counts those successes on its
+    /// lock-free lane, without the lock and without showing them to `on_result` (its calls
+    /// in flight are tracked there too, so that a call past the threshold is still counted
+    /// as slow when the next call arrives). Asked under the lock after each step there, as
+    /// [`failure_headroom`](TripPolicy::failure_headroom) is; the answer holds until the next.
+    /// A breaker without a slow-call threshold does not ask: its lane counts successes
+    /// whenever the [`Capabilities`] allow.
+    ///
+    /// The default, `false`: every result of a slow-call policy's breaker takes the lock.
+    /// Answer `true` only if `on_result` is a function of the counts alone and keeps no state
+    /// of its own from successes. [`SlowCalls`] answers whether its share of slow calls is
+    /// below its ratio (admissions only lower it); [`ConsecutiveFailures`], [`FailureRatio`]
+    /// and [`FailureCount`] `true` (they trip on failures only); [`AnyOf`] both of its two,
+    /// [`Backoff`] its policy's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::{SlowCalls, TripPolicy};
+    /// use lazybreaker::Counts;
+    /// use std::time::Duration;
+    ///
+    /// let policy = SlowCalls::new(Duration::from_secs(1), 0.5, 10)?;
+    /// let counts = |requests, slow| Counts::default().with_requests(requests).with_slow_calls(slow);
+    /// assert!(policy.quiet_successes(&counts(10, 4)), "4 of 10: below half, and only falling");
+    /// assert!(!policy.quiet_successes(&counts(10, 5)), "at the ratio: a success may trip");
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    fn quiet_successes(&self, counts: &Counts) -> bool {
+        let _ = counts;
+        false
+    }
+
     /// A record of closed-state successes that the breaker updates without its lock, for a
     /// policy that must see every success but that no success can trip (see
     /// [`SuccessRecorder`]). Asked once, when the breaker is built. The default: none, so
@@ -380,5 +415,9 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
 
     fn failure_headroom(&self, counts: &Counts) -> u64 {
         (**self).failure_headroom(counts)
+    }
+
+    fn quiet_successes(&self, counts: &Counts) -> bool {
+        (**self).quiet_successes(counts)
     }
 }

@@ -75,6 +75,11 @@ impl TripPolicy for FailureRatio {
         Capabilities::default().needs_successes(false)
     }
 
+    /// It trips on failures only.
+    fn quiet_successes(&self, _counts: &Counts) -> bool {
+        true
+    }
+
     /// The requests only grow until the lane is next republished (a new window or bucket
     /// republishes it), so `failures / requests` stays at most `f / counts.requests` for `f`
     /// failures: the failures may grow while that stays below the ratio, in the same

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use crate::counts::Counts;
 use crate::error::ConfigError;
 
 /// Trips when too many calls are slow: a call slower than `threshold` is slow, and after
@@ -146,6 +147,17 @@ impl TripPolicy for SlowCalls {
             && c.requests >= self.min_requests
             && c.requests > 0
             && c.slow_calls as f64 / c.requests as f64 >= self.ratio
+    }
+
+    /// Below its ratio, no fast success trips it: the slow calls grow only under the lock,
+    /// and admissions only lower their share (a correctly rounded division is monotonic).
+    fn quiet_successes(&self, counts: &Counts) -> bool {
+        let (requests, slow) = (counts.requests, counts.slow_calls);
+        if requests == 0 {
+            return slow == 0 && self.ratio > 0.0;
+        }
+        // The very comparison `on_result` makes, negated (no NaN here: the ratio is checked).
+        (slow as f64 / requests as f64) < self.ratio
     }
 
     /// Latencies and a threshold; every success, since a slow success can trip it.

@@ -35,6 +35,11 @@ impl TripPolicy for Quiet {
             .needs_successes(false)
             .probes_on_latency_alone(true)
     }
+
+    /// It never trips: so that `AnyOf` asks its other policy too.
+    fn quiet_successes(&self, _: &Counts) -> bool {
+        true
+    }
 }
 
 /// Calls every hook of `policy` once, in `POLICY_HOOKS`'s order, and checks the answers
@@ -74,6 +79,9 @@ fn exercise(name: &str, policy: &mut dyn TripPolicy, open_for: Duration) {
                 0,
                 "{name}: failure_headroom"
             ),
+            PolicyHook::QuietSuccesses => {
+                assert!(policy.quiet_successes(&counts), "{name}: quiet_successes")
+            }
             PolicyHook::SuccessRecorder => {
                 let recorder = policy.success_recorder();
                 assert!(

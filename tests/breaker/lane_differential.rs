@@ -5,13 +5,15 @@
 //! results between folds). Every count, state and total must agree.
 
 use lazybreaker::policy::{
-    CallResult, Capabilities, ConsecutiveFailures, FailureCount, FailureRatio, Outcome, TripPolicy,
+    CallResult, Capabilities, ConsecutiveFailures, FailureCount, FailureRatio, Outcome, SlowCalls,
+    TripPolicy,
 };
 use lazybreaker::{Breaker, Counts, ManualClock, Permit};
 use std::time::Duration;
 
-/// `P`, with every success shown to it (so none counts on the lane) and the default
-/// headroom (so no failure does).
+/// `P`, with every success shown to it (so none counts on the lane), the default headroom
+/// (so no failure does), and no quiet successes (so a slow-call policy's calls all take the
+/// lock, tracked in flight by the machine).
 #[derive(Debug)]
 struct Locked<P>(P);
 impl<P: TripPolicy> TripPolicy for Locked<P> {
@@ -120,7 +122,7 @@ fn drive<P: TripPolicy + Clone>(p: P, seed: u64) {
 fn the_lane_counts_as_the_lock_does() {
     for seed in 1..5_000u64 {
         let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        match r.below(4) {
+        match r.below(6) {
             0 => drive(ConsecutiveFailures::new(1 + r.below(9)).unwrap(), seed),
             1 => drive(
                 FailureCount::new(1 + r.below(12), r.below(5)).unwrap(),
@@ -134,10 +136,27 @@ fn the_lane_counts_as_the_lock_does() {
                 .unwrap(),
                 seed,
             ),
-            _ => drive(
+            3 => drive(
                 ConsecutiveFailures::new(2 + r.below(6))
                     .unwrap()
                     .or(FailureCount::new(2 + r.below(10), 0).unwrap()),
+                seed,
+            ),
+            // Slow calls: the lane tracks its calls in flight (held permits pass the threshold
+            // as the clock moves), against the machine tracking them.
+            4 => drive(
+                SlowCalls::new(
+                    Duration::from_millis(5 + r.below(40)),
+                    [0.2, 0.5, 1.0][r.below(3) as usize],
+                    r.below(6),
+                )
+                .unwrap(),
+                seed,
+            ),
+            _ => drive(
+                SlowCalls::new(Duration::from_millis(5 + r.below(40)), 0.5, r.below(4))
+                    .unwrap()
+                    .or(ConsecutiveFailures::new(2 + r.below(6)).unwrap()),
                 seed,
             ),
         }

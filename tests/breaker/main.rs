@@ -19,6 +19,7 @@ mod half_open;
 mod health_check;
 mod lane_differential;
 mod lane_failures;
+mod lane_slow_calls;
 mod manual;
 mod origin;
 mod outlier;

@@ -26,10 +26,11 @@ pub(crate) enum PolicyHook {
     Gauges,
     SuccessRecorder,
     FailureHeadroom,
+    QuietSuccesses,
 }
 
 /// Every [`PolicyHook`], in the order [`Recording`]'s exercise calls them.
-pub(crate) const POLICY_HOOKS: [PolicyHook; 9] = [
+pub(crate) const POLICY_HOOKS: [PolicyHook; 10] = [
     PolicyHook::Capabilities,
     PolicyHook::HalfOpenProbes,
     PolicyHook::OnResult,
@@ -39,6 +40,7 @@ pub(crate) const POLICY_HOOKS: [PolicyHook; 9] = [
     PolicyHook::Gauges,
     PolicyHook::SuccessRecorder,
     PolicyHook::FailureHeadroom,
+    PolicyHook::QuietSuccesses,
 ];
 
 /// The answers [`Recording`] gives, none of them a default.
@@ -113,6 +115,11 @@ impl TripPolicy for Recording {
     fn failure_headroom(&self, _counts: &lazybreaker::Counts) -> u64 {
         self.note(PolicyHook::FailureHeadroom);
         0
+    }
+
+    fn quiet_successes(&self, _counts: &lazybreaker::Counts) -> bool {
+        self.note(PolicyHook::QuietSuccesses);
+        true
     }
 
     // Not hooks: spelled out only because the lint above wants every method here.
