@@ -33,6 +33,19 @@ impl Generation {
         u64::from(self.0)
     }
 
+    /// The generation as it is stored (the shadow generation included), for a word that
+    /// keeps it beside something else.
+    #[inline(always)]
+    pub(crate) const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// The generation stored as [`raw`](Self::raw) gave it.
+    #[inline(always)]
+    pub(crate) fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
     /// The generation whose number is `bits`, for a word that stores it in `BITS` bits
     /// (higher bits are ignored).
     #[inline]

@@ -48,14 +48,16 @@ pub const MAX_COUNT_WINDOW: u64 = 1 << 16;
 
 /// What an admitted request carries to its result: the generation and window age it was
 /// admitted in, and, for a call a slow-call policy's lane admitted, the in-flight slot it
-/// holds (see [`InFlightSlots`]). Two words.
+/// holds (see [`InFlightSlots`]). Two words: the generation and the slot share one, so that
+/// a ticket is built and stored a word at a time (a word read back from two narrower
+/// stores would stall its load).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
     age: u64,
-    generation: Generation,
-    /// The lane's slot held, plus one; [`Ticket::BY_MACHINE`]: tracked in the machine's
-    /// [`InFlight`]; 0: not tracked.
-    slot: u32,
+    /// `[slot: 32][generation: 32]` (the generation as [`Generation::raw`] stores it). The
+    /// slot: the lane's slot held, plus one; [`Ticket::BY_MACHINE`]: tracked in the
+    /// machine's [`InFlight`]; 0: not tracked.
+    word: u64,
 }
 
 impl Ticket {
@@ -63,11 +65,7 @@ impl Ticket {
     /// (the age of a fixed window is always zero).
     #[inline]
     pub(crate) fn unaged(generation: Generation) -> Self {
-        Self {
-            age: 0,
-            generation,
-            slot: 0,
-        }
+        Self::aged(generation, 0)
     }
 
     /// A request admitted in `generation` at window age `age` (the lock-free lane's
@@ -76,18 +74,16 @@ impl Ticket {
     pub(crate) fn aged(generation: Generation, age: u64) -> Self {
         Self {
             age,
-            generation,
-            slot: 0,
+            word: u64::from(generation.raw()),
         }
     }
 
     /// This ticket, holding in-flight slot `slot` (the lane's admission of a slow-call
     /// policy's call).
     #[inline]
-    pub(crate) fn in_slot(mut self, slot: usize) -> Self {
-        debug_assert!(slot < u32::MAX as usize);
-        self.slot = slot as u32 + 1;
-        self
+    pub(crate) fn in_slot(self, slot: usize) -> Self {
+        debug_assert!(slot < Self::BY_MACHINE as usize - 1);
+        self.with_slot(slot as u32 + 1)
     }
 
     /// A call in flight tracked by the machine (see [`Ticket::slot`]).
@@ -95,30 +91,44 @@ impl Ticket {
 
     /// This ticket, its call tracked in flight by the machine (a slow-call threshold).
     #[inline]
-    fn by_machine(mut self) -> Self {
-        self.slot = Self::BY_MACHINE;
-        self
+    fn by_machine(self) -> Self {
+        self.with_slot(Self::BY_MACHINE)
+    }
+
+    #[inline(always)]
+    fn with_slot(self, slot: u32) -> Self {
+        Self {
+            age: self.age,
+            word: (self.word & u64::from(u32::MAX)) | (u64::from(slot) << 32),
+        }
+    }
+
+    /// The slot half of the word.
+    #[inline(always)]
+    fn slot_word(&self) -> u32 {
+        (self.word >> 32) as u32
     }
 
     /// The lane's in-flight slot this ticket holds, if any.
     #[inline(always)]
     pub(crate) fn slot(&self) -> Option<usize> {
-        (self.slot != Self::BY_MACHINE)
-            .then(|| self.slot.checked_sub(1))
-            .flatten()
-            .map(|i| i as usize)
+        match self.slot_word() {
+            0 | Self::BY_MACHINE => None,
+            slot => Some(slot as usize - 1),
+        }
     }
 
     /// Whether the call is tracked in flight (a slow-call threshold), by the lane or by the
     /// machine: its result then never counts on the lane but through its slot.
     #[inline(always)]
     pub(crate) fn tracked(&self) -> bool {
-        self.slot != 0
+        self.word >> 32 != 0
     }
 
     #[inline]
     pub(crate) fn generation(&self) -> Generation {
-        self.generation
+        // Truncation intended: the low half is the generation.
+        Generation::from_raw(self.word as u32)
     }
 
     /// The window age the request was admitted at (zero where the window does not roll).
@@ -132,14 +142,13 @@ impl Ticket {
     /// changes nothing. Its generation is one no generation ever is.
     pub(crate) const SHADOW: Self = Self {
         age: 0,
-        generation: Generation::SHADOW,
-        slot: 0,
+        word: Generation::SHADOW.raw() as u64,
     };
 
     /// Whether this is a shadow call's ticket (see [`Ticket::SHADOW`]).
     #[inline(always)]
     pub(crate) fn is_shadow(&self) -> bool {
-        self.generation == Generation::SHADOW
+        self.generation() == Generation::SHADOW
     }
 }
 
@@ -794,7 +803,7 @@ impl<P: TripPolicy> Machine<P> {
         // it; a reported one as its outcome, or as dropped.
         let abandoned = verdict == Verdict::Abandoned;
         self.totals.abandoned += u64::from(abandoned);
-        if change.is_some() || ticket.generation != self.generation {
+        if change.is_some() || ticket.generation() != self.generation {
             // Stale: every state change starts a new generation, this very one included.
             self.totals.dropped += u64::from(!abandoned);
             return change;
