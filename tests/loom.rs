@@ -936,3 +936,135 @@ fn a_lane_failure_racing_a_roll_stays_in_its_bucket() {
         assert_eq!(breaker.totals().failures, 1);
     });
 }
+
+loom::thread_local! {
+    /// The time [`ThreadClock`] reads on this thread.
+    static THREAD_NOW: std::cell::Cell<Duration> = std::cell::Cell::new(Duration::ZERO);
+}
+
+/// A clock each thread sets for itself: so that a model decides which thread reads which
+/// time, whatever the interleaving (a shared clock moved by one thread would make the
+/// other's reading part of the race).
+#[derive(Debug, Clone)]
+struct ThreadClock;
+
+impl lazybreaker::Clock for ThreadClock {
+    fn now(&self) -> Duration {
+        THREAD_NOW.with(|now| now.get())
+    }
+}
+
+fn set_thread_now(now: Duration) {
+    THREAD_NOW.with(|n| n.set(now));
+}
+
+/// `SlowCalls` (a second, half of the calls, at least 1000 requests: it never trips here),
+/// writing down the successes counted at each check of the calls in flight.
+#[derive(Debug)]
+struct WatchedSlow {
+    policy: lazybreaker::policy::SlowCalls,
+    checks: StdArc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl TripPolicy for WatchedSlow {
+    fn on_result(&mut self, result: &CallResult<'_>) -> bool {
+        if result.in_flight {
+            self.checks
+                .lock()
+                .unwrap()
+                .push(result.counts.total_successes);
+        }
+        self.policy.on_result(result)
+    }
+    fn capabilities(&self) -> lazybreaker::policy::Capabilities {
+        self.policy.capabilities()
+    }
+    fn quiet_successes(&self, counts: &lazybreaker::Counts) -> bool {
+        self.policy.quiet_successes(counts)
+    }
+}
+
+type Checks = StdArc<std::sync::Mutex<Vec<u64>>>;
+
+fn watched_slow() -> (StdArc<Breaker<WatchedSlow>>, Checks) {
+    set_thread_now(Duration::ZERO);
+    let checks = Checks::default();
+    let policy = WatchedSlow {
+        policy: lazybreaker::policy::SlowCalls::new(TIMEOUT, 0.5, 1000).unwrap(),
+        checks: checks.clone(),
+    };
+    let breaker = Breaker::builder().policy(policy).clock(ThreadClock).build();
+    (StdArc::new(breaker), checks)
+}
+
+/// A slow-call policy's lane admission (at 0) racing a lock holder's admission at 2 s, for
+/// which a call started at 0 is overdue: if the lane's admission came first, the lock
+/// holder's check counts it as slow; if not, the lane sends it to the lock, which starts it
+/// at 2 s. Either way the call is counted as slow once, and only by a check. (Killed by
+/// claiming the slot after the cell's compare-and-swap: a check between the two misses the
+/// call, which is then counted as slow only when it returns.)
+#[test]
+fn a_slow_call_admission_racing_an_overdue_check_is_seen_by_it() {
+    loom::model(|| {
+        let (breaker, checks) = watched_slow();
+        let admitting = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow_owned().unwrap())
+        };
+        let checking = {
+            let breaker = breaker.clone();
+            thread::spawn(move || {
+                set_thread_now(2 * TIMEOUT);
+                breaker.allow().unwrap().success();
+            })
+        };
+        let permit = admitting.join().unwrap();
+        checking.join().unwrap();
+        set_thread_now(2 * TIMEOUT);
+        permit.success(); // two seconds after 0, or none after 2 s
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes), (2, 2), "{c:?}");
+        let checks = checks.lock().unwrap().clone();
+        assert_eq!(
+            c.slow_calls,
+            checks.len() as u64,
+            "a call admitted before the check is counted by it: {c:?}, checks {checks:?}"
+        );
+        assert_eq!(breaker.totals().successes, 2);
+    });
+}
+
+/// A slow-call policy's fast success on the lane (1 s after its start at 0: exactly the
+/// threshold) racing a lock holder's admission at 2 s, for which the call is overdue: either
+/// the success comes first (not slow, and no longer in flight), or the check counts the call
+/// as slow before its success is counted, and the success then takes the lock. Never a call
+/// counted as slow in flight after its success counted. (Killed by counting the success in
+/// the cell before the slot is marked completing.)
+#[test]
+fn a_slow_call_fast_success_racing_an_overdue_check_keeps_one_order() {
+    loom::model(|| {
+        let (breaker, checks) = watched_slow();
+        let permit = breaker.allow_owned().unwrap(); // on the lane, at 0
+        let succeeding = thread::spawn(move || {
+            set_thread_now(TIMEOUT);
+            permit.success();
+        });
+        let checking = {
+            let breaker = breaker.clone();
+            thread::spawn(move || {
+                set_thread_now(2 * TIMEOUT);
+                breaker.allow().unwrap().success();
+            })
+        };
+        succeeding.join().unwrap();
+        checking.join().unwrap();
+        let c = breaker.counts();
+        assert_eq!((c.requests, c.total_successes), (2, 2), "{c:?}");
+        let checks = checks.lock().unwrap().clone();
+        assert!(
+            checks.iter().all(|&successes| successes == 0),
+            "a call counted as slow in flight after its success: {checks:?}"
+        );
+        assert_eq!(c.slow_calls, checks.len() as u64, "{c:?}, checks {checks:?}");
+    });
+}
