@@ -85,10 +85,28 @@
 //! Whether closed-state calls may count here at all is decided once, when the breaker is
 //! built, by [`Plan::of`]: never for a policy that must see every success under the lock (one
 //! with a [`SuccessRecorder`](crate::policy::SuccessRecorder) is given them outside it,
-//! after their count here), nor for one with a slow-call threshold (its admissions are
-//! tracked in order under the lock). A policy that measures latency may count here: the
-//! breaker then reads the clock before every admission and keeps the reading in the permit
-//! as the call's start. That is the one place this is decided.
+//! after their count here), nor for one with a slow-call threshold over a count window. A
+//! policy that measures latency may count here: the breaker then reads the clock before
+//! every admission and keeps the reading in the permit as the call's start. That is the one
+//! place this is decided.
+//!
+//! # A slow-call threshold: calls in flight in slots
+//!
+//! With a slow-call threshold over a time window, a call stuck past the threshold must be
+//! counted as slow when the next call arrives (there is no timer). The lane tracks the calls
+//! it admits in [`InFlightSlots`] shared with the machine: an admission claims a slot before
+//! its cell's compare-and-swap and publishes its start and key after it; a lock holder, after
+//! closing the cells, waits for the claimed slots to settle and marks the overdue ones (see
+//! that module for the protocol). The lock holder publishes, as the window's end, the first
+//! instant at which a call in flight may be overdue (the oldest start it saw, or its own
+//! time, plus the threshold), and `since`, its own time: an admission whose clock reading is
+//! older takes the lock (which starts it at its latest time), so every call the lane admits
+//! is overdue no earlier than the end it checked. What an admission checks thus changes
+//! within a generation, so these lanes' cells carry an epoch, as a rolling lane's do. A fast
+//! success (within the threshold) counts in the cell while the policy says no such success
+//! can trip it ([`quiet_successes`](crate::policy::TripPolicy::quiet_successes); else the
+//! lane is published locked); a slow result, a failure, or a call counted as slow in flight
+//! takes the lock, which frees its slot.
 //!
 //! # A throttle: room, then shedding
 //!

@@ -1065,6 +1065,10 @@ fn a_slow_call_fast_success_racing_an_overdue_check_keeps_one_order() {
             checks.iter().all(|&successes| successes == 0),
             "a call counted as slow in flight after its success: {checks:?}"
         );
-        assert_eq!(c.slow_calls, checks.len() as u64, "{c:?}, checks {checks:?}");
+        assert_eq!(
+            c.slow_calls,
+            checks.len() as u64,
+            "{c:?}, checks {checks:?}"
+        );
     });
 }
