@@ -1,5 +1,6 @@
 //! The atomics a policy shares with the lock-free lane: `std`'s, or loom's under
-//! `cfg(loom)`, so that the loom models check a policy's atomics too (brpc's EMA windows).
+//! `cfg(loom)`, so that the loom models check a policy's atomics too (brpc's EMA windows,
+//! the slow-call policy's in-flight slots), and the yield of a thread waiting on them.
 //! A leaf: the rest of the loom shim (the state mutex, the lane's stripes) is the engine's,
 //! in `sync`, which takes its atomics from here.
 
@@ -8,3 +9,16 @@ pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+
+/// Lets another thread run: a lock holder waiting for a lock-free caller a few instructions
+/// from done (see `InFlightSlots`).
+#[cfg(not(loom))]
+pub(crate) fn wait_a_moment() {
+    std::thread::yield_now();
+}
+
+/// Lets another thread run (loom explores it as a yield).
+#[cfg(loom)]
+pub(crate) fn wait_a_moment() {
+    loom::thread::yield_now();
+}

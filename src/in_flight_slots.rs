@@ -32,8 +32,8 @@
 //! its result frees it; a scan skips it (its result is stale). A permit that is leaked
 //! (`mem::forget`) leaks its slot: the table then has one fewer for the lane.
 
+use crate::atomic::{self, AtomicU64, Ordering};
 use crate::nanos::Nanos;
-use crate::sync::{self, AtomicU64, Ordering};
 
 /// A slot claimed by an admission, not yet published or abandoned.
 const BUSY: u64 = u64::MAX;
@@ -156,7 +156,7 @@ impl InFlightSlots {
     fn settled(slot: &Slot) -> u64 {
         loop {
             match slot.key.load(Ordering::Acquire) {
-                BUSY | COMPLETING => sync::wait_a_moment(),
+                BUSY | COMPLETING => atomic::wait_a_moment(),
                 key => return key,
             }
         }

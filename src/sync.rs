@@ -76,12 +76,6 @@ mod imp {
     pub(crate) fn rehash() {
         PROBE.with(|p| p.set(super::xorshift(probe())));
     }
-
-    /// Lets another thread run: a lock holder waiting for a lock-free caller a few
-    /// instructions from done (see `InFlightSlots`).
-    pub(crate) fn wait_a_moment() {
-        std::thread::yield_now();
-    }
 }
 
 #[cfg(loom)]
@@ -156,11 +150,6 @@ mod imp {
     /// Flips the probe's top bit: with a model's two stripes, moves to the other one.
     pub(crate) fn rehash() {
         REHASHED.with(|r| r.set(r.get() ^ 0x8000_0000));
-    }
-
-    /// Lets another thread run (loom explores it as a yield).
-    pub(crate) fn wait_a_moment() {
-        loom::thread::yield_now();
     }
 }
 
