@@ -5,8 +5,9 @@
 //! a [`SharedBreaker`] puts it in a fleet. What the fleet shares, through a [`FleetStore`],
 //! is one small record per breaker, "open until T, at generation G", and the half-open probe
 //! slots. The stores offered are [`MemoryStore`] (in this process: tests, and the shared
-//! breakers of one process) and, with the `redis` feature,
-//! [`RedisStore`](crate::redis::RedisStore); another store is one type implementing
+//! breakers of one process), with the `redis` feature
+//! [`RedisStore`](crate::redis::RedisStore), and with the `postgres` feature
+//! [`PostgresStore`](crate::postgres::PostgresStore); another store is one type implementing
 //! [`FleetStore`] (four operations), and the protocol below comes with it.
 //!
 //! - **Nothing on the hot path.** A closed-state call or an open rejection does no store
@@ -135,6 +136,9 @@ mod memory;
 mod shared;
 mod store;
 
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;

@@ -1,6 +1,9 @@
-//! The shared breaker against a real `redis-server`: several instances in one
-//! process, each with its own breaker and its own `ManualClock`, sharing one record. Each
-//! test starts its own server (see `redis_server`) and stops it whatever happens.
+//! The shared breaker against a real `redis-server` and a real PostgreSQL server: several
+//! instances in one process, each with its own breaker and its own `ManualClock`, sharing one
+//! record. Each test starts its own server (see `redis_server` and `postgres_server`) and
+//! stops it whatever happens. The store-agnostic tests run on `MemoryStore`, Redis and
+//! PostgreSQL (`on_every_store!`); those that kill, restart or edit the store run on both
+//! real servers (`on_real_stores!`).
 //!
 //! Local time is the instances' manual clocks; the shared deadlines are in the server's
 //! time, so a test that needs an open period to pass in the server waits for it for real
@@ -13,10 +16,13 @@ use std::time::{Duration, Instant};
 use lazybreaker::observe::{FleetEvent, Observer, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use lazybreaker_fleet::postgres::PostgresStore;
 use lazybreaker_fleet::redis::{RedisStore, SharedBreaker};
 use lazybreaker_fleet::{self as fleet, FleetStore, MemoryStore};
 
+mod postgres_server;
 mod redis_server;
+use postgres_server::PgServer;
 use redis_server::{keys, run, store, Server};
 
 const SYNC: Duration = Duration::from_millis(100);
@@ -49,7 +55,7 @@ impl Observer for Seen {
 }
 
 /// Where the instances share their record: a real `redis-server`, or a `MemoryStore`. The
-/// tests that do not depend on Redis itself run on both (see `on_both!`).
+/// tests that do not depend on the store itself run on every one (see `on_every_store!`).
 trait Backend {
     type Store: FleetStore;
     fn store(&self) -> Self::Store;
@@ -67,6 +73,82 @@ impl Backend for MemoryStore {
     fn store(&self) -> MemoryStore {
         self.clone()
     }
+}
+
+impl Backend for PgServer {
+    type Store = PostgresStore;
+    fn store(&self) -> PostgresStore {
+        PgServer::store(self)
+    }
+}
+
+/// A real server a test can kill, bring back empty, and edit by hand as another client could.
+trait Controlled: Backend {
+    /// Kills the server (the test goes on without it).
+    fn kill(&mut self);
+    /// Brings it back on the same port, with nothing in it.
+    fn restart_empty(&mut self);
+    /// Sets breaker `name`'s generation (created if absent) to `value`, verbatim.
+    async fn set_generation(&self, name: &str, value: &str);
+    /// Removes breaker `name`'s record.
+    async fn remove(&self, name: &str);
+}
+
+impl Controlled for Server {
+    fn kill(&mut self) {
+        self.stop();
+    }
+    fn restart_empty(&mut self) {
+        *self = Server::on(self.port);
+    }
+    async fn set_generation(&self, name: &str, value: &str) {
+        hset(self, name, "generation", value).await;
+    }
+    async fn remove(&self, _name: &str) {
+        let mut con = self
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let _: () = redis::cmd("FLUSHALL").query_async(&mut con).await.unwrap();
+    }
+}
+
+impl Controlled for PgServer {
+    fn kill(&mut self) {
+        self.stop();
+    }
+    fn restart_empty(&mut self) {
+        PgServer::restart_empty(self);
+    }
+    async fn set_generation(&self, name: &str, value: &str) {
+        // The schema is the store's: make it exist as a first operation would.
+        let store = PgServer::store(self);
+        let _ = store.read(name, Duration::ZERO).await;
+        let client = self.client().await;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO lazybreaker_fleet (name, generation) VALUES ($1, {value}) \
+                     ON CONFLICT (name) DO UPDATE SET generation = {value}"
+                ),
+                &[&name],
+            )
+            .await
+            .unwrap();
+    }
+    async fn remove(&self, name: &str) {
+        let client = self.client().await;
+        client
+            .execute("DELETE FROM lazybreaker_fleet WHERE name = $1", &[&name])
+            .await
+            .unwrap();
+    }
+}
+
+/// A store on `server` for reading what the tests wrote.
+async fn reader<B: Controlled>(server: &B) -> B::Store {
+    server.store()
 }
 
 struct Member<S = RedisStore> {
@@ -458,13 +540,12 @@ fn a_failed_probe_reopens_the_fleet_with_the_policy_backoff() {
     });
 }
 
-#[test]
-fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again() {
-    let mut server = Server::start();
-    let port = server.port;
-    run(async {
-        let [a, b] = synced(&server, "inventory", Duration::from_secs(30), 1).await;
-        server.stop();
+async fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again<B: Controlled>(
+    server: &mut B,
+) {
+    {
+        let [a, b] = synced(&*server, "inventory", Duration::from_secs(30), 1).await;
+        server.kill();
         // Calls keep flowing, through the local breakers; none fails because of the store,
         // and none waits long on it.
         for step in 0..20 {
@@ -484,7 +565,7 @@ fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again() {
         let _ = a.fail().await;
         assert!(is_open_rejection(&a.ok().await));
         // The server comes back empty.
-        server = Server::on(port);
+        server.restart_empty();
         for m in [&a, &b] {
             let _ = m.ok_after_sync().await;
         }
@@ -496,31 +577,21 @@ fn a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again() {
             assert_eq!(stats.generation, 1);
             assert_eq!(m.events(), ["degraded", "recovered"]);
         }
-        drop(server);
-    });
+    }
 }
 
-#[test]
-fn a_vanished_record_is_recreated_from_the_local_state() {
-    let server = Server::start();
-    run(async {
-        let [a, b] = synced(&server, "vanish", Duration::from_secs(30), 1).await;
-        let _ = a.fail().await;
-        let mut con = server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let _: () = redis::cmd("FLUSHALL").query_async(&mut con).await.unwrap();
-        assert!(is_open_rejection(&a.ok_after_sync().await));
-        assert_eq!(a.shared.stats().recreated, 1);
-        assert_eq!(a.events(), ["recreated"]);
-        let store = store(&server.client()).await;
-        let record = store.read("vanish", Duration::ZERO).await.unwrap();
-        assert_eq!(record.generation, 1);
-        assert!(record.open_for().is_some(), "open again, as A is");
-        assert!(is_open_rejection(&b.ok_after_sync().await));
-    });
+async fn a_vanished_record_is_recreated_from_the_local_state<B: Controlled>(server: &mut B) {
+    let [a, b] = synced(&*server, "vanish", Duration::from_secs(30), 1).await;
+    let _ = a.fail().await;
+    server.remove("vanish").await;
+    assert!(is_open_rejection(&a.ok_after_sync().await));
+    assert_eq!(a.shared.stats().recreated, 1);
+    assert_eq!(a.events(), ["recreated"]);
+    let store = reader(&*server).await;
+    let record = store.read("vanish", Duration::ZERO).await.unwrap();
+    assert_eq!(record.generation, 1);
+    assert!(record.open_for().is_some(), "open again, as A is");
+    assert!(is_open_rejection(&b.ok_after_sync().await));
 }
 
 async fn a_quorum_keeps_one_bad_instance_from_opening_the_fleet<B: Backend>(fleet: &B) {
@@ -720,9 +791,9 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
     });
 }
 
-/// The store-agnostic tests above, once on a `MemoryStore` and once on a real `redis-server`
-/// of their own: one body each.
-macro_rules! on_both {
+/// The store-agnostic tests above, on a `MemoryStore`, on a real `redis-server` and on a real
+/// PostgreSQL server of their own: one body each.
+macro_rules! on_every_store {
     ($($name:ident),* $(,)?) => {
         mod on_memory {
             $(
@@ -742,10 +813,19 @@ macro_rules! on_both {
                 }
             )*
         }
+        mod on_postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let server = super::PgServer::start();
+                    super::run(super::$name(&server));
+                }
+            )*
+        }
     };
 }
 
-on_both!(
+on_every_store!(
     closed_calls_and_open_rejections_do_no_store_io_between_refreshes,
     one_refresh_in_flight_while_the_other_calls_go_on,
     a_trip_is_seen_by_the_others_within_the_sync_interval_and_delivered_as_from_the_fleet,
@@ -774,20 +854,15 @@ async fn hset(server: &Server, name: &str, field: &str, value: &str) {
         .unwrap();
 }
 
-#[test]
-fn item_3_a_negative_generation_in_the_store_degrades() {
-    let server = Server::start();
-    run(async {
-        hset(&server, "neg", "generation", "-1").await;
-        let read = store(&server.client())
-            .await
-            .read("neg", Duration::ZERO)
-            .await;
+async fn item_3_a_negative_generation_in_the_store_degrades<B: Controlled>(server: &mut B) {
+    {
+        server.set_generation("neg", "-1").await;
+        let read = reader(&*server).await.read("neg", Duration::ZERO).await;
         assert!(
-            matches!(read, Err(lazybreaker_fleet::redis::StoreError::Invalid(_))),
+            matches!(read, Err(lazybreaker_fleet::StoreError::Invalid(_))),
             "{read:?}"
         );
-        let m = member(&server, "neg", Duration::from_secs(10), 1);
+        let m = member(&*server, "neg", Duration::from_secs(10), 1);
         m.ok().await.expect("decided locally");
         assert!(m.shared.stats().degraded);
         assert_eq!(m.shared.stats().generation, 0);
@@ -796,16 +871,18 @@ fn item_3_a_negative_generation_in_the_store_degrades() {
         assert_eq!(m.shared.state(), State::Open);
         assert_eq!(m.events(), ["degraded"], "reported once");
         assert!(m.shared.stats().store_errors >= 1);
-    });
+    }
 }
 
-#[test]
-fn item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back() {
-    let server = Server::start();
-    run(async {
+async fn item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back<
+    B: Controlled,
+>(
+    server: &mut B,
+) {
+    {
         let above = (fleet::SharedRecord::MAX_GENERATION + 10).to_string();
-        hset(&server, "big", "generation", &above).await;
-        let m = member(&server, "big", Duration::from_secs(10), 1);
+        server.set_generation("big", &above).await;
+        let m = member(&*server, "big", Duration::from_secs(10), 1);
         m.ok().await.expect("decided locally");
         let stats = m.shared.stats();
         assert!(
@@ -815,27 +892,50 @@ fn item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back(
         assert_eq!((stats.generation, m.events().len()), (0, 1));
         // The record is removed: the breaker shares again from generation 0, and writes
         // no huge generation back.
-        let mut con = server
-            .client()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let () = redis::cmd("DEL")
-            .arg("lazybreaker:{big}:state")
-            .query_async(&mut con)
-            .await
-            .unwrap();
+        server.remove("big").await;
         m.ok_after_sync().await.unwrap();
         assert!(!m.shared.stats().degraded);
         assert!(m.fail().await.is_err());
-        let record = store(&server.client())
+        let record = reader(&*server)
             .await
             .read("big", Duration::ZERO)
             .await
             .unwrap();
         assert_eq!(record.generation, 1, "shared again, from the bottom");
-    });
+    }
 }
+
+/// The tests above that kill, restart or edit the store, on a real `redis-server` and a real
+/// PostgreSQL server of their own: one body each.
+macro_rules! on_real_stores {
+    ($($name:ident),* $(,)?) => {
+        mod on_real_redis {
+            $(
+                #[test]
+                fn $name() {
+                    let mut server = super::Server::start();
+                    super::run(super::$name(&mut server));
+                }
+            )*
+        }
+        mod on_real_postgres {
+            $(
+                #[test]
+                fn $name() {
+                    let mut server = super::PgServer::start();
+                    super::run(super::$name(&mut server));
+                }
+            )*
+        }
+    };
+}
+
+on_real_stores!(
+    a_dead_store_leaves_working_local_breakers_and_a_restart_converges_again,
+    a_vanished_record_is_recreated_from_the_local_state,
+    item_3_a_negative_generation_in_the_store_degrades,
+    item_3_a_generation_above_2_53_in_the_store_degrades_and_is_not_written_back,
+);
 
 #[test]
 fn item_11_check_store_refuses_a_missing_password_and_accepts_the_right_one() {
