@@ -1,11 +1,13 @@
 //! A fleet of instances calling one dependency that fails and recovers, first each with its
-//! own breaker, then sharing their breaker's decisions through Redis.
+//! own breaker, then sharing their breaker's decisions through Redis (or PostgreSQL).
 //!
-//! Run it with `cargo run -p lazybreaker-fleet --example fleet --features redis`. It starts its own
-//! `redis-server` (persistence off, on a free loopback port, stopped at the end) if one is
-//! installed (`apt-get install redis-server`, or `bash .ci/test` once, which installs it);
-//! without one it runs the local fleet only and says how to get one. Each run takes about
-//! three seconds.
+//! Run it with `cargo run -p lazybreaker-fleet --example fleet --features redis,postgres`
+//! (add `-- --store postgres` for PostgreSQL). It starts its own `redis-server` (persistence
+//! off, on a free loopback port, stopped at the end) if one is installed (`apt-get install
+//! redis-server`, or `bash .ci/test` once, which installs it), or its own PostgreSQL server
+//! (Debian's `postgresql` package; in a temporary directory, stopped at the end); without
+//! one it runs the local fleet only and says how to get one. Each run takes about three
+//! seconds.
 //!
 //! The dependency is healthy for 0.5 s, sick for 1.5 s, then healthy again. Each instance
 //! calls it every 10 ms; its breaker trips after 5 failures in a row and stays open 300 ms
@@ -19,7 +21,9 @@ use std::time::{Duration, Instant};
 use lazybreaker::observe::{FleetEvent, Observer, Origin, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Builder, State};
-use lazybreaker_fleet::redis::SharedBreaker;
+use lazybreaker_fleet::postgres::PostgresStore;
+use lazybreaker_fleet::redis::RedisStore;
+use lazybreaker_fleet::{FleetStore, SharedBreaker};
 
 const INSTANCES: usize = 5;
 const HEALTHY_UNTIL: Duration = Duration::from_millis(500);
@@ -99,9 +103,38 @@ fn breaker(timeline: Arc<Timeline>) -> Builder<ConsecutiveFailures, Arc<Timeline
         .observer(timeline)
 }
 
+/// Where the shared fleet keeps its record.
+#[derive(Clone)]
+enum Store {
+    Redis(RedisStore),
+    Postgres(PostgresStore),
+}
+
+/// Runs one instance: a call to the dependency every `PERIOD` through `shared`.
+fn spawn_shared<S: FleetStore + Clone>(
+    tasks: &mut tokio::task::JoinSet<()>,
+    store: S,
+    builder: Builder<ConsecutiveFailures, Arc<Timeline>>,
+    dependency: Arc<Dependency>,
+    start: Instant,
+) {
+    let shared = SharedBreaker::builder(store)
+        .sync_interval(Duration::from_millis(50))
+        .store_timeout(Duration::from_millis(20))
+        .lease_for(Duration::from_secs(1))
+        .build(builder)
+        .expect("a valid name");
+    tasks.spawn(async move {
+        while start.elapsed() < RUN_FOR {
+            let _ = shared.execute(|| dependency.call()).await;
+            tokio::time::sleep(PERIOD).await;
+        }
+    });
+}
+
 /// Runs the fleet: each instance a task calling the dependency every `PERIOD`, through a
-/// local breaker, or a shared one on `shared`'s server.
-async fn run_fleet(shared: Option<&redis::Client>) {
+/// local breaker, or a shared one on `shared`.
+async fn run_fleet(shared: Option<Store>) {
     let start = Instant::now();
     let dependency = Arc::new(Dependency {
         start,
@@ -121,20 +154,12 @@ async fn run_fleet(shared: Option<&redis::Client>) {
     for timeline in &timelines {
         let dependency = Arc::clone(&dependency);
         let builder = breaker(Arc::clone(timeline));
-        match shared {
-            Some(client) => {
-                let shared = SharedBreaker::builder(client.clone())
-                    .sync_interval(Duration::from_millis(50))
-                    .store_timeout(Duration::from_millis(20))
-                    .lease_for(Duration::from_secs(1))
-                    .build(builder)
-                    .expect("a valid name");
-                tasks.spawn(async move {
-                    while start.elapsed() < RUN_FOR {
-                        let _ = shared.execute(|| dependency.call()).await;
-                        tokio::time::sleep(PERIOD).await;
-                    }
-                });
+        match shared.clone() {
+            Some(Store::Redis(store)) => {
+                spawn_shared(&mut tasks, store, builder, dependency, start);
+            }
+            Some(Store::Postgres(store)) => {
+                spawn_shared(&mut tasks, store, builder, dependency, start);
             }
             None => {
                 let local = builder.build();
@@ -178,12 +203,22 @@ async fn run_fleet(shared: Option<&redis::Client>) {
     );
 }
 
-// The Redis tests' own server: a free loopback port of its own, persistence off, checked by
-// pid, stopped on drop.
+// The tests' own servers: a free loopback port of their own, stopped on drop.
+#[path = "../tests/postgres_server/mod.rs"]
+mod postgres_server;
 #[path = "../tests/redis_server/mod.rs"]
 mod redis_server;
 
 fn main() {
+    let postgres = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+        [] => false,
+        [flag, store] if flag == "--store" && store == "redis" => false,
+        [flag, store] if flag == "--store" && store == "postgres" => true,
+        _ => {
+            eprintln!("usage: fleet [--store redis|postgres]");
+            std::process::exit(2);
+        }
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -191,10 +226,31 @@ fn main() {
         .expect("a runtime");
     println!("{INSTANCES} instances, each with its own breaker:");
     rt.block_on(run_fleet(None));
+    if postgres {
+        match postgres_server::PgServer::try_start() {
+            Some(server) => {
+                println!("\n{INSTANCES} instances sharing their breaker through PostgreSQL:");
+                // One pool for the fleet's five instances in this process, a statement's
+                // time as their store timeout.
+                let store = server.store().with_timeout(Duration::from_millis(20));
+                // Connect and create the table now: a first operation within 20 ms could not.
+                rt.block_on(store.prepare(Duration::from_secs(5)))
+                    .expect("the server answers");
+                rt.block_on(run_fleet(Some(Store::Postgres(store))));
+                drop(server);
+            }
+            None => println!(
+                "\nPostgreSQL not found: install it (`apt-get install postgresql`, or run \
+                 `bash .ci/test` once) to see the shared fleet"
+            ),
+        }
+        return;
+    }
     match redis_server::Server::try_start() {
         Some(server) => {
             println!("\n{INSTANCES} instances sharing their breaker through Redis:");
-            rt.block_on(run_fleet(Some(&server.client())));
+            let store = RedisStore::from(server.client()).with_timeout(Duration::from_millis(20));
+            rt.block_on(run_fleet(Some(Store::Redis(store))));
             drop(server);
         }
         None => println!(

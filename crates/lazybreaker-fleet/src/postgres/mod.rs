@@ -52,6 +52,9 @@
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let store = PostgresStore::from_url("host=127.0.0.1 user=app dbname=app")?
 //!     .with_timeout(Duration::from_millis(50));
+//! // Connect and create the table at start-up, with time for both (the first decision,
+//! // bounded by the store timeout, might not have it).
+//! store.prepare(Duration::from_secs(5)).await?;
 //! let shared = SharedBreaker::builder(store)
 //!     .store_timeout(Duration::from_millis(50))
 //!     .build(Breaker::builder().name("payments"))?;

@@ -195,6 +195,35 @@ impl PostgresStore {
         self
     }
 
+    /// Opens every connection of the pool and applies the schema now (unless built
+    /// [`without_schema_creation`](Self::without_schema_creation)), giving up after
+    /// `within`: for start-up, where first operations bounded by a short store timeout might
+    /// not have time for it (a new connection's authentication and the schema's statements
+    /// take longer than a decision). The operations do the same lazily otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError`] if the server cannot be reached, refuses the login, or the schema
+    /// cannot be applied within `within`.
+    pub async fn prepare(&self, within: Duration) -> Result<(), StoreError> {
+        let patient = Self {
+            timeout: within,
+            ..self.clone()
+        };
+        let fill = async {
+            // Every connection of the pool, held together so that each one is new.
+            let mut held = Vec::with_capacity(self.pool_size);
+            for _ in 0..self.pool_size {
+                held.push(patient.connection().await?);
+            }
+            held.into_iter().for_each(Pooled::keep);
+            Ok(())
+        };
+        tokio::time::timeout(within, fill)
+            .await
+            .map_err(|_| StoreError::Timeout(within))?
+    }
+
     /// A connection from the pool (connecting if need be, waiting for one if all are busy),
     /// the schema applied on it if it was not yet: the caller bounds it by the store timeout.
     async fn connection(&self) -> Result<Pooled, StoreError> {

@@ -87,6 +87,7 @@ fn fresh_dir(what: &str) -> PathBuf {
 fn template() -> &'static Path {
     static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
     TEMPLATE.get_or_init(|| {
+        remove_stale();
         let dir = fresh_dir("template");
         let pwfile = dir.join("pwfile");
         std::fs::write(&pwfile, PASSWORD).unwrap();
@@ -112,6 +113,26 @@ fn template() -> &'static Path {
     })
 }
 
+/// Removes what test processes that are gone left behind (a template lives as long as its
+/// process, and a killed process drops nothing).
+fn remove_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("lazybreaker-pg-")
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// The next port to try: 33000 + 40 ports per process slot (above the Redis harness's).
 fn next_port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
@@ -122,6 +143,14 @@ fn next_port() -> u16 {
 }
 
 impl PgServer {
+    /// [`start`](Self::start), or `None` when PostgreSQL is not installed (for the example,
+    /// which then says how to get it).
+    pub(crate) fn try_start() -> Option<Self> {
+        let installed = std::env::var_os("LAZYBREAKER_POSTGRES_BIN").is_some()
+            || std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|mut d| d.next().is_some());
+        installed.then(Self::start)
+    }
+
     /// A server on a free port of this test's own, empty but for the default databases.
     pub(crate) fn start() -> Self {
         for _ in 0..50 {
