@@ -106,7 +106,7 @@ fn breaker(timeline: Arc<Timeline>) -> Builder<ConsecutiveFailures, Arc<Timeline
 /// Where the shared fleet keeps its record.
 #[derive(Clone)]
 enum Store {
-    Redis(RedisStore),
+    Redis(Box<RedisStore>),
     Postgres(PostgresStore),
 }
 
@@ -156,7 +156,7 @@ async fn run_fleet(shared: Option<Store>) {
         let builder = breaker(Arc::clone(timeline));
         match shared.clone() {
             Some(Store::Redis(store)) => {
-                spawn_shared(&mut tasks, store, builder, dependency, start);
+                spawn_shared(&mut tasks, *store, builder, dependency, start);
             }
             Some(Store::Postgres(store)) => {
                 spawn_shared(&mut tasks, store, builder, dependency, start);
@@ -250,7 +250,7 @@ fn main() {
         Some(server) => {
             println!("\n{INSTANCES} instances sharing their breaker through Redis:");
             let store = RedisStore::from(server.client()).with_timeout(Duration::from_millis(20));
-            rt.block_on(run_fleet(Some(Store::Redis(store))));
+            rt.block_on(run_fleet(Some(Store::Redis(Box::new(store)))));
             drop(server);
         }
         None => println!(
