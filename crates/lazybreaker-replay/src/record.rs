@@ -26,7 +26,7 @@ use lazybreaker::{Clock, MonotonicClock};
 /// **Cost.** Off, a call pays one relaxed atomic load ([`begin`](Recorder::begin) answers
 /// `None`). On, it reads the clock twice and takes a short lock to store 24 bytes (and, for
 /// a key, to look it up: a key is stored once, the first time it is seen); nothing is
-/// allocated per call but a new key. The README's Performance section has the figures.
+/// allocated per call but a new key. docs/performance.md has the figures.
 ///
 /// **What a recording holds.** The calls that were made: a call a breaker rejected was never
 /// made, so its outcome is unknown and it is not in the trace. For a complete trace, record
