@@ -102,7 +102,9 @@
 //! and any `ready_to_trip` closure; `a.or(b)` and `with_backoff` compose them. Whatever the
 //! policy, a call reported [`Outcome::Fatal`](policy::Outcome::Fatal) opens the breaker at
 //! once. Policies run under the breaker's lock: they must be quick and must not call the
-//! breaker.
+//! breaker. Which policy, window and knobs suit a database, a rate-limited HTTP API, a fleet
+//! of replicas or a gRPC service, with the replay and lab figures behind each choice: see
+//! docs/choosing.md in the repository.
 //!
 //! # Many breakers, manual control, observability
 //!
@@ -138,9 +140,9 @@
 //! fallbacks), `lazybreaker-reqwest` (a `reqwest_middleware::Middleware` with a breaker per
 //! host), `lazybreaker-grpc` (tonic: status rules, per-method keys, `grpc.health.v1`
 //! checks), `lazybreaker-fleet` (a breaker shared by a fleet through a store; Redis with its
-//! feature `redis`), `lazybreaker-dashboard` (a status page as an axum `Router`) and
-//! `lazybreaker-replay` (a recorded trace replayed through candidate settings, and the
-//! `lazybreaker-replay` tool).
+//! feature `redis`, PostgreSQL with `postgres`), `lazybreaker-dashboard` (a status page as
+//! an axum `Router`) and `lazybreaker-replay` (a recorded trace replayed through candidate
+//! settings, and the `lazybreaker-replay` tool).
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
