@@ -1,7 +1,23 @@
-//! The README's examples, compiled and run as doc tests with every crate of the workspace
-//! at hand (the README shows the core and its integrations together). Not published.
+//! The README's examples, and those of the pages under docs/, compiled and run as doc tests
+//! with every crate of the workspace at hand (they show the core and its integrations
+//! together). Not published. `tests/links.rs` checks that their relative links resolve.
 
 /// The README's examples.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of docs/integrations.md (moved there from the README).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/integrations.md")]
+pub struct IntegrationsDoctests;
+
+/// The examples of docs/semantics.md.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/semantics.md")]
+pub struct SemanticsDoctests;
+
+/// The examples of docs/throttle.md.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/throttle.md")]
+pub struct ThrottleDoctests;
