@@ -103,8 +103,9 @@
 //! older takes the lock (which starts it at its latest time), so every call the lane admits
 //! is overdue no earlier than the end it checked. What an admission checks thus changes
 //! within a generation, so these lanes' cells carry an epoch, as a rolling lane's do. A fast
-//! success (within the threshold) counts in the cell while the policy says no such success
-//! can trip it ([`quiet_successes`](crate::policy::TripPolicy::quiet_successes); else the
+//! success (within the threshold, its reading not older than `since`: a lock step that saw a
+//! later time would have timed it then) counts in the cell while the policy says no such
+//! success can trip it ([`quiet_successes`](crate::policy::TripPolicy::quiet_successes); else the
 //! lane is published locked); a slow result, a failure, or a call counted as slow in flight
 //! takes the lock, which frees its slot.
 //!
@@ -958,7 +959,8 @@ impl Lane {
 
     /// Records the success at `now` of a call this lane admitted in an in-flight slot
     /// (`ticket`, started at `started`) lock-free, if it was not slow, was not counted as
-    /// slow while in flight, and its cell is open for it with room, the window not ended:
+    /// slow while in flight, and its cell is open for it with room, the window not ended and
+    /// `now` not older than the opening's `since`:
     /// the slot is marked completing, the cell counts the success, and the slot is freed
     /// (see [`InFlightSlots`]). `false` sends it to the lock, its slot still held.
     #[inline(never)]
@@ -974,10 +976,13 @@ impl Lane {
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
+            // A reading older than the opening's `since` comes after a lock step that saw a
+            // later time: under the lock it would be timed at that time (and may be slow).
             let counting = c.is_open()
                 && c.has_success_room()
                 && self.counts_for(c, ticket)
-                && now <= self.window_until.load(Ordering::Acquire);
+                && now <= self.window_until.load(Ordering::Acquire)
+                && now >= self.since.load(Ordering::Acquire);
             if !counting || !tracked.slots.begin_success(slot, key) {
                 return false;
             }

@@ -20,6 +20,7 @@ mod health_check;
 mod lane_differential;
 mod lane_failures;
 mod lane_slow_calls;
+mod lane_slow_calls_probes;
 mod manual;
 mod origin;
 mod outlier;
