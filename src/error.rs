@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
+use crate::human;
+
 /// Why the breaker did not admit a call.
 ///
 /// # Examples
@@ -187,7 +189,7 @@ impl Rejected {
 /// `reqwest` middleware and [`Registry::allow`](crate::Registry::allow) return, so that a log
 /// line says *which* of many per-key breakers is open.
 ///
-/// Its `Display` reads "circuit breaker \`api.example.com:443\` is open (retry after 30s)";
+/// Its `Display` reads "circuit breaker \`api.example.com:443\` is open (retry after 30000ms)";
 /// its [`source`](std::error::Error::source) is the [`Rejected`], so an error chain (an
 /// `anyhow::Error`, a `BoxError`) can be searched for either type.
 ///
@@ -205,7 +207,7 @@ impl Rejected {
 /// let rejected = registry.allow("search").unwrap_err();
 /// assert_eq!(rejected.breaker(), "search");
 /// assert_eq!(rejected.rejected(), Rejected::Open { retry_after: Duration::from_secs(30) });
-/// assert_eq!(rejected.to_string(), "circuit breaker `search` is open (retry after 30s)");
+/// assert_eq!(rejected.to_string(), "circuit breaker `search` is open (retry after 30000ms)");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RejectedBy {
@@ -263,7 +265,7 @@ impl fmt::Display for RejectedBy {
             Rejected::Open { retry_after } => write!(
                 f,
                 "circuit breaker `{name}` is open (retry after {})",
-                ShortDuration(retry_after)
+                human::wait(retry_after)
             ),
             Rejected::TooManyRequests => write!(
                 f,
@@ -286,25 +288,6 @@ impl fmt::Display for RejectedBy {
 impl std::error::Error for RejectedBy {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.rejected)
-    }
-}
-
-/// A duration as people read it in a log line: `30s`, `1.5s`, `250ms`, `3µs`, `7ns`.
-struct ShortDuration(Duration);
-
-impl fmt::Display for ShortDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = self.0;
-        if d.as_secs() > 0 || d.is_zero() {
-            let secs = d.as_secs_f64();
-            write!(f, "{secs}s")
-        } else if d.subsec_millis() > 0 {
-            write!(f, "{}ms", d.as_secs_f64() * 1e3)
-        } else if d.subsec_micros() > 0 {
-            write!(f, "{}µs", d.as_secs_f64() * 1e6)
-        } else {
-            write!(f, "{}ns", d.subsec_nanos())
-        }
     }
 }
 

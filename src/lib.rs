@@ -168,6 +168,7 @@ mod generation;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+pub mod human;
 mod in_flight;
 mod in_flight_slots;
 mod knobs;

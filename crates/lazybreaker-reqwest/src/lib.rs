@@ -40,7 +40,7 @@
 //!
 //! A rejection is a [`reqwest_middleware::Error::Middleware`] around the breaker's
 //! [`RejectedBy`](lazybreaker::RejectedBy): its message says the breaker is open and names it
-//! ("circuit breaker \`127.0.0.1:8080\` is open (retry after 30s)"). Recover it with
+//! ("circuit breaker \`127.0.0.1:8080\` is open (retry after 30000ms)"). Recover it with
 //! [`rejection`]: `rejection(&err)` is the `RejectedBy`, `rejection(&err).map(|r| r.rejected())`
 //! the plain [`Rejected`](lazybreaker::Rejected), with its `retry_after`. With the `anyhow` error
 //! in hand, `downcast_ref::<RejectedBy>()` finds it too.

@@ -23,7 +23,7 @@ use lazybreaker::RejectedBy;
 /// let err = reqwest_middleware::Error::middleware(RejectedBy::new("127.0.0.1:8080", open));
 /// assert_eq!(rejection(&err).map(|r| r.rejected()), Some(open));
 /// assert_eq!(rejection(&err).unwrap().breaker(), "127.0.0.1:8080");
-/// assert_eq!(err.to_string(), "circuit breaker `127.0.0.1:8080` is open (retry after 30s)");
+/// assert_eq!(err.to_string(), "circuit breaker `127.0.0.1:8080` is open (retry after 30000ms)");
 ///
 /// let other = reqwest_middleware::Error::middleware(std::io::Error::other("signing failed"));
 /// assert!(rejection(&other).is_none());
