@@ -40,7 +40,8 @@
 //!
 //! `cargo run --release -p lazybreaker-replay -- --trace T.csv
 //! --candidates C.toml [--json R.json] [--html R.html]` replays a trace through every
-//! candidate of a file of named breakers ([`SettingsMap`]), prints [`table`], and writes
+//! candidate of a file of named breakers ([`SettingsMap`]), prints [`table`] and its
+//! [`legend`], and writes
 //! the reports as JSON (`{"trace": {"calls", "keys", "span_ms"}, "candidates": [Report…]}`)
 //! and [`html`].
 //!
@@ -113,7 +114,7 @@ mod run;
 mod trace;
 mod work;
 
-pub use plot::{html, table};
+pub use plot::{html, legend, table};
 pub use record::{Recorder, Recording};
 pub use report::{Burst, Change, Report, BURST_BIN, BURST_MIN_CALLS};
 pub use trace::{Call, Trace, TraceError};

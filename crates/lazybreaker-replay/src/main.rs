@@ -22,6 +22,7 @@ use std::time::Instant;
 use clap::{Arg, ArgAction, Command};
 use indicatif::{ProgressBar, ProgressStyle};
 use lazybreaker::config::SettingsMap;
+use lazybreaker::human;
 use lazybreaker_replay::{self as replay, Report, Trace};
 use serde::Serialize;
 
@@ -157,13 +158,13 @@ fn run(
 
     let mut out = io::stdout().lock();
     let _ = write!(out, "{}", replay::table(&reports));
+    let _ = write!(out, "\n{}", replay::legend(&reports));
     let _ = writeln!(
         out,
-        "\n{} calls x {} candidate(s) replayed in {:.2} s (saved: rejected calls that \
-         would have failed; cost: rejected calls that would have succeeded)",
+        "\n{} calls x {} candidate(s) replayed in {}",
         trace.len(),
         reports.len(),
-        took.as_secs_f64()
+        human::span(took)
     );
 
     if let Some(path) = json {

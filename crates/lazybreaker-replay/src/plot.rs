@@ -8,14 +8,16 @@ use plotters::prelude::*;
 
 use super::report::{Report, Sweep};
 use super::trace::Trace;
+use lazybreaker::human;
 use lazybreaker::policy::Outcome;
 use lazybreaker::State;
 
 /// The most bins a plot's time axis is cut into.
 const MAX_BINS: u64 = 600;
 
-/// The reports as a text table, one row per candidate: the figures of [`Report`], times in
-/// milliseconds (`-` where there is none).
+/// The reports as a text table, one row per candidate: the figures of [`Report`], times as
+/// people read them (`459ms`, `1m 5s`; `-` where there is none). [`legend`] says what each
+/// column means.
 ///
 /// # Examples
 ///
@@ -31,9 +33,7 @@ const MAX_BINS: u64 = 600;
 pub fn table(reports: &[Report]) -> String {
     // A throttle's columns, after `rejected`, when a candidate has one that met a
     // probability above zero: what it turned away, and what it was expected to.
-    let throttles = reports
-        .iter()
-        .any(|r| r.throttled > 0 || r.throttled_expected > 0.0);
+    let throttles = throttles(reports);
     let with_throttle = |cells: Vec<String>, r: Option<&Report>| -> Vec<String> {
         if !throttles {
             return cells;
@@ -91,13 +91,95 @@ const HEADER: [&str; 10] = [
     "cost",
     "failures in",
     "opened",
-    "trip ms",
-    "close ms",
+    "to trip",
+    "to close",
 ];
+
+/// What each column means, in the order of the table (the throttle's two columns, which
+/// come after `rejected`, last): the legend beside the HTML table and below the text one.
+const LEGEND: [(&str, &str); 12] = [
+    ("candidate", "the candidate's name in the candidates file"),
+    ("calls", "calls in the trace"),
+    ("admitted", "calls the candidate's breakers let through"),
+    (
+        "rejected",
+        "calls they turned away (open, or half-open with every probe out, or throttled)",
+    ),
+    (
+        "saved",
+        "rejected calls that failed when they were made for real: load taken off a failing dependency",
+    ),
+    (
+        "cost",
+        "rejected calls that succeeded when they were made for real: good calls the breaker would have lost",
+    ),
+    (
+        "failures in",
+        "admitted calls that failed: the failures that got through",
+    ),
+    (
+        "opened",
+        "times a breaker opened (half-open back to open included)",
+    ),
+    (
+        "to trip",
+        "the longest time from a failure burst's first failure to the first trip, over the bursts that tripped a breaker (- if none did)",
+    ),
+    (
+        "to close",
+        "the longest time from a burst's end to every breaker being closed again, over the bursts after which they all closed (- if none)",
+    ),
+    (
+        "throttled",
+        "rejected calls the throttle turned away, as the random draws fell",
+    ),
+    (
+        "expected",
+        "the calls the throttle is expected to turn away on this trace, on average over draws",
+    ),
+];
+
+/// The legend's rows for these reports: the throttle's only when the table shows its
+/// columns.
+fn legend_rows(reports: &[Report]) -> &'static [(&'static str, &'static str)] {
+    if throttles(reports) {
+        &LEGEND
+    } else {
+        &LEGEND[..10]
+    }
+}
+
+fn throttles(reports: &[Report]) -> bool {
+    reports
+        .iter()
+        .any(|r| r.throttled > 0 || r.throttled_expected > 0.0)
+}
+
+/// What each column of [`table`] means, one line a column, as plain text: to print below
+/// the table.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::config::Settings;
+/// use lazybreaker_replay::{legend, replay, Trace};
+///
+/// let text = legend(&[replay(&Trace::new(), &Settings::default())]);
+/// assert!(text.lines().any(|l| l.starts_with("saved") && l.contains("failed")));
+/// ```
+pub fn legend(reports: &[Report]) -> String {
+    let rows = legend_rows(reports);
+    let width = rows.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (column, meaning) in rows {
+        let _ = writeln!(out, "{column:<width$}  {meaning}");
+    }
+    out
+}
 
 /// One report's cells, in the order of [`HEADER`].
 fn row(r: &Report) -> [String; 10] {
-    let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), format_ms);
+    let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), |d| human::span(d).to_string());
     [
         r.name.clone(),
         r.calls.to_string(),
@@ -110,12 +192,6 @@ fn row(r: &Report) -> [String; 10] {
         ms(r.time_to_trip),
         ms(r.time_to_close),
     ]
-}
-
-fn format_ms(d: Duration) -> String {
-    // To the microsecond, without trailing zeros: `459`, `2.5`, `0.001`.
-    let text = format!("{:.3}", d.as_secs_f64() * 1e3);
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The width of a plot's bins for a trace that lasts `span`: a round number of
@@ -170,34 +246,53 @@ pub fn html(trace: &Trace, reports: &[Report]) -> String {
          td:first-child,th:first-child{text-align:left}tr:nth-child(even){background:#f4f4f4}\
          figure{margin:1.5em 0}svg{max-width:100%;height:auto}\
          .key span{display:inline-block;width:1em;height:.8em;margin:0 .3em 0 1em}\
+         .results{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}\
+         dl.legend{margin:0;max-width:38em}dl.legend dt{font-weight:bold;float:left;clear:left;\
+         width:6.5em}dl.legend dd{margin:0 0 .3em 7em}\
          </style></head><body>\n<h1>Replay</h1>\n",
     );
     let _ = writeln!(
         page,
-        "<p>{} calls over {} s, {}; plots in bins of {} ms.</p>",
+        "<p>{} calls over {}, {}; plots in bins of {}.</p>",
         trace.len(),
-        trace.span().as_secs_f64(),
+        human::span(trace.span()),
         match trace.key_count() {
             0 => "one breaker".to_owned(),
             1 => "one key".to_owned(),
             n => format!("{n} keys, a breaker each"),
         },
-        bin.as_millis()
+        human::span(bin)
     );
-    page.push_str("<table><thead><tr>");
-    for cell in HEADER {
+    let with_throttle = throttles(reports);
+    page.push_str("<div class=\"results\"><table><thead><tr>");
+    let header = HEADER.iter().take(4).chain(
+        ["throttled", "expected"]
+            .iter()
+            .filter(|_| with_throttle)
+            .chain(HEADER.iter().skip(4)),
+    );
+    for cell in header {
         let _ = write!(page, "<th>{cell}</th>");
     }
     page.push_str("</tr></thead><tbody>\n");
     for report in reports {
         page.push_str("<tr>");
-        for cell in row(report) {
+        let mut cells: Vec<String> = row(report).into();
+        if with_throttle {
+            cells.insert(4, format!("{:.1}", report.throttled_expected));
+            cells.insert(4, report.throttled.to_string());
+        }
+        for cell in cells {
             let _ = write!(page, "<td>{}</td>", escape(&cell));
         }
         page.push_str("</tr>\n");
     }
+    page.push_str("</tbody></table>\n<dl class=\"legend\">\n");
+    for (column, meaning) in legend_rows(reports) {
+        let _ = writeln!(page, "<dt>{column}</dt><dd>{}</dd>", escape(meaning));
+    }
     page.push_str(
-        "</tbody></table>\n<p class=\"key\">\
+        "</dl></div>\n<p class=\"key\">\
          <span style=\"background:#222\"></span>failure rate \
          <span style=\"background:#1f5fbf\"></span>calls rejected \
          <span style=\"background:#f3b3b3\"></span>open \
@@ -536,13 +631,34 @@ mod tests {
     }
 
     #[test]
-    fn milliseconds_are_written_without_trailing_zeros() {
-        assert_eq!(format_ms(Duration::from_millis(459)), "459");
-        assert_eq!(format_ms(Duration::from_micros(2_500)), "2.5");
-        assert_eq!(format_ms(Duration::from_nanos(2_139_000_400)), "2139");
-        assert_eq!(format_ms(Duration::from_micros(1)), "0.001");
-        assert_eq!(format_ms(Duration::ZERO), "0");
-        assert_eq!(format_ms(Duration::from_secs(10)), "10000");
+    fn times_read_in_whole_milliseconds_or_minutes_and_seconds() {
+        let mut report = Report::empty("r", &Trace::new());
+        // 2139.0004 ms rounds to 2139 ms; 61.4 s to 1 min 1 s.
+        report.time_to_trip = Some(Duration::from_nanos(2_139_000_400));
+        report.time_to_close = Some(Duration::from_millis(61_400));
+        let cells = row(&report);
+        assert_eq!(cells[8], "2139ms");
+        assert_eq!(cells[9], "1m 1s");
+        report.time_to_trip = None;
+        report.time_to_close = Some(Duration::ZERO);
+        let cells = row(&report);
+        assert_eq!((cells[8].as_str(), cells[9].as_str()), ("-", "0ms"));
+    }
+
+    #[test]
+    fn every_column_has_a_line_in_the_legend() {
+        let mut report = Report::empty("r", &Trace::new());
+        assert_eq!(
+            legend_rows(std::slice::from_ref(&report)).len(),
+            HEADER.len()
+        );
+        for (column, (named, _)) in HEADER.iter().zip(&LEGEND) {
+            assert_eq!(column, named);
+        }
+        report.throttled_expected = 0.5;
+        let text = legend(&[report]);
+        assert_eq!(text.lines().count(), HEADER.len() + 2);
+        assert!(text.lines().last().unwrap().starts_with("expected"));
     }
 
     #[test]

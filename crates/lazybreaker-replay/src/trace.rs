@@ -274,9 +274,10 @@ impl Trace {
                 "no header: the trace is empty".into(),
             ));
         }
-        // A spreadsheet's export starts with a byte-order mark: not part of the header.
-        if let Some(rest) = text.strip_prefix('\u{feff}') {
-            text = rest.to_owned();
+        // A spreadsheet's export starts with a byte-order mark (a file saved twice, with
+        // two): not part of the header.
+        if text.starts_with('\u{feff}') {
+            text = text.trim_start_matches('\u{feff}').to_owned();
         }
         split(&text, &mut fields).map_err(|r| TraceError::new(1, None, r))?;
         let keyed = match fields.iter().map(|f| &**f).collect::<Vec<_>>().as_slice() {
@@ -289,7 +290,7 @@ impl Trace {
                     format!(
                         "the header must be `start_ms,latency_ms,outcome` or \
                          `start_ms,latency_ms,outcome,key`, not `{}`",
-                        other.join(",")
+                        ascii_or_escaped(&other.join(","))
                     ),
                 ))
             }
@@ -531,6 +532,21 @@ pub(super) fn outcome_name(outcome: Outcome) -> &'static str {
         Outcome::Fatal => "fatal",
         _ => "excluded",
     }
+}
+
+/// `text` with every character but printable ASCII written as `\u{..}`: the expected
+/// header is ASCII, so a header that differs by an invisible character (a no-break space,
+/// a zero-width joiner, a soft hyphen) or a look-alike letter (a Cyrillic `о`) shows where.
+fn ascii_or_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == ' ' || c.is_ascii_graphic() {
+            out.push(c);
+        } else {
+            let _ = write!(out, "{}", c.escape_unicode());
+        }
+    }
+    out
 }
 
 /// Why a trace could not be read: the line (the header is line 1), the column if one is

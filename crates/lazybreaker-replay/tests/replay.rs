@@ -704,6 +704,43 @@ mod tool {
             "a missing argument is a usage error"
         );
     }
+
+    /// The page explains its table beside it: a line for every column, in plain words; the text
+    /// table's legend says the same.
+    #[test]
+    fn the_page_and_the_table_explain_their_columns() {
+        let trace = outage();
+        let candidates: SettingsMap = toml::from_str(CANDIDATES).unwrap();
+        let reports = replay_all(&trace, &candidates).unwrap();
+        let page = lazybreaker_replay::html(&trace, &reports);
+        let text = lazybreaker_replay::legend(&reports);
+        for (column, words) in [
+            (
+                "saved",
+                "rejected calls that failed when they were made for real",
+            ),
+            (
+                "cost",
+                "rejected calls that succeeded when they were made for real",
+            ),
+            ("failures in", "admitted calls that failed"),
+            ("opened", "times a breaker opened"),
+            ("to trip", "the longest time from a failure burst"),
+            ("to close", "the longest time from a burst"),
+        ] {
+            assert!(
+                page.contains(&format!(
+                    "<dt>{column}</dt><dd>{}",
+                    words.replace('\'', "&#39;")
+                )),
+                "{column}"
+            );
+            let line = text.lines().find(|l| l.starts_with(column)).unwrap();
+            assert!(line.contains(words), "{line}");
+        }
+        let table = page.split("<dl class=\"legend\">").next().unwrap();
+        assert!(table.contains("<th>to trip</th><th>to close</th>"));
+    }
 }
 
 /// A trace recorded from a live breaker in dry run replays to what that breaker saw: the
@@ -814,6 +851,55 @@ fn item_14_a_byte_order_mark_is_read_past_and_control_characters_are_shown_escap
         !shown.contains('\u{feff}') && shown.contains("\\u{feff}"),
         "{shown}"
     );
+}
+
+/// A trace saved by a spreadsheet (a byte-order mark, quoted header cells, CRLF line ends;
+/// saved twice, two marks) reads as the same calls as the plain file.
+#[test]
+fn a_spreadsheets_trace_reads_as_the_same_calls() {
+    let plain =
+        "start_ms,latency_ms,outcome,key\n0,5,success,a\n1.5,20,failure,\"b,c\"\n3,7,excluded,a\n";
+    let expected = Trace::from_csv(plain.as_bytes()).unwrap();
+    let calls = |t: &Trace| {
+        t.iter()
+            .map(|c| (c.start, c.latency, c.outcome, c.key.map(str::to_owned)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(calls(&expected).len(), 3);
+    let crlf = plain.replace('\n', "\r\n");
+    let quoted = crlf.replacen(
+        "start_ms,latency_ms,outcome,key",
+        "\"start_ms\",\"latency_ms\",\"outcome\",\"key\"",
+        1,
+    );
+    for saved in [
+        format!("\u{feff}{plain}"),
+        format!("\u{feff}{crlf}"),
+        format!("\u{feff}{quoted}"),
+        format!("\u{feff}\u{feff}{plain}"),
+    ] {
+        let trace = Trace::from_csv(saved.as_bytes()).unwrap_or_else(|e| panic!("{saved:?}: {e}"));
+        assert_eq!(calls(&trace), calls(&expected), "{saved:?}");
+    }
+}
+
+/// A header that differs from the expected one only by what cannot be seen (a zero-width
+/// joiner, a soft hyphen) or by a look-alike letter (a Cyrillic `о`) is refused with the
+/// difference written out, so the two headers in the message do not look identical.
+#[test]
+fn a_header_that_differs_invisibly_is_shown_with_the_difference_escaped() {
+    for (header, shown) in [
+        ("start_ms,latency\u{200d}_ms,outcome", "latency\\u{200d}_ms"),
+        ("start_ms,latency_ms,out\u{ad}come", "out\\u{ad}come"),
+        ("start_ms,latency_ms,\u{43e}utcome", "\\u{43e}utcome"),
+    ] {
+        let err = Trace::from_csv(format!("{header}\n0,5,success\n").as_bytes())
+            .expect_err("a header that is not the expected one");
+        let message = err.to_string();
+        assert_eq!(err.line(), 1);
+        assert!(message.contains(shown), "{message}");
+        assert!(message.is_ascii(), "{message}");
+    }
 }
 
 /// An overload: 100 calls a second for 200 s, 40 % of them answered 503 (a failure) from
