@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::source::{Board, PoolLine, Row};
+use lazybreaker::human;
 use lazybreaker::observe::Recorded;
 use lazybreaker::observe::{Ejection, Origin};
 use lazybreaker::CheckStatus;
@@ -223,16 +224,6 @@ fn forced_attr(forced: Option<Forced>) -> &'static str {
     }
 }
 
-/// A duration rounded for people: "950ms", "12s", "3m 20s".
-pub(super) fn human(d: Duration) -> String {
-    let rounded = if d >= Duration::from_secs(10) {
-        Duration::from_secs(d.as_secs())
-    } else {
-        Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    };
-    humantime::format_duration(rounded).to_string()
-}
-
 fn row_html(out: &mut String, row: &Row, look: &Look) {
     let s = &row.snapshot;
     let name = Escaped(&s.name);
@@ -277,7 +268,7 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         None => state.to_owned(),
     };
     let retry = match (s.retry_after, check) {
-        (Some(d), _) => human(d),
+        (Some(d), _) => human::wait(d).to_string(),
         (None, Some(check)) => check.to_owned(),
         (None, None) => String::new(),
     };
@@ -410,7 +401,7 @@ fn timeline(out: &mut String, row: &Row) {
         out,
         "<svg class=\"timeline\" viewBox=\"0 0 {WIDTH} 14\" width=\"{WIDTH}\" height=\"14\" \
          role=\"img\" aria-label=\"states over the last {}\">",
-        human(span)
+        human::span(span)
     );
     for (a, b, shade) in segments {
         let (x0, x1) = (x(a), x(b));
@@ -429,8 +420,8 @@ fn timeline(out: &mut String, row: &Row) {
              <title>{label} for {} (until {} ago)</title></rect>",
             shade.class(),
             (x1 - x0).max(0.5),
-            human(b.saturating_sub(a)),
-            human(now.saturating_sub(b)),
+            human::span(b.saturating_sub(a)),
+            human::span(now.saturating_sub(b)),
         );
     }
     out.push_str("</svg>");
@@ -501,7 +492,7 @@ fn recorded_html(out: &mut String, r: &Recorded) {
         );
     }
     if let Some(d) = r.open_for {
-        let _ = write!(out, " for {}", human(d));
+        let _ = write!(out, " for {}", human::span(d));
     }
     let forced = forced_label(r.forced);
     if !forced.is_empty() {
@@ -578,8 +569,18 @@ mod tests {
     }
 
     #[test]
-    fn durations_read_rounded() {
-        assert_eq!(human(Duration::from_millis(12_345)), "12s");
-        assert_eq!(human(Duration::from_micros(950_400)), "950ms");
+    fn durations_read_in_whole_milliseconds() {
+        assert_eq!(
+            human::span(Duration::from_millis(12_345)).to_string(),
+            "12345ms"
+        );
+        assert_eq!(
+            human::span(Duration::from_micros(950_400)).to_string(),
+            "950ms"
+        );
+        assert_eq!(
+            human::wait(Duration::from_micros(950_400)).to_string(),
+            "951ms"
+        );
     }
 }

@@ -14,7 +14,7 @@ use lazybreaker::ConfigError;
 #[non_exhaustive]
 pub enum StoreError {
     /// The store did not answer within the store timeout.
-    #[error("the breaker store did not answer within {0:?}")]
+    #[error("the breaker store did not answer within {}", lazybreaker::human::span(*.0))]
     Timeout(Duration),
     /// The store answered with an error, or could not be reached.
     #[error("the breaker store failed: {0}")]
