@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use lazybreaker::human;
 use lazybreaker_lab::report::{self, Row};
 use lazybreaker_lab::run::{self, Setup};
 use lazybreaker_lab::scenario::{self, Scenario, Timeline};
@@ -191,13 +192,13 @@ fn lab(args: &[String]) -> Result<(), String> {
     );
     let table = report::table(&rows);
     let header = format!(
-        "{} replicas, {} calls/s open loop, {} ms deadline; fault from {:?} to {:?}, run {:?}.\n\n",
+        "{} replicas, {} calls/s open loop, {} deadline; fault from {} to {}, run {}.\n\n",
         setup.replicas,
         setup.rate,
-        setup.deadline.as_millis(),
-        timeline.fault_at,
-        timeline.recover_at,
-        timeline.end
+        human::span(setup.deadline),
+        human::span(timeline.fault_at),
+        human::span(timeline.recover_at),
+        human::span(timeline.end)
     );
     print!("{header}{table}");
     let write = |name: &str, text: &str| {

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use lazybreaker::human;
 use serde::{Deserialize, Serialize};
 
 use crate::run::Sample;
@@ -167,21 +168,26 @@ pub fn windows(samples: &[Sample], end: Duration) -> Vec<Window> {
 /// The rows as a markdown table.
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | success | goodput/s | p50 ms | p99 ms | p999 ms | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
+        "| scenario | strategy | success | goodput/s | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let secs = |s: Option<f64>, never: &str| s.map_or(never.to_owned(), |s| format!("{s:.1} s"));
+    let secs = |s: Option<f64>, never: &str| {
+        s.map_or(never.to_owned(), |s| {
+            human::span(Duration::from_secs_f64(s.max(0.0))).to_string()
+        })
+    };
+    let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3));
     let count = |n: Option<u64>| n.map_or("all".to_owned(), |n| n.to_string());
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {:.2} % | {:.0} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {:.2} % | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             r.success,
             r.goodput,
-            r.p50_ms,
-            r.p99_ms,
-            r.p999_ms,
+            ms(r.p50_ms),
+            ms(r.p99_ms),
+            ms(r.p999_ms),
             count(r.sick_calls),
             count(r.sick_after_isolation),
             secs(r.isolate_s, "never"),
