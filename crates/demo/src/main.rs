@@ -12,6 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lazybreaker::human;
 use lazybreaker::policy::{FailureRatio, Outcome};
 use lazybreaker::{Breaker, ManualClock, Permit, Rejected, State};
 
@@ -114,15 +115,18 @@ fn main() -> Result<(), lazybreaker::ConfigError> {
         .build();
 
     println!(
-        "breaker {:?}: trips at >= {:.0}% failures of >= {MIN_CALLS} calls in a {INTERVAL:?} \
-         window,\n  stays open {TIMEOUT:?}, then lets {PROBES} probes through (max_requests)",
+        "breaker {:?}: trips at >= {:.0}% failures of >= {MIN_CALLS} calls in a {} \
+         window,\n  stays open {}, then lets {PROBES} probes through (max_requests)",
         breaker.name(),
         RATIO * 100.0,
+        human::span(INTERVAL),
+        human::span(TIMEOUT),
     );
     println!(
-        "client: {} calls/s; a success takes {OK_LATENCY:?}, a failure is a {TIMEOUT_LATENCY:?} \
-         timeout\n",
+        "client: {} calls/s; a success takes {}, a failure is a {} timeout\n",
         Duration::from_secs(1).as_nanos() / CALL_EVERY.as_nanos(),
+        human::span(OK_LATENCY),
+        human::span(TIMEOUT_LATENCY),
     );
     // One row per simulated second: the breaker's state at its end, what happened to that
     // second's 500 calls, the dependency's error rate as the second starts, and a bar.
@@ -182,8 +186,8 @@ fn main() -> Result<(), lazybreaker::ConfigError> {
         // The state changes of this second, under its row.
         let changes = changes.lock().unwrap();
         for &(at, from, to) in &changes[shown..] {
-            let (at, change) = (at.as_secs_f64(), format!("{from} -> {to}"));
-            println!("   {at:>7.3}s  {change:<22} {}", why(from, to));
+            let (at, change) = (human::span(at), format!("{from} -> {to}"));
+            println!("   {at:>8}  {change:<22} {}", why(from, to));
         }
         shown = changes.len();
         rows.push(row);

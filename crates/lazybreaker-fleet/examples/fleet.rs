@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lazybreaker::human;
 use lazybreaker::observe::{FleetEvent, Observer, Origin, Transition};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Builder, State};
@@ -177,7 +178,7 @@ async fn run_fleet(shared: Option<Store>) {
     for (i, timeline) in timelines.iter().enumerate() {
         println!("  instance {i}:");
         for (at, line) in timeline.lines.lock().unwrap().iter() {
-            println!("    {:>5} ms  {line}", at.as_millis());
+            println!("    {:>8}  {line}", human::span(*at));
         }
     }
     let stops: Vec<_> = timelines
@@ -187,7 +188,7 @@ async fn run_fleet(shared: Option<Store>) {
     let all_stopped = stops.iter().filter_map(|s| s.0).max();
     let all_recovered = stops.iter().filter_map(|s| s.1).max();
     let ms = |d: Option<Duration>, from: Duration| match d {
-        Some(d) => format!("{} ms", d.saturating_sub(from).as_millis()),
+        Some(d) => human::span(d.saturating_sub(from)).to_string(),
         None => "never".to_owned(),
     };
     println!(

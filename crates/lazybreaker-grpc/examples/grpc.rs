@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use http::uri::PathAndQuery;
 use lazybreaker::config::RegistrySettings;
+use lazybreaker::human;
 use lazybreaker::observe::{Observer, Origin, Transition};
 use lazybreaker::{ManualClock, Registry, State};
 use lazybreaker_grpc as grpc;
@@ -112,11 +113,11 @@ impl Observer for Changes {
             _ => "",
         };
         self.0.lock().unwrap().push(format!(
-            "{}: {:?} -> {:?}{why} at {:.1}s",
+            "{}: {:?} -> {:?}{why} at {}",
             t.breaker,
             t.from,
             t.to,
-            t.at.as_secs_f64()
+            human::span(t.at)
         ));
     }
 }

@@ -30,6 +30,7 @@ use axum::Router;
 
 // ----- gateway: the user code starts here -----
 use lazybreaker::http::{rejected_response, StatusRules};
+use lazybreaker::human;
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Registry};
 use lazybreaker_reqwest::{rejection, BreakerMiddleware};
@@ -205,8 +206,8 @@ async fn main() {
             ""
         };
         println!(
-            "{:>5}  {:<26}  {:<25}  {}",
-            format!("{:.1}s", at.as_secs_f64()),
+            "{:>7}  {:<26}  {:<25}  {}",
+            human::span(at),
             note,
             shown(&first),
             shown(&second)

@@ -30,6 +30,7 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use lazybreaker::http::{rejected_response, StatusRules};
+use lazybreaker::human;
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, MonotonicClock};
 use lazybreaker_tower::BreakerLayer;
@@ -107,8 +108,8 @@ async fn run() {
             .clock(MonotonicClock::new())
             .on_state_change(move |name, from, to| {
                 println!(
-                    "{:>6.3}s             {name}: {from:?} -> {to:?}",
-                    start.elapsed().as_secs_f64()
+                    "{:>8}           {name}: {from:?} -> {to:?}",
+                    human::span(start.elapsed())
                 );
             })
             .build(),
@@ -120,7 +121,7 @@ async fn run() {
         .service(client);
     let uri: axum::http::Uri = format!("http://{addr}/").parse().expect("a URI");
 
-    println!("  time  upstream       call");
+    println!("    time  upstream       call");
     let mut script = SCRIPT.iter().peekable();
     let mut ticker = tokio::time::interval(CALL_EVERY);
     while start.elapsed() < RUN_FOR {
@@ -128,8 +129,8 @@ async fn run() {
         while let Some((_, mode)) = script.next_if(|(from, _)| start.elapsed() >= *from) {
             upstream.mode.store(*mode, Ordering::SeqCst);
             println!(
-                "{:>6.3}s             upstream is now {}",
-                start.elapsed().as_secs_f64(),
+                "{:>8}           upstream is now {}",
+                human::span(start.elapsed()),
                 mode_name(*mode)
             );
         }
@@ -141,9 +142,9 @@ async fn run() {
             Ok(ready) => ready.call(request).await,
             Err(e) => Err(e),
         };
-        let took = sent.elapsed();
+        let took = human::span(sent.elapsed());
         let what = match result {
-            Ok(response) => format!("{} in {took:.1?}", response.status()),
+            Ok(response) => format!("{} in {took}", response.status()),
             Err(Error::Rejected(rejected)) => {
                 let answer = rejected_response::<()>(&rejected);
                 let retry = answer
@@ -152,15 +153,15 @@ async fn run() {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("-");
                 format!(
-                    "rejected in {took:.1?}: {rejected} (a gateway answers {}, Retry-After: {retry})",
+                    "rejected in {took}: {rejected} (a gateway answers {}, Retry-After: {retry})",
                     answer.status().as_u16()
                 )
             }
-            Err(Error::Inner(e)) => format!("failed in {took:.1?}: {e}"),
+            Err(Error::Inner(e)) => format!("failed in {took}: {e}"),
         };
         println!(
-            "{:>6.3}s  {:<13}  {what}",
-            start.elapsed().as_secs_f64(),
+            "{:>8}  {:<13}  {what}",
+            human::span(start.elapsed()),
             mode_name(upstream.mode.load(Ordering::SeqCst))
         );
     }
