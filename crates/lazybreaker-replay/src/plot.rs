@@ -247,7 +247,7 @@ pub fn html(trace: &Trace, reports: &[Report]) -> String {
          figure{margin:1.5em 0}svg{max-width:100%;height:auto}\
          .key span{display:inline-block;width:1em;height:.8em;margin:0 .3em 0 1em}\
          .results{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}\
-         dl.legend{margin:0;max-width:38em}dl.legend dt{font-weight:bold;float:left;clear:left;\
+         dl.legend{margin:0;max-width:32em}dl.legend dt{font-weight:bold;float:left;clear:left;\
          width:6.5em}dl.legend dd{margin:0 0 .3em 7em}\
          </style></head><body>\n<h1>Replay</h1>\n",
     );
