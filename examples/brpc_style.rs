@@ -15,6 +15,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use lazybreaker::classify::io_errors;
+use lazybreaker::human;
 use lazybreaker::policy::{ConsecutiveFailures, Ema, EmaConfig, TripPolicy};
 use lazybreaker::{Breaker, Error};
 
@@ -27,7 +28,7 @@ fn node(name: &str) -> Result<Breaker<impl TripPolicy>, lazybreaker::ConfigError
         .name(name)
         .policy(ConsecutiveFailures::new(3)?.or(Ema::new(EmaConfig::default())?))
         .timeout(Duration::from_secs(5))
-        .on_state_change(|name, from, to| println!("        {name}: {from} -> {to}"))
+        .on_state_change(|name, from, to| println!("          {name}: {from} -> {to}"))
         .build())
 }
 
@@ -40,12 +41,12 @@ fn connect(breaker: &Breaker<impl TripPolicy>, addr: SocketAddr, start: Instant)
     );
     let what = match r {
         Ok(_) => "connected".to_owned(),
-        Err(Error::Inner(e)) => format!("{:?} after {:.0?}", e.kind(), sent.elapsed()),
+        Err(Error::Inner(e)) => format!("{:?} after {}", e.kind(), human::span(sent.elapsed())),
         Err(Error::Rejected(r)) => format!("rejected: {r}"),
     };
     println!(
-        "{:>6.3}s  {}: {what}",
-        start.elapsed().as_secs_f64(),
+        "{:>8}  {}: {what}",
+        human::span(start.elapsed()),
         breaker.name()
     );
 }

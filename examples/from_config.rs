@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use lazybreaker::config::{self, SettingsMap};
+use lazybreaker::human;
 use lazybreaker::{Counts, DynBreaker, ManualClock, State, Totals};
 
 const TICK: Duration = Duration::from_millis(10);
@@ -74,12 +75,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .to_builder()?
                 .clock(clock.clone())
                 .on_state_change(move |name, from, to| {
-                    println!("{:>7.3}s  {name}: {from} -> {to}", at.now().as_secs_f64());
+                    println!("{:>8}  {name}: {from} -> {to}", human::span(at.now()));
                 });
         breakers.push((key.clone(), builder.build()));
     }
 
-    println!("state changes during {}s of traffic:\n", RUN.as_secs());
+    println!("state changes during {} of traffic:\n", human::span(RUN));
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     while clock.now() < RUN {
         let t = clock.now().as_secs_f64();

@@ -16,6 +16,7 @@ use axum::http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use lazybreaker::human;
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::prometheus::BreakerCollector;
 use lazybreaker::{Breaker, ManualClock, Registry};
@@ -106,7 +107,7 @@ async fn run() {
                 .expect("a body")
                 .to_bytes();
             let text = String::from_utf8_lossy(&body);
-            println!("--- scrape at {:>2}s ---", now.as_secs());
+            println!("--- scrape at {} ---", human::span(now));
             for line in text.lines().filter(|l| shown(l)) {
                 println!("{line}");
             }
