@@ -5,39 +5,13 @@
 //! results between folds). Every count, state and total must agree.
 
 use lazybreaker::policy::{
-    CallResult, Capabilities, ConsecutiveFailures, FailureCount, FailureRatio, Outcome, SlowCalls,
-    TripPolicy,
+    ConsecutiveFailures, FailureCount, FailureRatio, Outcome, SlowCalls, TripPolicy,
 };
 use lazybreaker::{Breaker, Counts, ManualClock, Permit};
 use std::time::Duration;
 
-/// `P`, with every success shown to it (so none counts on the lane), the default headroom
-/// (so no failure does), and no quiet successes (so a slow-call policy's calls all take the
-/// lock, tracked in flight by the machine).
-#[derive(Debug)]
-struct Locked<P>(P);
-impl<P: TripPolicy> TripPolicy for Locked<P> {
-    fn on_result(&mut self, r: &CallResult<'_>) -> bool {
-        self.0.on_result(r)
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.0.capabilities().needs_successes(true)
-    }
-}
-
-/// xorshift64: the seed decides everything.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::support::policy::Locked;
+use crate::support::rng::Rng;
 
 /// No window, a fixed one, or a rolling one, by `win`.
 fn build<P: TripPolicy>(p: P, clock: &ManualClock, win: u64) -> Breaker<P> {

@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::policy::Locked;
+use crate::support::rng::Rng;
+
 use lazybreaker::policy::{CallResult, Capabilities, Outcome, SlowCalls, TripPolicy};
 use lazybreaker::{Breaker, Counts, ManualClock};
 
@@ -108,31 +111,6 @@ fn a_fast_success_read_behind_a_lock_step_is_timed_as_the_lock_times_it() {
         (lock.slow_calls, lock.total_successes),
         "the lane counted the success after the failure's step, but as fast"
     );
-}
-
-/// `P`, every call under the lock (the differential test's reference).
-#[derive(Debug, Clone)]
-struct Locked<P>(P);
-impl<P: TripPolicy> TripPolicy for Locked<P> {
-    fn on_result(&mut self, r: &CallResult<'_>) -> bool {
-        self.0.on_result(r)
-    }
-    fn capabilities(&self) -> Capabilities {
-        self.0.capabilities().needs_successes(true)
-    }
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn build<P: TripPolicy>(p: P, clock: &ManualClock, win: u64) -> Breaker<P> {

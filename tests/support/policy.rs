@@ -134,3 +134,19 @@ impl<P: TripPolicy> TripPolicy for Recorded<P> {
         self.inner.gauges(report);
     }
 }
+
+/// `P` with every result under the lock: every success shown to it (none counted on the
+/// lock-free lane), the default failure headroom (no failure either) and no quiet successes
+/// (a slow-call policy's calls tracked in flight by the machine). The reference a lane is
+/// checked against in the differential tests.
+#[derive(Debug, Clone)]
+pub(crate) struct Locked<P>(pub(crate) P);
+
+impl<P: TripPolicy> TripPolicy for Locked<P> {
+    fn on_result(&mut self, r: &CallResult<'_>) -> bool {
+        self.0.on_result(r)
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities().needs_successes(true)
+    }
+}

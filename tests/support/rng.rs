@@ -15,6 +15,11 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
+    /// The next value in `[0, n)` (`n` above zero; a modulo's slight bias is fine here).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
     /// The next value in `[0, 1)`, from the next 53 bits.
     pub(crate) fn next_f64(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64

@@ -86,6 +86,28 @@ impl SharedRecord {
         Ok(self)
     }
 
+    /// A record from the signed numbers a store answers (Redis's scripts, PostgreSQL's
+    /// functions): a negative one (a field set by hand) is a [`StoreError::Invalid`], never
+    /// wrapped.
+    pub(crate) fn from_signed(
+        generation: i64,
+        open: bool,
+        until_us: i64,
+        server_now_us: i64,
+        written: bool,
+    ) -> Result<Self, StoreError> {
+        let unsigned = |field: &str, n: i64| {
+            u64::try_from(n).map_err(|_| StoreError::Invalid(format!("{field} {n} is negative")))
+        };
+        let until = unsigned("until", until_us)?;
+        Ok(Self::new(
+            unsigned("generation", generation)?,
+            open.then_some(until),
+            unsigned("server time", server_now_us)?,
+            written,
+        ))
+    }
+
     /// A record as a store answers it: at `generation`, open until `open_until_us` (store
     /// time) or closed, read or written at `server_now_us`.
     pub fn new(
@@ -163,6 +185,17 @@ pub enum Lease {
     /// The record is not half-open at this generation (another generation, or still open
     /// in the store's time): the caller's view is stale.
     Stale,
+}
+
+impl Lease {
+    /// The lease a store's answer stands for: 1 taken, 0 full, anything else stale.
+    pub(crate) fn from_answer(answer: i64) -> Self {
+        match answer {
+            1 => Lease::Taken,
+            0 => Lease::Full,
+            _ => Lease::Stale,
+        }
+    }
 }
 
 /// A store a fleet shares one breaker's decision through: see the

@@ -407,12 +407,7 @@ impl FleetStore for PostgresStore {
                 ],
             )
             .await?;
-        let taken: i64 = row.try_get(0)?;
-        Ok(match taken {
-            1 => Lease::Taken,
-            0 => Lease::Full,
-            _ => Lease::Stale,
-        })
+        Ok(Lease::from_answer(row.try_get(0)?))
     }
 
     /// `lazybreaker_fleet_finish`. One round trip.
@@ -444,21 +439,11 @@ impl FleetStore for PostgresStore {
 /// The record a function answered (generation, open, until, server time, written); a
 /// negative number in it (a row edited by hand) is a [`StoreError::Invalid`].
 fn record(row: &tokio_postgres::Row) -> Result<SharedRecord, StoreError> {
-    let generation: i64 = row.try_get(0)?;
-    let open: bool = row.try_get(1)?;
-    let until: i64 = row.try_get(2)?;
-    let now: i64 = row.try_get(3)?;
-    let written: bool = row.try_get(4)?;
-    let unsigned = |field: &str, n: i64| {
-        u64::try_from(n).map_err(|_| StoreError::Invalid(format!("{field} {n} is negative")))
-    };
-    let generation = unsigned("generation", generation)?;
-    let until = unsigned("until", until)?;
-    let now = unsigned("server time", now)?;
-    Ok(SharedRecord::new(
-        generation,
-        open.then_some(until),
-        now,
-        written,
-    ))
+    SharedRecord::from_signed(
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+        row.try_get(3)?,
+        row.try_get(4)?,
+    )
 }

@@ -376,11 +376,7 @@ impl FleetStore for RedisStore {
             millis(self.key_ttl),
         ];
         let taken: i64 = self.run(&self.lease, breaker, &args, &[holder]).await?;
-        Ok(match taken {
-            1 => Lease::Taken,
-            0 => Lease::Full,
-            _ => Lease::Stale,
-        })
+        Ok(Lease::from_answer(taken))
     }
 
     /// One Lua script (`FINISH_PROBE`). One round trip.
@@ -410,17 +406,6 @@ type Reply = (i64, Option<String>, i64, i64, i64);
 
 /// The record a script answered; a negative number in it is a [`StoreError::Invalid`].
 fn record((generation, state, until, now, written): Reply) -> Result<SharedRecord, StoreError> {
-    let unsigned = |field: &str, n: i64| {
-        u64::try_from(n).map_err(|_| StoreError::Invalid(format!("{field} {n} is negative")))
-    };
-    let generation = unsigned("generation", generation)?;
-    let until = unsigned("until", until)?;
-    let now = unsigned("server time", now)?;
-    let open_until_us = (state.as_deref() == Some("open")).then_some(until);
-    Ok(SharedRecord::new(
-        generation,
-        open_until_us,
-        now,
-        written == 1,
-    ))
+    let open = state.as_deref() == Some("open");
+    SharedRecord::from_signed(generation, open, until, now, written == 1)
 }
