@@ -166,15 +166,15 @@ pub(crate) enum Peek {
 pub(crate) struct Plan {
     /// Whether closed-state admissions and successes may be counted lock-free.
     counts_closed: bool,
-    /// Whether the closed-state window rolls: the cells then count for one bucket at a time
-    /// and are tagged with a lane epoch rather than the generation (see the module docs).
-    rolls: bool,
+    /// Whether the cells count for one key (a generation and a window age) at a time and are
+    /// tagged with a lane epoch rather than the generation (see the module docs): a rolling
+    /// window's, and a lane that [`tracks`](Self::tracks) its calls in flight (what an
+    /// admission checks there changes within a generation).
+    epochs: bool,
     /// Whether the policy measures latency: every admission then needs a clock reading.
     needs_latency: bool,
     /// Whether the policy has a slow-call threshold over a time window: the lane then tracks
-    /// the calls it admits in its in-flight slots (and its cells are tagged with an epoch,
-    /// as a rolling lane's are, since what a call checks at admission changes within a
-    /// generation).
+    /// the calls it admits in its in-flight slots.
     tracks: bool,
 }
 
@@ -197,7 +197,7 @@ impl Plan {
         let tracks = slow && !by_count;
         Self {
             counts_closed: (successes_here && !slow) || tracks,
-            rolls: rolls || tracks,
+            epochs: rolls || tracks,
             needs_latency: caps.needs_latency,
             tracks,
         }
@@ -844,7 +844,7 @@ impl Lane {
     /// only after this epoch's cells were closed).
     #[inline(always)]
     fn ticket_in(&self, c: Cell) -> Ticket {
-        if self.plan.rolls {
+        if self.plan.epochs {
             Self::ticket_of(self.key.load(Ordering::Acquire))
         } else {
             Ticket::unaged(c.generation())
@@ -1172,7 +1172,7 @@ impl Lane {
     /// on the cell that succeeds proves it was that epoch's key).
     #[inline(always)]
     fn counts_for(&self, c: Cell, ticket: Ticket) -> bool {
-        if self.plan.rolls {
+        if self.plan.epochs {
             Self::key_of(ticket) == Some(self.key.load(Ordering::Acquire))
         } else {
             c.generation() == ticket.generation()
@@ -1291,7 +1291,7 @@ impl Lane {
                 window_end,
                 since,
                 ..
-            } if self.plan.counts_closed && self.plan.rolls => {
+            } if self.plan.counts_closed && self.plan.epochs => {
                 match (Self::key_of(Ticket::aged(generation, age)), window_end) {
                     (Some(key), Some(until)) => {
                         // A new epoch at every opening, so that a cell of one bucket is never
@@ -1441,7 +1441,7 @@ mod tests {
             false,
         );
         assert!(
-            rolling.counts_closed && rolling.rolls,
+            rolling.counts_closed && rolling.epochs,
             "a rolling window counts too"
         );
         let latency = Plan::of(&caps(true, false), false, false, false);
@@ -1458,7 +1458,7 @@ mod tests {
         let slow = caps(true, false).slow_call_threshold(std::time::Duration::from_secs(1));
         let tracked = Plan::of(&slow, false, false, false);
         assert!(
-            tracked.counts_closed && tracked.tracks() && tracked.rolls,
+            tracked.counts_closed && tracked.tracks() && tracked.epochs,
             "a time window: admissions tracked in the lane's slots, its cells epoch-tagged"
         );
         assert!(

@@ -757,7 +757,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let mut machine = Machine::new(rules, self.policy, now)
             .with_throttle(self.knobs.throttle)
             .with_slots(tracked.as_ref().map(|(slots, _)| Arc::clone(slots)));
-        machine.update_failure_room();
+        machine.update_lane_room();
         contain::resume(machine.take_panic());
         let observers = Observers {
             observer: self.observer,

@@ -81,7 +81,7 @@ impl<P: TripPolicy> Drop for Txn<'_, P> {
         if self.ask_room {
             // Only if the step unwound: its panic is on its way, and a panic here is kept
             // for the next step to resume.
-            machine.update_failure_room();
+            machine.update_lane_room();
         }
         self.lane.publish(machine.phase());
     }
@@ -121,7 +121,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 observes: self.observes,
             };
             let value = op(&mut inner.machine, now, &mut changes);
-            inner.machine.update_failure_room();
+            inner.machine.update_lane_room();
             txn.ask_room = false;
             let inner = &mut *txn.inner;
             panics.merge(inner.machine.take_panic());

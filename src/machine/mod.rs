@@ -196,7 +196,7 @@ pub(crate) enum Phase {
         room: u64,
         /// How many failures the lane may count without the machine: the policy's
         /// [`failure_headroom`](crate::policy::TripPolicy::failure_headroom) at the last
-        /// [`update_failure_room`](Machine::update_failure_room); zero where the machine must
+        /// [`update_lane_room`](Machine::update_lane_room); zero where the machine must
         /// see every failure (a count window, a slow-call threshold, a throttle, dry run).
         failure_room: u64,
         /// With no room: the throttle's requests and accepts in the window now, from which
@@ -274,7 +274,7 @@ pub(crate) struct Machine<P> {
     /// lock-free (none otherwise).
     slots: Option<Arc<InFlightSlots>>,
     /// Whether the policy said fast successes cannot trip it, at the last
-    /// [`update_failure_room`](Machine::update_failure_room) (with slots only).
+    /// [`update_lane_room`](Machine::update_lane_room) (with slots only).
     quiet: bool,
 }
 
@@ -376,10 +376,11 @@ impl<P: TripPolicy> Machine<P> {
         self.forced
     }
 
-    /// Asks the policy how many failures the lane may count without it, from the counts as
-    /// they are now (see [`Phase::Closed`]'s `failure_room`): before every publish. A panic
-    /// answers none, and is kept for the next step to resume.
-    pub(crate) fn update_failure_room(&mut self) {
+    /// Asks the policy what the lane may count without it, from the counts as they are now,
+    /// before every publish: how many failures (see [`Phase::Closed`]'s `failure_room`), and,
+    /// with in-flight slots, whether fast successes are quiet (its `locked`). A panic answers
+    /// none and not quiet, and is kept for the next step to resume.
+    pub(crate) fn update_lane_room(&mut self) {
         let lane_may_fail = self.state == State::Closed
             && self.forced.is_none()
             && !self.rules.dry_run

@@ -173,35 +173,17 @@ fn a_clock_reading_behind_the_breakers_time_starts_the_call_at_the_breakers_time
     // As a thread whose reading is older than another's lock step: the lane sends it to the
     // lock, which starts it at the latest time it saw (a call started earlier could be
     // overdue before the next check the lane was told of).
-    #[derive(Clone, Debug)]
-    struct Behind {
-        base: ManualClock,
-        behind: Arc<AtomicBool>,
-    }
-    impl lazybreaker::Clock for Behind {
-        fn now(&self) -> Duration {
-            let skew = if self.behind.load(Ordering::SeqCst) {
-                ms(500)
-            } else {
-                Duration::ZERO
-            };
-            self.base.now().saturating_sub(skew)
-        }
-    }
     let base = ManualClock::new();
-    let clock = Behind {
-        base: base.clone(),
-        behind: Arc::default(),
-    };
+    let clock = crate::support::clock::Behind::new(&base, ms(500));
     let b = Breaker::builder()
         .policy(SlowCalls::new(SEC, 0.5, 1).unwrap())
         .clock(clock.clone())
         .build();
     base.advance(SEC);
     assert_eq!(b.state(), State::Closed); // the breaker has seen t = 1 s
-    clock.behind.store(true, Ordering::SeqCst);
+    clock.set(true);
     let permit = b.allow().unwrap(); // reads 0.5 s: starts at the breaker's 1 s
-    clock.behind.store(false, Ordering::SeqCst);
+    clock.set(false);
     base.advance(ms(600));
     permit.success(); // 600 ms after 1 s: not slow (1.1 s after the reading)
     assert_eq!(b.counts().slow_calls, 0);

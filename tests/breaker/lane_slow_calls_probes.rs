@@ -3,7 +3,7 @@
 //! gives it: a success read behind a lock step, a seeded differential with manual controls,
 //! abandonment and clock jumps, and threads whose every call is counted once.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,26 +15,6 @@ use lazybreaker::{Breaker, Counts, ManualClock};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// A clock `skew` behind a manual clock while `behind` is set: a thread whose reading is
-/// older than another thread's lock step (as in lane_slow_calls.rs).
-#[derive(Clone, Debug)]
-struct Behind {
-    base: ManualClock,
-    behind: Arc<AtomicBool>,
-    skew: Arc<AtomicU64>,
-}
-
-impl lazybreaker::Clock for Behind {
-    fn now(&self) -> Duration {
-        let skew = if self.behind.load(Ordering::SeqCst) {
-            Duration::from_nanos(self.skew.load(Ordering::SeqCst))
-        } else {
-            Duration::ZERO
-        };
-        self.base.now().saturating_sub(skew)
-    }
 }
 
 /// `SlowCalls`, writing down the successes it saw at each result it was shown; `quiet`:
@@ -69,11 +49,7 @@ impl TripPolicy for Seen {
 /// fast with its own reading (0.9 s): neither order gives that.
 fn success_behind_a_lock_step(quiet: bool) -> (Counts, Vec<(Outcome, u64)>) {
     let base = ManualClock::new();
-    let clock = Behind {
-        base: base.clone(),
-        behind: Arc::default(),
-        skew: Arc::new(AtomicU64::new(ms(600).as_nanos() as u64)),
-    };
+    let clock = crate::support::clock::Behind::new(&base, ms(600));
     let policy = Seen {
         policy: SlowCalls::new(Duration::from_secs(1), 0.9, 100).unwrap(),
         quiet,
@@ -87,9 +63,9 @@ fn success_behind_a_lock_step(quiet: bool) -> (Counts, Vec<(Outcome, u64)>) {
     let q = b.allow().unwrap(); // at 0
     base.advance(ms(1_500));
     q.failure(); // at 1.5 s, under the lock: the policy sees the counts
-    clock.behind.store(true, Ordering::SeqCst);
+    clock.set(true);
     p.success(); // reads 0.9 s, after the failure's step
-    clock.behind.store(false, Ordering::SeqCst);
+    clock.set(false);
     let seen = policy.seen.lock().unwrap().clone();
     (b.counts(), seen)
 }

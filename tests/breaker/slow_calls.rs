@@ -229,43 +229,22 @@ fn probes_judged_on_failures_or_on_latency_alone() {
 /// timeline, so the call is found when it completes and never counted slow afterwards.
 #[test]
 fn a_clock_reading_behind_the_latest_time_loses_no_call() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
-    #[derive(Clone, Debug)]
-    struct Behind {
-        base: ManualClock,
-        behind: Arc<AtomicBool>,
-    }
-    impl lazybreaker::Clock for Behind {
-        fn now(&self) -> Duration {
-            let skew = if self.behind.load(Ordering::SeqCst) {
-                ms(500)
-            } else {
-                Duration::ZERO
-            };
-            self.base.now().saturating_sub(skew)
-        }
-    }
     let base = ManualClock::new();
-    let clock = Behind {
-        base: base.clone(),
-        behind: Arc::new(AtomicBool::new(false)),
-    };
+    let clock = crate::support::clock::Behind::new(&base, ms(500));
     let b = Breaker::builder()
         .policy(SlowCalls::new(SEC, 0.5, 1).unwrap())
         .clock(clock.clone())
         .build();
     base.advance(ms(1_000));
     assert_eq!(b.state(), State::Closed); // the breaker has now seen t = 1 s
-    clock.behind.store(true, Ordering::SeqCst);
+    clock.set(true);
     let permit = b.allow().unwrap(); // reads 0.5 s: admitted at the breaker's 1 s
-    clock.behind.store(false, Ordering::SeqCst);
+    clock.set(false);
     base.advance(ms(100));
     permit.success(); // 100 ms on the breaker's timeline
     assert_eq!(b.counts().slow_calls, 0);
     base.advance(ms(1_400));
-    call(&b, &clock.base, ms(10), true);
+    call(&b, &base, ms(10), true);
     // Had the first call been lost, it would now be "in flight" for 1.5 s: slow, and tripping.
     assert_eq!(b.counts().slow_calls, 0);
     assert_eq!(b.state(), State::Closed);

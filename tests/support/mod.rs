@@ -4,6 +4,7 @@
 //!   as an owned entry) or an `on_state_change` callback;
 //! - [`policy`]: [`policy::Recorded`], a policy wrapper writing down every hook call, and the
 //!   policies that trip on the first failure;
+//! - [`clock`]: [`clock::Behind`], a clock that reads behind a `ManualClock` on demand;
 //! - [`rng`]: one small deterministic [`rng::Rng`];
 //! - [`setup`]: a breaker tripped, or half-open;
 //! - [`load`] and [`replay_suite`] (here), with [`brpc`]: the recorded conformance vectors.
@@ -13,6 +14,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod brpc;
+pub(crate) mod clock;
 pub(crate) mod hooks;
 pub(crate) mod log;
 pub(crate) mod policy;

@@ -232,19 +232,6 @@ impl PgServer {
         }
     }
 
-    /// Starts it again on the same port, with its data as it was.
-    pub(crate) fn restart(&mut self) {
-        self.stop();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.launch() {
-            assert!(
-                Instant::now() < deadline,
-                "postgres cannot take its port back"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
     /// Starts it again on the same port, empty (a new cluster: the table is gone).
     pub(crate) fn restart_empty(&mut self) {
         self.stop();
