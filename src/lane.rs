@@ -1092,7 +1092,9 @@ impl Lane {
     /// `ticket`, has room, and is uncontended, and either is fast (no clock read) or is
     /// windowed and `clock` (read then, once) is within its window. `clock` gives `None`
     /// when it cannot be read here (a user clock, which may panic). `false`: try
-    /// [`succeed`](Lane::succeed).
+    /// [`succeed`](Lane::succeed), or for a call tracked in flight
+    /// [`succeed_tracked`](Lane::succeed_tracked) (never counted here: its slot goes with
+    /// its success).
     #[inline(always)]
     pub(crate) fn succeed_fast(
         &self,
@@ -1105,9 +1107,13 @@ impl Lane {
             return false;
         }
         if c.is_fast_in(ticket.generation()) {
+            // Never a tracked call's: a lane that tracks its calls opens windowed cells.
+            debug_assert!(!ticket.tracked());
             return Self::count(cell, c, c.with_success());
         }
+        // A tracked call's success frees its slot too (`succeed_tracked`).
         c.is_windowed()
+            && !ticket.tracked()
             && self.counts_for(c, ticket)
             && clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire))
             && Self::count(cell, c, c.with_success())

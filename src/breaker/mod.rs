@@ -542,11 +542,6 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
-        if grant.ticket.tracked() {
-            // A slow-call policy's call, tracked in flight: its slot goes with its result.
-            self.complete_tracked(grant, verdict);
-            return;
-        }
         if verdict == Verdict::Reported(Outcome::Success) {
             match &self.recorder {
                 None => {
@@ -572,6 +567,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 }
             }
         }
+        if grant.ticket.tracked() {
+            // A slow-call policy's call, tracked in flight: its slot goes with its result.
+            // perf: two scalars, not the grant (see `complete_slow`).
+            self.complete_tracked(grant.ticket, grant.started, verdict);
+            return;
+        }
         // A failure that cannot trip, on an uncontended lane (see `Lane::fail`).
         if verdict == Verdict::Reported(Outcome::Failure)
             && self.lane.fail(
@@ -590,15 +591,15 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// success on the lane (which frees the slot), anything else under the lock (which
     /// frees it there, and learns whether the call was counted as slow while in flight).
     #[inline(never)]
-    fn complete_tracked(&self, grant: Grant, verdict: Verdict) {
+    fn complete_tracked(&self, ticket: Ticket, started: Nanos, verdict: Verdict) {
         if verdict == Verdict::Reported(Outcome::Success) && self.recorder.is_none() {
             if let Some(now) = self.clock.now_infallible() {
-                if self.lane.succeed_tracked(grant.ticket, grant.started, now) {
+                if self.lane.succeed_tracked(ticket, started, now) {
                     return;
                 }
             }
         }
-        self.complete_slow(grant.ticket, grant.started, verdict);
+        self.complete_slow(ticket, started, verdict);
     }
 
     /// [`complete`](Self::complete) off the fast path; then lets any panic of user code
