@@ -1260,10 +1260,12 @@ impl Lane {
     pub(crate) fn publish(&self, phase: Phase) {
         // The admissions allowed without the machine, shared among the cells callers count
         // in (the stripes once made, else the base), as the counters' starting value.
+        // Each cell gets an equal share: a share a counter cannot hold leaves the counter
+        // its whole capacity (a full counter sends callers to the lock anyway).
         let preset = match phase {
-            Phase::Closed { room, .. } if room < Cell::COUNTER => {
+            Phase::Closed { room, .. } => {
                 let cells = self.stripes.get().map_or(1, |s| s.len() as u64);
-                Cell::COUNTER - room / cells
+                Cell::COUNTER.saturating_sub(room / cells)
             }
             _ => 0,
         };
@@ -1823,6 +1825,43 @@ mod tests {
         // The generation keeps its bits; an age past the key's bits counts under the lock.
         rolling_at(&lane, 1, 1 << KEY_AGE_BITS, 30);
         assert_eq!(lane.admit(|| 25), Entry::Locked { now: None });
+    }
+
+    /// A throttled lane whose room is more than one counter holds but less than its
+    /// stripes' counters together: the stripes share the room, so that no interleaving of
+    /// threads admits more than it without the machine.
+    #[test]
+    fn stripes_share_a_throttles_room_that_one_counter_could_hold_alone() {
+        let throttling = Arc::new(Throttling::new(
+            crate::throttle::Throttle::new(2.0).expect("valid"),
+        ));
+        let lane = Lane::new(counting(), Phase::Forced, Some(throttling), None);
+        lane.stripes.force();
+        let cells = (lane.stripe_bytes() / 128) as u64;
+        assert!(cells >= 2);
+        let room = Cell::COUNTER + 100;
+        lane.close();
+        lane.publish(Phase::Closed {
+            generation: gen(3),
+            age: 0,
+            window_end: None,
+            room,
+            failure_room: 0,
+            shed_from: None,
+            since: 0,
+            locked: false,
+        });
+        // This thread counts in its own stripe only: the most it may admit is a share.
+        let mut admitted = 0u64;
+        while let Entry::Admitted { .. } = lane.admit(never) {
+            admitted += 1;
+            assert!(admitted <= Cell::COUNTER, "a counter holds no more");
+        }
+        assert!(admitted > 0, "room is left: the lane admits");
+        assert!(
+            admitted * cells <= room,
+            "{admitted} admissions on one of {cells} stripes: together they could pass the room {room}"
+        );
     }
 
     #[test]
