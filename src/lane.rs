@@ -134,6 +134,7 @@
 //! A lock holder closes and opens every stripe (at most 64 cache lines) per locked
 //! operation: failures and state changes pay that, successes do not.
 
+use crate::atomic;
 use crate::counts::Tail;
 use crate::error::Rejected;
 use crate::generation::Generation;
@@ -232,8 +233,11 @@ const LOCKED: u64 = 0;
 const COUNTING: u64 = 1;
 const OPEN: u64 = 2;
 /// A lock holder closed a counting or open lane and will publish it again before it lets
-/// go of the lock: a caller that found its cell closed may wait for that and try the lane
-/// again (see [`Lane::stepping`]), rather than change the machine itself.
+/// go of the lock: an admission that finds its cell closed spins a moment for that publish
+/// ([`atomic::STEP_SPINS`] times at most) and asks the lane again. Without this, it would
+/// take the lock itself, close every cell and republish them, which sent another thread's
+/// admission arriving meanwhile to the lock in turn: two threads kept each other on the
+/// lock that way (one call in 100 took it on a throttled breaker at two threads).
 const STEPPING: u64 = 3;
 const MODE_SHIFT: u32 = 62;
 
@@ -873,6 +877,7 @@ impl Lane {
             }
             return Entry::Locked { now: now.read };
         }
+        let mut spins = 0;
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
@@ -886,6 +891,12 @@ impl Lane {
                         until,
                         now: now.get(),
                     };
+                }
+                if word >> MODE_SHIFT == STEPPING && spins < atomic::STEP_SPINS {
+                    // A lock holder's step: its publish, rather than a step of this call's.
+                    spins += 1;
+                    atomic::spin_a_moment();
+                    continue;
                 }
                 return Entry::Locked { now: now.read };
             }
@@ -1209,17 +1220,6 @@ impl Lane {
     #[cfg(loom)]
     pub(crate) fn make_stripes(&self) {
         self.stripes.force();
-    }
-
-    /// Whether a lock holder closed this lane and has not published it again yet: a call that
-    /// found its cell closed then needs only wait for the lock to be free and ask the lane
-    /// again. Without this, that call would take the lock itself, close every cell and
-    /// republish them, which sends a call of another thread arriving meanwhile to the lock in
-    /// turn: two threads can keep each other on the lock that way (measured: one call in 100
-    /// took the lock on a throttled breaker at two threads, against one in 3,000 after).
-    #[inline]
-    pub(crate) fn stepping(&self) -> bool {
-        self.word.load(Ordering::Acquire) >> MODE_SHIFT == STEPPING
     }
 
     /// Closes the lane for a lock holder about to change the machine, handing it what was
@@ -1843,21 +1843,31 @@ mod tests {
         assert_eq!(lane.admit(|| 25), Entry::Locked { now: None });
     }
 
+    fn stepping(lane: &Lane) -> bool {
+        lane.word.load(Ordering::Acquire) >> MODE_SHIFT == STEPPING
+    }
+
     #[test]
     fn a_closed_lane_is_stepping_until_its_next_publish() {
         let lane = fast(2);
-        assert!(!lane.stepping(), "counting");
+        assert!(!stepping(&lane), "counting");
         lane.close();
-        assert!(lane.stepping(), "a lock holder closed it");
+        assert!(stepping(&lane), "a lock holder closed it");
         assert_eq!(lane.admit(never), Entry::Locked { now: None });
         assert_eq!(lane.peek_open(never), Peek::AskTheLock);
         lane.publish(Phase::HalfOpen);
-        assert!(!lane.stepping(), "published locked: half-open waits for the machine");
+        assert!(
+            !stepping(&lane),
+            "published locked: half-open waits for the machine"
+        );
         lane.close();
-        assert!(!lane.stepping(), "a locked lane has nothing a caller could wait for");
+        assert!(
+            !stepping(&lane),
+            "a locked lane has nothing a caller could wait for"
+        );
         lane.publish(Phase::Open { until: 10 });
         lane.close();
-        assert!(lane.stepping(), "an open lane closed for a step");
+        assert!(stepping(&lane), "an open lane closed for a step");
         assert_eq!(lane.peek_open(|| 5), Peek::AskTheLock);
     }
 

@@ -325,18 +325,6 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// lock.
     #[inline(never)]
     pub(super) fn allow_slow(&self, entry: Entry) -> Result<Grant, Rejected> {
-        let entry = match entry {
-            // Its cell closed by a lock holder mid-step: the lane once that step is over.
-            Entry::Locked { now: None } if self.lane.stepping() => {
-                drop(self.inner.lock());
-                let mut at = 0;
-                match self.lane_admit(&mut at) {
-                    Entry::Admitted { ticket } => return Ok(Grant::new(ticket, at)),
-                    other => other,
-                }
-            }
-            other => other,
-        };
         self.admit_slow(entry, |_| ()).map(|(grant, ())| grant)
     }
 
@@ -643,24 +631,11 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             }
             now
         } else if verdict == Verdict::Reported(Outcome::Success) {
-            // A clock that panics reads as "later than any window": the lock then takes the
-            // result, at the latest time the machine saw.
-            let mut lane = self
-                .lane
-                .succeed(grant.ticket, || self.clock.try_now(panics).unwrap_or(Nanos::MAX));
-            if let Err(read) = lane {
-                if self.lane.stepping() && !panics.is_some() {
-                    // Its cell closed by a lock holder mid-step: the lane once that step is
-                    // over, at the same reading if one was taken.
-                    drop(self.inner.lock());
-                    lane = self.lane.succeed(grant.ticket, || {
-                        read.unwrap_or_else(|| self.clock.try_now(panics).unwrap_or(Nanos::MAX))
-                    });
-                    if let Err(second) = lane {
-                        lane = Err(read.or(second));
-                    }
-                }
-            }
+            let lane = self.lane.succeed(grant.ticket, || {
+                // A clock that panics reads as "later than any window": the lock then takes
+                // the result, at the latest time the machine saw.
+                self.clock.try_now(panics).unwrap_or(Nanos::MAX)
+            });
             match lane {
                 Ok(read) => {
                     // Counted on the lane: the policy's recorder takes it (a latency policy's
