@@ -39,10 +39,13 @@
 //!   end, then *open* every cell (store its tag, counters zero), then store the mode word.
 //!   Cells made since the last publish are closed until the next one; a call that finds its
 //!   cell closed takes the lock, which republishes.
-//! - **Close** (lock held, before a change): swap in a locked mode word, then swap every cell
-//!   to closed, folding the counters found in it into the machine. A lane published locked
-//!   has every cell closed and empty already (only a lock holder opens one), so closing it
-//!   writes nothing but a rejection counter that holds something.
+//! - **Close** (lock held, before a change): swap in a *stepping* mode word, then swap every
+//!   cell to closed, folding the counters found in it into the machine. A lane published
+//!   locked has every cell closed and empty already (only a lock holder opens one), so
+//!   closing it writes nothing but a rejection counter that holds something. An admission
+//!   that finds its cell closed while the word says stepping spins a moment for the publish
+//!   and counts again ([`STEPPING`]); a result, or an admission that waited long enough,
+//!   takes the lock.
 //! - **Count** (no lock): load the cell; if its tag is open (for a windowed cell: and the
 //!   clock is not past the window's end), compare-and-swap it to itself plus one. For a
 //!   success the tag must also be the permit's generation.

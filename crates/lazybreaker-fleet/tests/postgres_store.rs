@@ -22,6 +22,15 @@ fn open(secs: u64) -> Decision {
     Decision::Open(Duration::from_secs(secs))
 }
 
+/// Whether `store` writes a trip of `name` for 30 s at generation 1 (a fresh record's next).
+async fn trips(store: &PostgresStore, name: &str) -> bool {
+    store
+        .publish(name, 1, open(30), Vote::NONE, NOW)
+        .await
+        .unwrap()
+        .written
+}
+
 #[test]
 fn a_trip_is_published_once_and_adopted_and_a_recovery_goes_through_leased_probes() {
     let server = PgServer::start();
@@ -185,13 +194,7 @@ fn a_row_edited_to_an_absurd_deadline_is_refused() {
     let server = PgServer::start();
     run(async {
         let store = server.store();
-        assert!(
-            store
-                .publish("x", 1, open(30), Vote::NONE, NOW)
-                .await
-                .unwrap()
-                .written
-        );
+        assert!(trips(&store, "x").await);
         let client = server.client().await;
         client
             .execute(
@@ -229,13 +232,7 @@ fn a_statement_held_by_a_lock_and_an_exhausted_pool_both_end_at_the_store_timeou
         let timeout = Duration::from_millis(200);
         let store = server.store().with_timeout(timeout).with_pool_size(1);
         let _ = store.read("held", NOW).await.unwrap();
-        assert!(
-            store
-                .publish("held", 1, open(30), Vote::NONE, NOW)
-                .await
-                .unwrap()
-                .written
-        );
+        assert!(trips(&store, "held").await);
         // Another client holds the row: a publication waits on it.
         let mut holder = server.client().await;
         let tx = holder.transaction().await.unwrap();
@@ -309,13 +306,7 @@ fn a_server_restarted_empty_gets_its_schema_back() {
     let mut server = PgServer::start();
     let store = server.store();
     run(async {
-        assert!(
-            store
-                .publish("r", 1, open(30), Vote::NONE, NOW)
-                .await
-                .unwrap()
-                .written
-        );
+        assert!(trips(&store, "r").await);
     });
     server.restart_empty();
     run(async {
@@ -333,13 +324,7 @@ fn a_server_restarted_empty_gets_its_schema_back() {
             0,
             "an empty server: closed at generation 0"
         );
-        assert!(
-            store
-                .publish("r", 1, open(30), Vote::NONE, NOW)
-                .await
-                .unwrap()
-                .written
-        );
+        assert!(trips(&store, "r").await);
     });
 }
 

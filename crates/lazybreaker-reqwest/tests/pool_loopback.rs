@@ -161,12 +161,7 @@ fn client() -> reqwest::Client {
 }
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async { tokio::time::timeout(BOUND, f).await.expect("bounded") })
+    lazybreaker_test_support::run_bounded(BOUND, f)
 }
 
 #[test]

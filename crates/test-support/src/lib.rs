@@ -2,7 +2,8 @@
 //! 127.0.0.1 port whose answer a test switches ([`OK`], [`FAIL`], [`NOT_FOUND`], [`BUSY`],
 //! [`HANG`]) and which counts the requests that reach it, and [`refused`], an address
 //! nothing listens on. Written once for the tower layer's, the recipes' and the reqwest
-//! middleware's tests. Not published.
+//! middleware's tests; [`run_bounded`], the two-thread runtime the loopback tests of the
+//! fleet, gRPC and reqwest crates run on. Not published.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -88,4 +89,15 @@ pub fn refused() -> SocketAddr {
         .unwrap()
         .local_addr()
         .unwrap()
+}
+
+/// Runs `f` on a two-thread tokio runtime (a client's connection task runs while the test
+/// awaits what it holds up), bounded by `bound`: a hung test fails instead of hanging CI.
+pub fn run_bounded<F: std::future::Future>(bound: std::time::Duration, f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(async { tokio::time::timeout(bound, f).await.expect("bounded") })
 }

@@ -312,14 +312,5 @@ fn copy_dir(from: &Path, to: &Path) {
 /// Runs `f` on a multi-thread tokio runtime (a plain client's connection task must run
 /// while a test awaits a store held up by it), bounded to 60 s.
 pub(crate) fn run_pg<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(60), f)
-                .await
-                .expect("bounded")
-        })
+    lazybreaker_test_support::run_bounded(Duration::from_secs(60), f)
 }

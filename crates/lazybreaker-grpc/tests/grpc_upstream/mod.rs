@@ -271,14 +271,5 @@ where
 
 /// Runs `f` on a two-thread runtime, bounded: a hung test fails instead of hanging CI.
 pub(crate) fn run<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(20), f)
-                .await
-                .expect("bounded")
-        })
+    lazybreaker_test_support::run_bounded(Duration::from_secs(20), f)
 }
