@@ -34,7 +34,11 @@ pub enum Rejected {
         /// after its last instant, at which it still rejects and says 1 ns, never zero).
         retry_after: Duration,
     },
-    /// The breaker is half-open and already has as many probes in flight as it admits.
+    /// The breaker is half-open and already has as many probes in flight as it admits. No
+    /// time rides with it; the breaker's [`Snapshot::retry_after`](crate::Snapshot::retry_after)
+    /// (and a pool's [`NoEndpoint`](Rejected::NoEndpoint)) says how long until a call is
+    /// admitted again at the latest (the probes' takeover: see
+    /// [`Builder::probe_timeout`](crate::Builder::probe_timeout)).
     #[error("too many requests")]
     TooManyRequests,
     /// The breaker was forced open ([`Breaker::force_open`](crate::Breaker::force_open)) and
@@ -54,8 +58,8 @@ pub enum Rejected {
     #[error("no endpoint can take the call")]
     NoEndpoint {
         /// When the first isolated endpoint can be probed (it lets a probe through just
-        /// after this much time); `None` for an empty pool, or when no endpoint is isolated
-        /// (they are full, or forced open).
+        /// after this much time), or one half-open with its probes out admits a call again
+        /// at the latest; `None` for an empty pool, or when every endpoint is forced open.
         retry_after: Option<Duration>,
     },
     /// The breaker is closed, and its throttle ([`Builder::throttle`](crate::Builder::throttle))
@@ -119,8 +123,9 @@ impl Rejected {
     }
 
     /// How long until the breaker lets a probe through, when it is open; `None` when it is
-    /// half-open and full (a slot frees up when a probe ends, not at a known time) or forced
-    /// open (it opens when an operator releases it).
+    /// half-open and full (ask the breaker's [`snapshot`](crate::Breaker::snapshot), which
+    /// knows when the probes out are taken over) or forced open (it opens when an operator
+    /// releases it).
     ///
     /// # Examples
     ///

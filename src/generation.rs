@@ -33,6 +33,12 @@ impl Generation {
         u64::from(self.0)
     }
 
+    /// How many generations this one is after `earlier` (modulo `2^BITS`).
+    #[inline]
+    pub(crate) fn since(self, earlier: Self) -> u64 {
+        u64::from(self.0.wrapping_sub(earlier.0) & Self::MASK)
+    }
+
     /// The generation as it is stored (the shadow generation included), for a word that
     /// keeps it beside something else.
     #[inline(always)]

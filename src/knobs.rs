@@ -158,15 +158,17 @@ pub struct Knobs {
         )
     )]
     pub check_timeout: Duration,
-    /// How long a half-open probe may hold its slot before the next call that finds every
-    /// slot taken takes it over: the half-open trial starts again with that call as its first
-    /// probe, and the results of the probes it replaced are dropped when they come (counted
-    /// in [`Totals::dropped`](crate::Totals::dropped), or in
-    /// [`Totals::abandoned`](crate::Totals::abandoned)) and the takeover in
-    /// [`Totals::probes_taken_over`](crate::Totals::probes_taken_over). So a probe that hangs
-    /// with no deadline, or a permit kept by mistake, cannot hold the breaker half-open for
-    /// good. Zero (the default) means the breaker's `timeout` (the open period it was
-    /// configured with), as Polly grants another trial after each break duration;
+    /// How long a half-open probe may be out before it is written off (see
+    /// [`Builder::probe_timeout`](crate::Builder::probe_timeout)): once every slot has been
+    /// held that long, the next call that finds them taken starts the trial again as its
+    /// first probe, and the results of the probes it replaced are dropped when they come
+    /// (counted in [`Totals::dropped`](crate::Totals::dropped), or in
+    /// [`Totals::abandoned`](crate::Totals::abandoned)), the takeover in
+    /// [`Totals::probes_taken_over`](crate::Totals::probes_taken_over). Zero (the default)
+    /// writes no probe off: once every slot has been held longer than the breaker's
+    /// `timeout`, the next call is admitted as a probe of its own and the probes out are
+    /// relieved of their slots but keep their verdicts (a dependency slower than the open
+    /// period still closes the breaker; a probe that hangs cannot hold it half-open);
     /// `Duration::MAX` never takes a probe over (gobreaker's behaviour). Written out only when
     /// set.
     #[cfg_attr(

@@ -62,10 +62,12 @@
 //! - **No stuck half-open.** A [`Permit`] dropped without a verdict counts as an exclusion and
 //!   gives its slot back; dropped during a panic it counts as a failure. [`Breaker::execute`]
 //!   records a panic as a failure and lets it unwind. A probe that never reports (a call that
-//!   hangs with no deadline, a permit kept by mistake) holds its slot for at most
-//!   [`probe_timeout`](Builder::probe_timeout), the open `timeout` by default: the next call
-//!   then starts the trial again, and the late verdict is dropped. (gobreaker waits for good:
-//!   `probe_timeout(Duration::MAX)`.)
+//!   hangs with no deadline, a permit kept by mistake) holds its slot for at most the open
+//!   `timeout`: the next call is then admitted as a probe of its own, and the probe it
+//!   relieved keeps its verdict, so a dependency slower than the open period still closes
+//!   the breaker ([`probe_timeout`](Builder::probe_timeout) sets a probe deadline instead,
+//!   past which a late verdict is dropped; gobreaker waits for good:
+//!   `probe_timeout(Duration::MAX)`).
 //! - **Callbacks outside the lock.** `on_state_change` never runs while the state lock is held
 //!   and may call back into the breaker; changes are delivered once each, in order, one at a
 //!   time.

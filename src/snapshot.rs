@@ -69,7 +69,13 @@ pub struct Snapshot {
     /// Lifetime counters, rejections included.
     pub totals: Totals,
     /// While open (not forced): what is left of the open period, until a probe is let
-    /// through ([`Rejected::Open`](crate::Rejected::Open)'s `retry_after`).
+    /// through ([`Rejected::Open`](crate::Rejected::Open)'s `retry_after`). Half-open with
+    /// every probe out (a trial running, the next call turned away with
+    /// [`TooManyRequests`](crate::Rejected::TooManyRequests)): how long until a call is
+    /// admitted again at the latest, when the probes out are taken over (see
+    /// [`Builder::probe_timeout`](crate::Builder::probe_timeout)); with
+    /// `probe_timeout(Duration::MAX)`, which never takes them over, the open `timeout`, as
+    /// a hint. `None` otherwise.
     #[cfg_attr(
         feature = "serde",
         serde(serialize_with = "crate::serde_duration::serialize_option")

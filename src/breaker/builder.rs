@@ -418,25 +418,40 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
-    /// How long a half-open probe may hold its slot. Once every slot has been held longer
-    /// than this (no probe admitted for that long), the next call that finds them taken
-    /// starts the half-open trial again as its first probe, instead of being rejected with
-    /// [`Rejected::TooManyRequests`](crate::Rejected::TooManyRequests); the results of the
-    /// probes it replaced are dropped when they come (their generation ended: counted in
-    /// [`Totals::dropped`](crate::Totals::dropped), or in `abandoned` if their permits are
-    /// dropped), and the takeover is counted in
-    /// [`Totals::probes_taken_over`](crate::Totals::probes_taken_over). No timer: the
-    /// takeover is decided by the call that arrives. It is not a state change (the breaker
-    /// stays half-open; `on_state_change` is not called).
+    /// How long a half-open probe may be out before it is written off. Once every probe slot
+    /// has been held longer than this (no probe admitted for that long), the next call that
+    /// finds them taken starts the half-open trial again as its first probe, instead of being
+    /// rejected with [`Rejected::TooManyRequests`](crate::Rejected::TooManyRequests); the
+    /// results of the probes it replaced are dropped when they come (their generation ended:
+    /// counted in [`Totals::dropped`](crate::Totals::dropped), or in `abandoned` if their
+    /// permits are dropped), and the takeover is counted in
+    /// [`Totals::probes_taken_over`](crate::Totals::probes_taken_over). Give the deadline
+    /// your probes have: a probe out longer is lost.
     ///
-    /// So a probe that hangs with no deadline, or a permit kept by mistake, cannot hold the
-    /// breaker half-open for good: at worst, one call per `probe_timeout` tries the
-    /// dependency. `Duration::ZERO` (the default) means the breaker's
-    /// [`timeout`](Self::timeout), as Polly grants another trial after each break duration;
+    /// **By default (not set, or `Duration::ZERO`) no probe is ever written off**, and none
+    /// can hold the breaker half-open for good either: once every slot has been held longer
+    /// than the open [`timeout`](Self::timeout) (as Polly grants another trial after each
+    /// break duration), the next call is admitted as a probe of its own and the probes out
+    /// are *relieved* of their slots, but keep their verdicts: a success that comes later
+    /// still counts toward closing, a failure still reopens. So a dependency slower than the
+    /// open period, which answers every call, closes its breaker about one open period plus
+    /// one call's latency after the trip, at the cost of one more probe per open period
+    /// while the first is out; a probe that hangs, or a permit kept by mistake, gives way to
+    /// the next call. Counted in `probes_taken_over` too.
+    ///
     /// `Duration::MAX` never takes a probe over, as gobreaker (which has no such setting).
-    /// In a configuration file: `probe_timeout = "30s"`.
+    /// No timer either way: the takeover is decided by the call that arrives, and it is not
+    /// a state change (the breaker stays half-open; `on_state_change` is not called). With a
+    /// [health check](Self::health_check), the call that takes the slots over runs a check
+    /// first, as the first probe did (a sync call, which cannot, probes as gobreaker's
+    /// would). While a trial runs with every probe out, the breaker's
+    /// [`Snapshot::retry_after`](crate::Snapshot::retry_after) and a pool's
+    /// [`NoEndpoint`](crate::Rejected::NoEndpoint) say how long until a call is admitted
+    /// again at the latest. In a configuration file: `probe_timeout = "30s"`.
     ///
     /// # Examples
+    ///
+    /// A probe deadline: a probe out longer than 5 s is lost.
     ///
     /// ```
     /// use lazybreaker::{Breaker, ManualClock, Rejected, State};
@@ -460,6 +475,30 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// hung.success(); // too late: dropped, it counts nowhere
     /// assert_eq!(breaker.totals().probes_taken_over, 1);
     /// assert_eq!(breaker.totals().dropped, 1);
+    /// ```
+    ///
+    /// The default: a probe slower than the open period still closes the breaker.
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, ManualClock, State};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .timeout(Duration::from_millis(100))
+    ///     .ready_to_trip(|counts| counts.consecutive_failures >= 1)
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// breaker.allow().unwrap().failure(); // trips it
+    /// clock.advance(Duration::from_millis(101));
+    /// let slow = breaker.allow().unwrap(); // the probe: the dependency takes 150 ms
+    /// clock.advance(Duration::from_millis(101));
+    /// let next = breaker.allow().unwrap(); // the slot held past 100 ms: another probe
+    /// clock.advance(Duration::from_millis(49));
+    /// slow.success(); // 150 ms: still counts
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// next.success(); // admitted before the close: its generation ended
+    /// assert_eq!(breaker.totals().probes_taken_over, 1);
     /// ```
     pub fn probe_timeout(mut self, probe_timeout: Duration) -> Self {
         self.knobs.probe_timeout = probe_timeout;

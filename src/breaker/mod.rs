@@ -253,6 +253,13 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.read(|m| m.check_wait(now))
     }
 
+    /// Half-open with every probe out, how long until a call is admitted again at the latest
+    /// (never zero); `None` otherwise (see `Machine::probe_wait`).
+    pub(crate) fn probe_wait(&self) -> Option<std::time::Duration> {
+        let now = self.clock.now();
+        self.read(|m| m.probe_wait(now))
+    }
+
     /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure
     /// read, like [`counts`](Breaker::counts).
     pub fn totals(&self) -> Totals {

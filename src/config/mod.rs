@@ -468,7 +468,7 @@ pub use registry::RegistrySettings;
 /// | `never_trips` | `false` | [`Knobs::never_trips`]: nothing trips the breaker, not even a fatal result |
 /// | `dry_run` | `false` | [`Knobs::dry_run`]: dry run, or shadow mode: the breaker admits every call and counts those it would have rejected in [`Totals::would_reject`](crate::Totals::would_reject) |
 /// | `check_timeout` | `"0s"` (means 500 ms) | [`Knobs::check_timeout`]: how long a health check may run before the next call takes it over (the check itself is code: [`Builder::health_check`](crate::Builder::health_check)) |
-/// | `probe_timeout` | `"0s"` (means `timeout`) | [`Knobs::probe_timeout`]: how long the half-open probes may hold every slot before the next call starts the trial again |
+/// | `probe_timeout` | `"0s"` (no probe deadline: after `timeout`, the probes out are relieved of their slots but keep their verdicts) | [`Knobs::probe_timeout`]: how long a half-open probe may be out before the next call writes it off and starts the trial again |
 /// | `throttle` | none | [`Knobs::throttle`]: adaptive throttling in the closed state, `{ k = 2.0, min_requests = 20, max_probability = 0.9, seed = 0, count_throttled = false }` (`k` required) |
 /// | `policy` | `consecutive_failures`, threshold 6 | the [`PolicyConfig`] that decides when to trip |
 /// | `open_duration` | `kind = "policy"` | the [`OpenDurationConfig`]: the policy's rule, or an exponential backoff |

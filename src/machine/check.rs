@@ -66,13 +66,19 @@ pub(crate) struct CheckTicket {
 }
 
 impl<P: TripPolicy> Machine<P> {
-    /// Whether the open period is over and the next call is for a health check: a check is
-    /// configured, the breaker is open (not forced) and its period ended.
+    /// Whether the next call is for a health check: a check is configured, the breaker is
+    /// not forced, and either it is open and its period ended, or it is half-open and a
+    /// takeover of its probe slots is due (the probes out were admitted after a check; the
+    /// call that takes their slots over is admitted after one too).
     pub(super) fn check_due(&self, now: Nanos) -> bool {
-        self.rules.checked()
-            && self.state == State::Open
-            && self.forced.is_none()
-            && now > self.expiry
+        if !self.rules.checked() || self.forced.is_some() || now <= self.expiry {
+            return false;
+        }
+        match self.state {
+            State::Open => true,
+            State::HalfOpen => self.half_open_in_flight() >= self.probes,
+            State::Closed => false,
+        }
     }
 
     /// The lease in force at `now`, if one is: a lease older than `check_timeout` is lost.
@@ -131,9 +137,10 @@ impl<P: TripPolicy> Machine<P> {
         self.lease.is_some_and(|lease| lease.is(ticket))
     }
 
-    /// The check of `ticket` passed: the breaker goes half-open (a change marked
-    /// [`Origin::HealthCheck`]) and the call that ran it is admitted as the first probe. A
-    /// stale lease changes nothing, and its call gets the rejection the breaker answers now.
+    /// The check of `ticket` passed: an open breaker goes half-open (a change marked
+    /// [`Origin::HealthCheck`]) and the call that ran it is admitted as the first probe; a
+    /// half-open one admits it as the probe that takes the slots over. A stale lease changes
+    /// nothing, and its call gets the rejection the breaker answers now.
     pub(crate) fn check_passed(
         &mut self,
         ticket: CheckTicket,
@@ -149,12 +156,15 @@ impl<P: TripPolicy> Machine<P> {
         }
         self.lease = None;
         self.totals.health_checks += 1;
-        let change = self.enter(State::HalfOpen, now, None, Origin::HealthCheck);
-        let (admitted, _) = self.admit(now);
-        (admitted, Some(change))
+        let change = (self.state == State::Open)
+            .then(|| self.enter(State::HalfOpen, now, None, Origin::HealthCheck));
+        let (admitted, made) = self.admit(now);
+        (admitted, change.or(made))
     }
 
-    /// The check of `ticket` failed (or panicked): the breaker stays open, its open period
+    /// The check of `ticket` failed (or panicked). Half-open (a takeover's check), the
+    /// breaker opens again: a change marked [`Origin::HealthCheck`], a failed recovery, down.
+    /// Open, the breaker stays open, its open period
     /// re-armed from `now` for the next period (the policy's duration and backoff, asked as
     /// for an opening). It is not another opening: no state changes, `opened` and the
     /// transitions stay as they are, the failed check is counted in its own totals. The one
@@ -173,6 +183,12 @@ impl<P: TripPolicy> Machine<P> {
         self.lease = None;
         self.totals.health_checks += 1;
         self.totals.health_checks_failed += 1;
+        if self.state == State::HalfOpen {
+            let reopened = self.enter(State::Open, now, None, Origin::HealthCheck);
+            self.down = true;
+            self.totals.rejected_open += 1;
+            return (Rejected::open_until(self.expiry, now), Some(reopened));
+        }
         let counts = *self.window.counts();
         self.expiry = self.expiry_of(State::Open, now);
         self.down = true;
@@ -237,6 +253,7 @@ impl<P: TripPolicy> Machine<P> {
         let rejected = match (self.state, self.forced) {
             (State::Open, Some(Forced::Open)) => Rejected::ForcedOpen,
             (State::Open, _) if !self.check_due(now) => Rejected::open_until(self.expiry, now),
+            (State::HalfOpen, _) if !self.check_due(now) => Rejected::TooManyRequests,
             _ => Rejected::Checking,
         };
         self.count_rejection(rejected);

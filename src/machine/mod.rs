@@ -237,6 +237,15 @@ pub(crate) struct Machine<P> {
     /// Half-open: how many probes it admits and how many successes close it, asked of the
     /// policy once, when the half-open period starts.
     probes: u64,
+    /// Half-open: the first generation of the trial running. A takeover that relieves the
+    /// probes out of their slots (the default `probe_timeout`: see
+    /// [`take_over_probes`](Machine::take_over_probes)) starts a generation of probes within
+    /// the same trial, so a result of any generation from this one on still counts; every
+    /// other new generation starts a new trial.
+    trial_from: Generation,
+    /// Half-open: the probe slots given back by relieving takeovers whose probes are still
+    /// out (a relieved probe that comes back excluded has its slot given back already).
+    relieved: u64,
     window: Window,
     totals: Totals,
     /// The latest time an operation was given: the time of a step whose clock reading failed.
@@ -290,6 +299,8 @@ impl<P: TripPolicy> Machine<P> {
             start: now,
             expiry: Nanos::MAX,
             probes: rules.max_requests,
+            trial_from: Generation::default(),
+            relieved: 0,
             window: match rules.count_window {
                 0 => Window::rolling(rules.buckets as usize),
                 // At most `MAX_COUNT_WINDOW`: it fits a usize.
@@ -557,7 +568,9 @@ impl<P: TripPolicy> Machine<P> {
             if let Some(rejected) = self.admit_without_check(now) {
                 return Err(rejected);
             }
-            made(self.set_state(State::HalfOpen, now));
+            if self.state == State::Open {
+                made(self.set_state(State::HalfOpen, now));
+            }
         }
         match self.state {
             State::Open if self.forced == Some(Forced::Open) => self.refuse(Rejected::ForcedOpen),
@@ -695,17 +708,39 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// Half-open with every probe slot taken: when no probe was admitted for longer than
-    /// `probe_timeout` (the slots' `expiry`), the trial starts again in a new generation, so
-    /// the probes it replaces report late and are dropped; `true` then, and the caller is
-    /// admitted as the new trial's first probe. Not a state change: the breaker stays
-    /// half-open, with the same number of probes.
+    /// `probe_timeout` (the slots' `expiry`), the next call takes the slots over and is
+    /// admitted as a probe; `true` then. Not a state change: the breaker stays half-open,
+    /// with the same number of probes.
+    ///
+    /// What becomes of the probes taken over depends on the setting:
+    /// - by default (no `probe_timeout` given), they are *relieved* of their slots and keep
+    ///   their verdicts: a probe slower than the open period is still evidence of health,
+    ///   so its success counts toward closing when it comes (and its failure reopens), as
+    ///   any probe's of this trial. A new generation of probes starts within the trial
+    ///   (the relieved ones are told apart by theirs), its counts kept;
+    /// - with a `probe_timeout` given, a probe out that long is *lost*: the trial starts
+    ///   again in a new generation, and the probes it replaces report late and are dropped.
     fn take_over_probes(&mut self, now: Nanos) -> bool {
         if now <= self.expiry {
             return false;
         }
         self.totals.probes_taken_over += 1;
-        self.start_generation(now, Nanos::MAX);
+        if self.rules.relieves_probes() {
+            let c = self.window.counts();
+            self.relieved = c.requests.saturating_sub(c.total_exclusions);
+            self.generation = self.generation.next();
+        } else {
+            self.start_generation(now, Nanos::MAX);
+        }
         true
+    }
+
+    /// Whether a result admitted in `generation` counts now: one of the current generation,
+    /// or, half-open, of the trial running (a probe relieved by a takeover).
+    fn counts_generation(&self, generation: Generation) -> bool {
+        generation == self.generation
+            || (self.state == State::HalfOpen
+                && generation.since(self.trial_from) < self.generation.since(self.trial_from))
     }
 
     /// Turns a call away, counting it by its reason; in dry run, admits it as a shadow call
@@ -772,10 +807,13 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
-    /// Probes that hold a half-open slot: excluded results give theirs back.
+    /// Probes that hold a half-open slot: excluded results give theirs back, and a relieving
+    /// takeover gives back every slot held (see [`take_over_probes`](Machine::take_over_probes)).
     fn half_open_in_flight(&self) -> u64 {
         let c = self.window.counts();
-        c.requests.saturating_sub(c.total_exclusions)
+        c.requests
+            .saturating_sub(c.total_exclusions)
+            .saturating_sub(self.relieved)
     }
 
     /// Records the result of a request admitted with `ticket`. A result from an older
@@ -804,11 +842,13 @@ impl<P: TripPolicy> Machine<P> {
         // it; a reported one as its outcome, or as dropped.
         let abandoned = verdict == Verdict::Abandoned;
         self.totals.abandoned += u64::from(abandoned);
-        if change.is_some() || ticket.generation() != self.generation {
+        if change.is_some() || !self.counts_generation(ticket.generation()) {
             // Stale: every state change starts a new generation, this very one included.
             self.totals.dropped += u64::from(!abandoned);
             return change;
         }
+        // A probe relieved of its slot by a takeover (see `take_over_probes`).
+        let relieved = ticket.generation() != self.generation;
         // Slower than the policy's threshold: a call counted as slow while in flight is not
         // counted again. It is found by its admission time (a policy with a threshold
         // measures latency: `now - latency`).
@@ -847,6 +887,10 @@ impl<P: TripPolicy> Machine<P> {
                     }
                 } else {
                     self.record(ticket.age, outcome, totals, slow);
+                }
+                if relieved && outcome.counted() == Outcome::Excluded {
+                    // Its slot was given back by the takeover: not a second time.
+                    self.relieved = self.relieved.saturating_sub(1);
                 }
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
@@ -972,6 +1016,8 @@ impl<P: TripPolicy> Machine<P> {
 
     fn start_generation(&mut self, now: Nanos, expiry: Nanos) {
         self.generation = self.generation.next();
+        self.trial_from = self.generation;
+        self.relieved = 0;
         self.start = now;
         self.window.restart(self.state == State::Closed);
         self.in_flight.clear();

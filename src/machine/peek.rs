@@ -58,6 +58,9 @@ impl<P: TripPolicy> Machine<P> {
             // Past the period, waiting for a check: nothing left to wait, a check must run.
             (State::Open, None) if check.is_some() => None,
             (State::Open, None) => Rejected::open_until(self.expiry, now).retry_after(),
+            // A trial running with every probe out: when a call is admitted again at the
+            // latest (a check due: none, as open).
+            (State::HalfOpen, None) if check.is_none() => self.probe_wait(now),
             _ => None,
         };
         Peek {
@@ -78,8 +81,9 @@ impl<P: TripPolicy> Machine<P> {
         match (self.state, self.forced) {
             (State::Open, Some(Forced::Open)) => Some(Rejected::ForcedOpen),
             (State::Open, _) if now <= self.expiry => Some(Rejected::open_until(self.expiry, now)),
-            // Past the period, with a health check under way: held back until it settles.
-            (State::Open, _)
+            // Past the period (or a takeover's check due), with a health check under way:
+            // held back until it settles.
+            (State::Open | State::HalfOpen, _)
                 if self.check_due(now)
                     && self.lease.is_some_and(|l| {
                         now.saturating_sub(l.since()) <= self.rules.check_timeout
@@ -110,6 +114,30 @@ impl<P: TripPolicy> Machine<P> {
             }
             None => Ready::Passes,
         }
+    }
+
+    /// Half-open with every probe slot held (a trial running, the next call turned away): how
+    /// long until a call is admitted again at the latest: the rest of the probe timeout,
+    /// after which the next call takes the slots over (or, with a check due, the time the
+    /// check may take); without a takeover (`probe_timeout(Duration::MAX)`), the open
+    /// `timeout`, as a hint (a slot frees when a probe reports). `None` otherwise. Never
+    /// zero, so that a caller honouring it does not spin.
+    pub(crate) fn probe_wait(&self, now: Nanos) -> Option<Duration> {
+        let now = now.max(self.latest);
+        if self.state != State::HalfOpen
+            || self.forced.is_some()
+            || self.half_open_in_flight() < self.probes
+        {
+            return None;
+        }
+        if let Some(wait) = self.check_wait(now) {
+            return Some(wait);
+        }
+        let left = match self.expiry {
+            Nanos::MAX => self.rules.timeout,
+            until => until.saturating_sub(now),
+        };
+        Some(Duration::from_nanos(left.max(1)))
     }
 
     /// Counts a rejection answered elsewhere (by the tower layer, from a peek).

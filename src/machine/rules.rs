@@ -157,6 +157,12 @@ impl Rules {
         doubled.min(self.backoff.max(self.timeout))
     }
 
+    /// Whether a takeover relieves the probes out of their slots, their verdicts still
+    /// counting (no `probe_timeout` given), rather than writing them off (one given).
+    pub(super) fn relieves_probes(&self) -> bool {
+        self.probe_timeout == 0
+    }
+
     /// How long the probe slots may all be held before the next call takes them over.
     pub(super) fn probe_slot_timeout(&self) -> Nanos {
         match self.probe_timeout {

@@ -58,8 +58,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// waiting for a check this pick cannot run, the time that check may still take (what is
     /// left of a running check's [`check_timeout`](crate::Builder::check_timeout), or all of
     /// it when none runs yet: never zero, so a client that honours it does not spin;
-    /// [`pick_async`](Pool::pick_async) runs the check). `None` for an empty pool (or when
-    /// no endpoint is isolated, only full: half-open with its probes out, or forced open).
+    /// [`pick_async`](Pool::pick_async) runs the check); for one half-open with its probes
+    /// out (a trial running), the time until it admits a call again at the latest (see
+    /// [`Snapshot::retry_after`](crate::Snapshot::retry_after)). `None` for an empty pool, or
+    /// when every endpoint is forced open.
     pub fn pick(&self) -> Result<Pick<K, P, O>, Rejected> {
         match self.choose(false)? {
             Choice::Pick(pick) => Ok(pick),
@@ -464,8 +466,9 @@ enum Look<K, P: TripPolicy, O: Observer> {
     /// for a check that this pick cannot run (for the time a check may take: see
     /// [`check_wait`](Breaker::check_wait)). Never zero.
     Isolated(Duration),
-    /// Its check runs in another call, settled or taken over within this long: out of this
-    /// pick, but a time to retry after.
+    /// Its check runs in another call, settled or taken over within this long, or it is
+    /// half-open with its probes out (a trial runs): out of this pick, but a time to retry
+    /// after.
     Checking(Duration),
     /// Isolated by its own evidence (a failed health check, a hang): out whatever the cap,
     /// open for this much longer (or waiting for a check, as [`Look::Isolated`]).
@@ -495,6 +498,12 @@ fn look<K, P: TripPolicy, O: Observer>(
         Ready::CheckDue if endpoint.breaker.is_down() => Look::Down(check_wait(endpoint)),
         Ready::CheckDue => Look::Isolated(check_wait(endpoint)),
         Ready::Rejected(Rejected::Checking) => Look::Checking(check_wait(endpoint)),
+        // Half-open, every probe out: out of this pick, but a trial runs, with a time to
+        // come back (a takeover, or a hint).
+        Ready::Rejected(Rejected::TooManyRequests) => match endpoint.breaker.probe_wait() {
+            Some(wait) => Look::Checking(wait),
+            None => Look::Out,
+        },
         Ready::Rejected(_) => Look::Out,
     }
 }

@@ -30,5 +30,6 @@ mod pool_call;
 mod pool_judgement;
 mod probe_timeout;
 mod slow_calls;
+mod slow_dependency;
 mod snapshot;
 mod throttle;

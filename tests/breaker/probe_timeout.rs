@@ -209,10 +209,11 @@ fn an_async_probe_that_never_completes_is_taken_over() {
 }
 
 /// With a health check, the check that passed made the call its first probe; a probe that
-/// then hangs is taken over like any other (the check passed for this half-open period: it
-/// does not run again).
+/// then hangs is taken over only after another check passes: the call that takes the slot
+/// over is checked as the first probe was (a sync call, which cannot run a check, takes it
+/// over as gobreaker's probe would).
 #[test]
-fn a_checked_breakers_hung_probe_is_taken_over_without_another_check() {
+fn a_checked_breakers_hung_probe_is_taken_over_after_another_check() {
     let check = Check::default();
     let (breaker, clock) = due(&check);
     check.settle(Verdict::Pass);
@@ -223,10 +224,62 @@ fn a_checked_breakers_hung_probe_is_taken_over_without_another_check() {
     );
     assert_eq!((check.runs(), breaker.state()), (1, State::HalfOpen));
     clock.advance(PAST_OPEN);
+    check.reset();
     let mut probe = Box::pin(breaker.execute_async(|| std::future::ready(Ok::<_, ()>(()))));
+    assert!(
+        poll_once(&mut probe).is_pending(),
+        "the takeover runs a check"
+    );
+    assert_eq!(check.runs(), 2);
+    assert_eq!(
+        breaker.totals().probes_taken_over,
+        0,
+        "nothing taken over before the check passes"
+    );
+    let mut meanwhile = Box::pin(breaker.execute_async(|| std::future::ready(Ok::<_, ()>(()))));
+    assert_eq!(
+        poll_once(&mut meanwhile),
+        Poll::Ready(Err(lazybreaker::Error::Rejected(Rejected::Checking))),
+        "held back while the takeover's check runs"
+    );
+    check.settle(Verdict::Pass);
     assert_eq!(poll_once(&mut probe), Poll::Ready(Ok(())));
-    assert_eq!((check.runs(), breaker.state()), (1, State::Closed));
+    assert_eq!((check.runs(), breaker.state()), (2, State::Closed));
     assert_eq!(breaker.totals().probes_taken_over, 1);
+}
+
+/// A takeover's check that fails opens the breaker again (a failed recovery, marked as the
+/// check's), and the hung probe's late verdict is dropped with the trial.
+#[test]
+fn a_takeovers_failed_check_reopens_the_breaker() {
+    use lazybreaker::observe::Origin;
+    let check = Check::default();
+    let (breaker, clock) = due(&check);
+    // A sync call probes as gobreaker's would (it cannot run the check), then hangs.
+    let hung = breaker.allow().unwrap();
+    assert_eq!((check.runs(), breaker.state()), (0, State::HalfOpen));
+    clock.advance(PAST_OPEN);
+    check.settle(Verdict::Fail);
+    let mut probe = Box::pin(breaker.execute_async(|| std::future::ready(Ok::<_, ()>(()))));
+    assert!(matches!(
+        poll_once(&mut probe),
+        Poll::Ready(Err(lazybreaker::Error::Rejected(Rejected::Open { .. })))
+    ));
+    assert_eq!(breaker.state(), State::Open);
+    let changes = breaker.observer().take();
+    assert_eq!(
+        changes.last().map(|&(from, to, origin)| (from, to, origin)),
+        Some((State::HalfOpen, State::Open, Origin::HealthCheck)),
+        "{changes:?}"
+    );
+    let t = breaker.totals();
+    assert_eq!((t.health_checks, t.health_checks_failed), (1, 1), "{t:?}");
+    hung.success();
+    assert_eq!(
+        breaker.totals().dropped,
+        1,
+        "the trial ended: its probe is stale"
+    );
 }
 
 /// In dry run a probe slot held past the timeout is taken over as it would be for real: the

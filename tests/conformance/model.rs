@@ -16,8 +16,11 @@
 //! - half-open admits `max(1, max_requests)` probes minus exclusions, closes after that many
 //!   consecutive successes, and reopens on any failure; once every slot is taken and no probe
 //!   was admitted for longer than `probe_timeout` (zero means `timeout`; `u64::MAX` never),
-//!   the next call starts the trial again in a new generation (the crate's one departure
-//!   from gobreaker, which never does; `Builder::probe_timeout`);
+//!   the next call takes the slots over (the crate's one departure from gobreaker, which
+//!   never does; `Builder::probe_timeout`): with a `probe_timeout` given, the trial starts
+//!   again in a new generation (the probes out are written off); by default (zero), the
+//!   probes out are relieved of their slots and their results still count in the trial, the
+//!   caller admitted in a slot of its own;
 //! - with a bucket period, `interval` is rounded up to whole buckets; a single bucket is a
 //!   fixed window; with two or more the window rolls bucket by bucket, at each boundary
 //!   (inclusive), in the closed state only, trimming the consecutive counters as gobreaker's
@@ -245,6 +248,13 @@ struct Model {
     timeout: u64,
     /// How long every probe slot may be held (zero already replaced by `timeout`).
     probe_timeout: u64,
+    /// Whether a takeover relieves the probes out (the default, `probe_timeout` zero) rather
+    /// than writing them off.
+    relieves: bool,
+    /// Half-open: the first generation of the trial (results of any generation from it on
+    /// count), and the slots given back by takeovers whose probes are out.
+    trial_from: u64,
+    relieved: u64,
     /// The effective closed window: zero for none, rounded up to whole buckets.
     interval: u64,
     /// The bucket length, when the window rolls (two or more buckets); zero otherwise.
@@ -295,6 +305,9 @@ impl Model {
                 0 => timeout,
                 t => t,
             },
+            relieves: cfg.probe_timeout == 0,
+            trial_from: 0,
+            relieved: 0,
             interval,
             bucket_period,
             state: State::Closed,
@@ -316,6 +329,8 @@ impl Model {
 
     fn new_generation(&mut self, now: u64) {
         self.generation += 1;
+        self.trial_from = self.generation;
+        self.relieved = 0;
         self.start = now;
         self.counts = Tally::default();
         self.age = 0;
@@ -431,10 +446,18 @@ impl Model {
                 let taken = self
                     .counts
                     .requests
-                    .saturating_sub(self.counts.total_exclusions);
+                    .saturating_sub(self.counts.total_exclusions)
+                    .saturating_sub(self.relieved);
                 if taken >= self.probes {
                     match self.until {
-                        // Every slot held past the probe timeout: a new trial.
+                        // Every slot held past the probe timeout, by default: the probes
+                        // out give their slots back, and keep counting in this trial.
+                        Some(until) if now > until && self.relieves => {
+                            self.totals.probes_taken_over += 1;
+                            self.relieved += taken;
+                            self.generation += 1;
+                        }
+                        // With a probe timeout given: a new trial.
                         Some(until) if now > until => {
                             self.totals.probes_taken_over += 1;
                             self.new_generation(now);
@@ -466,7 +489,14 @@ impl Model {
         if abandoned {
             self.totals.abandoned += 1;
         }
-        if ticket.generation != self.generation {
+        let in_trial = self.state == State::HalfOpen
+            && ticket.generation >= self.trial_from
+            && ticket.generation < self.generation;
+        if in_trial && outcome == Outcome::Excluded {
+            // A relieved probe's slot was given back by the takeover.
+            self.relieved -= 1;
+        }
+        if ticket.generation != self.generation && !in_trial {
             if !abandoned {
                 self.totals.dropped += 1; // stale
             }
