@@ -73,6 +73,14 @@ impl<S: FleetStore> SharedBuilder<S> {
 
     /// How long a half-open probe's fleet-wide lease lasts if its holder never gives it
     /// back (it died): make it longer than a probe call takes. Default (and zero): 10 s.
+    ///
+    /// It is the fleet's probe timeout: while a probe of this process holds the lease, the
+    /// local breaker does not take that probe over (whatever its
+    /// [`probe_timeout`](lazybreaker::Builder::probe_timeout)), and a half-open call is
+    /// turned away with [`Rejected::TooManyRequests`] without a store round trip (as it is
+    /// after the store answered that every slot is held, until the next refresh). Once the
+    /// lease expires, the next call takes the probe over and leases the slot itself; a
+    /// result the local breaker then drops is not counted by the fleet either.
     pub fn lease_for(mut self, lease_for: Duration) -> Self {
         self.knobs.lease_for = lease_for;
         self
@@ -142,6 +150,8 @@ impl<S: FleetStore> SharedBuilder<S> {
                 view: Mutex::new(View::default()),
                 degraded: AtomicBool::new(false),
                 probes: AtomicU64::new(0),
+                slots: Mutex::new(Slots::default()),
+                slots_hint: AtomicBool::new(false),
                 stats: Stats::default(),
             },
         })
@@ -234,7 +244,26 @@ struct Fleet<S> {
     degraded: AtomicBool,
     /// Probe leases taken, for their holder ids.
     probes: AtomicU64,
+    /// The fleet's probe slots as this process knows them taken (see [`Slots`]).
+    slots: Mutex<Slots>,
+    /// Whether `slots` may say the fleet is full: read before every call, without the lock.
+    slots_hint: AtomicBool,
     stats: Stats,
+}
+
+/// The fleet's probe slots as this process knows them taken: its own live leases, and
+/// whether the store answered that every slot was held since the view was last refreshed.
+/// While they fill the fleet's slots, a half-open call is turned away here, before the
+/// local breaker would take its probes over (they hold the fleet's slots: the fleet has not
+/// written them off) and before a store round trip that could only answer "full". The
+/// fleet's lease expiry is its probe timeout: once this process's leases expire, the local
+/// breaker's takeover goes ahead, and the new probe leases the slot again.
+#[derive(Debug, Default)]
+struct Slots {
+    /// The number of each lease held, and when it expires on the breaker's clock.
+    own: Vec<(u64, u64)>,
+    /// The store answered full, since the last refresh.
+    full_seen: bool,
 }
 
 /// The shared record as this process last saw it.
@@ -334,9 +363,11 @@ impl<S> Drop for SyncGuard<'_, S> {
     }
 }
 
-/// A fleet-wide probe lease held by a call: its holder id and the generation it is of.
+/// A fleet-wide probe lease held by a call: its holder id (and number) and the generation
+/// it is of.
 struct Held {
     holder: String,
+    number: u64,
     generation: u64,
 }
 
@@ -519,6 +550,16 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         } else {
             now // one clock read for the staleness check and the admission both
         };
+        if self.fleet.slots_hint.load(Ordering::Relaxed) && self.fleet_full(now) {
+            // The fleet's probe slots are held: no local takeover, no store round trip.
+            let rejected = Rejected::TooManyRequests;
+            self.breaker.count_rejection(rejected);
+            self.fleet
+                .stats
+                .fleet_rejections
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(Error::Rejected(rejected));
+        }
         let (permit, probe) = match gate::admit(&self.breaker, At::Given(now)) {
             Admit::Call(permit, probe) => (permit, probe),
             Admit::Rejected(_, rejected) => return Err(Error::Rejected(rejected)),
@@ -541,6 +582,48 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             contain::resume(panics);
         }
         result.map_err(Error::Inner)
+    }
+
+    /// Whether a call at `now` would find the fleet's probe slots full while the local
+    /// breaker is half-open (see [`Slots`]): this process's live leases fill them, or the
+    /// store said so since the last refresh.
+    #[cold]
+    #[inline(never)]
+    fn fleet_full(&self, now: u64) -> bool {
+        let full = {
+            let mut slots = self.fleet.slots.lock();
+            slots.own.retain(|&(_, expires)| expires > now);
+            if slots.own.is_empty() && !slots.full_seen {
+                self.fleet.slots_hint.store(false, Ordering::Relaxed);
+            }
+            slots.full_seen || slots.own.len() as u64 >= self.fleet.max_requests
+        };
+        full && self.breaker.state() == State::HalfOpen
+    }
+
+    /// A lease this process took: its number, held until `lease_for` from now.
+    fn note_lease(&self, number: u64) {
+        let expires = self
+            .breaker
+            .clock_nanos()
+            .saturating_add(nanos(self.fleet.knobs.lease_for));
+        self.fleet.slots.lock().own.push((number, expires));
+        self.fleet.slots_hint.store(true, Ordering::Relaxed);
+    }
+
+    /// The store answered that every slot is held: so it stays, as far as this process
+    /// knows, until the next refresh.
+    fn note_full(&self) {
+        self.fleet.slots.lock().full_seen = true;
+        self.fleet.slots_hint.store(true, Ordering::Relaxed);
+    }
+
+    /// A refresh: what the store said of the slots is old (a lease of this process's is
+    /// still its own until given back, or expired).
+    fn forget_full(&self) {
+        if self.fleet.slots_hint.load(Ordering::Relaxed) {
+            self.fleet.slots.lock().full_seen = false;
+        }
     }
 
     /// The refresh before a call: returns the store time left for the rest of the call.
@@ -704,6 +787,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             link: &self.link,
             unpublished: false,
         };
+        self.forget_full();
         let now = self.breaker.clock_nanos();
         let interval = nanos(fleet.knobs.sync_interval);
         fleet
@@ -988,6 +1072,10 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             }
             // Never longer than the local breaker's longest open period (which the breaker
             // holds to as well): a record opened for years by anyone is followed that long.
+            if record.generation > view.generation {
+                // Every lease of the old generation is gone with it.
+                *self.fleet.slots.lock() = Slots::default();
+            }
             let left = record.open_for().map_or(0, nanos);
             let max = nanos(self.fleet.max_open);
             *view = View {
@@ -1051,15 +1139,20 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             self.now(),
         );
         match self.op(budget, lease).await {
-            Some(Lease::Taken) => Ok((
-                permit,
-                Some(Held {
-                    holder,
-                    generation: view.generation,
-                }),
-            )),
+            Some(Lease::Taken) => {
+                self.note_lease(n);
+                Ok((
+                    permit,
+                    Some(Held {
+                        holder,
+                        number: n,
+                        generation: view.generation,
+                    }),
+                ))
+            }
             None => Ok((permit, None)), // the store failed: a local probe
             Some(Lease::Full) => {
+                self.note_full();
                 permit.exclude();
                 self.fleet
                     .stats
@@ -1101,9 +1194,19 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
         if self.link.pending() && !self.fleet.degraded.load(Ordering::Relaxed) {
             self.sync_now(budget).await;
         }
-        let Some(Held { holder, generation }) = lease else {
+        let Some(Held {
+            holder,
+            number,
+            generation,
+        }) = lease
+        else {
             return;
         };
+        self.fleet
+            .slots
+            .lock()
+            .own
+            .retain(|&(held, _)| held != number);
         if self.fleet.view.lock().generation != generation {
             return; // a new generation: every lease of the old one is gone
         }

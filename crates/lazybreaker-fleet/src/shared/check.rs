@@ -85,12 +85,17 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             self.now(),
         );
         match self.op(budget, lease).await {
-            Some(Lease::Taken) => Ok(Some(Held {
-                holder,
-                generation: view.generation,
-            })),
+            Some(Lease::Taken) => {
+                self.note_lease(n);
+                Ok(Some(Held {
+                    holder,
+                    number: n,
+                    generation: view.generation,
+                }))
+            }
             None => Ok(None),
             Some(Lease::Full) => {
+                self.note_full();
                 self.fleet
                     .stats
                     .fleet_rejections
