@@ -106,14 +106,19 @@ impl<B: Holder> CheckLease<B> {
     }
 
     /// The check failed (returned `false`, or panicked): the breaker opens again for the
-    /// next open period; the call is rejected with what the breaker answers now. A panic of
-    /// user code on the way is kept in `panics`.
-    pub(super) fn failed_keeping(&mut self, panics: &mut FirstPanic) -> Rejected {
+    /// next open period; the call is rejected with what the breaker answers now (counted
+    /// as a rejection if `rejects_caller`). A panic of user code on the way is kept in
+    /// `panics`.
+    pub(super) fn failed_keeping(
+        &mut self,
+        panics: &mut FirstPanic,
+        rejects_caller: bool,
+    ) -> Rejected {
         let ticket = self.ticket.take().expect("settled once");
         let breaker = self.breaker.breaker();
         let now = breaker.clock.try_now(panics);
         breaker.transact(now, panics, |m, now, changes| {
-            let (rejected, made) = m.check_failed(ticket, now);
+            let (rejected, made) = m.check_failed(ticket, now, rejects_caller);
             changes.push(made);
             rejected
         })

@@ -236,11 +236,27 @@ pub struct Gate<H: Holder> {
     /// The check's future once started; dropped before the lease is released.
     check: Option<SyncWrapper<CheckFuture>>,
     lease: CheckLease<H>,
+    /// The check runs beside the calls ([`Gate::beside`]): its failure rejects no caller.
+    beside: bool,
 }
 
 impl<H: Holder> Gate<H> {
     fn new(lease: CheckLease<H>) -> Self {
-        Self { check: None, lease }
+        Self {
+            check: None,
+            lease,
+            beside: false,
+        }
+    }
+
+    /// This check runs beside the calls (a pool's: the pick that won it sends its call
+    /// elsewhere, or answers with the pool's own rejection): its failure reopens the breaker
+    /// as any failed check, but rejects no caller, so it is counted in the breaker's
+    /// `health_checks_failed` only, not in `rejected_open`.
+    #[must_use]
+    pub fn beside(mut self) -> Self {
+        self.beside = true;
+        self
     }
 
     /// How the lease holds its breaker.
@@ -284,10 +300,10 @@ impl<H: Holder> Gate<H> {
                 Ok(permit) => Checked::Passed(permit),
                 Err(rejected) => Checked::Stale(rejected),
             },
-            Ok(false) => Checked::Failed(lease.failed_keeping(&mut own)),
+            Ok(false) => Checked::Failed(lease.failed_keeping(&mut own, !self.beside)),
             Err(payload) => {
                 own.keep(payload);
-                Checked::Failed(lease.failed_keeping(&mut own))
+                Checked::Failed(lease.failed_keeping(&mut own, !self.beside))
             }
         };
         // The user's future goes once the lease is settled; its destructor is user code too.

@@ -170,11 +170,14 @@ impl<P: TripPolicy> Machine<P> {
     /// transitions stay as they are, the failed check is counted in its own totals. The one
     /// event is a re-arm, open to open, marked [`Origin::HealthCheck`] and carrying the new
     /// period, for observers (a status page folds them, a fleet publishes the new period).
-    /// The call that ran it is rejected. A stale lease changes nothing.
+    /// The call that ran it is rejected, and counted so if `rejects_caller` (a check run
+    /// beside the calls, a pool's, rejects no caller: the pick goes elsewhere). A stale
+    /// lease changes nothing.
     pub(crate) fn check_failed(
         &mut self,
         ticket: CheckTicket,
         now: Nanos,
+        rejects_caller: bool,
     ) -> (Rejected, Option<Change>) {
         self.latest = self.latest.max(now);
         if !self.holds(ticket) {
@@ -186,13 +189,13 @@ impl<P: TripPolicy> Machine<P> {
         if self.state == State::HalfOpen {
             let reopened = self.enter(State::Open, now, None, Origin::HealthCheck);
             self.down = true;
-            self.totals.rejected_open += 1;
+            self.totals.rejected_open += u64::from(rejects_caller);
             return (Rejected::open_until(self.expiry, now), Some(reopened));
         }
         let counts = *self.window.counts();
         self.expiry = self.expiry_of(State::Open, now);
         self.down = true;
-        self.totals.rejected_open += 1;
+        self.totals.rejected_open += u64::from(rejects_caller);
         let rearmed = Change {
             from: State::Open,
             to: State::Open,

@@ -607,7 +607,8 @@ fn check<K, P: TripPolicy, O: Observer>(
             permit,
             at,
         ))),
-        Admit::Check(gate) => Some(Choice::Check(Arc::clone(endpoint), gate)),
+        // The pool's checks run beside the calls: a failed one rejects no caller.
+        Admit::Check(gate) => Some(Choice::Check(Arc::clone(endpoint), gate.beside())),
         Admit::Rejected(..) => None,
     }
 }

@@ -449,3 +449,47 @@ fn one_story_a_check_due_or_running_is_said_and_a_failed_one_is_not_another_open
         "on_state_change heard of the trip only"
     );
 }
+
+/// A check that fails rejects the call that ran it, counted as that breaker's rejection; a
+/// pool's check runs beside the calls (the pick sends its call elsewhere, or answers with
+/// the pool's own rejection), so its failure is counted as a failed check only: a breaker's
+/// rejections are the calls it turned away.
+#[test]
+fn a_failed_check_counts_a_rejection_only_where_a_caller_was_rejected() {
+    let check = Check::default();
+    let (breaker, _clock) = due(&check);
+    check.settle(Verdict::Fail);
+    let mut call = Box::pin(breaker.execute_async(|| std::future::ready(Ok::<_, ()>(()))));
+    assert!(matches!(
+        poll_once(&mut call),
+        Poll::Ready(Err(Error::Rejected(Rejected::Open { .. })))
+    ));
+    let t = breaker.totals();
+    assert_eq!((t.health_checks_failed, t.rejected_open), (1, 1), "{t:?}");
+
+    let clock = ManualClock::new();
+    let pool = lazybreaker::pool::Pool::new(|_: &u8| {
+        Breaker::builder()
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(OPEN_FOR)
+    })
+    .clock(clock.clone())
+    .health_check(|key: &u8| std::future::ready(*key != 1));
+    pool.set([1, 2]);
+    pool.breaker(&1).unwrap().allow().unwrap().failure();
+    clock.advance(PAST_OPEN);
+    for _ in 0..10 {
+        let mut pick = Box::pin(pool.pick_async());
+        match poll_once(&mut pick) {
+            Poll::Ready(Ok(pick)) => {
+                assert_eq!(*pick.key(), 2);
+                pick.success();
+            }
+            other => panic!("{:?}", other.map(|r| r.map(|p| *p.key()))),
+        }
+        clock.advance(PAST_OPEN);
+    }
+    let t = pool.breaker(&1).unwrap().totals();
+    assert!(t.health_checks_failed >= 5, "{t:?}");
+    assert_eq!(t.rejected_open, 0, "no caller was turned away by it: {t:?}");
+}
