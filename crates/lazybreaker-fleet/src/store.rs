@@ -10,14 +10,53 @@ use lazybreaker::ConfigError;
 
 /// What went wrong talking to the store. Every store error means the same thing to a
 /// breaker: decide locally.
+///
+/// **Its text is the whole story**, on every store: a [`Backend`](Self::Backend) error
+/// reads "the breaker store failed: " then the backend error's own text, then the text of
+/// each error of its [`source`](std::error::Error::source) chain that the text so far does
+/// not hold already, each after ": ". So what the server said reaches everything that shows
+/// an error as text: the [`FleetEvent::Degraded`](lazybreaker::observe::FleetEvent::Degraded)
+/// event's `Display` and `Debug`, the tracing observer's `WARN`, a log line. PostgreSQL's
+/// `db error` reads `db error: ERROR: permission denied for table lazybreaker_fleet`, and
+/// `error connecting to server` reads `error connecting to server: Connection refused (os
+/// error 111)`, as Redis's errors read `WRONGTYPE: Operation against a key holding the wrong
+/// kind of value`. Since the text holds the cause, [`source`](std::error::Error::source) is
+/// `None` (a cause is in an error's text or behind its `source`, never both, so that a
+/// reporter that walks the chain does not print it twice): the backend's own error is in
+/// [`Backend`](Self::Backend), to match or downcast.
+///
+/// ```
+/// use lazybreaker_fleet::StoreError;
+/// use std::error::Error as _;
+///
+/// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+/// let error = StoreError::backend(Wrapped(refused));
+/// assert_eq!(error.to_string(), "the breaker store failed: connecting: connection refused");
+/// assert!(error.source().is_none());
+///
+/// /// An error whose text leaves its cause to `source`, as `tokio_postgres`'s do.
+/// #[derive(Debug)]
+/// struct Wrapped(std::io::Error);
+/// impl std::fmt::Display for Wrapped {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("connecting")
+///     }
+/// }
+/// impl std::error::Error for Wrapped {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The store did not answer within the store timeout.
     #[error("the breaker store did not answer within {}", lazybreaker::human::span(*.0))]
     Timeout(Duration),
-    /// The store answered with an error, or could not be reached.
-    #[error("the breaker store failed: {0}")]
+    /// The store answered with an error, or could not be reached. Its text holds the
+    /// error's whole source chain (see [`StoreError`]).
+    #[error("the breaker store failed: {}", Chain(&**.0))]
     Backend(Box<dyn std::error::Error + Send + Sync>),
     /// The store answered with a record no breaker writes: a negative generation or one
     /// above [`SharedRecord::MAX_GENERATION`], or a deadline or a time beyond
@@ -32,6 +71,32 @@ impl StoreError {
     /// A [`Backend`](Self::Backend) error from anything that is an error.
     pub fn backend(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self::Backend(error.into())
+    }
+}
+
+/// An error and its source chain as one text: its own, then each source's that the text so
+/// far does not hold, after ": " (an error that shows its cause already, as Redis's do, is
+/// not repeated). At most [`Chain::DEPTH`] sources: a chain is finite, but nothing bounds it.
+struct Chain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl Chain<'_> {
+    const DEPTH: usize = 16;
+}
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = self.0.to_string();
+        let mut source = self.0.source();
+        for _ in 0..Self::DEPTH {
+            let Some(error) = source else { break };
+            let said = error.to_string();
+            if !said.is_empty() && !text.contains(&said) {
+                text.push_str(": ");
+                text.push_str(&said);
+            }
+            source = error.source();
+        }
+        f.write_str(&text)
     }
 }
 

@@ -6,8 +6,10 @@
 //! Real time here is the server's (`clock_timestamp()`): the waits are short and bounded (an
 //! open period or a lease that must end), as a real server on loopback is the point.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lazybreaker::observe::{FleetEvent, Observer};
 use lazybreaker::Breaker;
 use lazybreaker_fleet::postgres::PostgresStore;
 use lazybreaker_fleet::{Decision, FleetStore, Lease, SharedBreaker, StoreError, Vote};
@@ -333,4 +335,145 @@ fn a_name_with_a_nul_cannot_key_a_row() {
     let store = PostgresStore::new(tokio_postgres::Config::new());
     assert!(store.check_name("a\0b").is_err());
     assert!(store.check_name("payments/eu-west").is_ok());
+}
+
+// ---------------------------------------------------------------------------------------
+// "Reliability, fourth round": E4 (what the server said).
+
+/// What an observer makes of each `Degraded` event, as three readers would: its `Display`
+/// (the tracing observer's `WARN` writes it), its `Debug`, and its error's chain walked
+/// (the error's text, then each source's).
+#[derive(Default)]
+struct Told(Mutex<Vec<[String; 3]>>);
+
+impl Observer for Told {
+    fn on_fleet(&self, event: &FleetEvent<'_>) {
+        if let FleetEvent::Degraded { error, .. } = event {
+            let mut chain = Vec::new();
+            let mut next: Option<&(dyn std::error::Error + 'static)> = Some(*error);
+            for _ in 0..16 {
+                let Some(e) = next else { break };
+                chain.push(e.to_string());
+                next = e.source();
+            }
+            let texts = [event.to_string(), format!("{event:?}"), chain.join(" <- ")];
+            self.0.lock().unwrap().push(texts);
+        }
+    }
+}
+
+/// The server's message, where an operator reads the store's error: the error itself, and
+/// the `Degraded` event's every reading.
+fn says(error: &StoreError, told: &Told, message: &str) {
+    assert!(error.to_string().contains(message), "{error}");
+    let told = told.0.lock().unwrap();
+    assert_eq!(told.len(), 1, "one Degraded event");
+    for text in &told[0] {
+        assert!(text.contains(message), "{text}");
+    }
+}
+
+/// E4: a permission revoked while the breakers run: the error and the `Degraded` event say
+/// what PostgreSQL said ("permission denied for table lazybreaker_fleet"), not "db error".
+#[test]
+fn e4_a_revoked_permission_reaches_the_event_with_the_servers_message() {
+    let server = PgServer::start();
+    run(async {
+        server
+            .store()
+            .prepare(Duration::from_secs(10))
+            .await
+            .unwrap();
+        let admin = server.client().await;
+        admin
+            .batch_execute(
+                "CREATE ROLE app LOGIN PASSWORD 'app-secret'; \
+                 GRANT SELECT, INSERT, UPDATE ON lazybreaker_fleet TO app;",
+            )
+            .await
+            .unwrap();
+        let mut config = server.config();
+        config.user("app").password("app-secret");
+        let store = PostgresStore::new(config)
+            .with_timeout(Duration::from_secs(5))
+            .without_schema_creation();
+        let told = Arc::new(Told::default());
+        let shared = SharedBreaker::builder(store)
+            .store_timeout(Duration::from_secs(5))
+            .build(
+                Breaker::builder()
+                    .name("revoked")
+                    .observer(Arc::clone(&told)),
+            )
+            .unwrap();
+        shared.check_store().await.expect("granted");
+        admin
+            .batch_execute("REVOKE SELECT, INSERT, UPDATE ON lazybreaker_fleet FROM app")
+            .await
+            .unwrap();
+        let error = shared.check_store().await.unwrap_err();
+        says(
+            &error,
+            &told,
+            "permission denied for table lazybreaker_fleet",
+        );
+    });
+}
+
+/// E4: what a row edited into garbage makes the server say ("cannot call jsonb_each on a
+/// non-object", "bigint out of range") and why a connection failed ("Connection refused")
+/// are in the error's text too.
+#[test]
+fn e4_a_garbage_row_and_a_refused_connection_say_why() {
+    run(async {
+        let refused = lazybreaker_test_support::refused();
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host("127.0.0.1")
+            .port(refused.port())
+            .user("postgres");
+        let store = PostgresStore::new(config).with_timeout(Duration::from_secs(5));
+        let told = Arc::new(Told::default());
+        let shared = SharedBreaker::builder(store)
+            .store_timeout(Duration::from_secs(5))
+            .build(
+                Breaker::builder()
+                    .name("nowhere")
+                    .observer(Arc::clone(&told)),
+            )
+            .unwrap();
+        let error = shared.check_store().await.unwrap_err();
+        says(&error, &told, "Connection refused");
+    });
+    let server = PgServer::start();
+    run(async {
+        let store = server.store();
+        let half_open = store.publish("g", 1, Decision::Open(Duration::ZERO), Vote::NONE, NOW);
+        assert!(half_open.await.unwrap().written);
+        let admin = server.client().await;
+        let edit = |sql: &'static str| {
+            let admin = &admin;
+            async move { admin.batch_execute(sql).await.unwrap() }
+        };
+        edit("UPDATE lazybreaker_fleet SET probes = '[]' WHERE name = 'g'").await;
+        let lease = store
+            .lease_probe("g", 1, 1, Duration::from_secs(5), "h", NOW)
+            .await;
+        let error = lease.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("cannot call jsonb_each on a non-object"),
+            "{error}"
+        );
+        edit("UPDATE lazybreaker_fleet SET probes = '{}' WHERE name = 'g'").await;
+        let lease = store
+            .lease_probe("g", 1, 1, Duration::from_secs(5), "h", NOW)
+            .await;
+        assert_eq!(lease.unwrap(), Lease::Taken);
+        edit("UPDATE lazybreaker_fleet SET ok = 9223372036854775807 WHERE name = 'g'").await;
+        let finish = store.finish_probe("g", 1, "h", true, 2, NOW).await;
+        let error = finish.unwrap_err();
+        assert!(error.to_string().contains("bigint out of range"), "{error}");
+    });
 }

@@ -407,3 +407,57 @@ fn item_11_check_store_returns_the_error_of_a_failing_store_and_degrades() {
         assert_eq!(m.state(), State::Open);
     });
 }
+
+// ---------------------------------------------------------------------------------------
+// "Reliability, fourth round", E4: a store error's text holds its cause.
+
+/// An error whose text leaves its cause to `source`, as `tokio_postgres`'s "db error" does.
+#[derive(Debug)]
+struct Terse(
+    &'static str,
+    Option<Box<dyn std::error::Error + Send + Sync>>,
+);
+
+impl std::fmt::Display for Terse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Terse {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.1.as_deref().map(|e| e as _)
+    }
+}
+
+#[test]
+fn e4_a_backend_errors_text_holds_its_whole_source_chain_once() {
+    let denied = Terse("ERROR: permission denied for table lazybreaker_fleet", None);
+    let error = StoreError::backend(Terse("db error", Some(Box::new(denied))));
+    assert_eq!(
+        error.to_string(),
+        "the breaker store failed: db error: ERROR: permission denied for table lazybreaker_fleet"
+    );
+    // The cause is in the text, so not behind `source` as well: a reporter that walks the
+    // chain says it once.
+    assert!(std::error::Error::source(&error).is_none());
+    // An error that says its cause already (as Redis's do) is not repeated; one deeper in
+    // the chain that it does not say is added.
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    let wrapped = Terse("connecting: connection refused", Some(Box::new(refused)));
+    let error = StoreError::backend(Terse("no connection", Some(Box::new(wrapped))));
+    assert_eq!(
+        error.to_string(),
+        "the breaker store failed: no connection: connecting: connection refused"
+    );
+    // The event's text, which the tracing observer writes, holds it too.
+    let event = FleetEvent::Degraded {
+        breaker: "payments",
+        error: &error,
+    };
+    assert!(event.to_string().contains("connection refused"), "{event}");
+    assert!(
+        format!("{event:?}").contains("connection refused"),
+        "{event:?}"
+    );
+}
