@@ -98,6 +98,13 @@
 //! [`SharedRecord::MAX_TIME_US`]) is a store error ([`StoreError::Invalid`]): the breaker
 //! degrades to local decisions until it is repaired or removed.
 //!
+//! The other way round, every duration may be [`Duration::MAX`](std::time::Duration::MAX)
+//! (a user's "never"): an open period, a [`lease_for`](SharedBuilder::lease_for), a
+//! [`vote_window`](SharedBuilder::vote_window), a store timeout, a key time to live. Each
+//! saturates, the same on every store: a deadline at [`SharedRecord::MAX_TIME_US`] (about
+//! 285 years after the store's epoch, so it reads back valid), a timeout at what the store
+//! can wait (see each store).
+//!
 //! # Start-up
 //!
 //! Building a shared breaker asks nothing of the store, and a store that fails only makes

@@ -232,13 +232,13 @@ impl FleetStore for MemoryStore {
             if let (true, Decision::Open(_), true) = (write, decision, vote.quorum > 1) {
                 r.votes.insert(vote.instance.to_owned(), now_us);
                 // Kept while in the window (as Redis's ZREMRANGEBYSCORE up to now - window).
-                let window = micros(vote.window);
+                let window = SharedRecord::span_us(vote.window);
                 r.votes.retain(|_, at| at.saturating_add(window) > now_us);
                 write = r.votes.len() >= vote.quorum as usize;
             }
             if write {
                 let until = match decision {
-                    Decision::Open(d) => Some(now_us.saturating_add(micros(d))),
+                    Decision::Open(d) => Some(SharedRecord::deadline_us(now_us, d)),
                     Decision::Closed => None,
                 };
                 r.write(generation, until);
@@ -265,7 +265,7 @@ impl FleetStore for MemoryStore {
             if r.probes.len() as u64 >= max_requests {
                 return Lease::Full;
             }
-            let expires = now_us.saturating_add(micros(lease_for));
+            let expires = SharedRecord::deadline_us(now_us, lease_for);
             r.probes.insert(holder.to_owned(), expires);
             Lease::Taken
         })

@@ -126,6 +126,20 @@ impl SharedRecord {
     /// 285 years after the store's epoch), what a double holds exactly.
     pub const MAX_TIME_US: u64 = 1 << 53;
 
+    /// `span` in microseconds, at most [`MAX_TIME_US`](Self::MAX_TIME_US): what a store is
+    /// sent for a duration (an open period, a lease, a vote window), whatever it is.
+    pub(crate) fn span_us(span: Duration) -> u64 {
+        u64::try_from(span.as_micros()).map_or(Self::MAX_TIME_US, |us| us.min(Self::MAX_TIME_US))
+    }
+
+    /// The deadline `span` after `now_us` (store time), saturating at
+    /// [`MAX_TIME_US`](Self::MAX_TIME_US): see [`FleetStore`]'s "Durations".
+    pub(crate) fn deadline_us(now_us: u64, span: Duration) -> u64 {
+        now_us
+            .saturating_add(Self::span_us(span))
+            .min(Self::MAX_TIME_US)
+    }
+
     /// This record, if a shared breaker may follow it: its generation at most
     /// [`MAX_GENERATION`](Self::MAX_GENERATION), its deadline and its time at most
     /// [`MAX_TIME_US`](Self::MAX_TIME_US). The one check every record a store returns goes
@@ -280,6 +294,13 @@ impl Lease {
 /// without one (the in-process [`MemoryStore`](super::MemoryStore)) may make its timeline
 /// out of the readings it is given. Either way the record answers with the store's time
 /// ([`SharedRecord::server_now_us`]), and callers map deadlines onto their own clocks.
+///
+/// **Durations.** An open period, a lease or a vote window may be anything up to
+/// [`Duration::MAX`] (a user's "never"): a deadline computed from one saturates at
+/// [`SharedRecord::MAX_TIME_US`] (about 285 years after the store's epoch, the latest a
+/// record may hold), and never overflows, fails or is refused when read back. Every store
+/// here does so, on the server too (Redis's scripts, PostgreSQL's functions), and sends no
+/// duration above `MAX_TIME_US` microseconds to its server.
 ///
 /// **Failures and time limits.** Return [`StoreError`] for anything that went wrong; the
 /// shared breaker bounds every operation by its store timeout itself (a future that does

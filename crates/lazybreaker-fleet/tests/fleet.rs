@@ -18,7 +18,7 @@ use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 use lazybreaker_fleet::postgres::PostgresStore;
 use lazybreaker_fleet::redis::{RedisStore, SharedBreaker};
-use lazybreaker_fleet::{self as fleet, FleetStore, MemoryStore};
+use lazybreaker_fleet::{self as fleet, Decision, FleetStore, Lease, MemoryStore, Vote};
 
 mod postgres_server;
 mod redis_server;
@@ -59,6 +59,12 @@ impl Observer for Seen {
 trait Backend {
     type Store: FleetStore;
     fn store(&self) -> Self::Store;
+    /// Lets `span` pass in the store's time, beside the instances' clocks: a server's clock
+    /// is real, so this waits for it (short and bounded); a `MemoryStore`'s time is the
+    /// instances' clocks, so this does nothing.
+    async fn let_pass(&self, span: Duration) {
+        tokio::time::sleep(span).await;
+    }
 }
 
 impl Backend for Server {
@@ -73,6 +79,7 @@ impl Backend for MemoryStore {
     fn store(&self) -> MemoryStore {
         self.clone()
     }
+    async fn let_pass(&self, _span: Duration) {}
 }
 
 impl Backend for PgServer {
@@ -791,6 +798,118 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
     });
 }
 
+// ---------------------------------------------------------------------------------------
+// "Reliability, fourth round": E5 (durations of `Duration::MAX`), on every store.
+
+/// A century: what "a very long open period" is at least, here.
+const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// An instance of breaker `name` as [`member`] makes one, but with no bound on its open
+/// periods (`max_open_duration(Duration::MAX)`) and its shared breaker's knobs set by `knobs`.
+fn unbounded_member<B: Backend>(
+    backend: &B,
+    name: &str,
+    open: Duration,
+    knobs: impl FnOnce(fleet::SharedBuilder<B::Store>) -> fleet::SharedBuilder<B::Store>,
+) -> Member<B::Store> {
+    let clock = ManualClock::new();
+    let seen = Arc::new(Seen::default());
+    let builder = fleet::SharedBreaker::builder(backend.store())
+        .sync_interval(SYNC)
+        .store_timeout(Duration::from_millis(300));
+    let shared = knobs(builder)
+        .build(
+            Breaker::builder()
+                .name(name)
+                .policy(ConsecutiveFailures::new(1).unwrap())
+                .timeout(open)
+                .max_open_duration(Duration::MAX)
+                .clock(clock.clone())
+                .observer(Arc::clone(&seen)),
+        )
+        .unwrap();
+    Member {
+        shared,
+        clock,
+        seen,
+    }
+}
+
+/// E5: every duration a store is given may be `Duration::MAX` (an open period, a vote
+/// window, a lease): the store takes it, and the deadline it makes of it saturates below the
+/// bound the readers hold records to (2^53 us), so the record reads back valid.
+async fn e5_durations_of_duration_max_saturate_below_the_readers_bound<B: Backend>(fleet: &B) {
+    let store = fleet.store();
+    // The caller's clock reading: the MemoryStore's time (the servers keep their own).
+    let now = Duration::from_secs(1);
+    let never = Duration::MAX;
+    let open = Decision::Open(never);
+    // A quorum of two within a window of `Duration::MAX`: the first vote counts, the second
+    // opens the record.
+    let first = store.publish("max", 1, open, Vote::new(2, never, "a"), now);
+    let first = first.await.expect("a vote for ever");
+    assert!(!first.written, "one vote of two");
+    let second = store.publish("max", 1, open, Vote::new(2, never, "b"), now);
+    let second = second.await.expect("a trip for ever");
+    assert!(second.written, "the second vote opens it");
+    let until = second.open_until_us.expect("open");
+    assert!(
+        until <= fleet::SharedRecord::MAX_TIME_US,
+        "saturated below the readers' bound: {until}"
+    );
+    assert!(second.open_for().expect("open") > CENTURY);
+    let read = store.read("max", now).await.expect("reads back");
+    assert_eq!((read.generation, read.open_until_us), (1, Some(until)));
+    // Half-open at once, then a lease that never ends by itself.
+    let half_open = store.publish("max", 2, Decision::Open(Duration::ZERO), Vote::NONE, now);
+    assert!(half_open.await.unwrap().written);
+    let lease = store.lease_probe("max", 2, 1, never, "holder", now);
+    assert_eq!(lease.await.expect("a lease for ever"), Lease::Taken);
+    let other = store.lease_probe("max", 2, 1, never, "other", now);
+    assert_eq!(other.await.unwrap(), Lease::Full, "the lease is held");
+    let closed = store.finish_probe("max", 2, "holder", true, 1, now);
+    let closed = closed.await.expect("the probe ends");
+    assert!(closed.written);
+    assert_eq!((closed.generation, closed.open_until_us), (3, None));
+}
+
+/// E5: a shared breaker whose every duration knob is `Duration::MAX` (and whose breaker has
+/// no bound on its open periods) trips, probes under its fleet lease and recovers, with no
+/// store error: each knob saturates, on every store.
+async fn e5_a_shared_breaker_with_every_duration_at_max_trips_and_recovers<B: Backend>(fleet: &B) {
+    let open = Duration::from_millis(150);
+    let a = unbounded_member(fleet, "max-knobs", open, |b| {
+        b.store_timeout(Duration::MAX)
+            .lease_for(Duration::MAX)
+            .vote_window(Duration::MAX)
+    });
+    a.ok().await.unwrap();
+    assert!(matches!(a.fail().await, Err(Error::Inner("down"))));
+    assert_eq!(a.shared.stats().published, 1);
+    // The open period passes, in the store's time and on the clock.
+    fleet.let_pass(open + Duration::from_millis(30)).await;
+    a.clock.advance(open + Duration::from_millis(30));
+    a.ok()
+        .await
+        .expect("the probe, leased for ever, closes the fleet");
+    assert_eq!(a.shared.state(), State::Closed);
+    let stats = a.shared.stats();
+    assert_eq!(
+        (stats.published, stats.store_errors, stats.degraded),
+        (2, 0, false),
+        "{stats:?} {:?}",
+        a.events()
+    );
+    assert!(a.events().is_empty(), "{:?}", a.events());
+    // A sync interval of `Duration::MAX`: the first call syncs, and none after it.
+    let b = unbounded_member(fleet, "max-knobs", open, |b| b.sync_interval(Duration::MAX));
+    b.ok().await.unwrap();
+    b.clock.advance(CENTURY);
+    b.ok().await.unwrap();
+    let stats = b.shared.stats();
+    assert_eq!((stats.round_trips, stats.generation), (1, 2), "{stats:?}");
+}
+
 /// The store-agnostic tests above, on a `MemoryStore`, on a real `redis-server` and on a real
 /// PostgreSQL server of their own: one body each.
 macro_rules! on_every_store {
@@ -831,6 +950,8 @@ on_every_store!(
     a_trip_is_seen_by_the_others_within_the_sync_interval_and_delivered_as_from_the_fleet,
     a_second_trip_at_the_same_generation_adopts_the_first,
     a_quorum_keeps_one_bad_instance_from_opening_the_fleet,
+    e5_durations_of_duration_max_saturate_below_the_readers_bound,
+    e5_a_shared_breaker_with_every_duration_at_max_trips_and_recovers,
 );
 
 // ---------------------------------------------------------------------------------------

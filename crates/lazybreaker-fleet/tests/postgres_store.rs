@@ -338,7 +338,8 @@ fn a_name_with_a_nul_cannot_key_a_row() {
 }
 
 // ---------------------------------------------------------------------------------------
-// "Reliability, fourth round": E4 (what the server said).
+// "Reliability, fourth round": E4 (what the server said) and E5 (durations of
+// `Duration::MAX`).
 
 /// What an observer makes of each `Degraded` event, as three readers would: its `Display`
 /// (the tracing observer's `WARN` writes it), its `Debug`, and its error's chain walked
@@ -475,5 +476,25 @@ fn e4_a_garbage_row_and_a_refused_connection_say_why() {
         let finish = store.finish_probe("g", 1, "h", true, 2, NOW).await;
         let error = finish.unwrap_err();
         assert!(error.to_string().contains("bigint out of range"), "{error}");
+    });
+}
+
+/// E5: a store timeout of `Duration::MAX` (an operation's, and `prepare`'s) saturates at
+/// PostgreSQL's longest `statement_timeout`: the store connects and answers.
+#[test]
+fn e5_a_timeout_of_duration_max_saturates() {
+    let server = PgServer::start();
+    run(async {
+        let store = server.store().with_timeout(Duration::MAX);
+        store
+            .prepare(Duration::MAX)
+            .await
+            .expect("prepared within Duration::MAX");
+        let record = store
+            .read("t", NOW)
+            .await
+            .expect("read within Duration::MAX");
+        assert_eq!((record.generation, record.open_until_us), (0, None));
+        assert!(trips(&store, "t").await);
     });
 }

@@ -314,3 +314,43 @@ fn a_huge_open_period_comes_back_whole() {
         assert!(r.open_for().unwrap() > Duration::from_secs(100 * 365 * 24 * 3600));
     });
 }
+
+/// E5: a key time to live and an operation timeout of `Duration::MAX` saturate: the store
+/// publishes, votes, leases and closes, and the keys still expire (in about 285 years).
+#[test]
+fn e5_a_key_ttl_and_a_timeout_of_duration_max_saturate() {
+    let server = Server::start();
+    run(async {
+        let s = RedisStore::new(server.client())
+            .with_timeout(Duration::MAX)
+            .with_key_ttl(Duration::MAX);
+        let never = Duration::MAX;
+        let open = Decision::Open(never);
+        let vote = s
+            .publish("ttl", 1, open, Vote::new(2, never, "a"), NOW)
+            .await;
+        assert!(!vote.expect("a vote").written);
+        let trip = s
+            .publish("ttl", 1, open, Vote::new(2, never, "b"), NOW)
+            .await;
+        assert!(trip.expect("a trip").written);
+        let half_open = s.publish("ttl", 2, Decision::Open(Duration::ZERO), Vote::NONE, NOW);
+        assert!(half_open.await.expect("half-open").written);
+        let lease = s.lease_probe("ttl", 2, 1, never, "h", NOW).await;
+        assert_eq!(lease.expect("a lease"), Lease::Taken);
+        let closed = s.finish_probe("ttl", 2, "h", true, 1, NOW).await;
+        assert!(closed.expect("closed").written);
+        let mut con = server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg("lazybreaker:{ttl}:state")
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        let century_ms = 100 * 365 * 24 * 3600 * 1000;
+        assert!(ttl > century_ms, "expires, but not soon: {ttl} ms");
+    });
+}

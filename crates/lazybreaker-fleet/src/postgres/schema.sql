@@ -3,6 +3,8 @@
 -- `PostgresStore` on first use (idempotent, under an advisory lock), or by hand with
 -- `psql -f` where the application's role may not create objects.
 -- Times are microseconds since the Unix epoch on the server's clock (`clock_timestamp()`).
+-- A deadline (now plus an open period or a lease) saturates at 2^53 (9007199254740992), the
+-- latest a record may hold, whatever the duration given: never `bigint out of range`.
 
 CREATE TABLE IF NOT EXISTS lazybreaker_fleet (
     name       text    PRIMARY KEY,
@@ -54,14 +56,17 @@ BEGIN
     IF v_write AND p_open AND p_quorum > 1 THEN
         SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb) INTO v_votes
         FROM jsonb_each(v_row.votes || jsonb_build_object(p_instance, v_now)) AS e
-        WHERE jsonb_typeof(e.value) = 'number' AND (e.value)::bigint > v_now - p_window_us;
+        WHERE jsonb_typeof(e.value) = 'number'
+          AND (e.value)::bigint > v_now - least(p_window_us, 9007199254740992);
         UPDATE lazybreaker_fleet AS f SET votes = v_votes WHERE f.name = p_name;
         v_write := (SELECT count(*) FROM jsonb_object_keys(v_votes)) >= p_quorum;
     END IF;
     IF v_write THEN
         UPDATE lazybreaker_fleet AS f
         SET generation = p_generation, open = p_open,
-            until_us = CASE WHEN p_open THEN v_now + p_open_us ELSE 0 END,
+            until_us = CASE WHEN p_open
+                THEN least(v_now + least(p_open_us, 9007199254740992), 9007199254740992)
+                ELSE 0 END,
             ok = 0, probes = '{}', votes = '{}'
         WHERE f.name = p_name
         RETURNING * INTO v_row;
@@ -95,7 +100,8 @@ BEGIN
         RETURN 0;
     END IF;
     UPDATE lazybreaker_fleet AS f
-    SET probes = v_probes || jsonb_build_object(p_holder, v_now + p_lease_us)
+    SET probes = v_probes || jsonb_build_object(p_holder,
+        least(v_now + least(p_lease_us, 9007199254740992), 9007199254740992))
     WHERE f.name = p_name;
     RETURN 1;
 END

@@ -25,6 +25,9 @@ const SCHEMA_LOCK: i64 = 0x6c61_7a79_6272_6561;
 
 /// The default timeout of one operation (connecting included).
 const TIMEOUT: Duration = Duration::from_millis(50);
+/// The longest timeout of one operation: PostgreSQL's longest `statement_timeout`,
+/// 2^31 - 1 ms (about 24.8 days). A longer one (up to [`Duration::MAX`]) saturates to it.
+const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 /// The default number of connections.
 const POOL_SIZE: usize = 4;
 
@@ -116,7 +119,7 @@ impl PostgresStore {
             let options = format!(
                 "{} -c statement_timeout={}",
                 config.get_options().unwrap_or_default(),
-                timeout.as_millis().max(1)
+                bounded(timeout).as_millis().max(1)
             );
             config.options(options.trim_start());
             let manager = Manager::from_config(
@@ -166,13 +169,19 @@ impl PostgresStore {
     }
 
     /// This store, whose every operation (waiting for a connection, connecting and the
-    /// statement) gives up after `timeout` (zero: the default, 50 ms), with a pool of its
-    /// own whose sessions have the server end a statement after `timeout` too
-    /// (`statement_timeout`); its clones made before keep theirs. A statement that runs out
-    /// of time has its connection dropped, not reused.
+    /// statement) gives up after `timeout` (zero: the default, 50 ms; at most about 24.8
+    /// days, PostgreSQL's longest `statement_timeout`, which a longer one up to
+    /// [`Duration::MAX`] saturates to), with a pool of its own whose sessions have the
+    /// server end a statement after `timeout` too (`statement_timeout`); its clones made
+    /// before keep theirs. A statement that runs out of time has its connection dropped, not
+    /// reused.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = if timeout.is_zero() { TIMEOUT } else { timeout };
+        self.timeout = if timeout.is_zero() {
+            TIMEOUT
+        } else {
+            bounded(timeout)
+        };
         self.pool = (self.make_pool)(self.pool_size, self.timeout);
         self
     }
@@ -199,13 +208,15 @@ impl PostgresStore {
     /// [`without_schema_creation`](Self::without_schema_creation)), giving up after
     /// `within`: for start-up, where first operations bounded by a short store timeout might
     /// not have time for it (a new connection's authentication and the schema's statements
-    /// take longer than a decision). The operations do the same lazily otherwise.
+    /// take longer than a decision). The operations do the same lazily otherwise. `within`
+    /// saturates as [`with_timeout`](Self::with_timeout)'s timeout does.
     ///
     /// # Errors
     ///
     /// [`StoreError`] if the server cannot be reached, refuses the login, or the schema
     /// cannot be applied within `within`.
     pub async fn prepare(&self, within: Duration) -> Result<(), StoreError> {
+        let within = bounded(within);
         let patient = Self {
             timeout: within,
             ..self.clone()
@@ -332,9 +343,15 @@ fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Microseconds, saturating.
+/// Microseconds, at most 2^53 ([`SharedRecord::span_us`]; the functions saturate the
+/// deadlines they make of them at 2^53 too).
 fn micros(d: Duration) -> i64 {
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+    big(SharedRecord::span_us(d))
+}
+
+/// A timeout, at most [`MAX_TIMEOUT`].
+fn bounded(timeout: Duration) -> Duration {
+    timeout.min(MAX_TIMEOUT)
 }
 
 impl FleetStore for PostgresStore {

@@ -156,7 +156,7 @@ impl SharedBuilder {
 
     /// How long the shared keys live after their last update (never less than an open
     /// period): a breaker nobody uses any more leaves nothing behind. Default (and zero):
-    /// one hour.
+    /// one hour; at most about 285 years, which [`Duration::MAX`] saturates to.
     pub fn key_ttl(mut self, key_ttl: Duration) -> Self {
         self.0.store_mut().set_key_ttl(key_ttl);
         self

@@ -47,7 +47,7 @@ if write and state == 'open' and quorum > 1 then
 end
 if write then
   local deadline = 0
-  if state == 'open' then deadline = now + open_us end
+  if state == 'open' then deadline = math.min(now + open_us, 9007199254740992) end
   redis.call('HSET', key, 'generation', gen, 'state', state, 'until', deadline, 'ok', 0)
   redis.call('DEL', KEYS[2], KEYS[3])
 end
@@ -115,7 +115,7 @@ local stored = tonumber(r[1] or '0')
 if stored ~= gen or r[2] ~= 'open' or now < tonumber(r[3] or '0') then return -1 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= max then return 0 end
-redis.call('ZADD', KEYS[2], now + lease_us, ARGV[5])
+redis.call('ZADD', KEYS[2], math.min(now + lease_us, 9007199254740992), ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ttl_ms)
 return 1
 ";
@@ -191,15 +191,16 @@ fn keys(breaker: &str) -> [String; 3] {
     ]
 }
 
-/// Microseconds, at most 2^52 (about 142 years): Lua numbers are doubles, and Redis turns
-/// them into 64-bit integers; larger values would not come back whole.
+/// Microseconds, at most 2^53 ([`SharedRecord::span_us`]): Lua numbers are doubles, exact
+/// up to 2^53, and the scripts saturate the deadlines they make of them there.
 fn micros(d: Duration) -> u64 {
-    const MAX: u64 = 1 << 52;
-    u64::try_from(d.as_micros()).unwrap_or(MAX).min(MAX)
+    SharedRecord::span_us(d)
 }
 
+/// Milliseconds, from 1 to 2^53 us in ms (about 285 years): a key's time to live, which
+/// `PEXPIRE` takes only as a whole number that does not overflow the server's clock.
 fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+    (SharedRecord::span_us(d) / 1000).max(1)
 }
 
 /// A store that connects at its first operation, with the defaults of
@@ -253,7 +254,8 @@ impl RedisStore {
     }
 
     /// This store, whose keys live `key_ttl` after their last update, never less than an
-    /// open period (zero: the default, one hour).
+    /// open period (zero: the default, one hour; at most 2^53 us, about 285 years, which
+    /// [`Duration::MAX`] saturates to).
     pub fn with_key_ttl(mut self, key_ttl: Duration) -> Self {
         self.set_key_ttl(key_ttl);
         self
