@@ -95,8 +95,9 @@
 //! maximum, and then cut to half-open (published at the next generation), so the fleet
 //! probes as the local breaker does. A record no breaker writes (a negative generation or
 //! one above [`SharedRecord::MAX_GENERATION`], a deadline beyond
-//! [`SharedRecord::MAX_TIME_US`]) is a store error ([`StoreError::Invalid`]): the breaker
-//! degrades to local decisions until it is repaired or removed.
+//! [`SharedRecord::MAX_TIME_US`], in Redis a field that is not a whole number in digits) is
+//! a store error ([`StoreError::Invalid`]): the breaker degrades to local decisions until it
+//! is repaired or removed.
 //!
 //! The other way round, every duration may be [`Duration::MAX`](std::time::Duration::MAX)
 //! (a user's "never"): an open period, a [`lease_for`](SharedBuilder::lease_for), a

@@ -18,7 +18,9 @@ use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
 use lazybreaker_fleet::postgres::PostgresStore;
 use lazybreaker_fleet::redis::{RedisStore, SharedBreaker};
-use lazybreaker_fleet::{self as fleet, Decision, FleetStore, Lease, MemoryStore, Vote};
+use lazybreaker_fleet::{
+    self as fleet, Decision, FleetStore, Lease, MemoryStore, StoreError, Vote,
+};
 
 mod postgres_server;
 mod redis_server;
@@ -26,6 +28,9 @@ use postgres_server::PgServer;
 use redis_server::{keys, run, store, Server};
 
 const SYNC: Duration = Duration::from_millis(100);
+
+/// The caller's clock reading, which the servers ignore (their own clocks govern).
+const NOW: Duration = Duration::ZERO;
 
 /// What one instance's observer saw: every transition (to, from, fleet) and fleet event.
 #[derive(Default)]
@@ -1079,5 +1084,71 @@ fn item_11_check_store_refuses_a_missing_password_and_accepts_the_right_one() {
         let stats = with.stats();
         assert!(!stats.degraded);
         assert_eq!((stats.round_trips, stats.store_errors), (1, 0));
+    });
+}
+
+/// E6: a number in the Redis record that is not what a breaker writes (a fraction Redis
+/// truncates in a script's reply while the script compares it whole, an exponent, a sign)
+/// is refused by every operation as invalid, as a negative one is: the members degrade to
+/// local decisions, reported once, instead of answering every half-open call "stale".
+#[test]
+fn e6_a_fractional_number_in_the_redis_record_is_invalid_and_degrades_once() {
+    let server = Server::start();
+    run(async {
+        let store = Backend::store(&server);
+        let garbage = [
+            ("generation", "2.5"),
+            ("until", "1.5"),
+            ("ok", "0.5"),
+            ("generation", "1e3"),
+            ("until", "+5"),
+        ];
+        for (i, (field, value)) in garbage.into_iter().enumerate() {
+            let name = format!("garbage-{i}");
+            let half_open =
+                store.publish(&name, 1, Decision::Open(Duration::ZERO), Vote::NONE, NOW);
+            assert!(half_open.await.unwrap().written);
+            hset(&server, &name, field, value).await;
+            let answers = [
+                store.read(&name, NOW).await.map(|_| ()),
+                store
+                    .publish(&name, 5, Decision::Closed, Vote::NONE, NOW)
+                    .await
+                    .map(|_| ()),
+                store
+                    .lease_probe(&name, 1, 1, Duration::from_secs(5), "h", NOW)
+                    .await
+                    .map(|_| ()),
+                store
+                    .finish_probe(&name, 1, "h", true, 1, NOW)
+                    .await
+                    .map(|_| ()),
+            ];
+            for answer in answers {
+                match answer {
+                    Err(StoreError::Invalid(what)) => {
+                        assert!(what.contains(field) && what.contains(value), "{what}");
+                    }
+                    other => panic!("{field} = {value:?}: {other:?}"),
+                }
+            }
+        }
+        // The probe's case: A tripped, then the record was edited to generation 2.5,
+        // half-open.
+        let [a, b] = synced(&server, "frac", Duration::from_secs(30), 1).await;
+        let _ = a.fail().await;
+        hset(&server, "frac", "generation", "2.5").await;
+        hset(&server, "frac", "until", "0").await;
+        for _ in 0..5 {
+            let (ra, rb) = (a.ok_after_sync().await, b.ok_after_sync().await);
+            assert!(is_open_rejection(&ra), "A is open on its own: {ra:?}");
+            assert!(rb.is_ok(), "B, closed, decides locally: {rb:?}");
+        }
+        for m in [&a, &b] {
+            let stats = m.shared.stats();
+            assert!(stats.degraded && stats.store_errors >= 1, "{stats:?}");
+            assert_eq!(stats.fleet_rejections, 0);
+            assert_eq!(m.events(), ["degraded"], "reported once");
+        }
     });
 }

@@ -39,7 +39,10 @@
 //! microseconds since the epoch, while open) and `ok` (probe successes of the half-open
 //! period); a sorted set of half-open probe leases, `lazybreaker:{<name>}:probes`; and with a
 //! quorum, a sorted set of trip votes, `lazybreaker:{<name>}:votes`. A record that expired
-//! or vanished reads as a fresh breaker: closed, generation 0.
+//! or vanished reads as a fresh breaker: closed, generation 0. A hash whose `generation`,
+//! `until` or `ok` is not a whole number from 0 to 2^53 in digits (`2.5`, `1e3`, `-1`, set by
+//! hand) is refused by every script, which writes nothing then:
+//! [`StoreError::Invalid`].
 //!
 //! # Why `redis::SharedBreaker` is a type of its own
 //!

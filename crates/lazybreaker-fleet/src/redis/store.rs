@@ -13,11 +13,46 @@ use crate::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 use lazybreaker::ConfigError;
 use parking_lot::Mutex;
 
+/// The error code of a script's refusal of a record no breaker writes ([`CHECK`]).
+const INVALID: &str = "LAZYBREAKER_INVALID";
+
+/// A script's refusal of a record no breaker writes (a field of its hash that is not a whole
+/// number from 0 to 2^53 in digits) is [`StoreError::Invalid`]; any other error is
+/// [`StoreError::Backend`].
 impl From<redis::RedisError> for StoreError {
     fn from(error: redis::RedisError) -> Self {
+        if error.code() == Some(INVALID) {
+            let what = error.detail().unwrap_or("a number no breaker writes");
+            return StoreError::Invalid(what.to_owned());
+        }
         StoreError::Backend(Box::new(error))
     }
 }
+
+/// What every script starts with: `invalid(key)` says what is wrong with the numeric fields
+/// of the record at `key` (`generation`, `until`, `ok`), or `nil`. Each must be what a breaker
+/// writes: a whole number from 0 to 2^53, in digits. Anything else is refused (the script
+/// answers the error `LAZYBREAKER_INVALID`, a [`StoreError::Invalid`], and writes nothing)
+/// rather than read: a fraction (`2.5`) would be compared whole by the script but truncated
+/// in its reply (so every lease would answer "stale" for ever), and an exponent, a sign or a
+/// number a double cannot hold would not come back as written either.
+const CHECK: &str = r#"
+local function invalid(key)
+  local names = {'generation', 'until', 'ok'}
+  local r = redis.call('HMGET', key, names[1], names[2], names[3])
+  for i = 1, 3 do
+    local v = r[i]
+    if v and (not string.match(v, '^%d+$') or string.len(v) > 16
+              or (string.len(v) == 16 and v > '9007199254740992')) then
+      return 'field ' .. names[i] .. ' ' .. string.format('%q', string.sub(v, 1, 40))
+        .. ' is not a whole number from 0 to 2^53'
+    end
+  end
+  return nil
+end
+local bad = invalid(KEYS[1])
+if bad then return redis.error_reply('LAZYBREAKER_INVALID ' .. bad) end
+"#;
 
 /// Publishes a decision at generation G, unless the record has moved on: "open for open_us
 /// from now" (a trip) or "closed" (a recovery, open_us 0). The one atomic
@@ -203,6 +238,11 @@ fn millis(d: Duration) -> u64 {
     (SharedRecord::span_us(d) / 1000).max(1)
 }
 
+/// `script`, after the check of the record every script starts with ([`CHECK`]).
+fn checked(script: &str) -> Script {
+    Script::new(&[CHECK, script].concat())
+}
+
 /// A store that connects at its first operation, with the defaults of
 /// [`RedisStore::new`].
 impl From<redis::Client> for RedisStore {
@@ -221,10 +261,10 @@ impl RedisStore {
             connection: Arc::new(Mutex::new(None)),
             timeout: TIMEOUT,
             key_ttl: KEY_TTL,
-            publish: Script::new(PUBLISH),
-            read: Script::new(READ),
-            lease: Script::new(LEASE_PROBE),
-            finish: Script::new(FINISH_PROBE),
+            publish: checked(PUBLISH),
+            read: checked(READ),
+            lease: checked(LEASE_PROBE),
+            finish: checked(FINISH_PROBE),
         }
     }
 
@@ -308,8 +348,9 @@ impl RedisStore {
             .await
             .map_err(|_| StoreError::Timeout(self.timeout))
             .and_then(|answer| answer.map_err(StoreError::from));
-        if answer.is_err() {
-            // Connect again at the next operation: this connection may be dead.
+        if matches!(answer, Err(StoreError::Backend(_) | StoreError::Timeout(_))) {
+            // Connect again at the next operation: this connection may be dead (one that
+            // carried a script's refusal of the record is not).
             *self.connection.lock() = None;
         }
         answer
