@@ -104,7 +104,8 @@
 //! [`vote_window`](SharedBuilder::vote_window), a store timeout, a key time to live. Each
 //! saturates, the same on every store: a deadline at [`SharedRecord::MAX_TIME_US`] (about
 //! 285 years after the store's epoch, so it reads back valid), a timeout at what the store
-//! can wait (see each store).
+//! can wait (see each store). A [`trip_for(Duration::MAX)`](lazybreaker::Breaker::trip_for)
+//! under a `max_open_duration` of `Duration::MAX` is published as that longest open period.
 //!
 //! # Start-up
 //!

@@ -29,7 +29,9 @@ pub(super) struct Noted {
     pub(super) origin: Origin,
     /// When it happened, on the breaker's clock.
     pub(super) at: Duration,
-    /// For a change to open: how long from `at`.
+    /// For a change to open: how long from `at` ([`Duration::MAX`] for an open period that
+    /// never ends by itself, see [`open_for`]); `None` for a forced open and the other
+    /// changes.
     pub(super) open_for: Option<Duration>,
     pub(super) forced: Option<Forced>,
 }
@@ -85,11 +87,24 @@ impl Observer for Link {
             to: t.to,
             origin: t.origin,
             at: t.at,
-            open_for: t.open_for,
+            open_for: open_for(t),
             forced: t.forced,
         };
         if t.origin != Origin::Adopted && t.to != State::HalfOpen {
             self.pending.store(true, Ordering::Release);
         }
+    }
+}
+
+/// How long the change `t` opens the breaker for, as a publication needs it. The transition
+/// carries no period both for a forced open (which lasts until released, and stays local)
+/// and for an open period whose end saturated (a [`trip_for`](lazybreaker::Breaker::trip_for)
+/// or a backoff of [`Duration::MAX`] under a `max_open_duration` of `Duration::MAX`); the
+/// override in force tells them apart. The second is a very long open period, published as
+/// one (the store saturates its deadline): [`Duration::MAX`].
+fn open_for(t: &Transition<'_>) -> Option<Duration> {
+    match t.open_for {
+        None if t.to == State::Open && t.forced.is_none() => Some(Duration::MAX),
+        open_for => open_for,
     }
 }

@@ -804,7 +804,8 @@ fn a_probe_slower_than_the_store_timeout_still_closes_the_fleet() {
 }
 
 // ---------------------------------------------------------------------------------------
-// "Reliability, fourth round": E5 (durations of `Duration::MAX`), on every store.
+// "Reliability, fourth round": E5 (durations of `Duration::MAX`) and I3 (a trip for ever), on
+// every store.
 
 /// A century: what "a very long open period" is at least, here.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -915,6 +916,39 @@ async fn e5_a_shared_breaker_with_every_duration_at_max_trips_and_recovers<B: Ba
     assert_eq!((stats.round_trips, stats.generation), (1, 2), "{stats:?}");
 }
 
+/// I3: `trip_for(Duration::MAX)` on a breaker whose open periods have no bound opens it for
+/// ever (its transition carries no open period, as a forced open's does), but it is no
+/// operator's override: it is published, as the longest open period the store holds, and
+/// the fleet follows it.
+async fn i3_a_trip_for_ever_is_published_as_the_longest_open_period<B: Backend>(fleet: &B) {
+    let open = Duration::from_secs(30);
+    let [a, b] = [0, 1].map(|_| unbounded_member(fleet, "for-ever", open, |b| b));
+    for m in [&a, &b] {
+        m.ok().await.unwrap();
+    }
+    a.shared.breaker().trip_for(Duration::MAX);
+    assert!(is_open_rejection(&a.ok().await));
+    let stats = a.shared.stats();
+    assert_eq!(
+        (stats.published, stats.generation, stats.store_errors),
+        (1, 1, 0),
+        "published: {stats:?}"
+    );
+    let record = fleet.store().read("for-ever", a.clock.now()).await.unwrap();
+    assert_eq!(record.generation, 1);
+    assert!(
+        record.open_until_us.expect("open") <= fleet::SharedRecord::MAX_TIME_US,
+        "{record:?}"
+    );
+    assert!(record.open_for().expect("open") > CENTURY, "{record:?}");
+    // The others follow it: open for a very long time.
+    let Err(Error::Rejected(Rejected::Open { retry_after })) = b.ok_after_sync().await else {
+        panic!("B follows A's trip")
+    };
+    assert!(retry_after > CENTURY, "{retry_after:?}");
+    assert_eq!(b.shared.stats().generation, 1);
+}
+
 /// The store-agnostic tests above, on a `MemoryStore`, on a real `redis-server` and on a real
 /// PostgreSQL server of their own: one body each.
 macro_rules! on_every_store {
@@ -957,6 +991,7 @@ on_every_store!(
     a_quorum_keeps_one_bad_instance_from_opening_the_fleet,
     e5_durations_of_duration_max_saturate_below_the_readers_bound,
     e5_a_shared_breaker_with_every_duration_at_max_trips_and_recovers,
+    i3_a_trip_for_ever_is_published_as_the_longest_open_period,
 );
 
 // ---------------------------------------------------------------------------------------

@@ -461,3 +461,48 @@ fn e4_a_backend_errors_text_holds_its_whole_source_chain_once() {
         "{event:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// "Reliability, fourth round", I3: a trip for ever is shared (the real stores' runs are in
+// tests/fleet.rs).
+
+#[test]
+fn i3_a_trip_for_ever_is_published_and_written_back_for_ever() {
+    let (store, clock, seen) = (
+        MemoryStore::new(),
+        ManualClock::new(),
+        Degradations::default(),
+    );
+    let century = Duration::from_secs(100 * 365 * 24 * 3600);
+    run(async {
+        let m = SharedBreaker::builder(store.clone())
+            .sync_interval(SYNC)
+            .build(
+                Breaker::builder()
+                    .name("payments")
+                    .policy(ConsecutiveFailures::new(1).unwrap())
+                    .max_open_duration(Duration::MAX)
+                    .clock(clock.clone())
+                    .observer(seen.clone()),
+            )
+            .unwrap();
+        ok(&m).await.unwrap();
+        m.breaker().trip_for(Duration::MAX);
+        assert!(ok(&m).await.is_err(), "open");
+        assert_eq!(m.stats().published, 1, "{:?}", m.stats());
+        let published = record_open_for(&store, &clock)
+            .await
+            .expect("published open");
+        assert!(published > century, "published for {published:?}");
+        // The record vanishes: it is written back from the local state, for ever too.
+        store.remove("payments");
+        clock.advance(SYNC);
+        assert!(ok(&m).await.is_err(), "still open");
+        assert_eq!(m.stats().recreated, 1);
+        let written_back = record_open_for(&store, &clock)
+            .await
+            .expect("written back open");
+        assert!(written_back > century, "written back for {written_back:?}");
+        assert_eq!(seen.count(), 0, "no store error");
+    });
+}
