@@ -511,6 +511,24 @@ impl ConfigError {
     }
 }
 
+/// A number as an error message shows it: the shortest digits that read back as the same
+/// `f64`, in decimal from 1e-4 up to 1e16 and for zero (`1.5`, `2`, `0`), in scientific
+/// notation outside (`2.2250738585072014e-308`, `1e300`: never hundreds of digits), `NaN`
+/// and `inf` as they are. For every `f64` a [`ConfigError`] names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Number(pub(crate) f64);
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let magnitude = self.0.abs();
+        if !magnitude.is_finite() || magnitude == 0.0 || (1e-4..1e16).contains(&magnitude) {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
+}
+
 /// Displays "breaker `name`: " when there is a name, nothing otherwise.
 struct BreakerPrefix<'a>(Option<&'a str>);
 
@@ -570,6 +588,56 @@ mod tests {
             err.to_string(),
             "breaker `payments`: invalid `policy.policies[1].ratio` = 1.5: must be within [0, 1]"
         );
+    }
+
+    /// I9: a number in an error reads in a few digits (the shortest that read back as the
+    /// same `f64`), never written out to hundreds of them, for every `f64` an error names.
+    #[test]
+    fn item_i9_every_number_an_error_names_reads_in_a_few_digits() {
+        use crate::policy::{EmaConfig, FailureRatio, SlowCalls};
+        use crate::throttle::Throttle;
+
+        let throttle_k = |k: f64| Throttle::new(k).unwrap_err();
+        let max_probability = |p: f64| {
+            Throttle::new(2.0)
+                .unwrap()
+                .max_probability(p)
+                .invalid(false)
+                .unwrap()
+        };
+        let ratio = |r: f64| FailureRatio::new(r, 1).unwrap_err();
+        let slow_ratio = |r: f64| SlowCalls::new(Duration::from_millis(1), r, 1).unwrap_err();
+        let epsilon = |e: f64| {
+            EmaConfig {
+                epsilon: e,
+                ..EmaConfig::default()
+            }
+            .validate()
+            .unwrap_err()
+        };
+        let cases = [
+            (throttle_k(f64::MIN_POSITIVE), "2.2250738585072014e-308"),
+            (throttle_k(1e-300), "1e-300"),
+            (throttle_k(0.5), "0.5"),
+            (throttle_k(0.0), "0"),
+            (throttle_k(-1e20), "-1e20"),
+            (throttle_k(f64::NAN), "NaN"),
+            (throttle_k(f64::NEG_INFINITY), "-inf"),
+            (max_probability(f64::MAX), "1.7976931348623157e308"),
+            (max_probability(-5e-324), "-5e-324"),
+            (max_probability(1.5), "1.5"),
+            (ratio(1e300), "1e300"),
+            (ratio(-1e-7), "-1e-7"),
+            (slow_ratio(2e20), "2e20"),
+            (slow_ratio(1234.5), "1234.5"),
+            (epsilon(-1e-310), "-1e-310"),
+            (epsilon(1e300), "1e300"),
+            (epsilon(1.0), "1"),
+        ];
+        for (err, shown) in cases {
+            assert_eq!(err.value(), shown, "{err}");
+            assert!(err.to_string().len() < 100, "{err}");
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! Finagle's NACK admission filter are the same formula.
 
 use crate::atomic::{AtomicU64, Ordering};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Number};
 
 /// The throttle of a breaker: how hard it sheds load when its dependency accepts less than
 /// it is sent ([`Builder::throttle`](crate::Builder::throttle)).
@@ -162,7 +162,7 @@ impl Throttle {
         if !k.is_finite() || k < 1.0 {
             return Err(ConfigError::new(
                 "k",
-                k,
+                Number(k),
                 "must be a finite number, at least 1",
             ));
         }
@@ -274,14 +274,14 @@ impl Throttle {
         if !self.k.is_finite() || self.k < 1.0 {
             return Some(ConfigError::new(
                 "k",
-                self.k,
+                Number(self.k),
                 "must be a finite number, at least 1",
             ));
         }
         if !(0.0..=1.0).contains(&self.max_probability) {
             return Some(ConfigError::new(
                 "max_probability",
-                self.max_probability,
+                Number(self.max_probability),
                 "must be within [0, 1]",
             ));
         }

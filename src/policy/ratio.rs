@@ -2,7 +2,7 @@
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::counts::Counts;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Number};
 
 /// Trips when the share of failed requests reaches a ratio, once enough requests were seen.
 ///
@@ -42,7 +42,11 @@ impl FailureRatio {
     /// [`ConfigError`] naming `ratio` when it is NaN or outside `[0, 1]`.
     pub fn new(ratio: f64, min_requests: u64) -> Result<Self, ConfigError> {
         if !(0.0..=1.0).contains(&ratio) {
-            return Err(ConfigError::new("ratio", ratio, "must be within [0, 1]"));
+            return Err(ConfigError::new(
+                "ratio",
+                Number(ratio),
+                "must be within [0, 1]",
+            ));
         }
         Ok(Self {
             ratio,

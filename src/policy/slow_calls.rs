@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::{CallResult, Capabilities, Outcome, TripPolicy};
 use crate::counts::Counts;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Number};
 
 /// Trips when too many calls are slow: a call slower than `threshold` is slow, and after
 /// any result the breaker trips when `slow_calls / requests >= ratio` with at least
@@ -79,7 +79,11 @@ impl SlowCalls {
             ));
         }
         if !(0.0..=1.0).contains(&ratio) {
-            return Err(ConfigError::new("ratio", ratio, "must be within [0, 1]"));
+            return Err(ConfigError::new(
+                "ratio",
+                Number(ratio),
+                "must be within [0, 1]",
+            ));
         }
         Ok(Self {
             threshold,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::window::{CallKnobs, Window, Windows};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Number};
 use crate::policy::Outcome;
 
 /// The ten knobs of brpc's circuit breaker, with brpc's defaults.
@@ -166,7 +166,7 @@ impl EmaConfig {
         if !(self.epsilon > 0.0 && self.epsilon < 1.0) {
             return Err(ConfigError::new(
                 "epsilon",
-                self.epsilon,
+                Number(self.epsilon),
                 "must be strictly between 0 and 1",
             ));
         }
