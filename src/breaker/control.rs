@@ -89,10 +89,14 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.control(|m, now| m.release(now));
     }
 
-    /// Opens the breaker now for at least `open_for` (e.g. an upstream's `Retry-After`),
-    /// then the usual half-open. From closed or half-open this is a change to open (manual)
-    /// until `now + open_for`; already open, the open period is extended to end no earlier
-    /// than that (a later end is kept), with no change delivered.
+    /// Opens the breaker now for `open_for` (e.g. an upstream's `Retry-After`), but never
+    /// longer than [`max_open_duration`](crate::Builder::max_open_duration): the open period
+    /// lasts `min(open_for, max_open_duration)`, then the usual half-open. Left at its
+    /// default, `max_open_duration` is one hour (or `timeout`, if that is longer), so a
+    /// `trip_for` of two hours opens a default breaker for one; set it longer to honour
+    /// longer trips. From closed or half-open this is a change to open (manual) until
+    /// `now + min(open_for, max_open_duration)`; already open, the open period is extended
+    /// to end no earlier than that (a later end is kept), with no change delivered.
     ///
     /// No effect while the breaker is forced (open or closed): an operator's override wins
     /// over the traffic. The policy is not asked for an open duration.
@@ -117,6 +121,33 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// );
     /// clock.advance(Duration::from_secs(91));
     /// assert_eq!(breaker.state(), State::HalfOpen);
+    /// ```
+    ///
+    /// A trip longer than `max_open_duration` is cut to it: two hours on a default breaker
+    /// open it for one.
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, ManualClock, Rejected, State};
+    /// use std::time::Duration;
+    ///
+    /// const HOUR: Duration = Duration::from_secs(3_600);
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder().clock(clock.clone()).build();
+    /// breaker.trip_for(2 * HOUR);
+    /// assert_eq!(breaker.allow().unwrap_err(), Rejected::Open { retry_after: HOUR });
+    /// clock.advance(HOUR);
+    /// assert_eq!(breaker.state(), State::Open); // up to the hour's last instant
+    /// clock.advance(Duration::from_nanos(1));
+    /// assert_eq!(breaker.state(), State::HalfOpen); // past one hour, not two
+    ///
+    /// // With a longer bound, the whole trip.
+    /// let clock = ManualClock::new();
+    /// let patient = Breaker::builder()
+    ///     .max_open_duration(3 * HOUR)
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// patient.trip_for(2 * HOUR);
+    /// assert_eq!(patient.allow().unwrap_err(), Rejected::Open { retry_after: 2 * HOUR });
     /// ```
     pub fn trip_for(&self, open_for: Duration) {
         self.control(|m, now| m.trip_for(open_for, now));
