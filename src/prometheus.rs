@@ -26,9 +26,11 @@
 //! | `circuit_breaker_transitions_total` | counter | `breaker`, `from`, `to` | state changes, manual ones included; `from`/`to` are `closed`, `half_open`, `open`; all six pairs, zeros included |
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
 //! | `circuit_breaker_health_checks_total` | counter | `breaker`, `result` | health checks that settled ([`Builder::health_check`](crate::Builder::health_check)), `passed` or `failed` |
+//! | `circuit_breaker_probes_taken_over_total` | counter | `breaker` | half-open trials started again because every probe was held past [`probe_timeout`](crate::Builder::probe_timeout) ([`Totals::probes_taken_over`](crate::Totals::probes_taken_over)) |
 //! | `circuit_breaker_throttle_probability` | gauge | `breaker` | for a breaker with a throttle: the probability the next call is turned away with (0 unless closed); the family is left out when no breaker has one |
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
+//! | `circuit_breaker_health_check_status` | gauge | `breaker` | a health-checked breaker open past its period, waiting for a check ([`Snapshot::check`]): 1 check due, 2 checking; else 0 |
 //! | `circuit_breaker_policy` | gauge | `breaker`, `figure` | the policy's own figures ([`TripPolicy::gauges`]), e.g. `ema_long_error_cost_us` |
 //! | `circuit_breaker_pool_endpoints` | gauge | `pool` | a [`Pool`]'s endpoints ([`BreakerCollector::pool`]; each endpoint's breaker has the series above, named after its key) |
 //! | `circuit_breaker_pool_isolated` | gauge | `pool` | its endpoints isolated (their breakers open, as the next pick finds them) |
@@ -633,3 +635,106 @@ struct PoolFigures {
 /// Reads one pool's figures; `None` if its user code (a breaker's clock) panicked, which
 /// costs the scrape that pool's own series only.
 type PoolSource = Box<dyn Fn() -> Option<PoolFigures> + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
+
+    use prometheus_client::encoding::text::encode;
+
+    use super::BreakerCollector;
+    use crate::breaker::Breaker;
+    use crate::policy::{Ema, EmaConfig};
+    use crate::pool::Pool;
+    use crate::throttle::Throttle;
+
+    /// Every series name of an exposition, with the label names its series carry.
+    fn exported(text: &str) -> BTreeMap<String, BTreeSet<String>> {
+        let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for line in text.lines() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let (head, _value) = line.rsplit_once(' ').expect("a value");
+            let (name, labels) = head.split_once('{').unwrap_or((head, ""));
+            let labels = labels
+                .trim_end_matches('}')
+                .split(',')
+                .filter(|pair| !pair.is_empty())
+                .map(|pair| pair.split_once('=').expect("k=\"v\"").0.to_owned());
+            names.entry(name.to_owned()).or_default().extend(labels);
+        }
+        names
+    }
+
+    /// The module docs' table of metrics: name, type and label names, by row.
+    fn documented() -> BTreeMap<String, (String, BTreeSet<String>)> {
+        let cell = |text: &str| text.trim().trim_matches('`').to_owned();
+        include_str!("prometheus.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! | `circuit_breaker_"))
+            .map(|row| {
+                let cells: Vec<&str> = row.split(" | ").collect();
+                let labels = cells[2].split(", ").map(cell).collect();
+                (
+                    format!("circuit_breaker_{}", cell(cells[0])),
+                    (cells[1].trim().to_owned(), labels),
+                )
+            })
+            .collect()
+    }
+
+    /// I5: the table in the module docs names every metric the collector exports (a
+    /// counter by its `_total` series), with its type and labels, and no metric it does not
+    /// export. The scrape has every family: a throttled breaker, a policy with figures, a
+    /// pool.
+    #[test]
+    fn item_i5_the_docs_table_names_every_exported_metric() {
+        let throttled = Arc::new(
+            Breaker::builder()
+                .name("throttled")
+                .throttle(Throttle::new(2.0).unwrap())
+                .build(),
+        );
+        let ema = Ema::new(EmaConfig::default()).unwrap();
+        let figured = Arc::new(Breaker::builder().name("figured").policy(ema).build());
+        let pool = Arc::new(Pool::new(|_: &u16| Breaker::builder()).named("upstreams"));
+        pool.set([8080]);
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(
+            BreakerCollector::new()
+                .breaker(throttled)
+                .breaker(figured)
+                .pool(pool),
+        ));
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        let types: BTreeMap<&str, &str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("# TYPE "))
+            .filter_map(|line| line.split_once(' '))
+            .collect();
+
+        let exported = exported(&text);
+        let documented = documented();
+        assert!(exported.len() >= 20, "{text}");
+        for (name, labels) in &exported {
+            let (kind, documented_labels) = documented
+                .get(name)
+                .unwrap_or_else(|| panic!("`{name}` is exported but not in the docs' table"));
+            let family = name.strip_suffix("_total").unwrap_or(name);
+            let exported_kind = types.get(family).or_else(|| types.get(name.as_str()));
+            assert_eq!(exported_kind, Some(&kind.as_str()), "{name}'s type");
+            assert_eq!(labels, documented_labels, "{name}'s labels");
+        }
+        let missing: Vec<_> = documented
+            .keys()
+            .filter(|name| !exported.contains_key(*name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "in the table, never exported: {missing:?}"
+        );
+    }
+}
