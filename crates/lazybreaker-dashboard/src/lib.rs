@@ -42,13 +42,15 @@
 //! object has the fields of its [`Snapshot`](lazybreaker::Snapshot) as serde writes them (`name`,
 //! `at`, `state` as `"closed"`, `"half-open"` or `"open"`, `forced` as `null`, `"open"` or
 //! `"closed"`, `dry_run`, `counts`, `totals` (with `would_reject`), `retry_after` as a duration string or `null`,
-//! `transitions`, `times_opened`, `recent_failures`, `policy`), then `pool` (the pool it is
+//! `transitions`, `times_opened`, `recent_failures`, `policy`), then `at_ms` and
+//! `retry_after_ms` (below), `pool` (the pool it is
 //! an endpoint of, if any), `policy_panicked` (only when true) and `history`: its recent
 //! changes, oldest first, each a [`Recorded`](lazybreaker::observe::Recorded) (`seq`, `breaker`,
 //! `from`, `to`, `at`, `wall` in milliseconds since the Unix epoch, `origin` as
 //! `"breaker"`, `"manual"`, `"adopted"` or `"health_check"`, or for an endpoint its pool
 //! ejected as `{"ejected": reason}` with `"success_rate"`, `"failure_percentage"` or
-//! `"hung"`, `counts`, `totals`, `open_for`, `forced`, `dry_run`).
+//! `"hung"`, `counts`, `totals`, `open_for`, `forced`, `dry_run`, `times`, `first_at`,
+//! `since`), then `at_ms`, `open_for_ms` and `first_at_ms`.
 //!
 //! `GET /pools` answers an array with an object per pool given with [`Dashboard::pool`], in
 //! the order given: `name` (empty if the pool is unnamed), then the fields of its
@@ -60,6 +62,19 @@
 //! `over_cap_failures`, `no_endpoint`, `overloaded`, `outliers_detected`,
 //! `ejected_success_rate`, `ejected_failure_percentage`, `ejected_hung`. A pool whose figures
 //! could not be read (its clock panicked) has `name` and `"unreadable": true` only.
+//!
+//! **Durations, one rule everywhere.** Every duration is written twice, under two names:
+//! `x`, a duration string of full precision as the core's serde writes it and as
+//! configuration files read it (`"30s"`, `"1m"`, `"2s 512ms 108ns"`; `null` where there is
+//! none), and `x_ms` beside it, whole milliseconds as an integer (`null` where `x` is),
+//! rounded as the page rounds them ([`lazybreaker::human`]): a wait (`retry_after`) up, so
+//! that a script that waits that long is never early, any other duration to the nearest.
+//! They are a breaker's `at` / `at_ms` and `retry_after` / `retry_after_ms`, and a recent
+//! change's `at` / `at_ms`, `open_for` / `open_for_ms` and `first_at` / `first_at_ms`
+//! (`/pools` has none). Instants of the wall clock are not durations: `wall` and `since`
+//! are milliseconds since the Unix epoch. A breaker's `policy` holds its policy's own
+//! figures as they are reported ([`TripPolicy::gauges`]), each a number named with its unit
+//! as in the metrics (`ema_long_latency_us`, `ema_isolation_seconds`).
 //!
 //! Fields may be added; none is removed or changes its meaning.
 //!

@@ -316,6 +316,159 @@ fn the_json_has_every_breaker_with_its_state_forced_mode_and_history() {
     assert_eq!(f.half_open.totals().opened, 1);
 }
 
+/// Checks the JSON rule for durations in `value` and everything inside it: a duration `x` is
+/// a duration string (or `null`) with `x_ms` beside it, whole milliseconds as an integer (or
+/// `null` with it), a wait (`retry_after`) rounded up and any other duration to the nearest;
+/// no other field is in `_ms`, and none in another unit. A policy's own figures (`policy`)
+/// are its gauges, named with their units, and are not walked. Counts the durations seen in
+/// `seen`, by name, `null` or not.
+fn check_durations(value: &serde_json::Value, at: &str, seen: &mut Vec<(String, bool)>) {
+    use serde_json::Value;
+    const NAMES: [&str; 3] = ["name", "breaker", "pool"];
+    match value {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                check_durations(item, &format!("{at}[{i}]"), seen);
+            }
+        }
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                let path = format!("{at}.{key}");
+                for unit in ["_ns", "_nanos", "_us", "_micros", "_s", "_secs", "_seconds"] {
+                    assert!(!key.ends_with(unit), "{path}: a duration in another unit");
+                }
+                if key == "policy" {
+                    continue;
+                }
+                if let Some(base) = key.strip_suffix("_ms") {
+                    let Some(duration) = fields.get(base) else {
+                        panic!("{path} without `{base}` beside it");
+                    };
+                    assert!(
+                        duration.is_null() || duration.is_string(),
+                        "{path}: `{base}` is {duration}"
+                    );
+                    continue;
+                }
+                let text = match field {
+                    Value::String(text) if !NAMES.contains(&key.as_str()) => text,
+                    Value::Null if fields.contains_key(&format!("{key}_ms")) => {
+                        assert!(fields[&format!("{key}_ms")].is_null(), "{path}_ms");
+                        seen.push((key.clone(), false));
+                        continue;
+                    }
+                    other => {
+                        check_durations(other, &path, seen);
+                        continue;
+                    }
+                };
+                let Ok(d) = humantime::parse_duration(text) else {
+                    continue; // not a duration: a state, an origin, a forced mode
+                };
+                let nanos = d.as_nanos();
+                let expected = if key == "retry_after" {
+                    nanos.div_ceil(1_000_000)
+                } else {
+                    (nanos + 500_000) / 1_000_000
+                };
+                let ms = fields
+                    .get(&format!("{key}_ms"))
+                    .unwrap_or_else(|| panic!("{path} = {text:?} without `{key}_ms` beside it"));
+                assert_eq!(
+                    ms.as_u64().map(u128::from),
+                    Some(expected),
+                    "{path}_ms for {text:?}"
+                );
+                seen.push((key.clone(), true));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The JSON writes every duration by one rule (see [`check_durations`]), in every place a
+/// duration shows: a breaker's `at` and `retry_after`, a change's `at`, `open_for` and
+/// `first_at`, on `/breakers`, on `/pools` and in a control's answer. Durations of whole
+/// seconds and of odd nanoseconds, to see the rounding.
+#[test]
+fn every_duration_in_the_json_is_a_string_with_its_whole_milliseconds_beside_it() {
+    let f = fleet();
+    let (edge, _clock) = ejecting_pool("edge", &f.history);
+    let (stuck, _hanging) = hung_pool("stuck", &f.history);
+    // Tripped at 2.5 ms for 1 s, read 400.000001 ms later: `at` 402.500001 ms (403 to the
+    // nearest), 599.999999 ms left to wait (600, rounded up).
+    let clock = ManualClock::new();
+    let odd = Arc::new(
+        Breaker::builder()
+            .name("odd")
+            .policy(ConsecutiveFailures::new(1).unwrap())
+            .timeout(Duration::from_secs(1))
+            .clock(clock.clone())
+            .observer(Arc::clone(&f.history))
+            .build(),
+    );
+    clock.advance(Duration::from_micros(2_500));
+    let _ = odd.execute(|| Err::<(), _>("down"));
+    clock.advance(Duration::from_nanos(400_000_001));
+    let server = serve(
+        dashboard(&f)
+            .breaker(Arc::clone(&odd))
+            .pool(edge)
+            .pool(stuck)
+            .controls("t0ken")
+            .router(),
+    );
+
+    let all = get(&server, "/breakers").json();
+    let mut seen = Vec::new();
+    check_durations(&all, "breakers", &mut seen);
+    let odd = entry(&all, "odd");
+    assert_eq!(odd["at"], "402ms 500us 1ns");
+    assert_eq!(odd["at_ms"], 403);
+    assert_eq!(odd["retry_after"], "599ms 999us 999ns");
+    assert_eq!(odd["retry_after_ms"], 600);
+    let trip = &odd["history"][0];
+    assert_eq!(
+        (&trip["at"], &trip["at_ms"]),
+        (&"2ms 500us".into(), &3.into())
+    );
+    assert_eq!(
+        (&trip["open_for"], &trip["open_for_ms"]),
+        (&"1s".into(), &1_000.into())
+    );
+    assert_eq!(entry(&all, "payments")["retry_after_ms"], 60_000);
+    assert!(entry(&all, "inventory")["retry_after_ms"].is_null());
+    for (name, present) in [
+        ("at", true),
+        ("retry_after", true),
+        ("retry_after", false),
+        ("open_for", true),
+        ("open_for", false),
+        ("first_at", true),
+    ] {
+        assert!(
+            seen.iter().any(|(n, p)| n == name && *p == present),
+            "no {name} ({}) in {all}",
+            if present { "set" } else { "null" }
+        );
+    }
+
+    let pools = get(&server, "/pools").json();
+    assert_eq!(pools.as_array().map(Vec::len), Some(2), "{pools}");
+    check_durations(&pools, "pools", &mut Vec::new());
+
+    let reply = request(
+        &server,
+        "POST",
+        "/breakers/odd/force_open",
+        &[("authorization", "Bearer t0ken")],
+    );
+    assert_eq!(reply.status, 200);
+    let mut seen = Vec::new();
+    check_durations(&reply.json(), "force_open", &mut seen);
+    assert!(seen.iter().any(|(n, _)| n == "at"));
+}
+
 #[test]
 fn the_metrics_are_the_collectors_in_the_openmetrics_format() {
     let f = fleet();
