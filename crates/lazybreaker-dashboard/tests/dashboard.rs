@@ -1198,7 +1198,8 @@ fn in_a_real_browser_the_script_refreshes_the_board_in_place() {
         "{dom}"
     );
 
-    // A screenshot of the desktop and the phone layouts (docs/integrations.md shows the first).
+    // A screenshot of the desktop and the phone layouts, to look at (docs/dashboard.png is
+    // the example's: `--example dashboard -- --screenshot docs/dashboard.png`).
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     for (file, size) in [
         ("dashboard.png", "1280,820"),
