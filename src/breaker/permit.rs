@@ -362,8 +362,10 @@ macro_rules! verdicts {
             }
 
             /// The call failed, and the dependency asked for time: counts the failure and
-            /// opens the breaker for at least `open_for`, in one step (see
-            /// [`Breaker::trip_for`](crate::Breaker::trip_for)), e.g. for a 429 or 503 with
+            /// opens the breaker for at least `open_for`, but no longer than its
+            /// [`max_open_duration`](crate::Builder::max_open_duration) (one hour by default),
+            /// in one step (see [`Breaker::trip_for`](crate::Breaker::trip_for)), e.g. for a
+            /// 429 or 503 with
             /// `Retry-After`. The breaker opens even if this result is too late to count (it
             /// was admitted before a state change): the dependency's answer is news either
             /// way. No effect on the state while the breaker is forced.
