@@ -1,7 +1,7 @@
 //! [`Endpoint`]: one member of a pool, its breaker and its calls in flight.
 
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -20,12 +20,12 @@ use super::Shared;
 /// A health check under way, left in its endpoint ([`Endpoint::parked`]).
 pub(super) type Parked<P, O> = Gate<Arc<Breaker<P, O>>>;
 
-/// An endpoint: its key, its breaker, and how many picks of it are in flight.
+/// An endpoint: its key, its breaker, and its picks (made, and in flight).
 #[allow(missing_debug_implementations)] // the front door's, not a public API
 pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) key: K,
     pub(super) breaker: Arc<Breaker<P, O>>,
-    in_flight: AtomicUsize,
+    calls: Calls,
     /// The pool's [`deadline`](super::Pool::deadline) in nanoseconds (0: none), kept here
     /// beside the calls in flight.
     deadline: Nanos,
@@ -54,7 +54,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             deadline,
             key,
             breaker,
-            in_flight: AtomicUsize::new(0),
+            calls: Calls::default(),
             starts: Default::default(),
             answered_at: AtomicU64::new(0),
             outlier: EndpointRecord::default(),
@@ -71,37 +71,53 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     /// Picks of it in flight (a hint: others move it meanwhile).
     #[inline]
     pub(super) fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Relaxed)
+        // The ends first: every pick ended by then started before, so this never goes
+        // below zero.
+        let ended = self.calls.ended.load(Ordering::Acquire);
+        let started = self.calls.started.load(Ordering::Relaxed);
+        started.saturating_sub(ended) as usize
     }
 
-    /// One more pick in flight, going out at `at` (the pool's clock, read before the
+    /// Its picks so far (over the cap included), each counted when it was made.
+    pub(super) fn picks(&self) -> u64 {
+        self.calls.started.load(Ordering::Relaxed)
+    }
+
+    /// One more pick, in flight, going out at `at` (the pool's clock, read before the
     /// admission; `None` when the pool has no deadline or could not read it without user
     /// code): with a deadline, the call takes a free start slot if one is left, and the slot
-    /// it took comes back ([`Tracked`]).
+    /// it took comes back ([`Tracked`]); a tracked call due before the pool's next look for
+    /// hangs brings that look forward.
     #[inline]
     pub(super) fn start(&self, at: Option<Nanos>) -> Option<Tracked> {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.calls.started.fetch_add(1, Ordering::Relaxed);
         if self.deadline == 0 {
             return None;
         }
         let at = at.or_else(|| self.shared.now_infallible())?;
         // 0 marks a free slot: a start is kept one above its time.
         let mark = NonZeroU64::new(at.saturating_add(1)).unwrap_or(NonZeroU64::MAX);
-        self.starts.iter().enumerate().find_map(|(slot, start)| {
+        let tracked = self.starts.iter().enumerate().find_map(|(slot, start)| {
+            // Sequentially consistent with the look that follows, and with the sweep's
+            // claim and reads (`Pool::sweep_hung`): either the sweep reads this slot, or
+            // this start reads the bound the sweep claimed, and lowers it. (A locked
+            // instruction either way on x86.)
             start
-                .compare_exchange(0, mark.get(), Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(0, mark.get(), Ordering::SeqCst, Ordering::Relaxed)
                 .ok()
                 .map(|_| Tracked {
                     slot: slot as u32,
                     mark,
                 })
-        })
-    }
-
-    /// The calls its breaker admitted so far (its picks, counted where the breaker counts
-    /// them: no counter of the pick's own on the hot path).
-    pub(super) fn admitted(&self) -> u64 {
-        self.breaker.totals().admitted
+        })?;
+        // Its hang is due a deadline from now; calls go out in time order, so this is
+        // almost never earlier than the pool's next look: one read, and no write.
+        let due = at.saturating_add(self.deadline);
+        let next = &self.shared.hang_due;
+        if due < next.load(Ordering::SeqCst) {
+            next.fetch_min(due, Ordering::SeqCst);
+        }
+        Some(tracked)
     }
 
     /// A pick ended; its start slot, if it still holds it, is free again.
@@ -115,7 +131,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
                 Ordering::Relaxed,
             );
         }
-        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.calls.ended.fetch_add(1, Ordering::Release);
     }
 
     /// A pick's call came back with `outcome`, everything of it recorded (a dropped pick is
@@ -136,22 +152,22 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         }
     }
 
-    /// Whether it hangs at `now`: its oldest call in flight (of those it tracks: the first
-    /// [`START_SLOTS`] in flight at once) is older than `deadline`, and it has answered
-    /// nothing since that call went out.
-    #[inline]
-    pub(super) fn hangs(&self, now: Nanos, deadline: Nanos) -> bool {
-        let oldest = self
-            .starts
+    /// When it hangs if nothing comes back meanwhile: a `deadline` after the oldest of the
+    /// calls it tracks (the first [`START_SLOTS`] in flight at once) that went out since it
+    /// last answered; `None` when it tracks no such call. It hangs at any time from then on:
+    /// a call in flight for the whole deadline, and nothing back since that call went out
+    /// (a call that went out before its last answer never makes it hang: the answers only
+    /// move on).
+    pub(super) fn hang_due(&self, deadline: Nanos) -> Option<Nanos> {
+        let answered = self.answered_at.load(Ordering::SeqCst);
+        self.starts
             .iter()
-            .map(|s| s.load(Ordering::Acquire))
+            .map(|s| s.load(Ordering::SeqCst))
             .filter(|&mark| mark != 0)
-            .min();
-        oldest.is_some_and(|mark| {
-            let start = mark - 1;
-            now.saturating_sub(start) >= deadline
-                && self.answered_at.load(Ordering::Relaxed) <= start
-        })
+            .map(|mark| mark - 1)
+            .filter(|&start| start >= answered)
+            .min()
+            .map(|start| start.saturating_add(deadline))
     }
 
     /// Judged hung: the calls in flight are written off (their slots freed, so that a call
@@ -161,6 +177,17 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             start.store(0, Ordering::Release);
         }
     }
+}
+
+/// An endpoint's picks: two counters that only grow, on one cache line (a pick writes
+/// both, one at its start and one at its end).
+#[derive(Debug, Default)]
+#[repr(C, align(16))]
+struct Calls {
+    /// Its picks made.
+    started: AtomicU64,
+    /// Of those, the ones that ended (reported, or dropped).
+    ended: AtomicU64,
 }
 
 /// How many calls in flight at once an endpoint tracks for the deadline: its hang is judged

@@ -61,7 +61,7 @@
 //! |---|---|---|---|
 //! | its breaker tripped (its own policy: 5 failures in a row by default) | at the result that trips it | its open period: 100 ms, doubling with each failed recovery up to 30 s ([`open_backoff`](Pool::open_backoff)) | yes |
 //! | an outlier among its peers ([`outlier_detection`](Pool::outlier_detection)) | by the first pick after each interval | `base_ejection` × its multiplier | yes |
-//! | down on its own evidence: its [health check](Pool::health_check) failed, or it hangs ([`deadline`](Pool::deadline)) | when the check settles; by the first pick that finds a call in flight past the deadline and none back since | until a check passes (or its open period ends, without a check) | **no** |
+//! | down on its own evidence: its [health check](Pool::health_check) failed, or it hangs ([`deadline`](Pool::deadline)) | when the check settles; by the first pick after a call in flight passed the deadline with nothing back since, whichever endpoints that pick draws | until a check passes (or its open period ends, without a check) | **no** |
 //!
 //! Every one of them is a change of the endpoint's breaker, with its
 //! [`Origin`](crate::observe::Origin) (the breaker's own, [`Origin::HealthCheck`](crate::observe::Origin::HealthCheck),
@@ -135,8 +135,10 @@
 //! A pick reads the endpoints through one lock-free load and writes nothing shared but the
 //! chosen endpoint's own counters (round robin adds its cursor). With outlier detection or
 //! a deadline it also reads the pool's clock once (and, with a deadline, takes a start
-//! slot on its endpoint); the detection itself reads each breaker's totals once per
-//! interval, in the one pick that evaluates it. A pick that finds an isolated endpoint
+//! slot on its endpoint and reads when the pool next looks for hangs); the detection
+//! itself reads each breaker's totals once per interval, in the one pick that evaluates it,
+//! and the look for hangs reads each endpoint's calls in flight only when one of them may
+//! be past the deadline (in steady traffic, about once per deadline). A pick that finds an isolated endpoint
 //! among its first choices walks the others, and asks each open one under its breaker's
 //! lock whether it is down. A pick allocates nothing, unless more endpoints are isolated
 //! than the cap allows (then the walk collects the ones kept in rotation) or it evaluates
@@ -231,6 +233,10 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     endpoints: ArcSwap<Endpoints<K, P, O>>,
     /// Serialises discovery: each change reads the endpoints and replaces them.
     discovery: Mutex<()>,
+    /// The endpoints removed from the pool, for its count of picks; taken by discovery
+    /// around its replacing of the endpoints, and by [`Pool::stats`] (never by a pick, and
+    /// never over user code).
+    retired: Mutex<Retired<K, P, O>>,
     factory: Factory<K, P, O>,
     /// The pool's health check, given to each endpoint's breaker with its key.
     check: Option<WithCheck<K, P, O>>,
@@ -258,6 +264,11 @@ pub(crate) struct Shared {
     /// Health checks parked in endpoints for the async picks to drive (a hint: the picks
     /// that drive them count them again).
     pub(crate) parked: AtomicUsize,
+    /// With a deadline, the pool's next look for hangs ([`Pool::deadline`]), on its clock:
+    /// no tracked call can hang before then (a lower bound; `u64::MAX`, none tracked). Read
+    /// by every pick; lowered by a call that goes out due earlier (almost never: calls go
+    /// out in time order), set by the look.
+    pub(crate) hang_due: AtomicU64,
     /// The pool's clock: its intervals, its deadline.
     clock: ClockSource,
 }
@@ -268,6 +279,7 @@ impl Default for Shared {
             stats: Stats::default(),
             overload_isolates: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
+            hang_due: AtomicU64::new(u64::MAX),
             clock: ClockSource::default_for(false, Duration::ZERO),
         }
     }
@@ -300,8 +312,46 @@ pub(crate) struct Stats {
     pub(crate) ejected_success_rate: AtomicU64,
     pub(crate) ejected_failure_percentage: AtomicU64,
     pub(crate) ejected_hung: AtomicU64,
-    /// The picks of endpoints removed from the pool.
-    pub(crate) removed_picks: AtomicU64,
+}
+
+/// The endpoints removed from a pool whose picks it still counts: kept while a pick may
+/// still be made on them (by a pick that read the endpoints before their removal), then
+/// folded into one number.
+struct Retired<K, P: TripPolicy, O: Observer> {
+    /// Removed, and still held elsewhere (a pick in flight, a pick reading the endpoints
+    /// as they were).
+    endpoints: Vec<Arc<Endpoint<K, P, O>>>,
+    /// The picks of the removed endpoints that nothing holds any more: no pick can be made
+    /// on them.
+    picks: u64,
+}
+
+impl<K, P: TripPolicy, O: Observer> Retired<K, P, O> {
+    /// Folds the endpoints that nothing else holds into `picks`, and gives them back (to
+    /// be dropped outside the lock: a breaker's drop may run user code).
+    fn compact(&mut self) -> Vec<Arc<Endpoint<K, P, O>>> {
+        let mut gone = Vec::new();
+        let mut i = 0;
+        while i < self.endpoints.len() {
+            // Held here alone (an acquiring check): nothing can start a pick on it, and
+            // every pick started on it is seen.
+            if Arc::get_mut(&mut self.endpoints[i]).is_some() {
+                let endpoint = self.endpoints.swap_remove(i);
+                self.picks = self.picks.saturating_add(endpoint.picks());
+                gone.push(endpoint);
+            } else {
+                i += 1;
+            }
+        }
+        gone
+    }
+
+    /// The picks of the removed endpoints.
+    fn picks(&self) -> u64 {
+        self.endpoints
+            .iter()
+            .fold(self.picks, |sum, e| sum.saturating_add(e.picks()))
+    }
 }
 
 impl Stats {
@@ -320,9 +370,10 @@ impl Stats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PoolStats {
-    /// Picks made: the calls the endpoints' breakers admitted (a pick's admission; a call
-    /// made on an endpoint's breaker directly counts too), and the picks over the cap;
-    /// those of endpoints removed since included.
+    /// Picks made: each endpoint the pool chose for a call (those kept in rotation over the
+    /// cap included), counted when the pick is made; those of endpoints removed since
+    /// included, a pick made on an endpoint after its removal too. It never goes down. A
+    /// call made directly on an endpoint's breaker ([`Pool::breaker`]) is not a pick.
     pub picks: u64,
     /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
     pub over_cap: u64,
@@ -415,6 +466,10 @@ where
         Self {
             endpoints: ArcSwap::from_pointee(Vec::new()),
             discovery: Mutex::new(()),
+            retired: Mutex::new(Retired {
+                endpoints: Vec::new(),
+                picks: 0,
+            }),
             factory: Box::new(factory),
             check: None,
             clock: None,
@@ -472,11 +527,13 @@ where
         self
     }
 
-    /// The deadline of the pool's calls (none by default): an endpoint whose oldest call in
-    /// flight is older than this, and which answered nothing since that call went out, hangs
-    /// (a call that came back in time counts as an answer, even failed; one that failed
-    /// after the deadline, or a pick dropped without a report, does not). The next pick that
-    /// looks at it judges it so (brpc's `E1008`, with no timer): its breaker opens
+    /// The deadline of the pool's calls (none by default): an endpoint with a call in flight
+    /// for this long, that answered nothing since that call went out, hangs (a call that
+    /// came back in time counts as an answer, even failed; one that failed after the
+    /// deadline, or a pick dropped without a report, does not). It is judged so by the first
+    /// pick after that moment, whichever endpoints that pick would choose (brpc's `E1008`,
+    /// with no timer: the pool knows when its first tracked call is due, and a pick
+    /// looks at the endpoints only then): its breaker opens
     /// ([`Origin::Ejected`](crate::observe::Origin) with [`Ejection::Hung`]) for its next
     /// open period, its calls in flight are written off (the next call it gets, its probe,
     /// has a deadline of its own), and it is out whatever the [cap](Pool::max_isolated), as a
@@ -487,7 +544,8 @@ where
     /// Each endpoint tracks the first four of its calls in flight at once (a hang holds its
     /// calls, so those fill with hanging ones). With a deadline, a pick reads the pool's
     /// clock once and each answer once; a pick admitted after a health check on a user
-    /// clock (not a built-in one) is not tracked.
+    /// clock (not a built-in one) is not tracked. Under concurrent picks, the one that
+    /// claims the look judges; the others go on meanwhile.
     ///
     /// # Examples
     ///
@@ -509,6 +567,20 @@ where
     /// assert!(matches!(pool.pick(), Err(Rejected::NoEndpoint { .. })));
     /// assert_eq!(pool.stats().ejected_hung, 2);
     /// # drop(hanging);
+    ///
+    /// // One hung replica among three: out by the first pick after its deadline, though
+    /// // the power of two choices sends that pick to the others.
+    /// let clock = ManualClock::new();
+    /// let pool = Pool::new(|_: &&str| Breaker::builder())
+    ///     .clock(clock.clone())
+    ///     .deadline(Duration::from_millis(300));
+    /// pool.set(["a", "b", "c"]);
+    /// let hung = pool.pick().unwrap(); // never comes back
+    /// clock.advance(Duration::from_millis(300));
+    /// let pick = pool.pick().unwrap();
+    /// assert_ne!(pick.key(), hung.key());
+    /// assert_eq!(pool.stats().ejected_hung, 1);
+    /// # drop((hung, pick));
     /// ```
     #[must_use]
     pub fn deadline(mut self, deadline: Duration) -> Self {
@@ -651,8 +723,8 @@ where
             return false;
         }
         let next = current.iter().filter(|e| &e.key != key).cloned().collect();
-        self.endpoints.store(Arc::new(next));
-        self.fold(current.iter().filter(|e| &e.key == key));
+        let gone = current.iter().filter(|e| &e.key == key).cloned().collect();
+        self.replace(next, gone);
         true
     }
 
@@ -670,36 +742,33 @@ where
             let kept = current.iter().find(|e| e.key == key).cloned();
             next.push(kept.unwrap_or_else(|| self.endpoint(key)));
         }
-        let gone: Vec<_> = current
+        let gone = current
             .iter()
             .filter(|e| !next.iter().any(|n| Arc::ptr_eq(n, e)))
             .cloned()
             .collect();
-        self.endpoints.store(Arc::new(next));
-        self.fold(gone.iter());
+        self.replace(next, gone);
     }
 
-    /// The pool's counts keep the admissions of endpoints that left it; a check parked in one is
+    /// Makes `next` the endpoints, `gone` leaving (under the discovery lock). The pool's
+    /// count keeps the picks of the endpoints that left, those made on them from now on
+    /// included: they move to the retired ones in one step with the replacement, so that
+    /// [`stats`](Pool::stats) finds each in one place or the other. A check parked in one is
     /// dropped (its lease released: no pick will drive it).
-    fn fold<'a>(&self, gone: impl Iterator<Item = &'a Arc<Endpoint<K, P, O>>>)
-    where
-        K: 'a,
-        P: 'a,
-        O: 'a,
-    {
-        let mut picks = 0u64;
-        for endpoint in gone {
-            picks = picks.saturating_add(endpoint.admitted());
+    fn replace(&self, next: Endpoints<K, P, O>, gone: Endpoints<K, P, O>) {
+        let mut retired = self.retired.lock();
+        self.endpoints.store(Arc::new(next));
+        retired.endpoints.extend(gone.iter().cloned());
+        let compacted = retired.compact();
+        drop(retired);
+        drop(compacted);
+        for endpoint in &gone {
             let parked = endpoint.parked.lock().take();
             if parked.is_some() {
                 self.shared.parked.fetch_sub(1, Ordering::Relaxed);
             }
             drop(parked);
         }
-        self.shared
-            .stats
-            .removed_picks
-            .fetch_add(picks, Ordering::Relaxed);
     }
 
     /// The endpoints' keys, in the pool's order.
@@ -787,7 +856,7 @@ where
     }
 
     /// The endpoint of `key`, its breaker built now (user code: outside no lock but the
-    /// discovery's, which picks never take).
+    /// discovery's, which picks and reads of the pool never take).
     fn endpoint(&self, key: K) -> Arc<Endpoint<K, P, O>> {
         let mut builder = (self.factory)(&key);
         if builder.unnamed() {
@@ -814,15 +883,22 @@ where
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
-    /// What the pool counted so far beyond its breakers.
+    /// What the pool counted so far beyond its breakers. Takes a lock that discovery takes
+    /// to replace the endpoints (not while it builds a breaker), which picks never take.
     pub fn stats(&self) -> PoolStats {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let s = &self.shared.stats;
-        let current: u64 = self.endpoints.load().iter().map(|e| e.admitted()).sum();
+        let mut retired = self.retired.lock();
+        let compacted = retired.compact();
+        let picks = self
+            .endpoints
+            .load()
+            .iter()
+            .fold(retired.picks(), |sum, e| sum.saturating_add(e.picks()));
+        drop(retired);
+        drop(compacted);
         PoolStats {
-            picks: n(&s.removed_picks)
-                .saturating_add(current)
-                .saturating_add(n(&s.over_cap)),
+            picks,
             over_cap: n(&s.over_cap),
             over_cap_successes: n(&s.over_cap_successes),
             over_cap_failures: n(&s.over_cap_failures),

@@ -228,8 +228,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         if n == 0 {
             return Err(self.no_endpoint(None));
         }
-        // The pool's own judgements, each only when asked for: an interval of outlier
-        // detection that ended, a call in flight past the deadline.
+        // The pool's own judgements, each only when asked for and only when due: an
+        // interval of outlier detection that ended, a call in flight past the deadline
+        // (one read of the pool's next look for hangs: nothing is written, nothing scanned,
+        // until then).
         let deadline = self.deadline;
         let now = if self.detector.is_some() || deadline != 0 {
             let now = self.shared.now();
@@ -237,6 +239,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 if detector.due(now) {
                     detector.evaluate(&endpoints, self.max_isolated, now, &self.shared.stats);
                 }
+            }
+            if deadline != 0 && now >= self.shared.hang_due.load(Ordering::Relaxed) {
+                self.sweep_hung(&endpoints, now);
             }
             now
         } else {
@@ -266,9 +271,6 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         // The less loaded of the two first; its twin if it is full. An isolated endpoint
         // among them sends the pick to the full walk, which knows the cap.
         for i in [first, second] {
-            if judge.hung(&endpoints[i]) {
-                break;
-            }
             match gate::ready(&endpoints[i].breaker) {
                 Ready::Passes => {
                     if let Some(choice) = admit(&endpoints[i], checking, judge.at()) {
@@ -280,6 +282,44 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             }
         }
         self.choose_slow(&endpoints, r, checking, judge)
+    }
+
+    /// The pool's look for hangs, due at `now` (see [`Pool::deadline`]): every endpoint
+    /// with a call in flight for the whole deadline and nothing back since that call went
+    /// out is judged hung now, and the next look is set for when the first of the calls
+    /// tracked now could hang. One pick looks (the one that claims it); the others go on.
+    ///
+    /// The next look is a lower bound: the pick that claims this one moves it to `now` plus
+    /// the deadline (no call that goes out from now on is due earlier) before it reads the
+    /// endpoints, then lowers it to the first call it found; a call that goes out
+    /// meanwhile, its start slot missed by this look, reads the bound claimed and lowers it
+    /// to its own due time ([`Endpoint::start`]), all of it sequentially consistent. A panic
+    /// of an observer of an ejection continues once every endpoint is judged and the next
+    /// look is set.
+    #[cold]
+    #[inline(never)]
+    fn sweep_hung(&self, endpoints: &Endpoints<K, P, O>, now: Nanos) {
+        let deadline = self.deadline;
+        let next_look = &self.shared.hang_due;
+        let claimed = next_look.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |due| {
+            (now >= due).then_some(now.saturating_add(deadline))
+        });
+        if claimed.is_err() {
+            return; // another pick looks, or looked since
+        }
+        let mut first_due = Nanos::MAX;
+        let mut panics = FirstPanic::default();
+        for endpoint in endpoints.iter() {
+            match endpoint.hang_due(deadline) {
+                Some(due) if due <= now => judge_hung(endpoint, now, &mut panics),
+                Some(due) => first_due = first_due.min(due),
+                None => {}
+            }
+        }
+        if first_due < Nanos::MAX {
+            next_look.fetch_min(first_due, Ordering::SeqCst);
+        }
+        contain::resume(panics);
     }
 
     /// Every endpoint, from a random start with a coprime stride: counted first (no
@@ -487,7 +527,6 @@ fn look<K, P: TripPolicy, O: Observer>(
     checking: bool,
     judge: Judge,
 ) -> Look<K, P, O> {
-    judge.hung(endpoint);
     match gate::ready(&endpoint.breaker) {
         Ready::Passes => Look::Admits,
         Ready::Rejected(Rejected::Open { retry_after }) if endpoint.breaker.is_down() => {
@@ -508,8 +547,8 @@ fn look<K, P: TripPolicy, O: Observer>(
     }
 }
 
-/// What a pick judges of an endpoint itself: whether it hangs (with a deadline), at the
-/// reading of the pool's clock the pick took.
+/// The reading of the pool's clock a pick took, for the deadline of the call it admits
+/// (the hangs are judged before, by [`Pool::sweep_hung`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Judge {
     now: Nanos,
@@ -523,29 +562,20 @@ impl Judge {
     fn at(self) -> Option<Nanos> {
         (self.deadline != 0).then_some(self.now)
     }
-
-    /// Whether `endpoint` hangs (see [`Pool::deadline`]): then it is judged so now, its
-    /// breaker opened for its next open period, down (out whatever the cap), and counted;
-    /// its calls in flight are written off, so that the next call it gets (its probe) has a
-    /// deadline of its own.
-    #[inline]
-    fn hung<K, P: TripPolicy, O: Observer>(self, endpoint: &Endpoint<K, P, O>) -> bool {
-        if self.deadline == 0 || !endpoint.hangs(self.now, self.deadline) {
-            return false;
-        }
-        judge_hung(endpoint, self.now);
-        true
-    }
 }
 
-/// Judges `endpoint` hung at `now`.
-#[cold]
-#[inline(never)]
-fn judge_hung<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>, now: Nanos) {
+/// Judges `endpoint` hung at `now` (see [`Pool::deadline`]): its breaker opened for its next
+/// open period, down (out whatever the cap), and counted; its calls in flight are written
+/// off, so that the next call it gets (its probe) has a deadline of its own. An observer's
+/// panic is kept in `panics`, for the caller to continue once its judgements are recorded.
+fn judge_hung<K, P: TripPolicy, O: Observer>(
+    endpoint: &Endpoint<K, P, O>,
+    now: Nanos,
+    panics: &mut FirstPanic,
+) {
     endpoint.write_off();
-    let mut panics = FirstPanic::default();
     let ejection = Origin::Ejected(Ejection::Hung);
-    if endpoint.breaker.eject(None, ejection, true, &mut panics) {
+    if endpoint.breaker.eject(None, ejection, true, panics) {
         let open_for = match gate::ready(&endpoint.breaker) {
             Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
             _ => Duration::ZERO,
@@ -554,8 +584,6 @@ fn judge_hung<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>, now: 
         endpoint.outlier.ejected(Ejection::Hung, until);
         endpoint.shared.stats.ejected(Ejection::Hung);
     }
-    // An observer's panic continues once the judgement is recorded.
-    contain::resume(panics);
 }
 
 /// How long a pick that cannot run `endpoint`'s due or running check should wait (at least
