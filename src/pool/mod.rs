@@ -191,7 +191,7 @@ use parking_lot::Mutex;
 use crate::breaker::gate::{self, Ready};
 use crate::breaker::{Breaker, Builder};
 use crate::clock::{Clock, ClockSource};
-use crate::error::Rejected;
+use crate::error::{ConfigError, Rejected};
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::{Ejection, Observer};
 use crate::policy::{ConsecutiveFailures, TripPolicy};
@@ -521,10 +521,39 @@ where
     /// ```
     ///
     /// See [`OutlierDetection`] for an ejection on a manual clock.
+    ///
+    /// Settings out of range are read leniently (see
+    /// [Settings out of range](OutlierDetection#settings-out-of-range): a setting that is
+    /// not a finite number turns its detector off);
+    /// [`try_outlier_detection`](Pool::try_outlier_detection) refuses them.
     #[must_use]
     pub fn outlier_detection(mut self, detection: OutlierDetection) -> Self {
-        self.detector = Some(Detector::new(detection));
+        self.detector = Some(Detector::new(detection.lenient()));
         self
+    }
+
+    /// [`outlier_detection`](Pool::outlier_detection), unless a setting is out of its range.
+    ///
+    /// # Errors
+    ///
+    /// The [`ConfigError`] of [`OutlierDetection::validate`], naming the setting by its
+    /// path (`outlier_detection.failure_percentage.threshold`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::pool::{OutlierDetection, Pool};
+    /// use lazybreaker::Breaker;
+    ///
+    /// let detection = OutlierDetection::new().success_rate(f64::NAN, 5, 100);
+    /// let err = Pool::new(|_: &String| Breaker::builder())
+    ///     .try_outlier_detection(detection)
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "outlier_detection.success_rate.stdev_factor");
+    /// ```
+    pub fn try_outlier_detection(self, detection: OutlierDetection) -> Result<Self, ConfigError> {
+        detection.validate()?;
+        Ok(self.outlier_detection(detection))
     }
 
     /// The deadline of the pool's calls (none by default): an endpoint with a call in flight

@@ -524,3 +524,108 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         }
     }
 }
+
+/// Five endpoints with the volume, endpoint 4 failing one call in ten, under `od`: how many
+/// the first pick after the interval ejects.
+fn ejected_under(od: OutlierDetection) -> u64 {
+    let clock = ManualClock::new();
+    let pool = pool(5, &clock, od);
+    traffic(&pool, 100, |k, i| k == 4 && i % 10 == 0);
+    clock.advance(INTERVAL);
+    pool.pick().expect("an endpoint").success();
+    let stats = pool.stats();
+    stats.ejected_failure_percentage + stats.ejected_success_rate
+}
+
+/// I2: a threshold that is no number (an infinity, NaN) read as 0 % made every endpoint
+/// with the volume an outlier.
+#[test]
+fn a_non_finite_threshold_never_ejects_everything() {
+    for threshold in [f64::NEG_INFINITY, f64::INFINITY, f64::NAN] {
+        let od = OutlierDetection::new().failure_percentage(threshold, 5, 50);
+        assert_eq!(ejected_under(od), 0, "threshold {threshold}");
+    }
+    for factor in [f64::NEG_INFINITY, f64::INFINITY, f64::NAN] {
+        let od = OutlierDetection::new().success_rate(1.9, 5, 50).spread(
+            Spread::MedianAbsoluteDeviation {
+                factor,
+                min_difference: 0.0,
+            },
+        );
+        assert_eq!(ejected_under(od), 0, "spread factor {factor}");
+        let od = OutlierDetection::new().success_rate(factor, 5, 50);
+        assert_eq!(ejected_under(od), 0, "stdev factor {factor}");
+    }
+    // The same settings with numbers: endpoint 4 (10 % failed) is the one outlier.
+    let od = OutlierDetection::new().failure_percentage(10, 5, 50);
+    assert_eq!(ejected_under(od), 1);
+}
+
+#[test]
+fn settings_that_are_no_numbers_are_refused_naming_their_field() {
+    let mad = |factor, min_difference| Spread::MedianAbsoluteDeviation {
+        factor,
+        min_difference,
+    };
+    let od = OutlierDetection::new;
+    for (detection, field) in [
+        (
+            od().failure_percentage(f64::NEG_INFINITY, 5, 50),
+            "outlier_detection.failure_percentage.threshold",
+        ),
+        (
+            od().failure_percentage(f64::NAN, 5, 50),
+            "outlier_detection.failure_percentage.threshold",
+        ),
+        (
+            od().failure_percentage(101, 5, 50),
+            "outlier_detection.failure_percentage.threshold",
+        ),
+        (
+            od().failure_percentage(-1, 5, 50),
+            "outlier_detection.failure_percentage.threshold",
+        ),
+        (
+            od().success_rate(f64::INFINITY, 5, 100),
+            "outlier_detection.success_rate.stdev_factor",
+        ),
+        (
+            od().success_rate(f64::NAN, 5, 100),
+            "outlier_detection.success_rate.stdev_factor",
+        ),
+        (
+            od().success_rate(0, 5, 100),
+            "outlier_detection.success_rate.stdev_factor",
+        ),
+        (
+            od().spread(mad(f64::NAN, 1.0)),
+            "outlier_detection.spread.factor",
+        ),
+        (
+            od().spread(mad(3.0, f64::INFINITY)),
+            "outlier_detection.spread.min_difference",
+        ),
+        (
+            od().spread(mad(3.0, -0.5)),
+            "outlier_detection.spread.min_difference",
+        ),
+        (od().enforcement(101), "outlier_detection.enforcement"),
+    ] {
+        let err = detection.validate().expect_err(field);
+        assert_eq!(err.field(), field, "{err}");
+        let err = Pool::new(|_: &u32| Breaker::builder())
+            .try_outlier_detection(detection)
+            .expect_err(field);
+        assert_eq!(err.field(), field, "{err}");
+        assert!(err.to_string().contains(field), "{err}");
+    }
+    let envoy = od()
+        .success_rate(1.9, 5, 100)
+        .spread(mad(3.0, 1.0))
+        .failure_percentage(85, 5, 50)
+        .enforcement(100);
+    assert_eq!(envoy.validate(), Ok(()));
+    assert!(Pool::new(|_: &u32| Breaker::builder())
+        .try_outlier_detection(envoy)
+        .is_ok());
+}

@@ -6,6 +6,8 @@ mod judge;
 
 use std::time::Duration;
 
+use crate::error::ConfigError;
+
 pub(crate) use detector::{Detector, EndpointRecord};
 
 /// Outlier detection for a [`Pool`](super::Pool): every `interval`, each endpoint's
@@ -33,6 +35,17 @@ pub(crate) use detector::{Detector, EndpointRecord};
 /// that are not down, counting those isolated on the traffic's judgement (tripped or
 /// ejected); [`enforcement`](Self::enforcement) ejects a percentage of the outliers found
 /// (0: detect and report only, a dry run).
+///
+/// # Settings out of range
+///
+/// The setters keep what they are given. [`validate`](Self::validate) (and
+/// [`Pool::try_outlier_detection`](super::Pool::try_outlier_detection)) refuses a setting
+/// out of its range, naming it (`outlier_detection.failure_percentage.threshold`);
+/// [`Pool::outlier_detection`](super::Pool::outlier_detection) reads it leniently: a
+/// setting that is not a finite number (NaN, an infinity) turns off the detector it
+/// belongs to, which then ejects nothing (a threshold that is no number never reads as
+/// "eject everything"), and a finite one out of range is brought into it, as each setter
+/// says.
 ///
 /// # Zero timers
 ///
@@ -210,8 +223,9 @@ impl OutlierDetection {
     /// Ejects an endpoint whose success rate is below its peers' mean less `stdev_factor`
     /// standard deviations (Envoy's `success_rate_stdev_factor` / 1000: 1.9), judged among
     /// the endpoints with at least `request_volume` results in the interval (100), when
-    /// there are at least `minimum_hosts` of them (5). A factor that is not a finite
-    /// positive number means 1.9.
+    /// there are at least `minimum_hosts` of them (5). The factor is a finite number above
+    /// zero (`outlier_detection.success_rate.stdev_factor`); read leniently, one that is
+    /// not a finite number turns this detector off, and zero or less means 1.9.
     #[must_use]
     pub fn success_rate(
         mut self,
@@ -219,13 +233,8 @@ impl OutlierDetection {
         minimum_hosts: usize,
         request_volume: u64,
     ) -> Self {
-        let factor = stdev_factor.into();
         self.success_rate = Some(SuccessRate {
-            stdev_factor: if factor.is_finite() && factor > 0.0 {
-                factor
-            } else {
-                1.9
-            },
+            stdev_factor: stdev_factor.into(),
             minimum_hosts,
             request_volume,
         });
@@ -234,33 +243,23 @@ impl OutlierDetection {
 
     /// The success-rate detector's spread ([`Spread::StandardDeviation`], Envoy's, by
     /// default); it takes effect with [`success_rate`](Self::success_rate), before or after.
+    /// [`Spread::MedianAbsoluteDeviation`]'s `factor` and `min_difference` are finite
+    /// numbers, at least zero (`outlier_detection.spread.factor`,
+    /// `outlier_detection.spread.min_difference`); read leniently, one that is not a finite
+    /// number turns the success-rate detector off, and a negative factor means 3, a
+    /// negative difference 0.
     #[must_use]
     pub fn spread(mut self, spread: Spread) -> Self {
-        self.spread = match spread {
-            Spread::MedianAbsoluteDeviation {
-                factor,
-                min_difference,
-            } => Spread::MedianAbsoluteDeviation {
-                factor: if factor.is_finite() && factor >= 0.0 {
-                    factor
-                } else {
-                    3.0
-                },
-                min_difference: if min_difference.is_finite() && min_difference >= 0.0 {
-                    min_difference
-                } else {
-                    0.0
-                },
-            },
-            other => other,
-        };
+        self.spread = spread;
         self
     }
 
     /// Ejects an endpoint whose failures are at least `threshold_percent` of its results in
     /// the interval (Envoy's 85), judged among the endpoints with at least `request_volume`
     /// results (50), when there are at least `minimum_hosts` of them (5). The threshold is
-    /// clamped to 0–100.
+    /// a finite percentage, 0 to 100 (`outlier_detection.failure_percentage.threshold`);
+    /// read leniently, one that is not a finite number turns this detector off, and a
+    /// finite one is clamped to 0–100.
     #[must_use]
     pub fn failure_percentage(
         mut self,
@@ -268,25 +267,20 @@ impl OutlierDetection {
         minimum_hosts: usize,
         request_volume: u64,
     ) -> Self {
-        let threshold = threshold_percent.into();
         self.failure_percentage = Some(FailurePercentage {
-            threshold: if threshold.is_nan() {
-                85.0
-            } else {
-                threshold.clamp(0.0, 100.0)
-            },
+            threshold: threshold_percent.into(),
             minimum_hosts,
             request_volume,
         });
         self
     }
 
-    /// The percentage of the outliers found that are ejected (100 by default; at most 100):
-    /// 0 detects and reports them ([`PoolStats::outliers_detected`](super::PoolStats)) without
-    /// ejecting any, a dry run.
+    /// The percentage of the outliers found that are ejected (100 by default; at most 100,
+    /// `outlier_detection.enforcement`, read leniently as 100): 0 detects and reports them
+    /// ([`PoolStats::outliers_detected`](super::PoolStats)) without ejecting any, a dry run.
     #[must_use]
     pub fn enforcement(mut self, percent: u32) -> Self {
-        self.enforcement = percent.min(100);
+        self.enforcement = percent;
         self
     }
 
@@ -295,6 +289,123 @@ impl OutlierDetection {
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Refuses a setting out of its range (see
+    /// [Settings out of range](Self#settings-out-of-range)), as
+    /// [`Pool::try_outlier_detection`](super::Pool::try_outlier_detection) does.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first setting out of range by its path:
+    /// `outlier_detection.success_rate.stdev_factor` (not a finite number above zero),
+    /// `outlier_detection.spread.factor` or `outlier_detection.spread.min_difference` (not
+    /// a finite number, at least zero), `outlier_detection.failure_percentage.threshold`
+    /// (not a finite percentage within 0–100), `outlier_detection.enforcement` (above 100).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::pool::OutlierDetection;
+    ///
+    /// let od = OutlierDetection::new().failure_percentage(f64::NEG_INFINITY, 5, 50);
+    /// let err = od.validate().unwrap_err();
+    /// assert_eq!(err.field(), "outlier_detection.failure_percentage.threshold");
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "invalid `outlier_detection.failure_percentage.threshold` = -inf: \
+    ///      must be a finite percentage, 0 to 100"
+    /// );
+    /// assert!(OutlierDetection::new().failure_percentage(85, 5, 50).validate().is_ok());
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        const AT: &str = "outlier_detection";
+        if let Some(rule) = &self.success_rate {
+            let factor = rule.stdev_factor;
+            if !(factor.is_finite() && factor > 0.0) {
+                return Err(ConfigError::new(
+                    "success_rate.stdev_factor",
+                    factor,
+                    "must be a finite number above zero",
+                )
+                .within(AT));
+            }
+        }
+        if let Spread::MedianAbsoluteDeviation {
+            factor,
+            min_difference,
+        } = self.spread
+        {
+            for (field, value) in [
+                ("spread.factor", factor),
+                ("spread.min_difference", min_difference),
+            ] {
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(ConfigError::new(
+                        field,
+                        value,
+                        "must be a finite number, at least zero",
+                    )
+                    .within(AT));
+                }
+            }
+        }
+        if let Some(rule) = &self.failure_percentage {
+            let threshold = rule.threshold;
+            if !(threshold.is_finite() && (0.0..=100.0).contains(&threshold)) {
+                return Err(ConfigError::new(
+                    "failure_percentage.threshold",
+                    threshold,
+                    "must be a finite percentage, 0 to 100",
+                )
+                .within(AT));
+            }
+        }
+        if self.enforcement > 100 {
+            return Err(ConfigError::new(
+                "enforcement",
+                self.enforcement,
+                "must be a percentage, at most 100",
+            )
+            .within(AT));
+        }
+        Ok(())
+    }
+
+    /// These settings as [`Pool::outlier_detection`](super::Pool::outlier_detection) reads
+    /// them (see [Settings out of range](Self#settings-out-of-range)): a detector with a
+    /// setting that is not a finite number turned off, the other settings brought into
+    /// their ranges.
+    pub(crate) fn lenient(mut self) -> Self {
+        let spread_is_number = match self.spread {
+            Spread::MedianAbsoluteDeviation {
+                factor,
+                min_difference,
+            } => {
+                self.spread = Spread::MedianAbsoluteDeviation {
+                    factor: if factor >= 0.0 { factor } else { 3.0 },
+                    min_difference: min_difference.max(0.0),
+                };
+                factor.is_finite() && min_difference.is_finite()
+            }
+            Spread::StandardDeviation => true,
+        };
+        self.success_rate = self
+            .success_rate
+            .filter(|rule| spread_is_number && rule.stdev_factor.is_finite());
+        if let Some(rule) = &mut self.success_rate {
+            if rule.stdev_factor <= 0.0 {
+                rule.stdev_factor = 1.9;
+            }
+        }
+        self.failure_percentage = self
+            .failure_percentage
+            .filter(|rule| rule.threshold.is_finite());
+        if let Some(rule) = &mut self.failure_percentage {
+            rule.threshold = rule.threshold.clamp(0.0, 100.0);
+        }
+        self.enforcement = self.enforcement.min(100);
         self
     }
 
