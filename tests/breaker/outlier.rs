@@ -629,3 +629,45 @@ fn settings_that_are_no_numbers_are_refused_naming_their_field() {
         .try_outlier_detection(envoy)
         .is_ok());
 }
+
+/// I8: outlier detection judges an endpoint against its peers; it never ejects the last
+/// endpoint in rotation (its own breaker still trips on its own policy).
+#[test]
+fn outlier_detection_never_ejects_the_last_endpoint_in_rotation() {
+    let clock = ManualClock::new();
+    let od = || OutlierDetection::new().failure_percentage(50, 1, 10);
+    let alone =
+        Pool::new(|_: &u32| Breaker::builder().policy(ConsecutiveFailures::new(30).unwrap()))
+            .clock(clock.clone())
+            .outlier_detection(od());
+    alone.set([0]);
+    for _ in 0..20 {
+        alone.pick().expect("the endpoint").failure();
+    }
+    clock.advance(INTERVAL);
+    alone
+        .pick()
+        .expect("not ejected: it has no peers")
+        .failure();
+    assert_eq!(alone.stats().outliers_detected, 1);
+    assert_eq!(alone.stats().ejected_failure_percentage, 0);
+    assert_eq!(alone.breaker(&0).unwrap().state(), State::Closed);
+    // Its own policy: the 30th failure in a row trips it.
+    for _ in 0..9 {
+        alone.pick().expect("the endpoint").failure();
+    }
+    assert_eq!(alone.breaker(&0).unwrap().state(), State::Open);
+
+    // Three endpoints all failing, no cap: two ejected, the last one left in rotation.
+    let clock = ManualClock::new();
+    let all = pool(3, &clock, od()).max_isolated(1.0);
+    traffic(&all, 20, |_, _| true);
+    clock.advance(INTERVAL);
+    all.pick().expect("the last endpoint in rotation").success();
+    assert_eq!(all.stats().outliers_detected, 3);
+    assert_eq!(all.stats().ejected_failure_percentage, 2);
+    let open = (0..3)
+        .filter(|k| all.breaker(k).unwrap().state() == State::Open)
+        .count();
+    assert_eq!(open, 2);
+}

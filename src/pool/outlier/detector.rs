@@ -149,12 +149,13 @@ impl Detector {
             self.settings.spread,
             self.settings.failure_percentage.as_ref(),
         );
-        let (mut isolated, mut down) = (0, 0);
+        let (mut isolated, mut down, mut in_rotation) = (0, 0, 0usize);
         for endpoint in endpoints {
             match isolation(endpoint) {
                 Isolation::Passive => isolated += 1,
                 Isolation::Down => down += 1,
-                Isolation::None => {}
+                Isolation::None => in_rotation += 1,
+                Isolation::Aside => {}
             }
         }
         let allowed = allowed_isolated(endpoints.len() - down, max_isolated);
@@ -164,7 +165,9 @@ impl Detector {
             stats.outliers_detected.fetch_add(1, Ordering::Relaxed);
             let enforced =
                 self.draws.at(evaluation, i as u64) * 100.0 < f64::from(self.settings.enforcement);
-            if !enforced || isolated >= allowed {
+            // An outlier among its peers: never the last endpoint in rotation (a pool of
+            // one has no peers; its breaker still trips on its own policy).
+            if !enforced || isolated >= allowed || in_rotation <= 1 {
                 continue;
             }
             let endpoint = &endpoints[i];
@@ -191,6 +194,7 @@ impl Detector {
             record.ejected(reason, now.saturating_add(saturating_nanos(open_for)));
             ejected_now[i] = true;
             isolated += 1;
+            in_rotation -= 1;
             stats.ejected(reason);
         }
         // The multipliers of the endpoints in rotation shrink, once per interval that
@@ -245,8 +249,11 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
 
 /// How an endpoint is out, for the cap.
 enum Isolation {
-    /// In rotation (or forced, or full: not the pool's isolation).
+    /// In rotation (half-open and full included: it takes calls again as its probes end).
     None,
+    /// Out, but not the pool's isolation: forced open by an operator, or its health
+    /// check under way.
+    Aside,
     /// On the traffic's judgement (its breaker open, an ejection): what the cap bounds.
     Passive,
     /// On its own evidence (a failed health check, a hang): out whatever the cap, and not
@@ -264,6 +271,7 @@ fn isolation<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Iso
                 Isolation::Passive
             }
         }
+        Ready::Rejected(Rejected::ForcedOpen | Rejected::Checking) => Isolation::Aside,
         _ => Isolation::None,
     }
 }

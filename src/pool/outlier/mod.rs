@@ -34,7 +34,9 @@ pub(crate) use detector::{Detector, EndpointRecord};
 /// stop at the pool's [isolation cap](super::Pool::max_isolated): a share of the endpoints
 /// that are not down, counting those isolated on the traffic's judgement (tripped or
 /// ejected); [`enforcement`](Self::enforcement) ejects a percentage of the outliers found
-/// (0: detect and report only, a dry run).
+/// (0: detect and report only, a dry run). An outlier is one among its peers: the last
+/// endpoint in rotation (the one endpoint of a pool, or the last one not isolated) is never
+/// ejected, whatever the cap; its breaker still trips on its own policy.
 ///
 /// # Settings out of range
 ///
