@@ -59,7 +59,7 @@
 //!
 //! | out because | decided | lasts | bounded by the cap |
 //! |---|---|---|---|
-//! | its breaker tripped (its own policy: 5 failures in a row by default) | at the result that trips it | its open period: 100 ms, doubling with each failed recovery up to 30 s ([`open_backoff`](Pool::open_backoff)) | yes |
+//! | its breaker tripped (its own policy: 6 failures in a row by default, gobreaker's more than 5) | at the result that trips it | its open period: 100 ms, doubling with each failed recovery up to 30 s ([`open_backoff`](Pool::open_backoff)) | yes |
 //! | an outlier among its peers ([`outlier_detection`](Pool::outlier_detection)) | by the first pick after each interval | `base_ejection` × its multiplier | yes |
 //! | down on its own evidence: its [health check](Pool::health_check) failed, or it hangs ([`deadline`](Pool::deadline)) | when the check settles; by the first pick after a call in flight passed the deadline with nothing back since, whichever endpoints that pick draws | until a check passes (or its open period ends, without a check) | **no** |
 //!

@@ -762,3 +762,20 @@ fn the_pools_picks_are_counted_and_kept_when_endpoints_leave() {
     assert_eq!(pool.stats().picks, 35);
     assert_eq!(pool.stats().no_endpoint, 0);
 }
+
+/// The module docs' "its own policy: 6 failures in a row by default": the default builder's
+/// policy is gobreaker's, which trips on more than five failures in a row.
+#[test]
+fn the_default_policy_trips_a_pool_endpoint_on_its_sixth_failure_in_a_row() {
+    let pool = Pool::new(|_: &u32| Breaker::builder()).clock(ManualClock::new());
+    pool.set([0]);
+    let mut tripped_at = None;
+    for failures in 1..=10 {
+        pool.pick().expect("closed").failure();
+        if pool.breaker(&0).unwrap().state() == State::Open {
+            tripped_at = Some(failures);
+            break;
+        }
+    }
+    assert_eq!(tripped_at, Some(6));
+}

@@ -35,7 +35,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     panic!("not ready after 100 polls");
 }
 
-/// A one-endpoint pool (key 0) with a deadline of 300 ms, the default policy (5 failures
+/// A one-endpoint pool (key 0) with a deadline of 300 ms, the default policy (6 failures
 /// in a row) and the pool's default open backoff (100 ms first).
 fn hung_pool(clock: &ManualClock) -> Pool<u32> {
     let pool = Pool::new(|_: &u32| Breaker::builder())

@@ -95,7 +95,7 @@ pub(crate) use detector::{Detector, EndpointRecord};
 /// use std::time::Duration;
 ///
 /// let clock = ManualClock::new();
-/// let pool = Pool::new(|_: &u32| Breaker::builder()) // 5 failures in a row trip a breaker
+/// let pool = Pool::new(|_: &u32| Breaker::builder()) // 6 failures in a row trip a breaker
 ///     .clock(clock.clone())
 ///     .balance(Balance::RoundRobin)
 ///     .outlier_detection(
@@ -104,7 +104,7 @@ pub(crate) use detector::{Detector, EndpointRecord};
 ///             .success_rate(1.9, 5, 100),
 ///     );
 /// pool.set(1..=5);
-/// // 200 calls to each endpoint; endpoint 5 fails every other one: never 5 in a row.
+/// // 200 calls to each endpoint; endpoint 5 fails every other one: never 2 in a row.
 /// for i in 0..1_000 {
 ///     let pick = pool.pick().unwrap();
 ///     if *pick.key() == 5 && i % 2 == 0 { pick.failure() } else { pick.success() }
