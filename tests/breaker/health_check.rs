@@ -478,7 +478,12 @@ fn a_failed_check_counts_a_rejection_only_where_a_caller_was_rejected() {
     pool.set([1, 2]);
     pool.breaker(&1).unwrap().allow().unwrap().failure();
     clock.advance(PAST_OPEN);
-    for _ in 0..10 {
+    let failed = || pool.breaker(&1).unwrap().totals().health_checks_failed;
+    // The picks draw their endpoints at random: until three checks failed (bounded).
+    for _ in 0..1_000 {
+        if failed() >= 3 {
+            break;
+        }
         let mut pick = Box::pin(pool.pick_async());
         match poll_once(&mut pick) {
             Poll::Ready(Ok(pick)) => {
@@ -490,6 +495,6 @@ fn a_failed_check_counts_a_rejection_only_where_a_caller_was_rejected() {
         clock.advance(PAST_OPEN);
     }
     let t = pool.breaker(&1).unwrap().totals();
-    assert!(t.health_checks_failed >= 5, "{t:?}");
+    assert!(t.health_checks_failed >= 3, "{t:?}");
     assert_eq!(t.rejected_open, 0, "no caller was turned away by it: {t:?}");
 }
