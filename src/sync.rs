@@ -4,7 +4,8 @@
 //! resolve to loom's checked versions, so the loom models in `tests/loom.rs` explore every
 //! interleaving of the real code. Only the primitives that take part in the protocol go
 //! through here: the state mutex, the lock-free lane's atomics and its lazily made stripes,
-//! the stripe a thread counts in, and the manual clock's shared time.
+//! the stripe a thread counts in, the manual clock's shared time, and the pool's watch for
+//! hung endpoints (`pool::hang_watch`).
 
 #[cfg(not(loom))]
 mod imp {

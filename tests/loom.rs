@@ -5,9 +5,11 @@
 //!
 //! The models live here, against the public API, rather than inside the crate: the crate's
 //! `sync` shim swaps its state mutex, the lane's atomics and stripes, and the manual clock's
-//! atomic for loom's, so these models exercise exactly the code users run. The one
-//! test-only hook, `Breaker::loom_make_stripes` (under `cfg(loom)` only), starts a model
-//! with the lane's stripes already made, as a first collision would.
+//! atomic for loom's, so these models exercise exactly the code users run. Two test-only
+//! hooks, under `cfg(loom)` only: `Breaker::loom_make_stripes` starts a model with the
+//! lane's stripes already made, as a first collision would; `pool::LoomHangWatch` drives the
+//! pool's watch for hung endpoints (the code its picks run, on bare endpoints: no breakers,
+//! no clock).
 #![cfg(loom)]
 
 use std::sync::{Arc as StdArc, OnceLock, Weak};
@@ -18,6 +20,7 @@ use loom::sync::{Arc, Mutex};
 use loom::thread;
 
 use lazybreaker::policy::{CallResult, ConsecutiveFailures, Ema, EmaConfig, TripPolicy};
+use lazybreaker::pool::LoomHangWatch;
 use lazybreaker::{Breaker, ManualClock, Rejected, State};
 
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -1069,6 +1072,137 @@ fn a_slow_call_fast_success_racing_an_overdue_check_keeps_one_order() {
             c.slow_calls,
             checks.len() as u64,
             "{c:?}, checks {checks:?}"
+        );
+    });
+}
+
+/// The deadline of the hang-watch models below (`LoomHangWatch`), in nanoseconds.
+const DEADLINE: u64 = 10;
+
+/// A hang watch over `endpoints` bare endpoints whose next look is due at `DEADLINE` (a
+/// call went out at 0 on endpoint 0 and came back: the bound stays where that call put it,
+/// and the look due then finds its slot free). The slot a model's call takes has been used
+/// once, and freed by a sequentially consistent store (`Progress::end`'s): loom lets a
+/// sequentially consistent load return a store that is not sequentially consistent (as an
+/// atomic's initial value is not) past a later one that is, the call's claim, which C++20's
+/// single order forbids and no hardware does (tokio-rs/loom#180).
+fn watch_due_at_the_deadline(endpoints: usize) -> Arc<LoomHangWatch> {
+    let watch = LoomHangWatch::new(endpoints, DEADLINE);
+    watch.end(watch.start(0, 0).expect("a free start slot"));
+    assert!(!watch.due(DEADLINE - 1) && watch.due(DEADLINE));
+    Arc::new(watch)
+}
+
+/// The pool's hang watch: a call that goes out at 5 (due at 15), its clock read before a
+/// pick's look at 10 claims the next look (moving it to 20), is never forgotten: the look
+/// reads its slot and lowers the bound to 15, or the call reads the bound the look claimed
+/// and lowers it to 15. Either way the next look comes by 15, and that look judges the
+/// endpoint hung. (Killed by weakening either of the call's slot claim and bound read in
+/// `Progress::start` from `SeqCst` to `Relaxed`, or both to `AcqRel` and `Acquire`; by
+/// weakening the look's claim and slot reads to `AcqRel` and `Acquire`; by reading the
+/// bound before claiming the slot; and by the look reading the slots before its claim: each
+/// lets the look miss the slot and the call miss the claim. Killed too, by a loom artifact,
+/// by `end` freeing the slot with `AcqRel`: see `watch_due_at_the_deadline`.)
+#[test]
+fn a_call_going_out_while_a_look_claims_is_never_forgotten() {
+    loom::model(|| {
+        let watch = watch_due_at_the_deadline(1);
+        let calling = {
+            let watch = watch.clone();
+            thread::spawn(move || watch.start(0, 5).is_some())
+        };
+        let looking = {
+            let watch = watch.clone();
+            thread::spawn(move || watch.look(10))
+        };
+        assert!(calling.join().unwrap(), "a free start slot");
+        let look = looking.join().unwrap();
+        assert!(look.first_due.is_some() && look.hung.is_empty(), "{look:?}");
+        let due = 5 + DEADLINE;
+        assert!(
+            watch.next_look() <= due,
+            "a call due at {due} forgotten: next look at {}, the look found {look:?}",
+            watch.next_look()
+        );
+        assert!(watch.due(due));
+        assert_eq!(watch.look(due).hung, [0], "judged hung at its due time");
+    });
+}
+
+/// The pool's hang watch: a call on endpoint 0 that goes out at 5 (due at 15) while a pick
+/// looks at 16, past that due time, with a call due at 22 in flight on endpoint 1: the look
+/// judges endpoint 0 hung (it read the slot), or it leaves the next look at 15 at the
+/// latest (the call lowered it, and the look's own lowering, to 22, keeps the earlier
+/// bound), so that the next pick judges it. Endpoint 1 is not hung before 22. (Killed by
+/// setting the next look to the first due time found, a store, instead of lowering it, a
+/// `fetch_min`, at the end of `NextLook::look`: it overwrites the call's 15 with 22; and by
+/// each mutation that kills the model above.)
+#[test]
+fn a_call_overdue_at_a_racing_look_is_judged_by_it_or_by_the_next_pick() {
+    loom::model(|| {
+        let watch = watch_due_at_the_deadline(2);
+        let held = watch.start(1, 12).expect("a free start slot");
+        assert_eq!(
+            watch.next_look(),
+            DEADLINE,
+            "a call due at 22 leaves it at 10"
+        );
+        let calling = {
+            let watch = watch.clone();
+            thread::spawn(move || watch.start(0, 5).is_some())
+        };
+        let looking = {
+            let watch = watch.clone();
+            thread::spawn(move || watch.look(16))
+        };
+        assert!(calling.join().unwrap(), "a free start slot");
+        let look = looking.join().unwrap();
+        let due = 5 + DEADLINE;
+        match look.hung.as_slice() {
+            [0] => {}
+            [] => {
+                assert!(
+                    watch.next_look() <= due,
+                    "a call due at {due} missed by the look at 16 and forgotten: next look \
+                     at {}, the look found {look:?}",
+                    watch.next_look()
+                );
+                assert_eq!(watch.look(16).hung, [0], "judged hung by the next pick");
+            }
+            hung => panic!("judged hung: {hung:?}"),
+        }
+        assert_eq!(watch.look(21).hung, [0; 0], "endpoint 1 is due at 22");
+        assert_eq!(watch.look(22).hung, [1]);
+        watch.end(held);
+    });
+}
+
+/// The pool's hang watch: two picks look at once (at 10 and 12) while a call that went out
+/// at 0 hangs: exactly one claims the look, the endpoint is judged hung once (one ejection,
+/// counted once), and the next look is a deadline past the claiming pick's time (nothing
+/// tracked is left). (Killed by claiming with a read and a store, rather than one
+/// read-modify-write: both picks claim, and judge the endpoint twice.)
+#[test]
+fn two_picks_looking_at_once_judge_a_hang_once() {
+    loom::model(|| {
+        let watch = Arc::new(LoomHangWatch::new(1, DEADLINE));
+        let _hanging = watch.start(0, 0).expect("a free start slot");
+        let looks: Vec<_> = [10, 12]
+            .into_iter()
+            .map(|now| {
+                let watch = watch.clone();
+                thread::spawn(move || watch.look(now))
+            })
+            .collect();
+        let looks: Vec<_> = looks.into_iter().map(|l| l.join().unwrap()).collect();
+        let claimed: Vec<_> = looks.iter().filter(|l| l.first_due.is_some()).collect();
+        assert_eq!(claimed.len(), 1, "exactly one pick looks: {looks:?}");
+        let hung: Vec<usize> = looks.iter().flat_map(|l| l.hung.clone()).collect();
+        assert_eq!(hung, [0], "judged hung once: {looks:?}");
+        let next = watch.next_look();
+        assert!(
+            next == 10 + DEADLINE || next == 12 + DEADLINE,
+            "the next look a deadline past the claiming pick's: {next}, {looks:?}"
         );
     });
 }

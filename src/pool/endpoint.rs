@@ -1,6 +1,5 @@
 //! [`Endpoint`]: one member of a pool, its breaker and its calls in flight.
 
-use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use crate::policy::TripPolicy;
 use crate::nanos::Nanos;
 use crate::outcome::Outcome;
 
+use super::hang_watch::{Progress, Tracked};
 use super::outlier::EndpointRecord;
 use super::Shared;
 
@@ -29,11 +29,8 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     /// The pool's [`deadline`](super::Pool::deadline) in nanoseconds (0: none), kept here
     /// beside the calls in flight.
     deadline: Nanos,
-    /// With a deadline: the start times of calls in flight,
-    /// one above (0: a free slot), on the pool's clock.
-    starts: [AtomicU64; START_SLOTS],
-    /// With a deadline: when it last answered, on the pool's clock.
-    answered_at: AtomicU64,
+    /// With a deadline: the calls in flight it tracks, and when it last answered.
+    pub(super) progress: Progress,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
     /// Its health check, started by an async pick that sent its own call elsewhere, for the
@@ -55,8 +52,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             key,
             breaker,
             calls: Calls::default(),
-            starts: Default::default(),
-            answered_at: AtomicU64::new(0),
+            progress: Progress::default(),
             outlier: EndpointRecord::default(),
             parked: Mutex::new(None),
             shared,
@@ -95,41 +91,15 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             return None;
         }
         let at = at.or_else(|| self.shared.now_infallible())?;
-        // 0 marks a free slot: a start is kept one above its time.
-        let mark = NonZeroU64::new(at.saturating_add(1)).unwrap_or(NonZeroU64::MAX);
-        let tracked = self.starts.iter().enumerate().find_map(|(slot, start)| {
-            // Sequentially consistent with the look that follows, and with the sweep's
-            // claim and reads (`Pool::sweep_hung`): either the sweep reads this slot, or
-            // this start reads the bound the sweep claimed, and lowers it. (A locked
-            // instruction either way on x86.)
-            start
-                .compare_exchange(0, mark.get(), Ordering::SeqCst, Ordering::Relaxed)
-                .ok()
-                .map(|_| Tracked {
-                    slot: slot as u32,
-                    mark,
-                })
-        })?;
-        // Its hang is due a deadline from now; calls go out in time order, so this is
-        // almost never earlier than the pool's next look: one read, and no write.
-        let due = at.saturating_add(self.deadline);
-        let next = &self.shared.hang_due;
-        if due < next.load(Ordering::SeqCst) {
-            next.fetch_min(due, Ordering::SeqCst);
-        }
-        Some(tracked)
+        self.progress
+            .start(at, self.deadline, &self.shared.hang_due)
     }
 
     /// A pick ended; its start slot, if it still holds it, is free again.
     #[inline]
     pub(super) fn end(&self, tracked: Option<Tracked>) {
         if let Some(t) = tracked {
-            let _ = self.starts[t.slot as usize].compare_exchange(
-                t.mark.get(),
-                0,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            );
+            self.progress.end(t);
         }
         self.calls.ended.fetch_add(1, Ordering::Release);
     }
@@ -146,35 +116,9 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             return;
         }
         let now = self.shared.now();
-        let in_time = tracked.is_none_or(|t| now.saturating_sub(t.mark.get() - 1) < deadline);
+        let in_time = tracked.is_none_or(|t| now.saturating_sub(t.at()) < deadline);
         if in_time || matches!(outcome, Outcome::Success | Outcome::Excluded) {
-            self.answered_at.fetch_max(now, Ordering::Relaxed);
-        }
-    }
-
-    /// When it hangs if nothing comes back meanwhile: a `deadline` after the oldest of the
-    /// calls it tracks (the first [`START_SLOTS`] in flight at once) that went out since it
-    /// last answered; `None` when it tracks no such call. It hangs at any time from then on:
-    /// a call in flight for the whole deadline, and nothing back since that call went out
-    /// (a call that went out before its last answer never makes it hang: the answers only
-    /// move on).
-    pub(super) fn hang_due(&self, deadline: Nanos) -> Option<Nanos> {
-        let answered = self.answered_at.load(Ordering::SeqCst);
-        self.starts
-            .iter()
-            .map(|s| s.load(Ordering::SeqCst))
-            .filter(|&mark| mark != 0)
-            .map(|mark| mark - 1)
-            .filter(|&start| start >= answered)
-            .min()
-            .map(|start| start.saturating_add(deadline))
-    }
-
-    /// Judged hung: the calls in flight are written off (their slots freed, so that a call
-    /// sent after the judgement, its probe, gets a deadline of its own).
-    pub(super) fn write_off(&self) {
-        for start in &self.starts {
-            start.store(0, Ordering::Release);
+            self.progress.answered(now);
         }
     }
 }
@@ -188,16 +132,4 @@ struct Calls {
     started: AtomicU64,
     /// Of those, the ones that ended (reported, or dropped).
     ended: AtomicU64,
-}
-
-/// How many calls in flight at once an endpoint tracks for the deadline: its hang is judged
-/// on those (a hang holds its calls, so the slots fill with hanging ones).
-pub(super) const START_SLOTS: usize = 4;
-
-/// A call's start slot on its endpoint, for the deadline: which slot, and what it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Tracked {
-    slot: u32,
-    /// Non-zero: an untracked pick (`None`) takes no room of its own.
-    mark: NonZeroU64,
 }

@@ -175,6 +175,7 @@
 mod call;
 mod choose;
 mod endpoint;
+mod hang_watch;
 mod outlier;
 mod pick;
 mod picking;
@@ -207,7 +208,13 @@ pub use pick::Pick;
 pub use picking::{Beside, Choice};
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
+use hang_watch::NextLook;
 use outlier::Detector;
+
+// The loom models' way in to the hang watch (`tests/loom.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use hang_watch::{LoomCall, LoomHangWatch, LoomLook};
 
 /// A pool's endpoints open for 100 ms at first ([`Pool::open_backoff`])…
 const DEFAULT_OPEN: Duration = Duration::from_millis(100);
@@ -264,11 +271,8 @@ pub(crate) struct Shared {
     /// Health checks parked in endpoints for the async picks to drive (a hint: the picks
     /// that drive them count them again).
     pub(crate) parked: AtomicUsize,
-    /// With a deadline, the pool's next look for hangs ([`Pool::deadline`]), on its clock:
-    /// no tracked call can hang before then (a lower bound; `u64::MAX`, none tracked). Read
-    /// by every pick; lowered by a call that goes out due earlier (almost never: calls go
-    /// out in time order), set by the look.
-    pub(crate) hang_due: AtomicU64,
+    /// With a deadline, the pool's next look for hangs ([`Pool::deadline`]).
+    hang_due: NextLook,
     /// The pool's clock: its intervals, its deadline.
     clock: ClockSource,
 }
@@ -279,7 +283,7 @@ impl Default for Shared {
             stats: Stats::default(),
             overload_isolates: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
-            hang_due: AtomicU64::new(u64::MAX),
+            hang_due: NextLook::new(),
             clock: ClockSource::default_for(false, Duration::ZERO),
         }
     }

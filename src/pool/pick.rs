@@ -13,7 +13,8 @@ use crate::observe::Observer;
 use crate::outcome::Outcome;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
 
-use super::endpoint::{Endpoint, Tracked};
+use super::endpoint::Endpoint;
+use super::hang_watch::Tracked;
 use crate::nanos::Nanos;
 
 /// The endpoint a [`Pool`](super::Pool) chose for one call: send the call to

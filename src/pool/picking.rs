@@ -240,7 +240,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                     detector.evaluate(&endpoints, self.max_isolated, now, &self.shared.stats);
                 }
             }
-            if deadline != 0 && now >= self.shared.hang_due.load(Ordering::Relaxed) {
+            if deadline != 0 && self.shared.hang_due.due(now) {
                 self.sweep_hung(&endpoints, now);
             }
             now
@@ -293,32 +293,20 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// the deadline (no call that goes out from now on is due earlier) before it reads the
     /// endpoints, then lowers it to the first call it found; a call that goes out
     /// meanwhile, its start slot missed by this look, reads the bound claimed and lowers it
-    /// to its own due time ([`Endpoint::start`]), all of it sequentially consistent. A panic
-    /// of an observer of an ejection continues once every endpoint is judged and the next
-    /// look is set.
+    /// to its own due time, all of it sequentially consistent (see
+    /// [`NextLook::look`](super::hang_watch::NextLook::look)). A panic of an observer of an
+    /// ejection continues once every endpoint is judged and the next look is set.
     #[cold]
     #[inline(never)]
     fn sweep_hung(&self, endpoints: &Endpoints<K, P, O>, now: Nanos) {
-        let deadline = self.deadline;
-        let next_look = &self.shared.hang_due;
-        let claimed = next_look.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |due| {
-            (now >= due).then_some(now.saturating_add(deadline))
-        });
-        if claimed.is_err() {
-            return; // another pick looks, or looked since
-        }
-        let mut first_due = Nanos::MAX;
         let mut panics = FirstPanic::default();
-        for endpoint in endpoints.iter() {
-            match endpoint.hang_due(deadline) {
-                Some(due) if due <= now => judge_hung(endpoint, now, &mut panics),
-                Some(due) => first_due = first_due.min(due),
-                None => {}
-            }
-        }
-        if first_due < Nanos::MAX {
-            next_look.fetch_min(first_due, Ordering::SeqCst);
-        }
+        self.shared.hang_due.look(
+            now,
+            self.deadline,
+            endpoints.iter(),
+            |endpoint| &endpoint.progress,
+            |endpoint| judge_hung(endpoint, now, &mut panics),
+        );
         contain::resume(panics);
     }
 
@@ -564,16 +552,16 @@ impl Judge {
     }
 }
 
-/// Judges `endpoint` hung at `now` (see [`Pool::deadline`]): its breaker opened for its next
-/// open period, down (out whatever the cap), and counted; its calls in flight are written
-/// off, so that the next call it gets (its probe) has a deadline of its own. An observer's
-/// panic is kept in `panics`, for the caller to continue once its judgements are recorded.
+/// Judges `endpoint` hung at `now` (see [`Pool::deadline`]), its calls in flight written off
+/// by the look (so that the next call it gets, its probe, has a deadline of its own): its
+/// breaker opened for its next open period, down (out whatever the cap), and counted. An
+/// observer's panic is kept in `panics`, for the caller to continue once its judgements are
+/// recorded.
 fn judge_hung<K, P: TripPolicy, O: Observer>(
     endpoint: &Endpoint<K, P, O>,
     now: Nanos,
     panics: &mut FirstPanic,
 ) {
-    endpoint.write_off();
     let ejection = Origin::Ejected(Ejection::Hung);
     if endpoint.breaker.eject(None, ejection, true, panics) {
         let open_for = match gate::ready(&endpoint.breaker) {
