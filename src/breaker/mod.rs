@@ -360,6 +360,18 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         note: impl FnOnce(&Machine<P>) -> R,
     ) -> Result<(Grant, R), Rejected> {
         let now = self.entry_now(entry)?;
+        self.admit_at(now, note)
+    }
+
+    /// [`admit_slow`](Self::admit_slow) once the lane's answer left the call to the lock, at
+    /// `now`: out of line, so that the open rejection before it (the lane's, no lock) keeps
+    /// a small frame of its own whatever the machine's admission grows to.
+    #[inline(never)]
+    fn admit_at<R>(
+        &self,
+        now: Nanos,
+        note: impl FnOnce(&Machine<P>) -> R,
+    ) -> Result<(Grant, R), Rejected> {
         let mut panics = FirstPanic::default();
         // The admission's start is the time the machine admitted it at (the clock's reading,
         // or the latest time the machine saw if that is later): the latency a completion
