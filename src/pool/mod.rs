@@ -179,6 +179,7 @@ mod hang_watch;
 mod outlier;
 mod pick;
 mod picking;
+mod stats;
 
 use std::fmt;
 use std::future::Future;
@@ -194,9 +195,8 @@ use crate::breaker::{Breaker, Builder};
 use crate::clock::{Clock, ClockSource};
 use crate::error::{ConfigError, Rejected};
 use crate::nanos::{saturating_nanos, Nanos};
-use crate::observe::{Ejection, Observer};
+use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
-use crate::snapshot::Snapshot;
 use crate::state::State;
 
 pub use choose::Balance;
@@ -206,10 +206,12 @@ pub use pick::HandingPick;
 pub use pick::Pick;
 // For the tower service over the pool.
 pub use picking::{Beside, Choice};
+pub use stats::{EndpointSnapshot, PoolSnapshot, PoolStats, PoolSummary};
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
 use hang_watch::NextLook;
 use outlier::Detector;
+use stats::{Retired, Stats};
 
 // The loom models' way in to the hang watch (`tests/loom.rs`).
 #[cfg(loom)]
@@ -302,159 +304,6 @@ impl Shared {
     pub(crate) fn now_infallible(&self) -> Option<Nanos> {
         self.clock.now_infallible()
     }
-}
-
-/// What a pool counts itself (its breakers count the rest).
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    pub(crate) over_cap: AtomicU64,
-    pub(crate) over_cap_successes: AtomicU64,
-    pub(crate) over_cap_failures: AtomicU64,
-    pub(crate) no_endpoint: AtomicU64,
-    pub(crate) overloaded: AtomicU64,
-    pub(crate) outliers_detected: AtomicU64,
-    pub(crate) ejected_success_rate: AtomicU64,
-    pub(crate) ejected_failure_percentage: AtomicU64,
-    pub(crate) ejected_hung: AtomicU64,
-}
-
-/// The endpoints removed from a pool whose picks it still counts: kept while a pick may
-/// still be made on them (by a pick that read the endpoints before their removal), then
-/// folded into one number.
-struct Retired<K, P: TripPolicy, O: Observer> {
-    /// Removed, and still held elsewhere (a pick in flight, a pick reading the endpoints
-    /// as they were).
-    endpoints: Vec<Arc<Endpoint<K, P, O>>>,
-    /// The picks of the removed endpoints that nothing holds any more: no pick can be made
-    /// on them.
-    picks: u64,
-}
-
-impl<K, P: TripPolicy, O: Observer> Retired<K, P, O> {
-    /// Folds the endpoints that nothing else holds into `picks`, and gives them back (to
-    /// be dropped outside the lock: a breaker's drop may run user code).
-    fn compact(&mut self) -> Vec<Arc<Endpoint<K, P, O>>> {
-        let mut gone = Vec::new();
-        let mut i = 0;
-        while i < self.endpoints.len() {
-            // Held here alone (an acquiring check): nothing can start a pick on it, and
-            // every pick started on it is seen.
-            if Arc::get_mut(&mut self.endpoints[i]).is_some() {
-                let endpoint = self.endpoints.swap_remove(i);
-                self.picks = self.picks.saturating_add(endpoint.picks());
-                gone.push(endpoint);
-            } else {
-                i += 1;
-            }
-        }
-        gone
-    }
-
-    /// The picks of the removed endpoints.
-    fn picks(&self) -> u64 {
-        self.endpoints
-            .iter()
-            .fold(self.picks, |sum, e| sum.saturating_add(e.picks()))
-    }
-}
-
-impl Stats {
-    /// Counts an ejection for `reason`.
-    pub(crate) fn ejected(&self, reason: Ejection) {
-        let counter = match reason {
-            Ejection::SuccessRate => &self.ejected_success_rate,
-            Ejection::FailurePercentage => &self.ejected_failure_percentage,
-            _ => &self.ejected_hung,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// What a pool did so far beyond its breakers' own counts ([`Pool::stats`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct PoolStats {
-    /// Picks made: each endpoint the pool chose for a call (those kept in rotation over the
-    /// cap included), counted when the pick is made; those of endpoints removed since
-    /// included, a pick made on an endpoint after its removal too. It never goes down. A
-    /// call made directly on an endpoint's breaker ([`Pool::breaker`]) is not a pick.
-    pub picks: u64,
-    /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
-    pub over_cap: u64,
-    /// Of those, reported successes.
-    pub over_cap_successes: u64,
-    /// Of those, reported failures (fatal ones included).
-    pub over_cap_failures: u64,
-    /// Picks rejected with [`Rejected::NoEndpoint`].
-    pub no_endpoint: u64,
-    /// Picks reported [overloaded](Pick::overloaded).
-    pub overloaded: u64,
-    /// Outliers found by [outlier detection](Pool::outlier_detection), ejected or not (the
-    /// enforcement's draw, the cap).
-    pub outliers_detected: u64,
-    /// Ejections for a success rate below the peers'.
-    pub ejected_success_rate: u64,
-    /// Ejections for a failure percentage at the threshold.
-    pub ejected_failure_percentage: u64,
-    /// Endpoints judged hung at pick time ([`Pool::deadline`]).
-    pub ejected_hung: u64,
-}
-
-/// A pool's own figures ([`Pool::summary`]), for a scrape or a status page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct PoolSummary {
-    /// Its endpoints.
-    pub endpoints: usize,
-    /// Endpoints isolated as the next pick finds them: their breakers open (or forced
-    /// open, or checking).
-    pub isolated: usize,
-    /// Of those, endpoints the pool ejected (an outlier, a hang) whose ejection runs.
-    pub ejected: usize,
-    /// Of those, endpoints out on their own evidence (a failed health check, a hang),
-    /// whatever the cap.
-    pub down: usize,
-    /// Picks in flight, all endpoints together.
-    pub in_flight: usize,
-    /// The pool's counts.
-    pub stats: PoolStats,
-}
-
-/// A pool as it stood ([`Pool::snapshot`]).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct PoolSnapshot<K> {
-    /// Each endpoint, in the pool's order.
-    pub endpoints: Vec<EndpointSnapshot<K>>,
-    /// How many endpoints are isolated: their breakers open (or forced open).
-    pub isolated: usize,
-    /// Of those, how many are ejected now by the pool's own judgement (an outlier, a hang).
-    pub ejected: usize,
-    /// Picks in flight, all endpoints together.
-    pub in_flight: usize,
-    /// The pool's own counts.
-    pub stats: PoolStats,
-}
-
-/// One endpoint of a [`PoolSnapshot`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct EndpointSnapshot<K> {
-    /// The endpoint's key.
-    pub key: K,
-    /// Its breaker's snapshot.
-    pub snapshot: Snapshot,
-    /// Its picks in flight.
-    pub in_flight: usize,
-    /// The ejection running now, if the pool ejected it ([`Pool::outlier_detection`],
-    /// [`Pool::deadline`]) and its ejection time is not over.
-    pub ejected: Option<Ejection>,
-    /// Its ejection multiplier: one more for each outlier ejection, one less for each
-    /// interval in rotation (its next ejection lasts `base_ejection` × one more than this).
-    pub ejections: u32,
-    /// Whether it is out on its own evidence (a failed health check, a hang), whatever the
-    /// cap.
-    pub down: bool,
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
