@@ -416,7 +416,7 @@ where
     /// pick after that moment, whichever endpoints that pick would choose (brpc's `E1008`,
     /// with no timer: the pool knows when its first tracked call is due, and a pick
     /// looks at the endpoints only then): its breaker opens
-    /// ([`Origin::Ejected`](crate::observe::Origin) with [`Ejection::Hung`]) for its next
+    /// ([`Origin::Ejected`](crate::observe::Origin) with [`Ejection::Hung`](crate::observe::Ejection::Hung)) for its next
     /// open period, its calls in flight are written off (the next call it gets, its probe,
     /// has a deadline of its own), and it is out whatever the [cap](Pool::max_isolated), as a
     /// node whose health check failed is. Give the deadline your calls have (a client

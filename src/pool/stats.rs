@@ -77,14 +77,14 @@ impl Stats {
     }
 }
 
-/// What a pool did so far beyond its breakers' own counts ([`Pool::stats`]).
+/// What a pool did so far beyond its breakers' own counts ([`Pool::stats`](super::Pool::stats)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PoolStats {
     /// Picks made: each endpoint the pool chose for a call (those kept in rotation over the
     /// cap included), counted when the pick is made; those of endpoints removed since
     /// included, a pick made on an endpoint after its removal too. It never goes down. A
-    /// call made directly on an endpoint's breaker ([`Pool::breaker`]) is not a pick.
+    /// call made directly on an endpoint's breaker ([`Pool::breaker`](super::Pool::breaker)) is not a pick.
     pub picks: u64,
     /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
     pub over_cap: u64,
@@ -92,22 +92,22 @@ pub struct PoolStats {
     pub over_cap_successes: u64,
     /// Of those, reported failures (fatal ones included).
     pub over_cap_failures: u64,
-    /// Picks rejected with [`Rejected::NoEndpoint`].
+    /// Picks rejected with [`Rejected::NoEndpoint`](crate::error::Rejected::NoEndpoint).
     pub no_endpoint: u64,
-    /// Picks reported [overloaded](Pick::overloaded).
+    /// Picks reported [overloaded](super::Pick::overloaded).
     pub overloaded: u64,
-    /// Outliers found by [outlier detection](Pool::outlier_detection), ejected or not (the
+    /// Outliers found by [outlier detection](super::Pool::outlier_detection), ejected or not (the
     /// enforcement's draw, the cap).
     pub outliers_detected: u64,
     /// Ejections for a success rate below the peers'.
     pub ejected_success_rate: u64,
     /// Ejections for a failure percentage at the threshold.
     pub ejected_failure_percentage: u64,
-    /// Endpoints judged hung at pick time ([`Pool::deadline`]).
+    /// Endpoints judged hung at pick time ([`Pool::deadline`](super::Pool::deadline)).
     pub ejected_hung: u64,
 }
 
-/// A pool's own figures ([`Pool::summary`]), for a scrape or a status page.
+/// A pool's own figures ([`Pool::summary`](super::Pool::summary)), for a scrape or a status page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PoolSummary {
@@ -127,7 +127,7 @@ pub struct PoolSummary {
     pub stats: PoolStats,
 }
 
-/// A pool as it stood ([`Pool::snapshot`]).
+/// A pool as it stood ([`Pool::snapshot`](super::Pool::snapshot)).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct PoolSnapshot<K> {
@@ -153,8 +153,8 @@ pub struct EndpointSnapshot<K> {
     pub snapshot: Snapshot,
     /// Its picks in flight.
     pub in_flight: usize,
-    /// The ejection running now, if the pool ejected it ([`Pool::outlier_detection`],
-    /// [`Pool::deadline`]) and its ejection time is not over.
+    /// The ejection running now, if the pool ejected it ([`Pool::outlier_detection`](super::Pool::outlier_detection),
+    /// [`Pool::deadline`](super::Pool::deadline)) and its ejection time is not over.
     pub ejected: Option<Ejection>,
     /// Its ejection multiplier: one more for each outlier ejection, one less for each
     /// interval in rotation (its next ejection lasts `base_ejection` × one more than this).
