@@ -38,6 +38,28 @@ fn member(store: &MemoryStore, clock: &ManualClock, probe_timeout: Option<Durati
         .unwrap()
 }
 
+/// A call through `member` that waits (admitted, leased) until the sender lets it succeed.
+async fn held_call(
+    member: &Arc<Member>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), Error<()>>>,
+) {
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let call = Arc::clone(member);
+    let held = tokio::spawn(async move {
+        call.execute(|| async move {
+            let _ = released.await;
+            Ok::<_, ()>(())
+        })
+        .await
+    });
+    for _ in 0..4 {
+        tokio::task::yield_now().await; // admitted, leased, waiting
+    }
+    (release, held)
+}
+
 /// Two members; `a` trips the fleet, and its half-open probe hangs (holding the fleet's
 /// lease) until the returned sender lets it succeed.
 async fn hung_probe(
@@ -57,19 +79,7 @@ async fn hung_probe(
     let _ = a.execute(|| async { Err::<(), _>(()) }).await;
     assert_eq!(a.state(), State::Open);
     clock.advance(OPEN + Duration::from_millis(100));
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let probe = Arc::clone(&a);
-    let hung = tokio::spawn(async move {
-        probe
-            .execute(|| async move {
-                let _ = released.await;
-                Ok::<_, ()>(())
-            })
-            .await
-    });
-    for _ in 0..4 {
-        tokio::task::yield_now().await; // admitted, leased, waiting
-    }
+    let (release, hung) = held_call(&a).await;
     assert_eq!(a.breaker().totals().admitted, 2, "the probe is out");
     (a, b, clock, release, hung)
 }
@@ -133,19 +143,7 @@ fn past_the_lease_the_takeover_leases_the_slot_and_a_dropped_result_counts_nowhe
     run(async {
         let (a, b, clock, release, hung) = hung_probe(Some(Duration::from_secs(1))).await;
         clock.advance(LEASE + Duration::from_millis(1));
-        let (release_second, released_second) = tokio::sync::oneshot::channel::<()>();
-        let second = Arc::clone(&a);
-        let second = tokio::spawn(async move {
-            second
-                .execute(|| async move {
-                    let _ = released_second.await;
-                    Ok::<_, ()>(())
-                })
-                .await
-        });
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
-        }
+        let (release_second, second) = held_call(&a).await;
         assert_eq!(a.breaker().totals().probes_taken_over, 1);
         release.send(()).unwrap();
         hung.await.unwrap().unwrap();
