@@ -6,14 +6,11 @@ use std::time::Duration;
 
 use plotters::prelude::*;
 
-use super::report::{Report, Sweep};
+use super::report::{bin_for, Report, Sweep};
 use super::trace::Trace;
 use lazybreaker::human;
 use lazybreaker::policy::Outcome;
 use lazybreaker::State;
-
-/// The most bins a plot's time axis is cut into.
-const MAX_BINS: u64 = 600;
 
 /// The reports as a text table, one row per candidate: the figures of [`Report`], times as
 /// people read them (`459ms`, `1m 5s`; `-` where there is none). [`legend`] says what each
@@ -192,22 +189,6 @@ fn row(r: &Report) -> [String; 10] {
         ms(r.time_to_trip),
         ms(r.time_to_close),
     ]
-}
-
-/// The width of a plot's bins for a trace that lasts `span`: a round number of
-/// milliseconds (1, 2 or 5 times a power of ten) that cuts it into at most 600 bins.
-pub(super) fn bin_for(span: Duration) -> Duration {
-    let span_ms = span.as_millis().max(1) as u64;
-    let raw = span_ms.div_ceil(MAX_BINS);
-    let mut unit = 1u64;
-    loop {
-        for step in [1, 2, 5] {
-            if unit * step >= raw {
-                return Duration::from_millis(unit * step);
-            }
-        }
-        unit *= 10;
-    }
 }
 
 /// The reports as one self-contained HTML page (no script, no external resource): the

@@ -94,7 +94,7 @@ impl Report {
             bursts: Vec::new(),
             time_to_trip: None,
             time_to_close: None,
-            bin: super::plot::bin_for(trace.span()),
+            bin: bin_for(trace.span()),
             rejected_over_time: Vec::new(),
             invalid: None,
         }
@@ -341,6 +341,25 @@ impl<'a> Sweep<'a> {
         } else {
             None
         }
+    }
+}
+
+/// The most bins a plot's time axis is cut into.
+const MAX_BINS: u64 = 600;
+
+/// The width of a plot's bins for a trace that lasts `span`: a round number of
+/// milliseconds (1, 2 or 5 times a power of ten) that cuts it into at most 600 bins.
+pub(super) fn bin_for(span: Duration) -> Duration {
+    let span_ms = span.as_millis().max(1) as u64;
+    let raw = span_ms.div_ceil(MAX_BINS);
+    let mut unit = 1u64;
+    loop {
+        for step in [1, 2, 5] {
+            if unit * step >= raw {
+                return Duration::from_millis(unit * step);
+            }
+        }
+        unit *= 10;
     }
 }
 

@@ -4,7 +4,8 @@
 mod recorder;
 mod window;
 
-pub use recorder::{EmaConfig, EmaRecorder, EmaWindowState};
+pub use recorder::{EmaConfig, EmaRecorder};
+pub use window::EmaWindowState;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::window::{CallKnobs, Window, Windows};
+use super::window::{whole_micros, CallKnobs, EmaWindowState, Window, Windows};
 use crate::error::{ConfigError, Number};
 use crate::policy::Outcome;
 
@@ -222,11 +222,6 @@ fn check_percent(field: &'static str, percent: u32) -> Result<(), ConfigError> {
 /// brpc: `std::pow(EPSILON, 1.0/window_size)`, the reciprocal rounded to f64 first.
 fn smooth(epsilon: f64, window_size: u32) -> f64 {
     epsilon.powf(1.0 / f64::from(window_size))
-}
-
-/// Whole microseconds, as brpc's `int64_t` latencies; saturates.
-pub(super) fn whole_micros(d: Duration) -> i64 {
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
 /// Whole milliseconds, as brpc's `cpuwide_time_ms()` and isolation flags; saturates.
@@ -572,36 +567,6 @@ impl Clone for EmaRecorder {
             last_reset_ms: self.last_reset_ms,
         }
     }
-}
-
-/// The state of one of an [`EmaRecorder`]'s two windows, in brpc's own units.
-///
-/// # Examples
-///
-/// ```
-/// use lazybreaker::policy::{EmaConfig, EmaRecorder, Outcome};
-/// use std::time::Duration;
-///
-/// let mut rec = EmaRecorder::new(EmaConfig::default())?;
-/// rec.on_call_end(Outcome::Success, Duration::from_micros(900), Duration::ZERO);
-/// let long = rec.long_window();
-/// assert_eq!(long.ema_latency_us, 900); // the first success seeds the average
-/// assert_eq!((long.initial_samples, long.initial_errors), (1, 0));
-/// # Ok::<(), lazybreaker::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct EmaWindowState {
-    /// The moving average of successful calls' latency, in whole microseconds (0: no success
-    /// seen since the window started over).
-    pub ema_latency_us: i64,
-    /// The decaying sum of failed calls' costs, in whole microseconds.
-    pub ema_error_cost_us: i64,
-    /// Samples seen during the initial stage (at most the window size; the stage is over when
-    /// it reaches it).
-    pub initial_samples: u32,
-    /// Errors counted during the initial stage.
-    pub initial_errors: u32,
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 
 use std::time::Duration;
 
-use super::recorder::{whole_micros, EmaWindowState};
 use crate::atomic::{AtomicU64, Ordering};
 use crate::policy::SuccessRecorder;
 
@@ -245,4 +244,39 @@ impl SuccessRecorder for Windows {
         self.long.on_success(latency_us, &self.knobs);
         self.short.on_success(latency_us, &self.knobs);
     }
+}
+
+/// Whole microseconds, as brpc's `int64_t` latencies; saturates.
+pub(super) fn whole_micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// The state of one of an [`EmaRecorder`](super::EmaRecorder)'s two windows, in brpc's own units.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::policy::{EmaConfig, EmaRecorder, Outcome};
+/// use std::time::Duration;
+///
+/// let mut rec = EmaRecorder::new(EmaConfig::default())?;
+/// rec.on_call_end(Outcome::Success, Duration::from_micros(900), Duration::ZERO);
+/// let long = rec.long_window();
+/// assert_eq!(long.ema_latency_us, 900); // the first success seeds the average
+/// assert_eq!((long.initial_samples, long.initial_errors), (1, 0));
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct EmaWindowState {
+    /// The moving average of successful calls' latency, in whole microseconds (0: no success
+    /// seen since the window started over).
+    pub ema_latency_us: i64,
+    /// The decaying sum of failed calls' costs, in whole microseconds.
+    pub ema_error_cost_us: i64,
+    /// Samples seen during the initial stage (at most the window size; the stage is over when
+    /// it reaches it).
+    pub initial_samples: u32,
+    /// Errors counted during the initial stage.
+    pub initial_errors: u32,
 }
