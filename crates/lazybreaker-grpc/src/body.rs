@@ -1,13 +1,16 @@
-//! [`Watched`]: a gRPC response body that settles its call's verdict by its trailers.
+//! The gRPC response body a breaker watches: [`Watched`] settles its call's verdict by its
+//! trailers, and [`GrpcBody`] is what a classifier over `http::Response` can watch.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
+use http::StatusCode;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
-use super::rules::StatusRules;
-use lazybreaker::classify::Unsettled;
+use super::rules::{code_in, overloaded_by, StatusRules};
+use lazybreaker::classify::{Classify, Unsettled};
 use lazybreaker::door::contain;
 use lazybreaker::policy::Outcome;
 
@@ -92,5 +95,73 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// A response body that can carry an unsettled call's verdict to its end: tonic's own
+/// (what a `Channel` returns and a tonic server's routes answer with). Sealed.
+pub trait GrpcBody: Default + sealed::Sealed {
+    /// `self`, watched: settles `verdict` by its trailers when it ends.
+    #[doc(hidden)]
+    fn watch(self, rules: StatusRules, verdict: Unsettled) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for tonic::body::Body {}
+}
+
+impl GrpcBody for tonic::body::Body {
+    fn watch(self, rules: StatusRules, verdict: Unsettled) -> Self {
+        use http_body::Body as _;
+        if self.is_end_stream() {
+            // Over already, with no trailers to come: a stream that ends with no status.
+            verdict.settle(rules.by_trailers(None));
+            return self;
+        }
+        tonic::body::Body::new(Watched::new(self, rules, verdict))
+    }
+}
+
+impl<B: GrpcBody, E: 'static> Classify<http::Response<B>, E> for StatusRules {
+    #[inline]
+    fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
+        match result {
+            // A 200 without a status: provisional (the status is in the trailers, which only
+            // the layers that hand the verdict to the body see).
+            Ok(response) => self
+                .by_headers(response.status(), response.headers())
+                .unwrap_or(Outcome::Success),
+            Err(error) => self.transport_any(error),
+        }
+    }
+
+    fn open_for(&self, result: &Result<http::Response<B>, E>) -> Option<Duration> {
+        let response = result.as_ref().ok()?;
+        let outcome = self.by_headers(response.status(), response.headers())?;
+        self.pushback(outcome, response.headers())
+    }
+
+    /// `RESOURCE_EXHAUSTED`, or a failure with the server's pushback: alive and shedding load.
+    fn overloaded(&self, result: &Result<http::Response<B>, E>) -> bool {
+        match result {
+            Ok(response) => overloaded_by(code_in(response.headers()), response.headers()),
+            Err(_) => false,
+        }
+    }
+
+    #[inline]
+    fn unsettled(&self, result: &Result<http::Response<B>, E>) -> bool {
+        matches!(result, Ok(r) if r.status() == StatusCode::OK && code_in(r.headers()).is_none())
+    }
+
+    fn defer(&self, result: &mut Result<http::Response<B>, E>, verdict: Unsettled) {
+        match result {
+            Ok(response) => {
+                let body = std::mem::take(response.body_mut());
+                *response.body_mut() = body.watch(*self, verdict);
+            }
+            Err(_) => verdict.settle(self.classify(result)),
+        }
     }
 }

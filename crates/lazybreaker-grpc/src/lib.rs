@@ -98,10 +98,11 @@ mod key;
 mod reject;
 mod rules;
 
+pub use body::GrpcBody;
 pub use check::{check, health_check, CHECK_DEADLINE};
 pub use key::per_method;
 pub use reject::{rejected_status, AsStatus};
-pub use rules::{status_classifier, GrpcBody, StatusRules};
+pub use rules::{status_classifier, StatusRules};
 
 #[cfg(test)]
 mod tests {

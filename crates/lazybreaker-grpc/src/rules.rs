@@ -7,8 +7,7 @@ use std::time::Duration;
 use http::{HeaderMap, StatusCode};
 use tonic::{Code, Status};
 
-use super::body::Watched;
-use lazybreaker::classify::{transport, transport_any, Classify, Unsettled};
+use lazybreaker::classify::{transport, transport_any, Classify};
 use lazybreaker::policy::Outcome;
 
 /// The header (and trailer, and `Status` metadata) in which a gRPC server asks its clients
@@ -156,14 +155,14 @@ impl StatusRules {
     }
 
     /// A transport error of any type: tonic's own, a `BoxError`, an `io::Error`, a layer's.
-    fn transport_any<E: 'static>(&self, error: &E) -> Outcome {
+    pub(crate) fn transport_any<E: 'static>(&self, error: &E) -> Outcome {
         transport_any(error, &tonic_error, &|e| self.status_cause(e))
     }
 
     /// How a response counts by its headers: its `grpc-status`, or the code gRPC maps its
     /// HTTP status to; `None` for a 200 without `grpc-status` (the status is in the
     /// trailers).
-    fn by_headers(&self, status: StatusCode, headers: &HeaderMap) -> Option<Outcome> {
+    pub(crate) fn by_headers(&self, status: StatusCode, headers: &HeaderMap) -> Option<Outcome> {
         match code_in(headers) {
             Some(code) => Some(self.outcome(code)),
             None if status == StatusCode::OK => None,
@@ -225,74 +224,6 @@ pub fn status_classifier() -> StatusRules {
     StatusRules::new()
 }
 
-/// A response body that can carry an unsettled call's verdict to its end: tonic's own
-/// (what a `Channel` returns and a tonic server's routes answer with). Sealed.
-pub trait GrpcBody: Default + sealed::Sealed {
-    /// `self`, watched: settles `verdict` by its trailers when it ends.
-    #[doc(hidden)]
-    fn watch(self, rules: StatusRules, verdict: Unsettled) -> Self;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for tonic::body::Body {}
-}
-
-impl GrpcBody for tonic::body::Body {
-    fn watch(self, rules: StatusRules, verdict: Unsettled) -> Self {
-        use http_body::Body as _;
-        if self.is_end_stream() {
-            // Over already, with no trailers to come: a stream that ends with no status.
-            verdict.settle(rules.by_trailers(None));
-            return self;
-        }
-        tonic::body::Body::new(Watched::new(self, rules, verdict))
-    }
-}
-
-impl<B: GrpcBody, E: 'static> Classify<http::Response<B>, E> for StatusRules {
-    #[inline]
-    fn classify(&self, result: &Result<http::Response<B>, E>) -> Outcome {
-        match result {
-            // A 200 without a status: provisional (the status is in the trailers, which only
-            // the layers that hand the verdict to the body see).
-            Ok(response) => self
-                .by_headers(response.status(), response.headers())
-                .unwrap_or(Outcome::Success),
-            Err(error) => self.transport_any(error),
-        }
-    }
-
-    fn open_for(&self, result: &Result<http::Response<B>, E>) -> Option<Duration> {
-        let response = result.as_ref().ok()?;
-        let outcome = self.by_headers(response.status(), response.headers())?;
-        self.pushback(outcome, response.headers())
-    }
-
-    /// `RESOURCE_EXHAUSTED`, or a failure with the server's pushback: alive and shedding load.
-    fn overloaded(&self, result: &Result<http::Response<B>, E>) -> bool {
-        match result {
-            Ok(response) => overloaded_by(code_in(response.headers()), response.headers()),
-            Err(_) => false,
-        }
-    }
-
-    #[inline]
-    fn unsettled(&self, result: &Result<http::Response<B>, E>) -> bool {
-        matches!(result, Ok(r) if r.status() == StatusCode::OK && code_in(r.headers()).is_none())
-    }
-
-    fn defer(&self, result: &mut Result<http::Response<B>, E>, verdict: Unsettled) {
-        match result {
-            Ok(response) => {
-                let body = std::mem::take(response.body_mut());
-                *response.body_mut() = body.watch(*self, verdict);
-            }
-            Err(_) => verdict.settle(self.classify(result)),
-        }
-    }
-}
-
 impl<T> Classify<tonic::Response<T>, Status> for StatusRules {
     #[inline]
     fn classify(&self, result: &Result<tonic::Response<T>, Status>) -> Outcome {
@@ -317,7 +248,7 @@ impl<T> Classify<tonic::Response<T>, Status> for StatusRules {
 }
 
 /// `RESOURCE_EXHAUSTED`, or an answer that carries the server's pushback.
-fn overloaded_by(code: Option<Code>, headers: &HeaderMap) -> bool {
+pub(crate) fn overloaded_by(code: Option<Code>, headers: &HeaderMap) -> bool {
     code == Some(Code::ResourceExhausted) || (code.is_some() && pushback_in(headers).is_some())
 }
 
@@ -330,7 +261,7 @@ fn tonic_error(error: &dyn Any) -> Option<&(dyn StdError + 'static)> {
 }
 
 /// The `grpc-status` in `headers`, if there is one.
-fn code_in(headers: &HeaderMap) -> Option<Code> {
+pub(crate) fn code_in(headers: &HeaderMap) -> Option<Code> {
     headers
         .get("grpc-status")
         .map(|v| Code::from_bytes(v.as_bytes()))
