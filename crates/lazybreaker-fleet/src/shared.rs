@@ -12,22 +12,28 @@ use tokio::time::Instant;
 use lazybreaker::classify::{Classify, OkIsSuccess};
 use lazybreaker::door::contain::{self, FirstPanic};
 use lazybreaker::door::gate::{self, Admit, At, Recorded};
-use lazybreaker::door::{self, BreakerSeam, BuilderSeam};
-use lazybreaker::observe::{FleetEvent, Observer, Origin};
+use lazybreaker::door::{self, BreakerSeam};
+use lazybreaker::observe::{FleetEvent, Observer};
 use lazybreaker::policy::{ConsecutiveFailures, Outcome, TripPolicy};
+use lazybreaker::Breaker;
 use lazybreaker::Permit;
 use lazybreaker::State;
-use lazybreaker::{Breaker, Builder};
-use lazybreaker::{ConfigError, Error, Rejected};
+use lazybreaker::{Error, Rejected};
 use parking_lot::Mutex;
 
+mod builder;
 mod check;
+mod publish;
 mod slots;
+
+pub use builder::SharedBuilder;
+
+use builder::Knobs;
 
 use slots::Slots;
 
 use super::link::Link;
-use super::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
+use super::store::{FleetStore, Lease, SharedRecord, StoreError};
 
 /// The breaker type a [`SharedBreaker`] runs: yours, with its [`Link`] beside your observer.
 /// Crate-private: users see it as what [`SharedBreaker::breaker`] returns.
@@ -35,155 +41,6 @@ pub(crate) type LinkedBreaker<P, O> = Breaker<P, (O, Arc<Link>)>;
 
 /// A permit of a [`LinkedBreaker`].
 type LinkedPermit<'a, P, O> = Permit<'a, P, (O, Arc<Link>)>;
-
-/// Configures a [`SharedBreaker`]: from [`SharedBreaker::builder`].
-///
-/// Every knob follows the zero-means-default rule of the breaker's own builder.
-#[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until `build` is called"]
-pub struct SharedBuilder<S> {
-    store: S,
-    knobs: Knobs,
-}
-
-/// The knobs as given: zero means the default (see [`Knobs::defaulted`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct Knobs {
-    sync_interval: Duration,
-    store_timeout: Duration,
-    lease_for: Duration,
-    quorum: u32,
-    vote_window: Duration,
-}
-
-impl<S: FleetStore> SharedBuilder<S> {
-    /// How often at most this process reads the shared record: the first call after the
-    /// view is this old refreshes it (one round trip), the others go on with the cached
-    /// view meanwhile. The bound on how late this process follows a trip elsewhere. Default
-    /// (and zero): 250 ms.
-    pub fn sync_interval(mut self, sync_interval: Duration) -> Self {
-        self.knobs.sync_interval = sync_interval;
-        self
-    }
-
-    /// The longest a call waits on the store, for all the store work it does together
-    /// (a refresh, a lease, a publication); past it the call goes on with the local breaker.
-    /// Default (and zero): 50 ms.
-    pub fn store_timeout(mut self, store_timeout: Duration) -> Self {
-        self.knobs.store_timeout = store_timeout;
-        self
-    }
-
-    /// How long a half-open probe's fleet-wide lease lasts if its holder never gives it
-    /// back (it died): make it longer than a probe call takes. Default (and zero): 10 s.
-    ///
-    /// It is the fleet's probe timeout: while a probe of this process holds the lease, the
-    /// local breaker does not take that probe over (whatever its
-    /// [`probe_timeout`](lazybreaker::Builder::probe_timeout)), and a half-open call is
-    /// turned away with [`Rejected::TooManyRequests`] without a store round trip (as it is
-    /// after the store answered that every slot is held, until the next refresh). Once the
-    /// lease expires, the next call takes the probe over and leases the slot itself; a
-    /// result the local breaker then drops is not counted by the fleet either.
-    pub fn lease_for(mut self, lease_for: Duration) -> Self {
-        self.knobs.lease_for = lease_for;
-        self
-    }
-
-    /// How many distinct instances must trip before the fleet opens (see
-    /// [One bad instance](super#one-bad-instance)); until then an instance that tripped is
-    /// open on its own. Default (and zero): 1, every trip opens the fleet.
-    pub fn quorum(mut self, quorum: u32) -> Self {
-        self.knobs.quorum = quorum;
-        self
-    }
-
-    /// How long a trip's vote counts toward the [`quorum`](Self::quorum). Default (and
-    /// zero): 60 s.
-    pub fn vote_window(mut self, vote_window: Duration) -> Self {
-        self.knobs.vote_window = vote_window;
-        self
-    }
-
-    /// The store, for a store's own builder in front of this one (Redis's key TTL).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn store_mut(&mut self) -> &mut S {
-        &mut self.store
-    }
-
-    /// The shared breaker around the breaker `breaker` builds; its name names the shared
-    /// record. Nothing is asked of the store yet: the first call syncs (within the store
-    /// timeout).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError`] for field `name` if the breaker's name is empty, or if the store
-    /// cannot key a record by it ([`FleetStore::check_name`]).
-    pub fn build<P: TripPolicy, O: Observer>(
-        self,
-        breaker: Builder<P, O>,
-    ) -> Result<SharedBreaker<S, P, O>, ConfigError> {
-        let max_requests = u64::from(breaker.max_requests_or_default());
-        let max_open = breaker.max_open_duration_or_default();
-        let dry_run = breaker.is_dry_run();
-        let link = Arc::new(Link::new());
-        let breaker = breaker.and_observer(Arc::clone(&link)).build();
-        let name = breaker.name();
-        if name.is_empty() {
-            return Err(ConfigError::new(
-                "name",
-                "\"\"",
-                "must name the shared record: not empty",
-            ));
-        }
-        self.store
-            .check_name(name)
-            .map_err(|e| door::for_breaker(e, name))?;
-        Ok(SharedBreaker {
-            breaker,
-            link,
-            fleet: Fleet {
-                store: self.store,
-                knobs: self.knobs.defaulted(),
-                max_requests,
-                max_open,
-                dry_run,
-                instance: instance_id(),
-                next_sync: AtomicU64::new(0),
-                syncing: AtomicBool::new(false),
-                view: Mutex::new(View::default()),
-                degraded: AtomicBool::new(false),
-                probes: AtomicU64::new(0),
-                slots: Mutex::new(Slots::default()),
-                slots_hint: AtomicBool::new(false),
-                stats: Stats::default(),
-            },
-        })
-    }
-}
-
-impl Knobs {
-    fn defaulted(self) -> Self {
-        let or = |d: Duration, default: Duration| if d.is_zero() { default } else { d };
-        Self {
-            sync_interval: or(self.sync_interval, Duration::from_millis(250)),
-            store_timeout: or(self.store_timeout, Duration::from_millis(50)),
-            lease_for: or(self.lease_for, Duration::from_secs(10)),
-            quorum: self.quorum.max(1),
-            vote_window: or(self.vote_window, Duration::from_secs(60)),
-        }
-    }
-}
-
-/// An id for this instance's probe leases and votes, unique in the fleet: the host's
-/// process id, the time it started, and a count of the shared breakers made.
-fn instance_id() -> String {
-    static MADE: AtomicU64 = AtomicU64::new(0);
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let n = MADE.fetch_add(1, Ordering::Relaxed);
-    format!("{}-{started:x}-{n}", std::process::id())
-}
 
 /// A breaker shared by a fleet through a [`FleetStore`]: see the
 /// [module documentation](super).
@@ -357,29 +214,6 @@ struct Held {
     holder: String,
     number: u64,
     generation: u64,
-}
-
-/// The local breaker as a publication sees it.
-enum Local {
-    /// Forced open or closed: an operator's override, which stays local.
-    Forced,
-    /// Following the fleet: the latest change was adopted.
-    Followed,
-    /// Open for this much longer.
-    Open(Duration),
-    /// Half-open: its open period is over and its probes decide.
-    HalfOpen,
-    Closed,
-}
-
-impl<S: FleetStore> SharedBreaker<S> {
-    /// A builder for a shared breaker on `store`.
-    pub fn builder(store: S) -> SharedBuilder<S> {
-        SharedBuilder {
-            store,
-            knobs: Knobs::default(),
-        }
-    }
 }
 
 impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
@@ -815,249 +649,6 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
             self.cut(view, budget).await;
         } else if follow_equal && !view.local_only {
             self.follow(record);
-        }
-    }
-
-    /// The record is open for longer than the local breaker's longest open period, and the
-    /// cut period this process followed is over: publishes the record half-open (its open
-    /// period over) at the next generation, so that the fleet probes, as the local breaker
-    /// does, instead of following the long period again.
-    async fn cut(&self, view: View, budget: &mut Budget) {
-        if self.fleet.dry_run {
-            return; // a shadow writes nothing
-        }
-        let Some(next) = self.next_generation(view, budget) else {
-            return;
-        };
-        let now = self.now();
-        let decision = Decision::Open(Duration::ZERO);
-        let write = self
-            .fleet
-            .store
-            .publish(self.name(), next, decision, Vote::NONE, now);
-        let Some(record) = self.op(budget, validated(write)).await else {
-            return;
-        };
-        if record.written {
-            self.fleet.stats.published.fetch_add(1, Ordering::Relaxed);
-            self.follow(record);
-        } else if record.generation >= next {
-            self.adopt(record);
-        }
-    }
-
-    /// The generation after the view's, or `None` (degraded) if the view is at the last
-    /// one a store can hold ([`SharedRecord::MAX_GENERATION`]).
-    fn next_generation(&self, view: View, budget: &mut Budget) -> Option<u64> {
-        let next = view
-            .generation
-            .checked_add(1)
-            .filter(|next| *next <= SharedRecord::MAX_GENERATION);
-        if next.is_none() {
-            let error = StoreError::Invalid(format!(
-                "generation {} is the last a store can hold",
-                view.generation
-            ));
-            self.degrade(&error, budget);
-        }
-        next
-    }
-
-    /// Writes the record again, at the generation this process follows, from the local
-    /// state: it vanished (the store restarted without persistence, or it expired).
-    async fn recreate(&self, view: View, budget: &mut Budget) {
-        if self.fleet.dry_run {
-            return; // a shadow writes nothing: the next enforcing member recreates it
-        }
-        let name = self.name();
-        let decision = match self.fresh() {
-            Local::Open(d) if !view.local_only => Decision::Open(d.min(self.fleet.max_open)),
-            // Half-open (its probes decide) in an open fleet: open, with the period over.
-            Local::HalfOpen if view.open => Decision::Open(Duration::ZERO),
-            _ => Decision::Closed,
-        };
-        let now = self.now();
-        let write = self
-            .fleet
-            .store
-            .publish(name, view.generation, decision, Vote::NONE, now);
-        let Some(record) = self.op(budget, validated(write)).await else {
-            return;
-        };
-        if record.written {
-            self.fleet.stats.recreated.fetch_add(1, Ordering::Relaxed);
-            let event = FleetEvent::Recreated {
-                breaker: name,
-                generation: view.generation,
-            };
-            self.tell(&event, budget);
-        }
-        if record.generation > view.generation {
-            self.adopt(record);
-        }
-    }
-
-    /// Publishes the local decision that waits, at the next generation, or adopts the
-    /// newer record found instead. `false` if the store could not take it (it waits again).
-    async fn publish_local(&self, budget: &mut Budget) -> bool {
-        if self.fleet.dry_run {
-            return true; // a shadow decides nothing for the fleet
-        }
-        let view = *self.fleet.view.lock();
-        let name = self.name();
-        let knobs = &self.fleet.knobs;
-        let open_for = match self.local() {
-            Local::Forced | Local::Followed => return true,
-            // Open here while the fleet is open and its period not over: adopted already.
-            Local::Open(_) if view.open && self.breaker.clock_nanos() < view.open_until => {
-                return true;
-            }
-            Local::Open(d) => Some(d.min(self.fleet.max_open)),
-            // Tripped here and half-open already, before the trip was published: the
-            // fleet must still hear of it (its period over: the probes decide).
-            Local::HalfOpen if !view.open && !view.local_only => Some(Duration::ZERO),
-            Local::HalfOpen => return true,
-            Local::Closed if !view.open || view.local_only => {
-                // Nothing to tell the fleet: it was closed all along.
-                self.fleet.view.lock().local_only = false;
-                return true;
-            }
-            Local::Closed => None,
-        };
-        // A trip is a vote when the fleet needs a quorum (the script opens at once for 1).
-        let (decision, vote) = match open_for {
-            Some(d) => (
-                Decision::Open(d),
-                Vote::new(knobs.quorum, knobs.vote_window, &self.fleet.instance),
-            ),
-            None => (Decision::Closed, Vote::NONE),
-        };
-        let Some(next) = self.next_generation(view, budget) else {
-            return false;
-        };
-        let now = self.now();
-        let write = self.fleet.store.publish(name, next, decision, vote, now);
-        let published = self.op(budget, validated(write)).await;
-        let Some(record) = published else {
-            return false;
-        };
-        if record.written {
-            self.fleet.stats.published.fetch_add(1, Ordering::Relaxed);
-            self.follow(record);
-        } else if record.generation >= next {
-            self.adopt(record); // the record had moved on: follow it instead
-        } else {
-            // A vote short of the quorum: open here only.
-            self.fleet.view.lock().local_only = true;
-        }
-        true
-    }
-
-    /// The local breaker as a publication sees it: what the latest change delivered
-    /// decided, as the link noted it (its open period mapped onto the clock now), and the
-    /// override read fresh. A change not delivered yet raises the pending flag when it is,
-    /// and is published then. The override cannot come from the link: forcing a breaker
-    /// already in that state, or releasing a closed one, changes no state, and no
-    /// transition tells of it.
-    fn local(&self) -> Local {
-        let noted = self.link.latest();
-        if noted.forced.is_some() || self.breaker.forced().is_some() {
-            return Local::Forced;
-        }
-        if noted.origin == Origin::Adopted {
-            // The latest change is the fleet's own decision, made after the local one
-            // that waits: that one is overtaken, and the breaker follows the fleet already.
-            return Local::Followed;
-        }
-        match (noted.to, noted.open_for) {
-            (State::HalfOpen, _) => Local::HalfOpen,
-            (State::Closed, _) => Local::Closed,
-            // Forced open, released since (the release is on its way to the link).
-            (State::Open, None) => Local::Forced,
-            (State::Open, Some(open_for)) => {
-                let until = noted.at.saturating_add(open_for);
-                match until.checked_sub(self.now()) {
-                    Some(left) => Local::Open(left),
-                    // Inclusive, as the breaker's open period: half-open strictly after.
-                    None => Local::HalfOpen,
-                }
-            }
-        }
-    }
-
-    /// The local breaker as it stands, read fresh (three reads): for writing a vanished
-    /// record again, which no delivered change prompted (the link's latest change may be
-    /// older than the state, when a delivery lags).
-    fn fresh(&self) -> Local {
-        if self.breaker.forced().is_some() {
-            return Local::Forced;
-        }
-        match self.breaker.state() {
-            State::HalfOpen => Local::HalfOpen,
-            State::Closed => Local::Closed,
-            State::Open => Local::Open(match self.breaker.peek_open() {
-                Some(Rejected::Open { retry_after }) => retry_after,
-                _ => Duration::ZERO,
-            }),
-        }
-    }
-
-    /// Adopts a record another process wrote.
-    fn adopt(&self, record: SharedRecord) {
-        self.fleet.stats.adopted.fetch_add(1, Ordering::Relaxed);
-        self.follow(record);
-    }
-
-    /// Makes the local breaker follow `record`, mapping its deadline (server time) onto the
-    /// local clock: open for what is left of its open period as of when it was read.
-    fn follow(&self, record: SharedRecord) {
-        let mut applied = {
-            let mut view = self.fleet.view.lock();
-            if record.generation < view.generation {
-                return; // an older answer overtaken by a newer one
-            }
-            // Never longer than the local breaker's longest open period (which the breaker
-            // holds to as well): a record opened for years by anyone is followed that long.
-            if record.generation > view.generation {
-                // Every lease of the old generation is gone with it.
-                *self.fleet.slots.lock() = Slots::default();
-            }
-            let left = record.open_for().map_or(0, nanos);
-            let max = nanos(self.fleet.max_open);
-            *view = View {
-                generation: record.generation,
-                open: record.open_until_us.is_some(),
-                open_until: self.breaker.clock_nanos().saturating_add(left.min(max)),
-                local_only: false,
-                capped: left > max,
-            };
-            *view
-        };
-        // The breaker is changed outside the view's lock (its observers run meanwhile). If
-        // another call followed a newer record in between, its change may have come first:
-        // then the newest view is applied again, so the breaker ends as the view says.
-        for _ in 0..4 {
-            self.apply(applied);
-            let now = *self.fleet.view.lock();
-            if now.generation == applied.generation {
-                return;
-            }
-            applied = now;
-        }
-    }
-
-    /// Makes the local breaker what `view` says the fleet is.
-    fn apply(&self, view: View) {
-        if !view.open {
-            return self.breaker.adopt_closed();
-        }
-        let left = view.open_until.saturating_sub(self.breaker.clock_nanos());
-        if left > 0 {
-            self.breaker.adopt_open(Duration::from_nanos(left));
-        } else if self.breaker.state() != State::HalfOpen {
-            // The fleet is half-open: so is this breaker at its next call (a breaker already
-            // half-open keeps its probes in flight).
-            self.breaker.adopt_open(Duration::ZERO);
         }
     }
 
