@@ -363,6 +363,11 @@
 //! [`Builder::build_strict`]'s strict reading of the window knobs: a breaker built from a file
 //! is checked exactly as one built in code.
 //!
+//! [`ConsecutiveFailures::new`]: crate::policy::ConsecutiveFailures::new
+//! [`FailureRatio::new`]: crate::policy::FailureRatio::new
+//! [`Ema::new`]: crate::policy::Ema::new
+//! [`EmaConfig::validate`]: crate::policy::EmaConfig::validate
+//!
 //! What a user sees for a value out of range:
 //!
 //! ```
@@ -425,26 +430,24 @@
 
 #[cfg(feature = "serde")]
 mod de;
+mod map;
+mod policy;
 mod registry;
 
-use std::borrow::Borrow;
-use std::collections::btree_map::{self, BTreeMap};
-use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use crate::breaker::{Breaker, Builder};
 use crate::error::ConfigError;
 use crate::knobs::Knobs;
-use crate::policy::{
-    AnyOf, Backoff, ConsecutiveFailures, Ema, EmaConfig, FailureCount, FailureRatio, SlowCalls,
-    TripPolicy,
-};
+use crate::policy::{Backoff, TripPolicy};
 
 pub use crate::{DynBreaker, DynBuilder};
 
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub use de::DeserializeError;
+pub use map::{build_all, SettingsMap};
+pub use policy::PolicyConfig;
 pub use registry::RegistrySettings;
 
 /// Everything that configures a [`Breaker`], as a plain value or a table in a configuration
@@ -659,363 +662,5 @@ impl Breaker<Box<dyn TripPolicy>> {
     pub fn from_settings(settings: &Settings) -> Result<Self, ConfigError> {
         // `to_builder` has checked the window already, naming the breaker.
         Ok(settings.to_builder()?.build())
-    }
-}
-
-/// A trip policy as it appears in a configuration file: a table whose `kind` says which
-/// built-in policy, with that policy's parameters beside it.
-///
-/// | `kind` | parameters | policy |
-/// |---|---|---|
-/// | `consecutive_failures` | `threshold` (default 6) | [`ConsecutiveFailures`] |
-/// | `failure_ratio` | `ratio`, `min_requests` (both required) | [`FailureRatio`] |
-/// | `failure_count` | `failures`, `min_requests` (both required) | [`FailureCount`] |
-/// | `slow_calls` | `threshold` (a duration), `ratio`, `min_requests` (all required), `probes_on_latency_alone` (default `false`) | [`SlowCalls`] |
-/// | `ema` | the ten fields of [`EmaConfig`], each optional with brpc's default | [`Ema`] |
-/// | `any_of` | `policies`: a list of at least one policy, `any_of` included | [`AnyOf`], folded left: `a.or(b).or(c)` |
-///
-/// The default is `consecutive_failures` with threshold 6: the builder's default policy,
-/// [`ConsecutiveFailures::default`]. In a file, unknown parameters are rejected. See
-/// [From configuration](self#from-configuration) for examples in code and in a file.
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum PolicyConfig {
-    /// [`ConsecutiveFailures`]: trips on the `threshold`-th consecutive failure.
-    ConsecutiveFailures {
-        /// The number of consecutive failures that trips the breaker, at least 1; 6 when
-        /// omitted ([`ConsecutiveFailures::DEFAULT_THRESHOLD`]).
-        threshold: u64,
-    },
-    /// [`FailureRatio`]: trips when `failures / requests` reaches `ratio`, once `requests`
-    /// reaches `min_requests`.
-    FailureRatio {
-        /// The failure ratio that trips the breaker, within `[0, 1]`.
-        ratio: f64,
-        /// The number of requests in the window before the ratio is considered.
-        min_requests: u64,
-    },
-    /// [`FailureCount`]: trips on `failures` failures, once `requests` reaches
-    /// `min_requests`.
-    FailureCount {
-        /// The number of failures in the window that trips the breaker, at least 1.
-        failures: u64,
-        /// The number of requests in the window before the failures are considered.
-        min_requests: u64,
-    },
-    /// [`SlowCalls`]: trips when `slow_calls / requests` reaches `ratio`, once `requests`
-    /// reaches `min_requests`; a call slower than `threshold` is slow.
-    SlowCalls {
-        /// The latency above which a call is slow, more than zero (a duration string in a
-        /// file).
-        #[cfg_attr(
-            feature = "serde",
-            serde(serialize_with = "crate::serde_duration::serialize")
-        )]
-        threshold: Duration,
-        /// The share of slow calls that trips the breaker, within `[0, 1]`.
-        ratio: f64,
-        /// The number of requests in the window before the ratio is considered.
-        min_requests: u64,
-        /// Judge half-open probes on latency alone (Sentinel's way,
-        /// [`SlowCalls::judging_probes_on_latency_alone`]); `false` when omitted.
-        probes_on_latency_alone: bool,
-    },
-    /// [`Ema`]: brpc's EMA dual-window policy, with its ten knobs named as the fields of
-    /// [`EmaConfig`] (each optional, brpc's default when omitted; `min_error_cost`,
-    /// `min_isolation` and `max_isolation` are duration strings).
-    Ema(EmaConfig),
-    /// [`AnyOf`]: trips when any of `policies` trips, and stays open for the duration the
-    /// tripping one chooses.
-    AnyOf {
-        /// The policies, at least one. A single policy behaves as itself.
-        policies: Vec<PolicyConfig>,
-    },
-}
-
-impl Default for PolicyConfig {
-    /// The builder's default policy: consecutive failures with
-    /// [`ConsecutiveFailures::default`]'s threshold (6).
-    fn default() -> Self {
-        ConsecutiveFailures::default().into()
-    }
-}
-
-impl PolicyConfig {
-    /// The trip policy this describes, through the policy's own constructor.
-    ///
-    /// # Errors
-    ///
-    /// The constructor's [`ConfigError`], with the field's path relative to this policy:
-    /// `threshold`, `ratio`, an [`EmaConfig::validate`] field such as `min_isolation`, or for
-    /// `any_of` `policies` when the list is empty and `policies[i].…` for an invalid entry.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use lazybreaker::config::PolicyConfig;
-    ///
-    /// let policy = PolicyConfig::AnyOf {
-    ///     policies: vec![
-    ///         PolicyConfig::ConsecutiveFailures { threshold: 3 },
-    ///         PolicyConfig::FailureRatio { ratio: 2.0, min_requests: 10 },
-    ///     ],
-    /// };
-    /// let err = policy.build().err().unwrap();
-    /// assert_eq!(err.field(), "policies[1].ratio");
-    /// assert_eq!(err.value(), "2");
-    /// ```
-    pub fn build(&self) -> Result<Box<dyn TripPolicy>, ConfigError> {
-        Ok(match self {
-            Self::ConsecutiveFailures { threshold } => {
-                Box::new(ConsecutiveFailures::new(*threshold)?)
-            }
-            Self::FailureRatio {
-                ratio,
-                min_requests,
-            } => Box::new(FailureRatio::new(*ratio, *min_requests)?),
-            Self::FailureCount {
-                failures,
-                min_requests,
-            } => Box::new(FailureCount::new(*failures, *min_requests)?),
-            Self::SlowCalls {
-                threshold,
-                ratio,
-                min_requests,
-                probes_on_latency_alone,
-            } => {
-                let policy = SlowCalls::new(*threshold, *ratio, *min_requests)?;
-                Box::new(if *probes_on_latency_alone {
-                    policy.judging_probes_on_latency_alone()
-                } else {
-                    policy
-                })
-            }
-            Self::Ema(config) => Box::new(Ema::new(*config)?),
-            Self::AnyOf { policies } => {
-                let mut built = policies.iter().enumerate().map(|(i, policy)| {
-                    policy
-                        .build()
-                        .map_err(|err| err.within(format_args!("policies[{i}]")))
-                });
-                let first = built.next().unwrap_or_else(|| {
-                    Err(ConfigError::new(
-                        "policies",
-                        "[]",
-                        "must list at least one policy",
-                    ))
-                })?;
-                built.try_fold(first, |any, next| {
-                    Ok::<Box<dyn TripPolicy>, ConfigError>(Box::new(AnyOf::new(any, next?)))
-                })?
-            }
-        })
-    }
-}
-
-impl From<ConsecutiveFailures> for PolicyConfig {
-    fn from(policy: ConsecutiveFailures) -> Self {
-        Self::ConsecutiveFailures {
-            threshold: policy.threshold(),
-        }
-    }
-}
-
-impl From<FailureRatio> for PolicyConfig {
-    fn from(policy: FailureRatio) -> Self {
-        Self::FailureRatio {
-            ratio: policy.ratio(),
-            min_requests: policy.min_requests(),
-        }
-    }
-}
-
-impl From<FailureCount> for PolicyConfig {
-    fn from(policy: FailureCount) -> Self {
-        Self::FailureCount {
-            failures: policy.failures(),
-            min_requests: policy.min_requests(),
-        }
-    }
-}
-
-impl From<SlowCalls> for PolicyConfig {
-    fn from(policy: SlowCalls) -> Self {
-        Self::SlowCalls {
-            threshold: policy.threshold(),
-            ratio: policy.ratio(),
-            min_requests: policy.min_requests(),
-            probes_on_latency_alone: policy.probes_on_latency_alone(),
-        }
-    }
-}
-
-impl From<EmaConfig> for PolicyConfig {
-    fn from(config: EmaConfig) -> Self {
-        Self::Ema(config)
-    }
-}
-
-/// Breakers for a map of named settings (e.g. one breaker per downstream, as a file's tables
-/// name them: a [`SettingsMap`], a `BTreeMap<String, Settings>`, an array of pairs), in the
-/// map's order, each paired with its key; with the default clock and no callbacks (see
-/// [From configuration](self#from-configuration) to add them).
-///
-/// A breaker's name is its `name` when that is set, and its map key otherwise: a file can key
-/// its tables by a short id and still give a breaker a longer name. Errors name the breaker
-/// by that same name.
-///
-/// # Errors
-///
-/// The first invalid entry's [`ConfigError`] (see [`Settings::to_builder`]), naming the
-/// breaker.
-///
-/// # Examples
-///
-/// ```
-/// use lazybreaker::config::{self, PolicyConfig, Settings};
-/// use lazybreaker::policy::EmaConfig;
-/// use lazybreaker::Knobs;
-/// use std::time::Duration;
-///
-/// let with_policy = |policy| Settings { policy, ..Settings::default() };
-/// let settings = [
-///     ("inventory", with_policy(PolicyConfig::ConsecutiveFailures { threshold: 3 })),
-///     ("payments", Settings {
-///         knobs: Knobs { name: "payments-eu".into(), ..Knobs::default() },
-///         ..Settings::default()
-///     }),
-///     ("search", with_policy(PolicyConfig::Ema(EmaConfig {
-///         min_isolation: Duration::from_secs(60),
-///         max_isolation: Duration::from_secs(30),
-///         ..EmaConfig::default()
-///     }))),
-/// ];
-/// let err = config::build_all(settings.clone()).unwrap_err();
-/// assert_eq!(err.breaker(), Some("search"));
-/// assert_eq!(err.field(), "policy.min_isolation");
-///
-/// let fine = settings[..2].iter().map(|(key, settings)| (key, settings));
-/// let breakers = config::build_all(fine)?;
-/// assert_eq!(breakers[0].1.name(), "inventory");
-/// assert_eq!((breakers[1].0.as_str(), breakers[1].1.name()), ("payments", "payments-eu"));
-/// # Ok::<(), lazybreaker::ConfigError>(())
-/// ```
-pub fn build_all<I, K, S>(settings: I) -> Result<Vec<(String, DynBreaker)>, ConfigError>
-where
-    I: IntoIterator<Item = (K, S)>,
-    K: AsRef<str>,
-    S: Borrow<Settings>,
-{
-    settings
-        .into_iter()
-        .map(|(key, settings)| {
-            let (key, settings) = (key.as_ref(), settings.borrow());
-            let name = if settings.knobs.name.is_empty() {
-                key
-            } else {
-                &settings.knobs.name
-            };
-            // `to_builder` checks everything `build_strict` would.
-            let builder = settings.to_builder().map_err(|err| err.for_breaker(name))?;
-            Ok((key.to_owned(), builder.name(name).build()))
-        })
-        .collect()
-}
-
-/// A file of breakers: [`Settings`] keyed by breaker name, in key order.
-///
-/// A `BTreeMap<String, Settings>` (it dereferences to one, and converts both ways) that, with
-/// the `serde` feature, reads a file whose top-level tables are the breakers. Unlike a plain
-/// map, whose [`Settings`] cannot know the key they are read under, it attributes an error
-/// inside an entry to that entry's breaker: `` breaker `search`: invalid `intervall` =
-/// "10s": unknown field, … `` for a typo in `[search]`. [`build_all`] builds its breakers;
-/// see [From configuration](self#from-configuration).
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(feature = "serde")]
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use lazybreaker::config::SettingsMap;
-///
-/// let breakers: SettingsMap = toml::from_str(r#"
-///     [payments]
-///     timeout = "30s"
-///     [search.policy]
-///     kind = "consecutive_failures"
-///     threshold = 3
-/// "#)?;
-/// assert_eq!(breakers.len(), 2);
-/// assert!(breakers.get("search").is_some());
-///
-/// let err = toml::from_str::<SettingsMap>(r#"
-///     [payments]
-///     timeout = "30s"
-///     [search]
-///     policy = { kind = "consecutive_failures", threshold = -3 }
-/// "#)
-/// .unwrap_err();
-/// assert_eq!(
-///     err.message(),
-///     "breaker `search`: invalid `policy.threshold` = -3: expected a non-negative integer"
-/// );
-/// # Ok(())
-/// # }
-/// # #[cfg(not(feature = "serde"))]
-/// # fn main() {}
-/// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(transparent))]
-pub struct SettingsMap(pub BTreeMap<String, Settings>);
-
-impl Deref for SettingsMap {
-    type Target = BTreeMap<String, Settings>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl DerefMut for SettingsMap {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
-    }
-}
-
-impl From<BTreeMap<String, Settings>> for SettingsMap {
-    fn from(map: BTreeMap<String, Settings>) -> Self {
-        Self(map)
-    }
-}
-
-impl From<SettingsMap> for BTreeMap<String, Settings> {
-    fn from(map: SettingsMap) -> Self {
-        map.0
-    }
-}
-
-impl<K: Into<String>> FromIterator<(K, Settings)> for SettingsMap {
-    fn from_iter<I: IntoIterator<Item = (K, Settings)>>(iter: I) -> Self {
-        Self(iter.into_iter().map(|(k, s)| (k.into(), s)).collect())
-    }
-}
-
-impl IntoIterator for SettingsMap {
-    type Item = (String, Settings);
-    type IntoIter = btree_map::IntoIter<String, Settings>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a SettingsMap {
-    type Item = (&'a String, &'a Settings);
-    type IntoIter = btree_map::Iter<'a, String, Settings>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
     }
 }
