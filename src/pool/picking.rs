@@ -2,6 +2,7 @@
 //! health check first.
 
 use std::future::{poll_fn, Future};
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::breaker::gate::{self, Admit, At, Gate, Ready};
-use crate::breaker::Breaker;
+use crate::breaker::{Breaker, Holder, OwnedPermit};
 use crate::contain::{self, FirstPanic};
 use crate::error::Rejected;
 use crate::observe::Observer;
@@ -224,53 +225,14 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     #[inline]
     pub(crate) fn choose(&self, checking: bool) -> Result<Choice<K, P, O>, Rejected> {
         let endpoints = self.endpoints.load();
-        let n = endpoints.len();
-        if n == 0 {
+        if endpoints.is_empty() {
             return Err(self.no_endpoint(None));
         }
-        // The pool's own judgements, each only when asked for and only when due: an
-        // interval of outlier detection that ended, a call in flight past the deadline
-        // (one read of the pool's next look for hangs: nothing is written, nothing scanned,
-        // until then).
-        let deadline = self.deadline;
-        let now = if self.detector.is_some() || deadline != 0 {
-            let now = self.shared.now();
-            if let Some(detector) = &self.detector {
-                if detector.due(now) {
-                    detector.evaluate(&endpoints, self.max_isolated, now, &self.shared.stats);
-                }
-            }
-            if deadline != 0 && self.shared.hang_due.due(now) {
-                self.sweep_hung(&endpoints, now);
-            }
-            now
-        } else {
-            0
-        };
-        let judge = Judge { now, deadline };
+        let judge = self.judge(&endpoints);
         let r = random();
-        let (first, second) = match self.balance {
-            Balance::PowerOfTwo => {
-                let a = (r % n as u64) as usize;
-                let b = if n > 1 {
-                    (a + 1 + ((r >> 32) % (n as u64 - 1)) as usize) % n
-                } else {
-                    a
-                };
-                if endpoints[b].in_flight() < endpoints[a].in_flight() {
-                    (b, a)
-                } else {
-                    (a, b)
-                }
-            }
-            Balance::RoundRobin => {
-                let a = self.next.fetch_add(1, Ordering::Relaxed) % n;
-                (a, a)
-            }
-        };
         // The less loaded of the two first; its twin if it is full. An isolated endpoint
         // among them sends the pick to the full walk, which knows the cap.
-        for i in [first, second] {
+        for i in self.first_choices(&endpoints, r) {
             match gate::ready(&endpoints[i].breaker) {
                 Ready::Passes => {
                     if let Some(choice) = admit(&endpoints[i], checking, judge.at()) {
@@ -282,6 +244,55 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             }
         }
         self.choose_slow(&endpoints, r, checking, judge)
+    }
+
+    /// The pool's own judgements, each only when asked for and only when due: an interval
+    /// of outlier detection that ended, a call in flight past the deadline (one read of the
+    /// pool's next look for hangs: nothing is written, nothing scanned, until then). The
+    /// reading of the pool's clock they took, for the deadline of the call this pick admits
+    /// (none without detection or deadline).
+    #[inline]
+    fn judge(&self, endpoints: &Endpoints<K, P, O>) -> Judge {
+        let deadline = self.deadline;
+        if self.detector.is_none() && deadline == 0 {
+            return Judge { now: 0, deadline };
+        }
+        let now = self.shared.now();
+        if let Some(detector) = &self.detector {
+            if detector.due(now) {
+                detector.evaluate(endpoints, self.max_isolated, now, &self.shared.stats);
+            }
+        }
+        if deadline != 0 && self.shared.hang_due.due(now) {
+            self.sweep_hung(endpoints, now);
+        }
+        Judge { now, deadline }
+    }
+
+    /// The first two endpoints a pick tries, the less loaded first: two drawn from `r` (the
+    /// power of two choices), or the round-robin turn twice.
+    #[inline]
+    fn first_choices(&self, endpoints: &Endpoints<K, P, O>, r: u64) -> [usize; 2] {
+        let n = endpoints.len();
+        match self.balance {
+            Balance::PowerOfTwo => {
+                let a = (r % n as u64) as usize;
+                let b = if n > 1 {
+                    (a + 1 + ((r >> 32) % (n as u64 - 1)) as usize) % n
+                } else {
+                    a
+                };
+                if endpoints[b].in_flight() < endpoints[a].in_flight() {
+                    [b, a]
+                } else {
+                    [a, b]
+                }
+            }
+            Balance::RoundRobin => {
+                let a = self.next.fetch_add(1, Ordering::Relaxed) % n;
+                [a, a]
+            }
+        }
     }
 
     /// The pool's look for hangs, due at `now` (see [`Pool::deadline`]): every endpoint
@@ -322,66 +333,19 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         checking: bool,
         judge: Judge,
     ) -> Result<Choice<K, P, O>, Rejected> {
-        let n = endpoints.len();
-        let walk = || walk(endpoints, r);
-        let (mut admitting, mut isolated, mut down) = (0usize, 0usize, 0usize);
-        let mut earliest: Option<Duration> = None;
-        for endpoint in walk() {
-            match look(endpoint, checking, judge) {
-                Look::Admits => admitting += 1,
-                Look::Isolated(retry_after) => {
-                    isolated += 1;
-                    earliest = Some(earliest.map_or(retry_after, |e| e.min(retry_after)));
-                }
-                Look::Checked(choice) => return Ok(choice),
-                Look::Down(wait) => {
-                    down += 1;
-                    earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
-                }
-                Look::Checking(wait) => {
-                    earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
-                }
-                Look::Out => {}
-            }
-        }
-        // The cap is a share of the endpoints that are not down: passive isolation never
-        // takes the last of those.
-        if isolated > allowed_isolated(n - down, self.max_isolated) {
+        let census = match census(endpoints, r, checking, judge, |_, _| {}) {
+            ControlFlow::Break(choice) => return Ok(choice),
+            ControlFlow::Continue(census) => census,
+        };
+        if census.over_cap(endpoints.len(), self.max_isolated) {
             return self.choose_over_cap(endpoints, r, checking, judge);
         }
-        if admitting > 0 {
-            // Two of the admitting endpoints by their rank in the walk, the less loaded
-            // first (their states may have moved since: a missing rank is skipped).
-            let m = admitting as u64;
-            let ranks = [
-                (r.rotate_left(29) % m) as usize,
-                (r.rotate_left(43) % m) as usize,
-            ];
-            let nth = |rank: usize| {
-                walk()
-                    .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
-                    .nth(rank)
-            };
-            let (a, b) = (nth(ranks[0]), nth(ranks[1]));
-            let (first, second) = match (a, b) {
-                (Some(a), Some(b)) if b.in_flight() < a.in_flight() => (Some(b), Some(a)),
-                other => other,
-            };
-            for endpoint in [first, second].into_iter().flatten() {
-                if let Some(choice) = admit(endpoint, checking, judge.at()) {
-                    return Ok(choice);
-                }
-            }
-            // Both full (half-open, their probes out since the count): any other.
-            for endpoint in walk() {
-                if gate::ready(&endpoint.breaker) == Ready::Passes {
-                    if let Some(choice) = admit(endpoint, checking, judge.at()) {
-                        return Ok(choice);
-                    }
-                }
+        if census.admitting > 0 {
+            if let Some(choice) = two_admitting(endpoints, r, census.admitting, checking, judge) {
+                return Ok(choice);
             }
         }
-        Err(self.no_endpoint(earliest))
+        Err(self.no_endpoint(census.earliest))
     }
 
     /// More endpoints isolated than the cap allows: the surplus, the ones closest to their
@@ -396,72 +360,23 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         checking: bool,
         judge: Judge,
     ) -> Result<Choice<K, P, O>, Rejected> {
-        let n = endpoints.len();
-        let mut admitting = Vec::new();
-        let mut isolated = Vec::new();
-        let mut down = 0;
-        let mut checking_wait: Option<Duration> = None;
-        for endpoint in walk(endpoints, r) {
-            match look(endpoint, checking, judge) {
-                Look::Admits => admitting.push(endpoint),
-                Look::Isolated(retry_after) => isolated.push((retry_after, endpoint)),
-                Look::Checked(choice) => return Ok(choice),
-                Look::Down(wait) => {
-                    down += 1;
-                    checking_wait = Some(checking_wait.map_or(wait, |w| w.min(wait)));
-                }
-                Look::Checking(wait) => {
-                    checking_wait = Some(checking_wait.map_or(wait, |w| w.min(wait)));
-                }
-                Look::Out => {}
-            }
-        }
+        let (mut admitting, mut isolated) = (Vec::new(), Vec::new());
+        let collect = |endpoint, isolated_for| match isolated_for {
+            None => admitting.push(endpoint),
+            Some(retry_after) => isolated.push((retry_after, endpoint)),
+        };
+        let census = match census(endpoints, r, checking, judge, collect) {
+            ControlFlow::Break(choice) => return Ok(choice),
+            ControlFlow::Continue(census) => census,
+        };
         // Over the cap, the surplus of isolated endpoints stays in rotation: the ones
         // closest to their probe, ties (endpoints isolated at one instant) broken the same
         // way on every pick, so that the same ones stay isolated and get their rest.
-        let allowed = allowed_isolated(n - down, self.max_isolated);
+        let allowed = allowed_isolated(endpoints.len() - census.down, self.max_isolated);
         isolated.sort_by_key(|(retry_after, endpoint)| (*retry_after, Arc::as_ptr(endpoint)));
         let kept = isolated.len().saturating_sub(allowed);
-        // The admitting endpoints and those kept in rotation share the calls that reach
-        // the walk, each with an equal chance; among the admitting, the power of two
-        // choices, one that turns out full dropped from the draw.
-        let rotation = &isolated[..kept];
-        let mut r = r.rotate_left(29);
-        if !rotation.is_empty() {
-            let slot = (r % (admitting.len() + rotation.len()) as u64) as usize;
-            if let Some((_, endpoint)) = slot.checked_sub(admitting.len()).map(|i| rotation[i]) {
-                return Ok(Choice::Pick(Pick::kept_in_rotation(
-                    Arc::clone(endpoint),
-                    judge.at(),
-                )));
-            }
-        }
-        while !admitting.is_empty() {
-            let m = admitting.len() as u64;
-            r = r.rotate_left(13) ^ random();
-            let (a, b) = ((r % m) as usize, ((r >> 32) % m) as usize);
-            let i = if admitting[b].in_flight() < admitting[a].in_flight() {
-                b
-            } else {
-                a
-            };
-            if let Some(choice) = admit(admitting[i], checking, judge.at()) {
-                return Ok(choice);
-            }
-            admitting.swap_remove(i);
-        }
-        if let Some((_, endpoint)) = rotation.iter().min_by_key(|(_, e)| e.in_flight()) {
-            return Ok(Choice::Pick(Pick::kept_in_rotation(
-                Arc::clone(endpoint),
-                judge.at(),
-            )));
-        }
-        let earliest = isolated.first().map(|(retry_after, _)| *retry_after);
-        let earliest = match (earliest, checking_wait) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Err(self.no_endpoint(earliest))
+        share_over_cap(admitting, &isolated[..kept], r, checking, judge)
+            .ok_or_else(|| self.no_endpoint(census.earliest))
     }
 
     /// The rejection of a pick that found no endpoint, counted.
@@ -484,6 +399,149 @@ fn walk<K, P: TripPolicy, O: Observer>(
     let start = ((r >> 16) % (n as u64).max(1)) as usize;
     let step = stride(n, r.rotate_left(7));
     (0..n).map(move |k| &endpoints[(start + k * step) % n])
+}
+
+/// What one walk over the endpoints counted ([`census`]).
+#[derive(Debug, Default)]
+struct Census {
+    /// Endpoints whose breakers admit calls (some may turn out full).
+    admitting: usize,
+    /// Isolated on the traffic's judgement: what the cap bounds.
+    isolated: usize,
+    /// Down on their own evidence: out whatever the cap, and not in the number the cap is
+    /// a share of.
+    down: usize,
+    /// The first time one of those out may take a call again (isolated, down, or its check
+    /// or trial running), for the pick's rejection.
+    earliest: Option<Duration>,
+}
+
+impl Census {
+    /// One more endpoint out that may take a call after `wait`.
+    fn wait(&mut self, wait: Duration) {
+        self.earliest = Some(self.earliest.map_or(wait, |e| e.min(wait)));
+    }
+
+    /// Whether more of the `n` endpoints are isolated than the cap (`max_isolated`) allows:
+    /// the cap is a share of the endpoints that are not down, so passive isolation never
+    /// takes the last of those.
+    fn over_cap(&self, n: usize, max_isolated: f64) -> bool {
+        self.isolated > allowed_isolated(n - self.down, max_isolated)
+    }
+}
+
+/// The one walk of a pick that looks at every endpoint (from `r`, see [`walk`]): how many
+/// admit calls, are isolated or down, and when the first of those out may take a call; each
+/// endpoint that admits calls (`None`) or is isolated (`Some(retry_after)`) is handed to
+/// `each` as well. Breaks with the choice of a due check this pick won on the way.
+fn census<'e, K, P: TripPolicy, O: Observer>(
+    endpoints: &'e Endpoints<K, P, O>,
+    r: u64,
+    checking: bool,
+    judge: Judge,
+    mut each: impl FnMut(&'e Arc<Endpoint<K, P, O>>, Option<Duration>),
+) -> ControlFlow<Choice<K, P, O>, Census> {
+    let mut census = Census::default();
+    for endpoint in walk(endpoints, r) {
+        match look(endpoint, checking, judge) {
+            Look::Admits => {
+                census.admitting += 1;
+                each(endpoint, None);
+            }
+            Look::Isolated(retry_after) => {
+                census.isolated += 1;
+                census.wait(retry_after);
+                each(endpoint, Some(retry_after));
+            }
+            Look::Checked(choice) => return ControlFlow::Break(choice),
+            Look::Down(wait) => {
+                census.down += 1;
+                census.wait(wait);
+            }
+            Look::Checking(wait) => census.wait(wait),
+            Look::Out => {}
+        }
+    }
+    ControlFlow::Continue(census)
+}
+
+/// Within the cap: two of the `admitting` endpoints the census counted, by their rank in
+/// the walk, the less loaded first (their states may have moved since: a missing rank is
+/// skipped); both full (half-open, their probes out since the count), any other.
+fn two_admitting<K, P: TripPolicy, O: Observer>(
+    endpoints: &Endpoints<K, P, O>,
+    r: u64,
+    admitting: usize,
+    checking: bool,
+    judge: Judge,
+) -> Option<Choice<K, P, O>> {
+    let walk = || walk(endpoints, r);
+    let m = admitting as u64;
+    let ranks = [
+        (r.rotate_left(29) % m) as usize,
+        (r.rotate_left(43) % m) as usize,
+    ];
+    let nth = |rank: usize| {
+        walk()
+            .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
+            .nth(rank)
+    };
+    let (a, b) = (nth(ranks[0]), nth(ranks[1]));
+    let (first, second) = match (a, b) {
+        (Some(a), Some(b)) if b.in_flight() < a.in_flight() => (Some(b), Some(a)),
+        other => other,
+    };
+    for endpoint in [first, second].into_iter().flatten() {
+        if let Some(choice) = admit(endpoint, checking, judge.at()) {
+            return Some(choice);
+        }
+    }
+    walk()
+        .filter(|e| gate::ready(&e.breaker) == Ready::Passes)
+        .find_map(|endpoint| admit(endpoint, checking, judge.at()))
+}
+
+/// An isolated endpoint, with the time to its probe.
+type Isolated<'e, K, P, O> = (Duration, &'e Arc<Endpoint<K, P, O>>);
+
+/// Over the cap: the `admitting` endpoints and those kept in `rotation` (isolated, the
+/// ones closest to their probe) share the calls that reach the walk, each with an equal
+/// chance; among the admitting, the power of two choices, one that turns out full dropped
+/// from the draw; none of them taking the call, the one in rotation with the fewest picks in
+/// flight.
+fn share_over_cap<K, P: TripPolicy, O: Observer>(
+    mut admitting: Vec<&Arc<Endpoint<K, P, O>>>,
+    rotation: &[Isolated<'_, K, P, O>],
+    r: u64,
+    checking: bool,
+    judge: Judge,
+) -> Option<Choice<K, P, O>> {
+    let kept_in_rotation = |endpoint: &Arc<Endpoint<K, P, O>>| {
+        Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint), judge.at()))
+    };
+    let mut r = r.rotate_left(29);
+    if !rotation.is_empty() {
+        let slot = (r % (admitting.len() + rotation.len()) as u64) as usize;
+        if let Some((_, endpoint)) = slot.checked_sub(admitting.len()).map(|i| rotation[i]) {
+            return Some(kept_in_rotation(endpoint));
+        }
+    }
+    while !admitting.is_empty() {
+        let m = admitting.len() as u64;
+        r = r.rotate_left(13) ^ random();
+        let (a, b) = ((r % m) as usize, ((r >> 32) % m) as usize);
+        let i = if admitting[b].in_flight() < admitting[a].in_flight() {
+            b
+        } else {
+            a
+        };
+        if let Some(choice) = admit(admitting[i], checking, judge.at()) {
+            return Some(choice);
+        }
+        admitting.swap_remove(i);
+    }
+    let (_, endpoint) = rotation.iter().min_by_key(|(_, e)| e.in_flight())?;
+    Some(kept_in_rotation(endpoint))
 }
 
 /// What a walk sees of an endpoint.
@@ -521,7 +579,9 @@ fn look<K, P: TripPolicy, O: Observer>(
             Look::Down(retry_after)
         }
         Ready::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
-        Ready::CheckDue if checking => check(endpoint, judge.at()).map_or(Look::Out, Look::Checked),
+        Ready::CheckDue if checking => {
+            admit(endpoint, true, judge.at()).map_or(Look::Out, Look::Checked)
+        }
         Ready::CheckDue if endpoint.breaker.is_down() => Look::Down(check_wait(endpoint)),
         Ready::CheckDue => Look::Isolated(check_wait(endpoint)),
         Ready::Rejected(Rejected::Checking) => Look::Checking(check_wait(endpoint)),
@@ -583,11 +643,12 @@ fn check_wait<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Du
         .unwrap_or(Duration::from_nanos(1))
 }
 
-/// A pick of `endpoint` if its breaker admits a call now, through the front door: the
-/// endpoint was looked at and admitted calls, but it may have tripped and come to the end of
-/// its open period since. Then its check is due, and only the check may revive it: a pick
-/// that can run checks (`checking`) takes the lease; a sync pick declines it (the endpoint
-/// stays isolated, the lease free for a pick that can run it) and looks elsewhere.
+/// A pick of `endpoint` if its breaker admits a call now, through the front door (the one
+/// admission of every pick): the endpoint was looked at and admitted calls, but it may have
+/// tripped and come to the end of its open period since. Then its check is due, and only the
+/// check may revive it: a pick that can run checks (`checking`) takes the lease, to run
+/// beside the calls (a failed check rejects no caller); a sync pick declines it (the
+/// endpoint stays isolated, the lease free for a pick that can run it) and looks elsewhere.
 #[inline]
 fn admit<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
@@ -595,36 +656,39 @@ fn admit<K, P: TripPolicy, O: Observer>(
     at: Option<Nanos>,
 ) -> Option<Choice<K, P, O>> {
     if checking {
-        return check(endpoint, at);
-    }
-    match gate::admit(&endpoint.breaker, At::Now) {
-        Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(
-            Arc::clone(endpoint),
-            permit,
-            at,
-        ))),
-        Admit::Rejected(..) => None,
-        Admit::Check(gate) => {
+        admit_through(endpoint, Arc::clone(&endpoint.breaker), at, |gate| {
+            Some(Choice::Check(Arc::clone(endpoint), gate.beside()))
+        })
+    } else {
+        admit_through(endpoint, &endpoint.breaker, at, |gate| {
             gate.decline();
             None
-        }
+        })
     }
 }
 
-/// `endpoint`'s admission by a pick that can run checks: a call, or the check lease if its
-/// check is due and this pick wins it.
-fn check<K, P: TripPolicy, O: Observer>(
+/// [`admit`] through `holder`: the breaker's `Arc` given to a lease that may be parked, or
+/// lent (cloned only into a permit) for a pick that runs no check; `on_check` says what a
+/// won lease becomes.
+#[inline(always)]
+fn admit_through<K, P, O, H>(
     endpoint: &Arc<Endpoint<K, P, O>>,
+    holder: H,
     at: Option<Nanos>,
-) -> Option<Choice<K, P, O>> {
-    match gate::admit(Arc::clone(&endpoint.breaker), At::Now) {
+    on_check: impl FnOnce(Gate<H>) -> Option<Choice<K, P, O>>,
+) -> Option<Choice<K, P, O>>
+where
+    P: TripPolicy,
+    O: Observer,
+    H: Holder<P = P, O = O, Permit = OwnedPermit<P, O>>,
+{
+    match gate::admit(holder, At::Now) {
         Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(
             Arc::clone(endpoint),
             permit,
             at,
         ))),
-        // The pool's checks run beside the calls: a failed one rejects no caller.
-        Admit::Check(gate) => Some(Choice::Check(Arc::clone(endpoint), gate.beside())),
+        Admit::Check(gate) => on_check(gate),
         Admit::Rejected(..) => None,
     }
 }

@@ -149,6 +149,104 @@ impl Detector {
             self.settings.spread,
             self.settings.failure_percentage.as_ref(),
         );
+        let mut room = Room::of(endpoints, max_isolated);
+        let mut panics = FirstPanic::default();
+        let mut ejected_now = vec![false; endpoints.len()];
+        for (i, reason) in found {
+            stats.outliers_detected.fetch_add(1, Ordering::Relaxed);
+            let enforced =
+                self.draws.at(evaluation, i as u64) * 100.0 < f64::from(self.settings.enforcement);
+            if enforced && room.takes_one() && self.eject(&endpoints[i], reason, now, &mut panics) {
+                ejected_now[i] = true;
+                room.took_one();
+                stats.ejected(reason);
+            }
+        }
+        shrink_multipliers(endpoints, &ejected_now, next, interval, elapsed);
+        contain::resume(panics);
+    }
+
+    /// Ejects `endpoint`, an outlier found at `now` for `reason`, unless it is isolated
+    /// since the interval ended or opened (or forced) meanwhile: its breaker opened for the
+    /// ejection time its multiplier gives, the multiplier grown, the ejection noted.
+    fn eject<K, P: TripPolicy, O: Observer>(
+        &self,
+        endpoint: &Endpoint<K, P, O>,
+        reason: Ejection,
+        now: Nanos,
+        panics: &mut FirstPanic,
+    ) -> bool {
+        if gate::ready(&endpoint.breaker) != Ready::Passes {
+            return false; // isolated since the interval ended
+        }
+        let record = &endpoint.outlier;
+        let multiplier = record.multiplier().saturating_add(1);
+        let ejection = self.settings.ejection_time(multiplier);
+        let origin = Origin::Ejected(reason);
+        if !endpoint
+            .breaker
+            .eject(Some(ejection), origin, false, panics)
+        {
+            return false; // opened (or forced) meanwhile
+        }
+        // Until its breaker's open period ends (the ejection time, or the breaker's
+        // longest open period if that is shorter).
+        let open_for = match gate::ready(&endpoint.breaker) {
+            Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
+            _ => ejection,
+        };
+        record.multiplier.store(multiplier, Ordering::Relaxed);
+        record.ejected(reason, now.saturating_add(saturating_nanos(open_for)));
+        true
+    }
+}
+
+/// The multipliers of the endpoints in rotation shrink, once per interval that ended with
+/// them in rotation, that is, past their ejection time (an ejection that ends exactly at a
+/// boundary is still running there, as in Envoy, which checks for the multiplier before it
+/// returns an endpoint): `elapsed` intervals of `interval` ended since `next`; the endpoints
+/// `ejected_now` are left as they are.
+fn shrink_multipliers<K, P: TripPolicy, O: Observer>(
+    endpoints: &[Arc<Endpoint<K, P, O>>],
+    ejected_now: &[bool],
+    next: Nanos,
+    interval: Nanos,
+    elapsed: u64,
+) {
+    for (endpoint, ejected) in endpoints.iter().zip(ejected_now) {
+        if *ejected {
+            continue;
+        }
+        let record = &endpoint.outlier;
+        let until = record.ejected_until.load(Ordering::Relaxed);
+        let before = if until < next {
+            0
+        } else {
+            (until - next) / interval + 1
+        };
+        let shrink = u32::try_from(elapsed.saturating_sub(before)).unwrap_or(u32::MAX);
+        let m = record.multiplier();
+        record
+            .multiplier
+            .store(m.saturating_sub(shrink), Ordering::Relaxed);
+    }
+}
+
+/// What the cap leaves of an evaluation's room to eject: endpoints isolated on the
+/// traffic's judgement against the cap's allowance, and endpoints in rotation.
+struct Room {
+    isolated: usize,
+    allowed: usize,
+    in_rotation: usize,
+}
+
+impl Room {
+    /// The room the `endpoints` leave, as a pick's walk counts them, under a cap of
+    /// `max_isolated` (a share of the endpoints that are not down).
+    fn of<K, P: TripPolicy, O: Observer>(
+        endpoints: &[Arc<Endpoint<K, P, O>>],
+        max_isolated: f64,
+    ) -> Self {
         let (mut isolated, mut down, mut in_rotation) = (0, 0, 0usize);
         for endpoint in endpoints {
             match isolation(endpoint) {
@@ -159,66 +257,24 @@ impl Detector {
             }
         }
         let allowed = allowed_isolated(endpoints.len() - down, max_isolated);
-        let mut panics = FirstPanic::default();
-        let mut ejected_now = vec![false; endpoints.len()];
-        for (i, reason) in found {
-            stats.outliers_detected.fetch_add(1, Ordering::Relaxed);
-            let enforced =
-                self.draws.at(evaluation, i as u64) * 100.0 < f64::from(self.settings.enforcement);
-            // An outlier among its peers: never the last endpoint in rotation (a pool of
-            // one has no peers; its breaker still trips on its own policy).
-            if !enforced || isolated >= allowed || in_rotation <= 1 {
-                continue;
-            }
-            let endpoint = &endpoints[i];
-            if gate::ready(&endpoint.breaker) != Ready::Passes {
-                continue; // isolated since the interval ended
-            }
-            let record = &endpoint.outlier;
-            let multiplier = record.multiplier().saturating_add(1);
-            let ejection = self.settings.ejection_time(multiplier);
-            let origin = Origin::Ejected(reason);
-            if !endpoint
-                .breaker
-                .eject(Some(ejection), origin, false, &mut panics)
-            {
-                continue; // opened (or forced) meanwhile
-            }
-            // Until its breaker's open period ends (the ejection time, or the breaker's
-            // longest open period if that is shorter).
-            let open_for = match gate::ready(&endpoint.breaker) {
-                Ready::Rejected(Rejected::Open { retry_after }) => retry_after,
-                _ => ejection,
-            };
-            record.multiplier.store(multiplier, Ordering::Relaxed);
-            record.ejected(reason, now.saturating_add(saturating_nanos(open_for)));
-            ejected_now[i] = true;
-            isolated += 1;
-            in_rotation -= 1;
-            stats.ejected(reason);
+        Self {
+            isolated,
+            allowed,
+            in_rotation,
         }
-        // The multipliers of the endpoints in rotation shrink, once per interval that
-        // ended with them in rotation, that is, past their ejection time (an ejection that
-        // ends exactly at a boundary is still running there, as in Envoy, which checks for
-        // the multiplier before it returns an endpoint).
-        for (endpoint, ejected) in endpoints.iter().zip(ejected_now) {
-            if ejected {
-                continue;
-            }
-            let record = &endpoint.outlier;
-            let until = record.ejected_until.load(Ordering::Relaxed);
-            let before = if until < next {
-                0
-            } else {
-                (until - next) / interval + 1
-            };
-            let shrink = u32::try_from(elapsed.saturating_sub(before)).unwrap_or(u32::MAX);
-            let m = record.multiplier();
-            record
-                .multiplier
-                .store(m.saturating_sub(shrink), Ordering::Relaxed);
-        }
-        contain::resume(panics);
+    }
+
+    /// Whether one more ejection fits: within the cap, and an outlier among its peers is
+    /// never the last endpoint in rotation (a pool of one has no peers; its breaker still
+    /// trips on its own policy).
+    fn takes_one(&self) -> bool {
+        self.isolated < self.allowed && self.in_rotation > 1
+    }
+
+    /// One more ejected.
+    fn took_one(&mut self) {
+        self.isolated += 1;
+        self.in_rotation -= 1;
     }
 }
 
