@@ -173,6 +173,7 @@
 //! ```
 
 mod call;
+mod census;
 mod choose;
 mod endpoint;
 mod hang_watch;

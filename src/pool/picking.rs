@@ -16,7 +16,8 @@ use crate::error::Rejected;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
-use super::choose::{allowed_isolated, random, stride, Balance};
+use super::census::{census, walk};
+use super::choose::{allowed_isolated, random, Balance};
 use super::endpoint::Endpoint;
 use super::pick::Pick;
 use super::{Endpoints, Pool};
@@ -389,82 +390,6 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     }
 }
 
-/// Every endpoint once, from a start drawn from `r` with a stride coprime to their number
-/// (brpc's randomised walk).
-fn walk<K, P: TripPolicy, O: Observer>(
-    endpoints: &Endpoints<K, P, O>,
-    r: u64,
-) -> impl Iterator<Item = &Arc<Endpoint<K, P, O>>> {
-    let n = endpoints.len();
-    let start = ((r >> 16) % (n as u64).max(1)) as usize;
-    let step = stride(n, r.rotate_left(7));
-    (0..n).map(move |k| &endpoints[(start + k * step) % n])
-}
-
-/// What one walk over the endpoints counted ([`census`]).
-#[derive(Debug, Default)]
-struct Census {
-    /// Endpoints whose breakers admit calls (some may turn out full).
-    admitting: usize,
-    /// Isolated on the traffic's judgement: what the cap bounds.
-    isolated: usize,
-    /// Down on their own evidence: out whatever the cap, and not in the number the cap is
-    /// a share of.
-    down: usize,
-    /// The first time one of those out may take a call again (isolated, down, or its check
-    /// or trial running), for the pick's rejection.
-    earliest: Option<Duration>,
-}
-
-impl Census {
-    /// One more endpoint out that may take a call after `wait`.
-    fn wait(&mut self, wait: Duration) {
-        self.earliest = Some(self.earliest.map_or(wait, |e| e.min(wait)));
-    }
-
-    /// Whether more of the `n` endpoints are isolated than the cap (`max_isolated`) allows:
-    /// the cap is a share of the endpoints that are not down, so passive isolation never
-    /// takes the last of those.
-    fn over_cap(&self, n: usize, max_isolated: f64) -> bool {
-        self.isolated > allowed_isolated(n - self.down, max_isolated)
-    }
-}
-
-/// The one walk of a pick that looks at every endpoint (from `r`, see [`walk`]): how many
-/// admit calls, are isolated or down, and when the first of those out may take a call; each
-/// endpoint that admits calls (`None`) or is isolated (`Some(retry_after)`) is handed to
-/// `each` as well. Breaks with the choice of a due check this pick won on the way.
-fn census<'e, K, P: TripPolicy, O: Observer>(
-    endpoints: &'e Endpoints<K, P, O>,
-    r: u64,
-    checking: bool,
-    judge: Judge,
-    mut each: impl FnMut(&'e Arc<Endpoint<K, P, O>>, Option<Duration>),
-) -> ControlFlow<Choice<K, P, O>, Census> {
-    let mut census = Census::default();
-    for endpoint in walk(endpoints, r) {
-        match look(endpoint, checking, judge) {
-            Look::Admits => {
-                census.admitting += 1;
-                each(endpoint, None);
-            }
-            Look::Isolated(retry_after) => {
-                census.isolated += 1;
-                census.wait(retry_after);
-                each(endpoint, Some(retry_after));
-            }
-            Look::Checked(choice) => return ControlFlow::Break(choice),
-            Look::Down(wait) => {
-                census.down += 1;
-                census.wait(wait);
-            }
-            Look::Checking(wait) => census.wait(wait),
-            Look::Out => {}
-        }
-    }
-    ControlFlow::Continue(census)
-}
-
 /// Within the cap: two of the `admitting` endpoints the census counted, by their rank in
 /// the walk, the less loaded first (their states may have moved since: a missing rank is
 /// skipped); both full (half-open, their probes out since the count), any other.
@@ -544,57 +469,6 @@ fn share_over_cap<K, P: TripPolicy, O: Observer>(
     Some(kept_in_rotation(endpoint))
 }
 
-/// What a walk sees of an endpoint.
-enum Look<K, P: TripPolicy, O: Observer> {
-    /// Its breaker admits calls (it may still turn out full).
-    Admits,
-    /// Isolated: its breaker open for this much longer, or, past its open period, waiting
-    /// for a check that this pick cannot run (for the time a check may take: see
-    /// [`check_wait`](Breaker::check_wait)). Never zero.
-    Isolated(Duration),
-    /// Its check runs in another call, settled or taken over within this long, or it is
-    /// half-open with its probes out (a trial runs): out of this pick, but a time to retry
-    /// after.
-    Checking(Duration),
-    /// Isolated by its own evidence (a failed health check, a hang): out whatever the cap,
-    /// open for this much longer (or waiting for a check, as [`Look::Isolated`]).
-    Down(Duration),
-    /// Its check was due, and this pick won it (or the breaker moved on and admitted it).
-    Checked(Choice<K, P, O>),
-    /// Forced open by an operator, a check under way, or full: out, and not the pool's to
-    /// send to.
-    Out,
-}
-
-/// How a walk sees `endpoint`; a pick that can run checks (`checking`) takes a due one's
-/// lease at once.
-fn look<K, P: TripPolicy, O: Observer>(
-    endpoint: &Arc<Endpoint<K, P, O>>,
-    checking: bool,
-    judge: Judge,
-) -> Look<K, P, O> {
-    match gate::ready(&endpoint.breaker) {
-        Ready::Passes => Look::Admits,
-        Ready::Rejected(Rejected::Open { retry_after }) if endpoint.breaker.is_down() => {
-            Look::Down(retry_after)
-        }
-        Ready::Rejected(Rejected::Open { retry_after }) => Look::Isolated(retry_after),
-        Ready::CheckDue if checking => {
-            admit(endpoint, true, judge.at()).map_or(Look::Out, Look::Checked)
-        }
-        Ready::CheckDue if endpoint.breaker.is_down() => Look::Down(check_wait(endpoint)),
-        Ready::CheckDue => Look::Isolated(check_wait(endpoint)),
-        Ready::Rejected(Rejected::Checking) => Look::Checking(check_wait(endpoint)),
-        // Half-open, every probe out: out of this pick, but a trial runs, with a time to
-        // come back (a takeover, or a hint).
-        Ready::Rejected(Rejected::TooManyRequests) => match endpoint.breaker.probe_wait() {
-            Some(wait) => Look::Checking(wait),
-            None => Look::Out,
-        },
-        Ready::Rejected(_) => Look::Out,
-    }
-}
-
 /// The reading of the pool's clock a pick took, for the deadline of the call it admits
 /// (the hangs are judged before, by [`Pool::sweep_hung`]).
 #[derive(Debug, Clone, Copy)]
@@ -607,7 +481,7 @@ pub(super) struct Judge {
 impl Judge {
     /// When a call admitted by this pick goes out, with a deadline to track it for.
     #[inline]
-    fn at(self) -> Option<Nanos> {
+    pub(super) fn at(self) -> Option<Nanos> {
         (self.deadline != 0).then_some(self.now)
     }
 }
@@ -634,15 +508,6 @@ fn judge_hung<K, P: TripPolicy, O: Observer>(
     }
 }
 
-/// How long a pick that cannot run `endpoint`'s due or running check should wait (at least
-/// a nanosecond, should the check have settled since the look).
-fn check_wait<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Duration {
-    endpoint
-        .breaker
-        .check_wait()
-        .unwrap_or(Duration::from_nanos(1))
-}
-
 /// A pick of `endpoint` if its breaker admits a call now, through the front door (the one
 /// admission of every pick): the endpoint was looked at and admitted calls, but it may have
 /// tripped and come to the end of its open period since. Then its check is due, and only the
@@ -650,7 +515,7 @@ fn check_wait<K, P: TripPolicy, O: Observer>(endpoint: &Endpoint<K, P, O>) -> Du
 /// beside the calls (a failed check rejects no caller); a sync pick declines it (the
 /// endpoint stays isolated, the lease free for a pick that can run it) and looks elsewhere.
 #[inline]
-fn admit<K, P: TripPolicy, O: Observer>(
+pub(super) fn admit<K, P: TripPolicy, O: Observer>(
     endpoint: &Arc<Endpoint<K, P, O>>,
     checking: bool,
     at: Option<Nanos>,
