@@ -172,6 +172,7 @@
 //! }
 //! ```
 
+mod beside;
 mod call;
 mod census;
 mod choose;
@@ -203,10 +204,10 @@ use crate::state::State;
 pub use choose::Balance;
 pub use endpoint::Endpoint;
 pub use outlier::{OutlierDetection, Spread};
-pub use pick::HandingPick;
 pub use pick::Pick;
 // For the tower service over the pool.
-pub use picking::{Beside, Choice};
+pub use beside::{Beside, HandingPick};
+pub use picking::Choice;
 pub use stats::{EndpointSnapshot, PoolSnapshot, PoolStats, PoolSummary};
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};

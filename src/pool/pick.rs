@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::breaker::{Breaker, OwnedPermit, Report};
-use crate::classify::{Finish, Unsettled};
+use crate::classify::Finish;
 use crate::contain::{self, Payload};
 use crate::observe::Observer;
 use crate::outcome::Outcome;
@@ -166,6 +166,26 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     }
 }
 
+impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
+    /// The pick moved out whole, for a verdict settled later ([`HandingPick`]): the
+    /// endpoint's call stays in flight, and its bookkeeping waits, until the outcome is
+    /// known; this one is left reported. `None` if it was reported already.
+    ///
+    /// [`HandingPick`]: super::HandingPick
+    pub(super) fn hand_over(&mut self) -> Option<Self> {
+        if std::mem::replace(&mut self.reported, true) {
+            return None;
+        }
+        Some(Pick {
+            endpoint: Arc::clone(&self.endpoint),
+            permit: self.permit.take(),
+            over_cap: self.over_cap,
+            reported: false,
+            tracked: self.tracked,
+        })
+    }
+}
+
 impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
     fn drop(&mut self) {
         if self.reported {
@@ -215,58 +235,6 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
 
     fn report_overloaded(&mut self) {
         self.settle_overloaded();
-    }
-}
-
-/// A pick whose verdict can leave with the response, to be settled later (a gRPC status in
-/// the trailers): a tower service's pick (`'static`, so the verdict can go into a
-/// type-erased body), as [`Handing`](crate::breaker::Handing) is for a permit.
-#[allow(missing_debug_implementations)] // the front door's, not a public API
-pub struct HandingPick<'a, K, P: TripPolicy, O: Observer>(pub &'a mut Pick<K, P, O>);
-
-impl<K, P, O> Report for HandingPick<'_, K, P, O>
-where
-    K: Send + Sync + 'static,
-    P: TripPolicy + 'static,
-    O: Observer + 'static,
-{
-    #[inline(always)]
-    fn reported(&self) -> bool {
-        self.0.reported
-    }
-
-    #[inline(always)]
-    fn report(&mut self, outcome: Outcome) {
-        self.0.report(outcome);
-    }
-
-    fn report_open_for(&mut self, outcome: Outcome, open_for: Duration) {
-        self.0.report_open_for(outcome, open_for);
-    }
-
-    fn report_then_resume(&mut self, outcome: Outcome, payload: Payload) -> ! {
-        self.0.report_then_resume(outcome, payload)
-    }
-
-    const SEES_OVERLOAD: bool = true;
-
-    fn report_overloaded(&mut self) {
-        self.0.settle_overloaded();
-    }
-
-    /// The pick moves into the verdict whole: the endpoint's call stays in flight, and its
-    /// bookkeeping waits, until the outcome is known.
-    fn unsettle(&mut self) -> Option<Unsettled> {
-        if std::mem::replace(&mut self.0.reported, true) {
-            return None;
-        }
-        Some(Unsettled::new(Box::new(Pick {
-            endpoint: Arc::clone(&self.0.endpoint),
-            permit: self.0.permit.take(),
-            over_cap: self.0.over_cap,
-            reported: false,
-            tracked: self.0.tracked,
-        })))
     }
 }
 
