@@ -80,7 +80,8 @@ impl<B: Holder> CheckLease<B> {
 
     /// The check passed: the breaker goes half-open and this call is its first probe (a
     /// permit); or, if the lease was stale, the call is treated as it arrives now. A panic
-    /// of user code on the way is kept in `panics`; nothing is admitted then.
+    /// of user code on the way is kept in `panics` (the gate then gives the probe back:
+    /// `Checked::excluded_on_panic`).
     pub(super) fn passed_keeping(
         &mut self,
         panics: &mut FirstPanic,
@@ -94,15 +95,7 @@ impl<B: Holder> CheckLease<B> {
             changes.push(change);
             admitted.map(|t| Grant::new(t, now))
         });
-        match admitted {
-            Ok(grant) if panics.will_resume() => {
-                // An observer or the policy panicked on the way: the call will not be made.
-                B::exclude(holder.clone().permit(grant));
-                Err(Rejected::Checking)
-            }
-            Ok(grant) => Ok(holder.clone().permit(grant)),
-            Err(rejected) => Err(rejected),
-        }
+        admitted.map(|grant| holder.clone().permit(grant))
     }
 
     /// The check failed (returned `false`, or panicked): the breaker opens again for the

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | look | [`ready`] | what the next call would find, admitting nothing (`poll_ready`, a pool's look) |
 //! | admit | [`admit`], [`admit_into`] (and [`allow_into`], for a call that cannot wait for a check) | the lane, the lock, the health-check lease, whether the call is a half-open probe; the clock read here ([`At::Now`]) or given ([`At::Given`]) |
-//! | check | [`Gate`] | the user's check started, polled and settled under panic containment; dropped, the lease is released with no verdict |
+//! | check | [`Gate`] | the user's check started, polled and settled under panic containment; a probe admitted while a panic will continue given back unused ([`Gate::poll_probe`]); dropped, the lease is released with no verdict |
 //! | verdict | [`record`], [`poll_call`] | every method of [`Classify`]: `classify`, `open_for`, `unsettled` / `defer`, `overloaded` |
 //!
 //! A holder ([`Holder`]) says how the call holds its breaker: borrowed, an `Arc` given away,
@@ -219,6 +219,22 @@ impl<T> Checked<T> {
             Checked::Failed(rejected) | Checked::Stale(rejected) => Err(rejected),
         }
     }
+
+    /// The one rule for a probe and a panic: a check that passed while a panic kept in
+    /// `panics` will continue (an observer's or the policy's on the way, another check's a
+    /// pool drove before) admits no call, for the call will not be made. Its permit is given
+    /// back unused through `exclude` (dropped while unwinding, it would count as its
+    /// breaker's failure) and the call is held back ([`Rejected::Checking`]), as a lease
+    /// that went stale.
+    fn excluded_on_panic(self, panics: &FirstPanic, exclude: impl FnOnce(T)) -> Self {
+        match self {
+            Checked::Passed(permit) if panics.will_resume() => {
+                exclude(permit);
+                Checked::Stale(Rejected::Checking)
+            }
+            checked => checked,
+        }
+    }
 }
 
 /// A call that holds the health-check lease: the one place a check runs and its lease is
@@ -297,7 +313,7 @@ impl<H: Holder> Gate<H> {
         let lease = &mut self.lease;
         let checked = match verdict {
             Ok(true) => match lease.passed_keeping(&mut own) {
-                Ok(permit) => Checked::Passed(permit),
+                Ok(permit) => Checked::Passed(permit).excluded_on_panic(&own, H::exclude),
                 Err(rejected) => Checked::Stale(rejected),
             },
             Ok(false) => Checked::Failed(lease.failed_keeping(&mut own, !self.beside)),
@@ -312,6 +328,24 @@ impl<H: Holder> Gate<H> {
         }
         panics.merge(own);
         Poll::Ready(checked)
+    }
+
+    /// [`poll_settle`](Gate::poll_settle), answered as the call goes on: the probe's permit,
+    /// or the rejection. A probe admitted while a panic kept in `panics` will continue (this
+    /// check's, or one the caller kept before: a pool drives several checks in one pick)
+    /// is given back unused, and the call held back ([`Rejected::Checking`]): it will not be
+    /// made, and its permit dropped while unwinding would count as its breaker's failure.
+    ///
+    /// # Panics
+    ///
+    /// Polled again after it settled.
+    pub fn poll_probe(
+        &mut self,
+        cx: &mut Context<'_>,
+        panics: &mut FirstPanic,
+    ) -> Poll<Result<H::Permit, Rejected>> {
+        let checked = std::task::ready!(self.poll_settle(cx, panics));
+        Poll::Ready(checked.excluded_on_panic(panics, H::exclude).into_result())
     }
 
     /// The check's verdict once it finished: `Err` with the payload of a panic in the

@@ -155,7 +155,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     #[inline(never)]
     fn drive_parked(&self, cx: &mut Context<'_>) -> Option<Pick<K, P, O>> {
         let mut panics = FirstPanic::default();
-        let mut taken: Option<Pick<K, P, O>> = None;
+        let mut taken = None;
         for endpoint in self.endpoints.load().iter() {
             let Some(mut slot) = endpoint.parked.try_lock() else {
                 continue; // another pick drives it
@@ -163,21 +163,16 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             let Some(gate) = slot.as_mut() else {
                 continue;
             };
-            if let Poll::Ready(checked) = gate.poll_settle(cx, &mut panics) {
+            // A check passed while a panic of one driven before (or its own) will continue
+            // admits nothing: the gate gives that probe back unused.
+            if let Poll::Ready(probe) = gate.poll_probe(cx, &mut panics) {
                 *slot = None;
                 self.shared.parked.fetch_sub(1, Ordering::Relaxed);
                 drop(slot);
-                if let Ok(permit) = checked.into_result() {
+                if let Ok(permit) = probe {
                     taken = Some(Pick::admitted(Arc::clone(endpoint), permit, None));
                     break;
                 }
-            }
-        }
-        if panics.will_resume() {
-            // A check panicked: a probe taken meanwhile did not run, so it counts for
-            // nothing (dropped while unwinding, it would count as its endpoint's failure).
-            if let Some(pick) = taken.take() {
-                pick.exclude();
             }
         }
         contain::resume(panics);

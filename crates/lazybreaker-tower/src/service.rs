@@ -166,15 +166,11 @@ impl<S, P: TripPolicy, O: Observer, C, J> BreakerService<S, P, O, C, J> {
     {
         if let Prepared::Checking(gate) = &mut self.ready {
             let mut panics = FirstPanic::default();
-            let checked = std::task::ready!(gate.poll_settle(cx, &mut panics));
-            self.ready = match checked.into_result() {
-                // A panic of the check (or of an observer) leaves nothing prepared; a probe
-                // admitted on the way (the thread unwinding already) is given back.
-                Ok(permit) if panics.is_some() => {
-                    permit.exclude();
-                    Prepared::Nothing
-                }
+            // A probe admitted while a panic will continue is given back by the gate.
+            let probe = std::task::ready!(gate.poll_probe(cx, &mut panics));
+            self.ready = match probe {
                 Ok(permit) => Prepared::Admitted(Box::new(permit)),
+                // A panic of the check (or of an observer) leaves nothing prepared.
                 Err(_) if panics.is_some() => Prepared::Nothing,
                 Err(rejected) => Prepared::Answered(rejected),
             };
