@@ -11,7 +11,6 @@ use crate::forced::Forced;
 use crate::machine::{Change, Machine};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
-use crate::origin::Origin;
 use crate::policy::{Outcome, TripPolicy};
 
 use super::Breaker;
@@ -151,35 +150,6 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// ```
     pub fn trip_for(&self, open_for: Duration) {
         self.control(|m, now| m.trip_for(open_for, now));
-    }
-
-    /// A pool's judgement of this endpoint's breaker: opened for `open_for` (or its own next
-    /// open period) with `origin`; `down` keeps it out whatever the pool's cap. From closed
-    /// or half-open only; no effect while open or forced (`false`).
-    /// A panic of user code on the way (the clock, an observer of the change) is kept in
-    /// `panics`, for the pool to continue once its own bookkeeping is done.
-    pub(crate) fn eject(
-        &self,
-        open_for: Option<Duration>,
-        origin: Origin,
-        down: bool,
-        panics: &mut FirstPanic,
-    ) -> bool {
-        let mut ejected = false;
-        let now = self.clock.try_now(panics);
-        self.transact(now, panics, |m, now, changes| {
-            let change = m.eject(open_for, origin, down, now);
-            ejected = change.is_some();
-            changes.extend(change.map(Some));
-        });
-        ejected
-    }
-
-    /// Whether this open period rests on the breaker's own evidence that its dependency is
-    /// down (a failed health check, a pool's judgement that it hangs): a pool keeps it out
-    /// whatever its cap.
-    pub(crate) fn is_down(&self) -> bool {
-        self.read(|m| m.is_down())
     }
 
     /// The forced mode in effect, if any: see [`force_open`](Breaker::force_open) and

@@ -2,10 +2,17 @@
 //!
 //! - `mod.rs`: the calls (`allow`, `execute`, reads) and the lock-free fast paths.
 //! - `builder.rs`: [`Builder`].
+//! - `permit.rs`: [`Permit`] and [`OwnedPermit`], the two-step API, and [`Report`], how a
+//!   call's result reaches its breaker.
 //! - `txn.rs`: the change transaction: lock, close the lane, step the machine, republish.
 //! - `outbox.rs`: serial, ordered, exactly-once delivery of state changes to observers.
 //! - `gate.rs`: the front door every other caller comes through (admission, health check,
 //!   verdict); `holder.rs`: how an admission holds its breaker.
+//! - `check.rs`: the user's health check and the lease a call holds to run it.
+//! - `control.rs`: manual control (forcing, releasing, `trip_for`).
+//! - `adopt.rs`: adopting decisions made elsewhere (a fleet's).
+//! - `seam.rs`: what the layers in front of a breaker (the integration crates, the registry,
+//!   the pool) may ask of it beyond the public API, each entry point in its table.
 //!
 //! User code that may panic (the clock, observers, classifiers, policies) is run through
 //! [`crate::contain`], and every path below finishes its bookkeeping before a panic continues:
@@ -244,20 +251,6 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 policy,
             }
         })
-    }
-
-    /// Once a health-checked breaker's open period is over, how long a call that cannot run
-    /// the check should wait before asking again (never zero); `None` when no check is due.
-    pub(crate) fn check_wait(&self) -> Option<std::time::Duration> {
-        let now = self.clock.now();
-        self.read(|m| m.check_wait(now))
-    }
-
-    /// Half-open with every probe out, how long until a call is admitted again at the latest
-    /// (never zero); `None` otherwise (see `Machine::probe_wait`).
-    pub(crate) fn probe_wait(&self) -> Option<std::time::Duration> {
-        let now = self.clock.now();
-        self.read(|m| m.probe_wait(now))
     }
 
     /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure

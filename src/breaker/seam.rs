@@ -8,7 +8,16 @@
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
 //! | [`Builder::max_open_duration_or_default`] | the fleet | no open period adopted, followed or published longer than the breaker's own |
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
-//! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry | a breaker named after its key, on the registry's clock |
+//! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry, the pool | a breaker named after its key, on the registry's (the pool's) clock |
+//! | [`Builder::open_period_unset`] | the pool | an endpoint whose builder sets no open period gets the pool's backoff (100 ms to 30 s), not a lone breaker's 60 s |
+//! | [`eject`](Breaker::eject) (over [`Machine::eject`](crate::machine::Machine::eject)) | the pool's outlier detection and its look for hangs | an ejection is a change of the endpoint's breaker to open, [`Origin::Ejected`](crate::origin::Origin::Ejected), delivered as any other; `down` for a hang |
+//! | [`is_down`](Breaker::is_down) (over [`Machine::is_down`](crate::machine::Machine::is_down)) | the pool's walk, its summary and snapshot, the detector's cap | an endpoint down on its own evidence (a failed health check, a hang) is out whatever the cap, and not in the number the cap is a share of |
+//! | [`check_wait`](Breaker::check_wait), [`probe_wait`](Breaker::probe_wait) | the pool's walk | a pick that finds no endpoint answers with the time to the first retry: a check it cannot run, a half-open trial with its probes out |
+//!
+//! The pool's hooks are inherent and crate-private, as the registry's are, rather than a
+//! trait of their own: two of them are the machine's (the core, which a trait on the breaker
+//! would not cover), and the pool lives in this crate; they sit together below, one block, so
+//! that a build without the pool (were it ever a feature) marks them in one place.
 //!
 //! Admission, health checks and verdicts are not here: every caller asks them of the front
 //! door ([`gate`](super::gate)).
@@ -25,6 +34,7 @@ use crate::error::{Rejected, RejectedBy};
 use crate::lane::Peek;
 use crate::machine::Rules;
 use crate::observe::Observer;
+use crate::origin::Origin;
 use crate::policy::TripPolicy;
 use crate::snapshot::Snapshot;
 use crate::state::State;
@@ -148,5 +158,52 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// nothing delivered): what a registry may evict.
     pub(crate) fn is_closed_and_unforced(&self) -> bool {
         self.locked(|m| m.state() == State::Closed && m.forced().is_none())
+    }
+}
+
+/// The pool's hooks (see the table above): an endpoint's ejection, whether it is down, and
+/// how long a pick that finds it out should tell its caller to wait.
+impl<P: TripPolicy, O: Observer> Breaker<P, O> {
+    /// A pool's judgement of this endpoint's breaker: opened for `open_for` (or its own next
+    /// open period) with `origin`; `down` keeps it out whatever the pool's cap. From closed
+    /// or half-open only; no effect while open or forced (`false`).
+    /// A panic of user code on the way (the clock, an observer of the change) is kept in
+    /// `panics`, for the pool to continue once its own bookkeeping is done.
+    pub(crate) fn eject(
+        &self,
+        open_for: Option<Duration>,
+        origin: Origin,
+        down: bool,
+        panics: &mut FirstPanic,
+    ) -> bool {
+        let mut ejected = false;
+        let now = self.clock.try_now(panics);
+        self.transact(now, panics, |m, now, changes| {
+            let change = m.eject(open_for, origin, down, now);
+            ejected = change.is_some();
+            changes.extend(change.map(Some));
+        });
+        ejected
+    }
+
+    /// Whether this open period rests on the breaker's own evidence that its dependency is
+    /// down (a failed health check, a pool's judgement that it hangs): a pool keeps it out
+    /// whatever its cap.
+    pub(crate) fn is_down(&self) -> bool {
+        self.read(|m| m.is_down())
+    }
+
+    /// Once a health-checked breaker's open period is over, how long a call that cannot run
+    /// the check should wait before asking again (never zero); `None` when no check is due.
+    pub(crate) fn check_wait(&self) -> Option<Duration> {
+        let now = self.clock.now();
+        self.read(|m| m.check_wait(now))
+    }
+
+    /// Half-open with every probe out, how long until a call is admitted again at the latest
+    /// (never zero); `None` otherwise (see `Machine::probe_wait`).
+    pub(crate) fn probe_wait(&self) -> Option<Duration> {
+        let now = self.clock.now();
+        self.read(|m| m.probe_wait(now))
     }
 }
