@@ -513,104 +513,124 @@ impl BreakerCollector {
             return Ok(());
         }
         let pools: Vec<PoolFigures> = self.pools.iter().filter_map(|figures| figures()).collect();
-        let label = |p: &PoolFigures| [("pool", p.name.clone())];
-        for (metric, help, value) in [
-            (
-                "circuit_breaker_pool_endpoints",
-                "Endpoints in the pool.",
-                (|s: &PoolSummary| s.endpoints) as fn(&PoolSummary) -> usize,
-            ),
-            (
-                "circuit_breaker_pool_isolated",
-                "Endpoints isolated: their breakers open.",
-                |s: &PoolSummary| s.isolated,
-            ),
-            (
-                "circuit_breaker_pool_ejected",
-                "Endpoints isolated because the pool ejected them (an outlier, a hang), the \
-                 ejection running.",
-                |s: &PoolSummary| s.ejected,
-            ),
-            (
-                "circuit_breaker_pool_down",
-                "Endpoints isolated on their own evidence (a failed health check, a hang), \
-                 whatever the cap.",
-                |s: &PoolSummary| s.down,
-            ),
-            (
-                "circuit_breaker_pool_in_flight",
-                "Picks in flight, all endpoints together.",
-                |s: &PoolSummary| s.in_flight,
-            ),
-        ] {
-            family(
-                e,
-                metric,
-                help,
-                MetricType::Gauge,
-                pools
-                    .iter()
-                    .map(|p| (label(p), Level(value(&p.summary) as i64))),
-            )?;
-        }
-        family(
-            e,
-            "circuit_breaker_pool_picked",
-            "Picks made: endpoints chosen for a call.",
-            MetricType::Counter,
-            pools
-                .iter()
-                .map(|p| (label(p), Count(p.summary.stats.picks))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_pool_picks",
-            "Picks the pool counted itself, by result.",
-            MetricType::Counter,
-            pools.iter().flat_map(|p| {
-                let s = &p.summary.stats;
-                [
-                    ("over_cap", s.over_cap),
-                    ("no_endpoint", s.no_endpoint),
-                    ("overloaded", s.overloaded),
-                ]
-                .into_iter()
-                .map(move |(result, n)| {
-                    (
-                        [("pool", p.name.clone()), ("result", result.to_owned())],
-                        Count(n),
-                    )
-                })
-            }),
-        )?;
-        family(
-            e,
-            "circuit_breaker_pool_ejections",
-            "Endpoints the pool ejected, by reason (each also a change of the endpoint's \
-             breaker to open).",
-            MetricType::Counter,
-            pools.iter().flat_map(|p| {
-                ejections(&p.summary.stats).map(move |(reason, n)| {
-                    (
-                        [
-                            ("pool", p.name.clone()),
-                            ("reason", reason.as_str().to_owned()),
-                        ],
-                        Count(n),
-                    )
-                })
-            }),
-        )?;
-        family(
-            e,
-            "circuit_breaker_pool_outliers_detected",
-            "Outliers outlier detection found, ejected or not.",
-            MetricType::Counter,
-            pools
-                .iter()
-                .map(|p| (label(p), Count(p.summary.stats.outliers_detected))),
-        )
+        encode_pool_gauges(e, &pools)?;
+        encode_pool_picks(e, &pools)?;
+        encode_pool_ejections(e, &pools)
     }
+}
+
+/// A pool's own series' label.
+fn pool_label(p: &PoolFigures) -> [(&'static str, String); 1] {
+    [("pool", p.name.clone())]
+}
+
+/// The pools' gauges: their endpoints, isolated, ejected, down, and picks in flight.
+fn encode_pool_gauges(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fmt::Result {
+    for (metric, help, value) in [
+        (
+            "circuit_breaker_pool_endpoints",
+            "Endpoints in the pool.",
+            (|s: &PoolSummary| s.endpoints) as fn(&PoolSummary) -> usize,
+        ),
+        (
+            "circuit_breaker_pool_isolated",
+            "Endpoints isolated: their breakers open.",
+            |s: &PoolSummary| s.isolated,
+        ),
+        (
+            "circuit_breaker_pool_ejected",
+            "Endpoints isolated because the pool ejected them (an outlier, a hang), the \
+             ejection running.",
+            |s: &PoolSummary| s.ejected,
+        ),
+        (
+            "circuit_breaker_pool_down",
+            "Endpoints isolated on their own evidence (a failed health check, a hang), \
+             whatever the cap.",
+            |s: &PoolSummary| s.down,
+        ),
+        (
+            "circuit_breaker_pool_in_flight",
+            "Picks in flight, all endpoints together.",
+            |s: &PoolSummary| s.in_flight,
+        ),
+    ] {
+        family(
+            e,
+            metric,
+            help,
+            MetricType::Gauge,
+            pools
+                .iter()
+                .map(|p| (pool_label(p), Level(value(&p.summary) as i64))),
+        )?;
+    }
+    Ok(())
+}
+
+/// The pools' counts of picks: made, and counted by the pool itself by result.
+fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fmt::Result {
+    family(
+        e,
+        "circuit_breaker_pool_picked",
+        "Picks made: endpoints chosen for a call.",
+        MetricType::Counter,
+        pools
+            .iter()
+            .map(|p| (pool_label(p), Count(p.summary.stats.picks))),
+    )?;
+    family(
+        e,
+        "circuit_breaker_pool_picks",
+        "Picks the pool counted itself, by result.",
+        MetricType::Counter,
+        pools.iter().flat_map(|p| {
+            let s = &p.summary.stats;
+            [
+                ("over_cap", s.over_cap),
+                ("no_endpoint", s.no_endpoint),
+                ("overloaded", s.overloaded),
+            ]
+            .into_iter()
+            .map(move |(result, n)| {
+                (
+                    [("pool", p.name.clone()), ("result", result.to_owned())],
+                    Count(n),
+                )
+            })
+        }),
+    )
+}
+
+/// The pools' ejections by reason, and the outliers their detection found.
+fn encode_pool_ejections(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fmt::Result {
+    family(
+        e,
+        "circuit_breaker_pool_ejections",
+        "Endpoints the pool ejected, by reason (each also a change of the endpoint's \
+         breaker to open).",
+        MetricType::Counter,
+        pools.iter().flat_map(|p| {
+            ejections(&p.summary.stats).map(move |(reason, n)| {
+                (
+                    [
+                        ("pool", p.name.clone()),
+                        ("reason", reason.as_str().to_owned()),
+                    ],
+                    Count(n),
+                )
+            })
+        }),
+    )?;
+    family(
+        e,
+        "circuit_breaker_pool_outliers_detected",
+        "Outliers outlier detection found, ejected or not.",
+        MetricType::Counter,
+        pools
+            .iter()
+            .map(|p| (pool_label(p), Count(p.summary.stats.outliers_detected))),
+    )
 }
 
 /// A pool's ejections by reason, as `circuit_breaker_pool_ejections_total` labels them.
