@@ -11,7 +11,7 @@
 //!   ended one takes the lock, which starts the next one). The counters are folded into the
 //!   machine's counts by the next lock holder.
 //! - **Failing** (closed, uncontended: no stripes yet): record a failure the policy said
-//!   cannot trip ([`TripPolicy::failure_headroom`](crate::policy::TripPolicy::failure_headroom),
+//!   cannot trip ([`TripPolicy::lane_room`](crate::policy::TripPolicy::lane_room)'s failures,
 //!   published as the base cell's failure room), in the base cell beside the successes, which
 //!   keeps its results in order (the *tail*): the fold gives the consecutive runs exactly.
 //!   Once threads contend, every failure takes the lock, as one that may trip always does.
@@ -108,7 +108,7 @@
 //! within a generation, so these lanes' cells carry an epoch, as a rolling lane's do. A fast
 //! success (within the threshold, its reading not older than `since`: a lock step that saw a
 //! later time would have timed it then) counts in the cell while the policy says no such
-//! success can trip it ([`quiet_successes`](crate::policy::TripPolicy::quiet_successes); else the
+//! success can trip it ([`lane_room`](crate::policy::TripPolicy::lane_room)'s quiet successes; else the
 //! lane is published locked); a slow result, a failure, or a call counted as slow in flight
 //! takes the lock, which frees its slot.
 //!
@@ -1172,11 +1172,11 @@ impl Lane {
 
     /// Records a failure lock-free, if the breaker is uncontended (no stripes: the base cell
     /// keeps every result in order) and its cell is open for `ticket` with room for a
-    /// failure, the room the policy left ([`TripPolicy::failure_headroom`]) so that this
-    /// failure cannot trip it; windowed, if `clock` (read then, once) is within the window.
-    /// One compare-and-swap, no retry: `false` sends the failure to the lock, which decides.
+    /// failure, the room the policy left ([`TripPolicy::lane_room`]) so that this failure
+    /// cannot trip it; windowed, if `clock` (read then, once) is within the window. One
+    /// compare-and-swap, no retry: `false` sends the failure to the lock, which decides.
     ///
-    /// [`TripPolicy::failure_headroom`]: crate::policy::TripPolicy::failure_headroom
+    /// [`TripPolicy::lane_room`]: crate::policy::TripPolicy::lane_room
     #[inline]
     pub(crate) fn fail(&self, ticket: Ticket, clock: impl FnOnce() -> Option<Nanos>) -> bool {
         if self.stripes.get().is_some() || ticket.tracked() {

@@ -982,8 +982,8 @@ impl TripPolicy for WatchedSlow {
     fn capabilities(&self) -> lazybreaker::policy::Capabilities {
         self.policy.capabilities()
     }
-    fn quiet_successes(&self, counts: &lazybreaker::Counts) -> bool {
-        self.policy.quiet_successes(counts)
+    fn lane_room(&self, counts: &lazybreaker::Counts) -> lazybreaker::policy::LaneRoom {
+        self.policy.lane_room(counts)
     }
 }
 

@@ -762,7 +762,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     ///
     /// Only if user code does: the clock, or a policy hook the breaker asks here
     /// ([`TripPolicy::capabilities`], [`TripPolicy::success_recorder`], and
-    /// [`TripPolicy::failure_headroom`] for the empty counts); its panic continues from
+    /// [`TripPolicy::lane_room`] for the empty counts); its panic continues from
     /// `build`.
     pub fn build(self) -> Breaker<P, O> {
         // The policy's capabilities, asked once: a panic continues from `build` (nothing is

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use crate::contain::FirstPanic;
+use crate::counts::Counts;
 use crate::nanos::{instant, Nanos};
-use crate::policy::{CallResult, TripPolicy};
+use crate::policy::{CallResult, LaneRoom, TripPolicy};
 use crate::state::State;
 
 /// The policy, reachable only through hooks that contain its panics: a hook that panics
@@ -35,14 +36,9 @@ impl<P: TripPolicy> Guarded<P> {
         self.hook(false, |p| p.on_result(result))
     }
 
-    /// The failures the lane may count without the policy; none if it panics.
-    pub(super) fn failure_headroom(&mut self, counts: &crate::counts::Counts) -> u64 {
-        self.hook(0, |p| p.failure_headroom(counts))
-    }
-
-    /// Whether fast successes may count without the policy; not if it panics.
-    pub(super) fn quiet_successes(&mut self, counts: &crate::counts::Counts) -> bool {
-        self.hook(false, |p| p.quiet_successes(counts))
+    /// What the lane may count without the policy; none if it panics.
+    pub(super) fn lane_room(&mut self, counts: &Counts) -> LaneRoom {
+        self.hook(LaneRoom::NONE, |p| p.lane_room(counts))
     }
 
     pub(super) fn on_probe_result(&mut self, result: &CallResult<'_>) {

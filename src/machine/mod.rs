@@ -27,7 +27,7 @@ use crate::in_flight::InFlight;
 use crate::in_flight_slots::{InFlightSlots, Released};
 use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
-use crate::policy::{CallResult, Outcome, TripPolicy};
+use crate::policy::{CallResult, LaneRoom, Outcome, TripPolicy};
 use crate::state::State;
 use crate::throttle::{Throttle, Throttling};
 
@@ -195,7 +195,7 @@ pub(crate) enum Phase {
         /// next one once its `p` may have risen above zero); `u64::MAX`: no limit.
         room: u64,
         /// How many failures the lane may count without the machine: the policy's
-        /// [`failure_headroom`](crate::policy::TripPolicy::failure_headroom) at the last
+        /// [`lane_room`](crate::policy::TripPolicy::lane_room)'s failures at the last
         /// [`update_lane_room`](Machine::update_lane_room); zero where the machine must
         /// see every failure (a count window, a slow-call threshold, a throttle, dry run).
         failure_room: u64,
@@ -209,7 +209,7 @@ pub(crate) enum Phase {
         since: Nanos,
         /// With the lane's in-flight slots: every call takes the lock (the policy says a fast
         /// success may trip it, see
-        /// [`quiet_successes`](crate::policy::TripPolicy::quiet_successes)).
+        /// [`lane_room`](crate::policy::TripPolicy::lane_room)'s quiet successes).
         locked: bool,
     },
     /// Open until `until` (inclusive: it goes half-open strictly after).
@@ -399,17 +399,18 @@ impl<P: TripPolicy> Machine<P> {
             && !self.window.is_by_count()
             // A throttle tells its observers when a result starts or stops it: it sees them.
             && self.throttle.is_none();
-        self.failure_room = if lane_may_fail {
-            self.policy.failure_headroom(self.window.counts())
-        } else {
-            0
-        };
         let lane_may_succeed = self.slots.is_some()
             && self.state == State::Closed
             && self.forced.is_none()
             && !self.rules.dry_run
             && self.throttle.is_none();
-        self.quiet = lane_may_succeed && self.policy.quiet_successes(self.window.counts());
+        let room = if lane_may_fail || lane_may_succeed {
+            self.policy.lane_room(self.window.counts())
+        } else {
+            LaneRoom::NONE
+        };
+        self.failure_room = if lane_may_fail { room.failures } else { 0 };
+        self.quiet = lane_may_succeed && room.quiet_successes;
     }
 
     /// Takes `failures` the lane counted out of the room it was given, without asking the

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
+use super::{CallResult, Capabilities, LaneRoom, SuccessRecorder, TripPolicy};
 use crate::counts::Counts;
 use crate::state::State;
 
@@ -86,14 +86,11 @@ impl<A: TripPolicy, B: TripPolicy> TripPolicy for AnyOf<A, B> {
         a.max(b).unwrap_or(timeout)
     }
 
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
+    /// The room both leave: see [`LaneRoom::both`].
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
         self.first
-            .failure_headroom(counts)
-            .min(self.second.failure_headroom(counts))
-    }
-
-    fn quiet_successes(&self, counts: &Counts) -> bool {
-        self.first.quiet_successes(counts) && self.second.quiet_successes(counts)
+            .lane_room(counts)
+            .both(self.second.lane_room(counts))
     }
 
     fn on_state_change(&mut self, from: State, to: State, now: Duration) {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CallResult, Capabilities, SuccessRecorder, TripPolicy};
+use super::{CallResult, Capabilities, LaneRoom, SuccessRecorder, TripPolicy};
 use crate::counts::Counts;
 use crate::error::ConfigError;
 use crate::state::State;
@@ -119,12 +119,8 @@ impl<P: TripPolicy> TripPolicy for Backoff<P> {
         }
     }
 
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
-        self.inner.failure_headroom(counts)
-    }
-
-    fn quiet_successes(&self, counts: &Counts) -> bool {
-        self.inner.quiet_successes(counts)
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        self.inner.lane_room(counts)
     }
 
     fn half_open_probes(&self, max_requests: u64) -> u64 {

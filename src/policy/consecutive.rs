@@ -1,6 +1,6 @@
 //! [`ConsecutiveFailures`]: trips on a run of failures (the default policy).
 
-use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, LaneRoom, Outcome, TripPolicy};
 use crate::counts::Counts;
 use crate::error::ConfigError;
 
@@ -77,16 +77,16 @@ impl TripPolicy for ConsecutiveFailures {
         Capabilities::default().needs_successes(false)
     }
 
-    /// It trips on failures only.
-    fn quiet_successes(&self, _counts: &Counts) -> bool {
-        true
-    }
-
     /// Each failure adds one to the run at most: the run may grow to one below the threshold.
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
-        self.threshold
-            .saturating_sub(1)
-            .saturating_sub(counts.consecutive_failures)
+    /// It trips on failures only: successes are quiet.
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        LaneRoom::NONE
+            .failures(
+                self.threshold
+                    .saturating_sub(1)
+                    .saturating_sub(counts.consecutive_failures),
+            )
+            .quiet_successes(true)
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`FailureCount`]: trips on a number of failures within the window.
 
-use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, LaneRoom, Outcome, TripPolicy};
 use crate::counts::Counts;
 use crate::error::ConfigError;
 
@@ -80,16 +80,16 @@ impl TripPolicy for FailureCount {
         Capabilities::default().needs_successes(false)
     }
 
-    /// It trips on failures only.
-    fn quiet_successes(&self, _counts: &Counts) -> bool {
-        true
-    }
-
-    /// The failures may grow to one below the count, whatever the requests.
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
-        self.failures
-            .saturating_sub(1)
-            .saturating_sub(counts.total_failures)
+    /// The failures may grow to one below the count, whatever the requests. It trips on
+    /// failures only: successes are quiet.
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        LaneRoom::NONE
+            .failures(
+                self.failures
+                    .saturating_sub(1)
+                    .saturating_sub(counts.total_failures),
+            )
+            .quiet_successes(true)
     }
 }
 

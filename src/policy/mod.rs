@@ -58,7 +58,7 @@
 //! must therefore be quick, must not block, and must not call back into the breaker: a call
 //! back into the same breaker would deadlock.
 //!
-//! A failure the policy's [`failure_headroom`](TripPolicy::failure_headroom) says cannot
+//! A failure the policy's [`lane_room`](TripPolicy::lane_room) says cannot
 //! trip it may be counted without the lock and without `on_result` (an uncontended
 //! breaker's lock-free lane does so): the counts the policy sees next include it. The
 //! policies here answer how far they are from their threshold; a policy of your own keeps
@@ -79,6 +79,7 @@ mod capabilities;
 mod consecutive;
 mod ema;
 mod failure_count;
+mod lane_room;
 mod ratio;
 mod ready_to_trip;
 mod slow_calls;
@@ -90,6 +91,7 @@ pub use capabilities::Capabilities;
 pub use consecutive::ConsecutiveFailures;
 pub use ema::{Ema, EmaConfig, EmaRecorder, EmaWindowState};
 pub use failure_count::FailureCount;
+pub use lane_room::LaneRoom;
 pub use ratio::FailureRatio;
 pub use ready_to_trip::ReadyToTrip;
 pub use slow_calls::SlowCalls;
@@ -239,22 +241,38 @@ pub trait TripPolicy: Send {
         Capabilities::default()
     }
 
-    /// How many more failures, from `counts`, cannot make [`on_result`](TripPolicy::on_result)
-    /// trip, whatever admissions and successes come among them: the breaker may count that
-    /// many closed-state failures on its lock-free lane, without the lock and without showing
-    /// them to `on_result`, and folds them into the counts the policy sees next. Asked under
-    /// the lock after each step there (and at build, for the empty counts); the answer holds
-    /// until the next (a read spends what the lane used of it, asking nothing). Only an
-    /// uncontended breaker's
-    /// lane takes failures so (one counter holds every result in order, so the consecutive
-    /// runs stay exact); a failure that could trip, a fatal one, and any failure once threads
-    /// contend, go to the lock as before.
+    /// What the breaker's lock-free lane may count from `counts` without the lock and
+    /// without showing `on_result`, which then sees it folded into the counts it is shown
+    /// next (see [`LaneRoom`]):
     ///
-    /// The default, 0: every failure reaches `on_result`. Answer more only if `on_result` is a
-    /// function of the counts alone, keeps no state of its own from failures, and needs no
-    /// latency; [`ConsecutiveFailures`], [`FailureRatio`] and [`FailureCount`] answer how far
-    /// they are from their threshold, [`AnyOf`] the lesser of its two, [`Backoff`] its
-    /// policy's.
+    /// - [`failures`](LaneRoom::failures): how many more failures cannot make
+    ///   [`on_result`](TripPolicy::on_result) trip, whatever admissions and successes come
+    ///   among them. Only an uncontended breaker's lane takes failures so (one counter holds
+    ///   every result in order, so the consecutive runs stay exact); a failure that could
+    ///   trip, a fatal one, and any failure once threads contend, go to the lock as before.
+    ///   Asked only where the lane may count failures (no slow-call threshold, count window,
+    ///   throttle or dry run).
+    /// - [`quiet_successes`](LaneRoom::quiet_successes): whether no closed-state success that
+    ///   is not slow can make `on_result` trip, whatever admissions and such successes come
+    ///   among them: a breaker with a slow-call threshold then counts those successes on its
+    ///   lane (its calls in flight are tracked there too, so that a call past the threshold
+    ///   is still counted as slow when the next call arrives). A breaker without a slow-call
+    ///   threshold does not look at it: its lane counts successes whenever the
+    ///   [`Capabilities`] allow.
+    ///
+    /// Asked under the lock after each step there (and at build, for the empty counts); the
+    /// answer holds until the next (a read spends what the lane used of it, asking nothing).
+    /// A panic answers [`LaneRoom::NONE`] and continues from the step that asked, once it is
+    /// done.
+    ///
+    /// The default, [`LaneRoom::NONE`]: every failure reaches `on_result`, and every result
+    /// of a slow-call policy's breaker takes the lock. Answer more only if `on_result` is a
+    /// function of the counts alone, keeps no state of its own from the results the room
+    /// lets pass, and (for failures) needs no latency. [`ConsecutiveFailures`],
+    /// [`FailureRatio`] and [`FailureCount`] answer how far they are from their threshold and
+    /// quiet successes (they trip on failures only); [`SlowCalls`] whether its share of slow
+    /// calls is below its ratio (admissions only lower it); [`AnyOf`] the room both of its
+    /// two leave ([`LaneRoom::both`]), [`Backoff`] its policy's.
     ///
     /// # Examples
     ///
@@ -262,7 +280,7 @@ pub trait TripPolicy: Send {
     /// cannot trip it.
     ///
     /// ```
-    /// use lazybreaker::policy::{CallResult, Capabilities, Outcome, TripPolicy};
+    /// use lazybreaker::policy::{CallResult, Capabilities, LaneRoom, Outcome, TripPolicy};
     /// use lazybreaker::{Breaker, Counts, State};
     ///
     /// #[derive(Debug)]
@@ -275,12 +293,14 @@ pub trait TripPolicy: Send {
     ///     fn capabilities(&self) -> Capabilities {
     ///         Capabilities::default().needs_successes(false)
     ///     }
-    ///     fn failure_headroom(&self, counts: &Counts) -> u64 {
-    ///         9u64.saturating_sub(counts.total_failures)
+    ///     fn lane_room(&self, counts: &Counts) -> LaneRoom {
+    ///         LaneRoom::NONE
+    ///             .failures(9u64.saturating_sub(counts.total_failures))
+    ///             .quiet_successes(true) // it trips on failures only
     ///     }
     /// }
     ///
-    /// assert_eq!(TenFailures.failure_headroom(&Counts::default()), 9);
+    /// assert_eq!(TenFailures.lane_room(&Counts::default()).failures, 9);
     /// let breaker = Breaker::builder().policy(TenFailures).build();
     /// for _ in 0..10 {
     ///     let _ = breaker.execute(|| Err::<(), _>("boom"));
@@ -288,29 +308,8 @@ pub trait TripPolicy: Send {
     /// assert_eq!(breaker.state(), State::Open, "the tenth took the lock and tripped");
     /// assert_eq!(breaker.totals().failures, 10);
     /// ```
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
-        let _ = counts;
-        0
-    }
-
-    /// Whether, from `counts`, no closed-state success that is not slow can make
-    /// [`on_result`](TripPolicy::on_result) trip, whatever admissions and such successes come
-    /// among them: a breaker with a slow-call threshold then counts those successes on its
-    /// lock-free lane, without the lock and without showing them to `on_result` (its calls
-    /// in flight are tracked there too, so that a call past the threshold is still counted
-    /// as slow when the next call arrives). Asked under the lock after each step there, as
-    /// [`failure_headroom`](TripPolicy::failure_headroom) is; the answer holds until the next.
-    /// A breaker without a slow-call threshold does not ask: its lane counts successes
-    /// whenever the [`Capabilities`] allow.
     ///
-    /// The default, `false`: every result of a slow-call policy's breaker takes the lock.
-    /// Answer `true` only if `on_result` is a function of the counts alone and keeps no state
-    /// of its own from successes. [`SlowCalls`] answers whether its share of slow calls is
-    /// below its ratio (admissions only lower it); [`ConsecutiveFailures`], [`FailureRatio`]
-    /// and [`FailureCount`] `true` (they trip on failures only); [`AnyOf`] both of its two,
-    /// [`Backoff`] its policy's.
-    ///
-    /// # Examples
+    /// A slow-call policy's fast successes are quiet below its ratio:
     ///
     /// ```
     /// use lazybreaker::policy::{SlowCalls, TripPolicy};
@@ -319,13 +318,13 @@ pub trait TripPolicy: Send {
     ///
     /// let policy = SlowCalls::new(Duration::from_secs(1), 0.5, 10)?;
     /// let counts = |requests, slow| Counts::default().with_requests(requests).with_slow_calls(slow);
-    /// assert!(policy.quiet_successes(&counts(10, 4)), "4 of 10: below half, and only falling");
-    /// assert!(!policy.quiet_successes(&counts(10, 5)), "at the ratio: a success may trip");
+    /// assert!(policy.lane_room(&counts(10, 4)).quiet_successes, "4 of 10: below half, and only falling");
+    /// assert!(!policy.lane_room(&counts(10, 5)).quiet_successes, "at the ratio: a success may trip");
     /// # Ok::<(), lazybreaker::ConfigError>(())
     /// ```
-    fn quiet_successes(&self, counts: &Counts) -> bool {
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
         let _ = counts;
-        false
+        LaneRoom::NONE
     }
 
     /// A record of closed-state successes that the breaker updates without its lock, for a
@@ -413,11 +412,7 @@ impl<P: TripPolicy + ?Sized> TripPolicy for Box<P> {
         (**self).success_recorder()
     }
 
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
-        (**self).failure_headroom(counts)
-    }
-
-    fn quiet_successes(&self, counts: &Counts) -> bool {
-        (**self).quiet_successes(counts)
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        (**self).lane_room(counts)
     }
 }

@@ -1,6 +1,6 @@
 //! [`FailureRatio`]: trips on a share of failures, once enough requests were made.
 
-use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, LaneRoom, Outcome, TripPolicy};
 use crate::counts::Counts;
 use crate::error::{ConfigError, Number};
 
@@ -79,16 +79,22 @@ impl TripPolicy for FailureRatio {
         Capabilities::default().needs_successes(false)
     }
 
-    /// It trips on failures only.
-    fn quiet_successes(&self, _counts: &Counts) -> bool {
-        true
-    }
-
     /// The requests only grow until the lane is next republished (a new window or bucket
     /// republishes it), so `failures / requests` stays at most `f / counts.requests` for `f`
     /// failures: the failures may grow while that stays below the ratio, in the same
-    /// floating-point division `on_result` makes (division is monotonic in both operands).
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
+    /// floating-point division `on_result` makes (division is monotonic in both operands). It
+    /// trips on failures only: successes are quiet.
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        LaneRoom::NONE
+            .failures(self.room_below_ratio(counts))
+            .quiet_successes(true)
+    }
+}
+
+impl FailureRatio {
+    /// How many more failures from `counts` stay below the ratio (see
+    /// [`lane_room`](TripPolicy::lane_room)).
+    fn room_below_ratio(&self, counts: &Counts) -> u64 {
         if counts.requests == 0 {
             return 0;
         }

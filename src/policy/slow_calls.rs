@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{CallResult, Capabilities, Outcome, TripPolicy};
+use super::{CallResult, Capabilities, LaneRoom, Outcome, TripPolicy};
 use crate::counts::Counts;
 use crate::error::{ConfigError, Number};
 
@@ -153,17 +153,6 @@ impl TripPolicy for SlowCalls {
             && c.slow_calls as f64 / c.requests as f64 >= self.ratio
     }
 
-    /// Below its ratio, no fast success trips it: the slow calls grow only under the lock,
-    /// and admissions only lower their share (a correctly rounded division is monotonic).
-    fn quiet_successes(&self, counts: &Counts) -> bool {
-        let (requests, slow) = (counts.requests, counts.slow_calls);
-        if requests == 0 {
-            return slow == 0 && self.ratio > 0.0;
-        }
-        // The very comparison `on_result` makes, negated (no NaN here: the ratio is checked).
-        (slow as f64 / requests as f64) < self.ratio
-    }
-
     /// Latencies and a threshold; every success, since a slow success can trip it.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
@@ -173,6 +162,21 @@ impl TripPolicy for SlowCalls {
             .probes_on_latency_alone(self.latency_alone)
             // A latency right to within a hundredth of the threshold decides as well.
             .latency_resolution(self.threshold / 100)
+    }
+
+    /// Below its ratio, no fast success trips it: the slow calls grow only under the lock,
+    /// and admissions only lower their share (a correctly rounded division is monotonic).
+    /// No failure (a slow-call threshold shows the policy every failure anyway).
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        let (requests, slow) = (counts.requests, counts.slow_calls);
+        let quiet = if requests == 0 {
+            slow == 0 && self.ratio > 0.0
+        } else {
+            // The very comparison `on_result` makes, negated (no NaN here: the ratio is
+            // checked).
+            (slow as f64 / requests as f64) < self.ratio
+        };
+        LaneRoom::NONE.quiet_successes(quiet)
     }
 }
 

@@ -11,12 +11,12 @@ use crate::support;
 use std::time::Duration;
 
 use lazybreaker::policy::{
-    AnyOf, CallResult, Capabilities, ConsecutiveFailures, Outcome, TripPolicy,
+    AnyOf, CallResult, Capabilities, ConsecutiveFailures, LaneRoom, Outcome, TripPolicy,
 };
 use lazybreaker::{Counts, State};
 
 use support::hooks::{
-    recorded_capabilities, PolicyHook, Recording, GAUGE, OPEN_FOR, POLICY_HOOKS, PROBES,
+    recorded_capabilities, PolicyHook, Recording, GAUGE, OPEN_FOR, POLICY_HOOKS, PROBES, ROOM,
 };
 
 /// A policy that never trips and keeps every default but the capabilities, which it makes
@@ -36,9 +36,9 @@ impl TripPolicy for Quiet {
             .probes_on_latency_alone(true)
     }
 
-    /// It never trips: so that `AnyOf` asks its other policy too.
-    fn quiet_successes(&self, _: &Counts) -> bool {
-        true
+    /// It never trips: any room, so that `AnyOf` answers its other policy's.
+    fn lane_room(&self, _: &Counts) -> LaneRoom {
+        LaneRoom::NONE.failures(u64::MAX).quiet_successes(true)
     }
 }
 
@@ -74,13 +74,8 @@ fn exercise(name: &str, policy: &mut dyn TripPolicy, open_for: Duration) {
                 policy.gauges(&mut |name, value| reported.push((name, value)));
                 assert_eq!(reported, [GAUGE], "{name}: gauges");
             }
-            PolicyHook::FailureHeadroom => assert_eq!(
-                policy.failure_headroom(&counts),
-                0,
-                "{name}: failure_headroom"
-            ),
-            PolicyHook::QuietSuccesses => {
-                assert!(policy.quiet_successes(&counts), "{name}: quiet_successes")
+            PolicyHook::LaneRoom => {
+                assert_eq!(policy.lane_room(&counts), ROOM, "{name}: lane_room")
             }
             PolicyHook::SuccessRecorder => {
                 let recorder = policy.success_recorder();

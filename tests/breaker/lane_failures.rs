@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lazybreaker::policy::{
-    CallResult, Capabilities, ConsecutiveFailures, FailureCount, FailureRatio, Outcome, TripPolicy,
+    CallResult, Capabilities, ConsecutiveFailures, FailureCount, FailureRatio, LaneRoom, Outcome,
+    TripPolicy,
 };
 use lazybreaker::{Breaker, Counts, ManualClock, State};
 
@@ -30,8 +31,8 @@ impl<P: TripPolicy> TripPolicy for Shown<P> {
         self.policy.capabilities()
     }
 
-    fn failure_headroom(&self, counts: &Counts) -> u64 {
-        self.policy.failure_headroom(counts)
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        self.policy.lane_room(counts)
     }
 }
 
@@ -141,31 +142,32 @@ fn headrooms_stop_one_short_of_each_threshold() {
     let at = |requests, failures, run| counts(requests, requests - failures, failures, 0, run);
     let ratio = FailureRatio::new(0.5, 10).unwrap();
     assert_eq!(
-        ratio.failure_headroom(&at(0, 0, 0)),
+        ratio.lane_room(&at(0, 0, 0)).failures,
         0,
         "no requests: no room"
     );
     // 100 requests: 49 failures stay below half, 50 reach it.
-    assert_eq!(ratio.failure_headroom(&at(100, 0, 0)), 49);
-    assert_eq!(ratio.failure_headroom(&at(100, 40, 0)), 9);
-    assert_eq!(ratio.failure_headroom(&at(100, 49, 0)), 0);
-    assert_eq!(ratio.failure_headroom(&at(100, 60, 0)), 0);
+    assert_eq!(ratio.lane_room(&at(100, 0, 0)).failures, 49);
+    assert_eq!(ratio.lane_room(&at(100, 40, 0)).failures, 9);
+    assert_eq!(ratio.lane_room(&at(100, 49, 0)).failures, 0);
+    assert_eq!(ratio.lane_room(&at(100, 60, 0)).failures, 0);
     // 0.1 of 30 is 3.0000000000000004 in floating point: 2 stay below it, 3 do not.
     let tenth = FailureRatio::new(0.1, 1).unwrap();
-    assert_eq!(tenth.failure_headroom(&at(30, 0, 0)), 2);
+    assert_eq!(tenth.lane_room(&at(30, 0, 0)).failures, 2);
     assert_eq!(
         FailureRatio::new(0.0, 1)
             .unwrap()
-            .failure_headroom(&at(100, 0, 0)),
+            .lane_room(&at(100, 0, 0))
+            .failures,
         0
     );
     let run = ConsecutiveFailures::new(6).unwrap();
-    assert_eq!(run.failure_headroom(&at(10, 2, 2)), 3);
-    assert_eq!(run.failure_headroom(&at(10, 5, 5)), 0);
+    assert_eq!(run.lane_room(&at(10, 2, 2)).failures, 3);
+    assert_eq!(run.lane_room(&at(10, 5, 5)).failures, 0);
     let count = FailureCount::new(5, 100).unwrap();
-    assert_eq!(count.failure_headroom(&at(10, 3, 0)), 1);
+    assert_eq!(count.lane_room(&at(10, 3, 0)).failures, 1);
     assert_eq!(
-        run.or(count).failure_headroom(&at(10, 3, 1)),
+        run.or(count).lane_room(&at(10, 3, 1)).failures,
         1,
         "the lesser"
     );
@@ -206,11 +208,11 @@ impl TripPolicy for PanicsFrom {
     fn capabilities(&self) -> Capabilities {
         self.0.capabilities()
     }
-    fn failure_headroom(&self, c: &Counts) -> u64 {
+    fn lane_room(&self, c: &Counts) -> LaneRoom {
         if c.requests >= self.1 {
             panic!("headroom bug");
         }
-        self.0.failure_headroom(c)
+        self.0.lane_room(c)
     }
 }
 

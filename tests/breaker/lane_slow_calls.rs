@@ -2,14 +2,14 @@
 //! fast successes counted without the policy, a call stuck past the threshold still counted
 //! as slow when the next call arrives (exactly at the threshold it is not), more calls in
 //! flight than the lane's slots, a clock reading behind the breaker's time, and a panicking
-//! `quiet_successes`. Expected values are hand-computed from the scenario.
+//! `lane_room` (asked for its quiet successes). Expected values are hand-computed from the scenario.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lazybreaker::policy::{CallResult, Capabilities, SlowCalls, TripPolicy};
+use lazybreaker::policy::{CallResult, Capabilities, LaneRoom, SlowCalls, TripPolicy};
 use lazybreaker::{Breaker, Counts, ManualClock, State};
 
 const SEC: Duration = Duration::from_secs(1);
@@ -23,7 +23,7 @@ fn ms(n: u64) -> Duration {
 struct Shown {
     policy: SlowCalls,
     shown: Arc<AtomicU64>,
-    /// Whether `quiet_successes` panics.
+    /// Whether `lane_room` panics.
     panics: Arc<AtomicBool>,
 }
 
@@ -49,12 +49,12 @@ impl TripPolicy for Shown {
     fn capabilities(&self) -> Capabilities {
         self.policy.capabilities()
     }
-    fn quiet_successes(&self, counts: &Counts) -> bool {
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
         assert!(
             !self.panics.load(Ordering::SeqCst),
             "quiet_successes panicked"
         );
-        self.policy.quiet_successes(counts)
+        self.policy.lane_room(counts)
     }
 }
 

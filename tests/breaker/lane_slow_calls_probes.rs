@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::support::policy::Locked;
 use crate::support::rng::Rng;
 
-use lazybreaker::policy::{CallResult, Capabilities, Outcome, SlowCalls, TripPolicy};
+use lazybreaker::policy::{CallResult, Capabilities, LaneRoom, Outcome, SlowCalls, TripPolicy};
 use lazybreaker::{Breaker, Counts, ManualClock};
 
 fn ms(n: u64) -> Duration {
@@ -38,8 +38,9 @@ impl TripPolicy for Seen {
     fn capabilities(&self) -> Capabilities {
         self.policy.capabilities()
     }
-    fn quiet_successes(&self, counts: &Counts) -> bool {
-        self.quiet && self.policy.quiet_successes(counts)
+    fn lane_room(&self, counts: &Counts) -> LaneRoom {
+        let room = self.policy.lane_room(counts);
+        room.quiet_successes(self.quiet && room.quiet_successes)
     }
 }
 

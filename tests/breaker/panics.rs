@@ -427,10 +427,9 @@ fn every_hook_at_every_moment_panics_through_and_leaves_the_breaker_whole() {
     for hook in POLICY_HOOKS {
         let rig_hook = match hook {
             PolicyHook::Capabilities | PolicyHook::SuccessRecorder => continue, // a_policy_panicking_while_the_breaker_is_built_..
-            // Asked as a lock holder republishes the lane: lane_failures::a_panicking_headroom_..
-            PolicyHook::FailureHeadroom => continue,
-            // Likewise: lane_slow_calls::a_panicking_quiet_successes_..
-            PolicyHook::QuietSuccesses => continue,
+            // Asked as a lock holder republishes the lane: lane_failures::a_headroom_panic_..
+            // and lane_slow_calls::a_panicking_quiet_successes_..
+            PolicyHook::LaneRoom => continue,
             PolicyHook::HalfOpenProbes => HalfOpenProbes,
             PolicyHook::OnResult => OnResult,
             PolicyHook::OpenDuration => OpenDuration,

@@ -10,7 +10,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lazybreaker::policy::{AnyOf, Backoff, CallResult, Capabilities, SuccessRecorder, TripPolicy};
+use lazybreaker::policy::{
+    AnyOf, Backoff, CallResult, Capabilities, LaneRoom, SuccessRecorder, TripPolicy,
+};
 use lazybreaker::{ConfigError, State};
 
 /// Every hook of [`TripPolicy`] (the combinators `or` and `with_backoff` are not hooks: the
@@ -25,12 +27,11 @@ pub(crate) enum PolicyHook {
     OnStateChange,
     Gauges,
     SuccessRecorder,
-    FailureHeadroom,
-    QuietSuccesses,
+    LaneRoom,
 }
 
 /// Every [`PolicyHook`], in the order [`Recording`]'s exercise calls them.
-pub(crate) const POLICY_HOOKS: [PolicyHook; 10] = [
+pub(crate) const POLICY_HOOKS: [PolicyHook; 9] = [
     PolicyHook::Capabilities,
     PolicyHook::HalfOpenProbes,
     PolicyHook::OnResult,
@@ -39,8 +40,7 @@ pub(crate) const POLICY_HOOKS: [PolicyHook; 10] = [
     PolicyHook::OnStateChange,
     PolicyHook::Gauges,
     PolicyHook::SuccessRecorder,
-    PolicyHook::FailureHeadroom,
-    PolicyHook::QuietSuccesses,
+    PolicyHook::LaneRoom,
 ];
 
 /// The answers [`Recording`] gives, none of them a default.
@@ -48,6 +48,8 @@ pub(crate) const PROBES: u64 = 7;
 pub(crate) const OPEN_FOR: Duration = Duration::from_secs(42);
 pub(crate) const THRESHOLD: Duration = Duration::from_millis(250);
 pub(crate) const GAUGE: (&str, f64) = ("recording_gauge", 4.5);
+/// The room [`Recording`] answers: some failures, quiet successes.
+pub(crate) const ROOM: LaneRoom = LaneRoom::NONE.failures(3).quiet_successes(true);
 
 /// The capabilities [`Recording`] answers: every field off its default.
 pub(crate) fn recorded_capabilities() -> Capabilities {
@@ -112,14 +114,9 @@ impl TripPolicy for Recording {
         Some(Arc::new(Discard))
     }
 
-    fn failure_headroom(&self, _counts: &lazybreaker::Counts) -> u64 {
-        self.note(PolicyHook::FailureHeadroom);
-        0
-    }
-
-    fn quiet_successes(&self, _counts: &lazybreaker::Counts) -> bool {
-        self.note(PolicyHook::QuietSuccesses);
-        true
+    fn lane_room(&self, _counts: &lazybreaker::Counts) -> LaneRoom {
+        self.note(PolicyHook::LaneRoom);
+        ROOM
     }
 
     // Not hooks: spelled out only because the lint above wants every method here.
