@@ -146,7 +146,7 @@ use crate::machine::{Phase, Ticket};
 use crate::nanos::Nanos;
 use crate::policy::Capabilities;
 use crate::sync::{self, AtomicU64, Lazy, Ordering};
-use crate::throttle::Throttling;
+use crate::throttle::{Decision, Throttling};
 use std::sync::Arc;
 
 /// What the lane says of the next call without admitting it ([`Lane::peek_open`]).
@@ -1061,23 +1061,23 @@ impl Lane {
             };
             let requests = shedding.requests.load(Ordering::Acquire) + mine.requests + throttled;
             let accepts = shedding.accepts.load(Ordering::Acquire) + mine.successes;
-            let p = t.probability(requests, accepts);
-            if p == 0.0 {
-                // Back to zero as far as this thread sees: the lock holder decides and
-                // republishes (room again, or shedding from fresher counts), and tells the
-                // observers if the throttle stopped.
-                return Entry::Locked { now: Some(now) };
-            }
-            let draw = match stripe {
+            let draw = || match stripe {
                 Some((i, stripe)) => {
                     let k = stripe.draws.fetch_add(1, Ordering::Relaxed);
                     shedding.throttling.draws.at(i, k)
                 }
                 None => shedding.throttling.draws.next(),
             };
-            if draw < p {
-                counter.fetch_add(1, Ordering::Relaxed);
-                return Entry::Throttled { probability: p };
+            match t.decide(requests, accepts, draw) {
+                // Back to zero as far as this thread sees: the lock holder decides and
+                // republishes (room again, or shedding from fresher counts), and tells the
+                // observers if the throttle stopped.
+                Decision::Zero => return Entry::Locked { now: Some(now) },
+                Decision::Shed(probability) => {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    return Entry::Throttled { probability };
+                }
+                Decision::Admit => {}
             }
             let ticket = self.ticket_in(c);
             match Self::try_count(cell, c, c.with_request()) {

@@ -233,6 +233,27 @@ impl Throttle {
         (excess / (requests as f64 + 1.0)).min(self.cap())
     }
 
+    /// The throttle's decision on the next closed-state admission with `requests` and
+    /// `accepts` in the window: `p` from them, and one draw from `draw` only if `p` is above
+    /// zero, turned away if the draw is below `p`. The one place `p` meets the draw, for the
+    /// machine (under the lock) and the lock-free lane (shedding) alike.
+    #[inline]
+    pub(crate) fn decide(
+        &self,
+        requests: u64,
+        accepts: u64,
+        draw: impl FnOnce() -> f64,
+    ) -> Decision {
+        let p = self.probability(requests, accepts);
+        if p == 0.0 {
+            Decision::Zero
+        } else if draw() < p {
+            Decision::Shed(p)
+        } else {
+            Decision::Admit
+        }
+    }
+
     /// The cap as the breaker runs it: `max_probability` clamped into `[0, 1]`, a NaN read as
     /// the default.
     fn cap(&self) -> f64 {
@@ -287,6 +308,17 @@ impl Throttle {
         }
         None
     }
+}
+
+/// What the throttle decides for one closed-state admission ([`Throttle::decide`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Decision {
+    /// `p` is zero: nothing to decide, and no draw made.
+    Zero,
+    /// Drawn at or above `p`: admitted.
+    Admit,
+    /// Drawn below `p`: turned away, against this `p`.
+    Shed(f64),
 }
 
 /// A breaker's throttle as it runs: its settings (sanitized) and its generator, shared by
@@ -397,6 +429,19 @@ mod tests {
             .min_requests(0)
             .max_probability(1.0);
         assert_eq!(k1.probability(4, 3), 1.0 / 5.0);
+    }
+
+    #[test]
+    fn a_decision_draws_only_above_zero_and_sheds_below_p() {
+        let t = Throttle::new(2.0)
+            .unwrap()
+            .min_requests(0)
+            .max_probability(1.0);
+        let no_draw = || panic!("p is zero: no draw");
+        assert_eq!(t.decide(10, 5, no_draw), Decision::Zero);
+        let p = 4.0 / 11.0; // (10 - 2 * 3) / 11
+        assert_eq!(t.decide(10, 3, || p - 1e-9), Decision::Shed(p));
+        assert_eq!(t.decide(10, 3, || p), Decision::Admit, "at p: admitted");
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
 use crate::policy::{CallResult, LaneRoom, Outcome, TripPolicy};
 use crate::state::State;
-use crate::throttle::{Throttle, Throttling};
+use crate::throttle::{Decision, Throttle, Throttling};
 
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
@@ -622,10 +622,11 @@ impl<P: TripPolicy> Machine<P> {
         }
         let throttling = self.throttle.as_ref()?;
         let throttle = throttling.settings;
-        let p = self.throttle_probability();
-        if p == 0.0 || throttling.draws.next() >= p {
+        let (requests, accepts) = self.window.throttle_counts(throttle.count_throttled);
+        let Decision::Shed(p) = throttle.decide(requests, accepts, || throttling.draws.next())
+        else {
             return None;
-        }
+        };
         if throttle.count_throttled {
             self.window.on_throttled(1);
         }
