@@ -1,4 +1,4 @@
-//! Stress probes of the lock-free lane and its striped counting (`src/lane.rs`) under plain
+//! Stress probes of the lock-free lane and its striped counting (`src/lane/`) under plain
 //! threads (loom's models are in `tests/loom.rs`): many threads on one breaker, with random
 //! verdicts, permits held across calls and handed between threads, a clock moved by another
 //! thread, and readers that check every snapshot they take; afterwards everything must add up.

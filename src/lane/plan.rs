@@ -1,0 +1,134 @@
+//! [`Plan`]: what the lane may do for a breaker, decided once when it is built.
+
+use crate::policy::Capabilities;
+
+/// What the lane may do for this breaker, whatever its state: decided from the policy's
+/// capabilities and the window when the breaker is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Whether closed-state admissions and successes may be counted lock-free.
+    pub(super) counts_closed: bool,
+    /// Whether the cells count for one key (a generation and a window age) at a time and are
+    /// tagged with a lane epoch rather than the generation (see the module docs): a rolling
+    /// window's, and a lane that [`tracks`](Self::tracks) its calls in flight (what an
+    /// admission checks there changes within a generation).
+    pub(super) epochs: bool,
+    /// Whether the policy measures latency: every admission then needs a clock reading.
+    pub(super) needs_latency: bool,
+    /// Whether the policy has a slow-call threshold over a time window: the lane then tracks
+    /// the calls it admits in its in-flight slots.
+    pub(super) tracks: bool,
+}
+
+impl Plan {
+    /// The plan for a breaker whose policy has `caps`, and whose closed-state window
+    /// `rolls` or not. `records_successes`: the policy has a
+    /// [`SuccessRecorder`](crate::policy::SuccessRecorder), which takes the closed-state
+    /// successes it needs without the lock.
+    pub(crate) fn of(
+        caps: &Capabilities,
+        rolls: bool,
+        by_count: bool,
+        records_successes: bool,
+    ) -> Self {
+        let successes_here = !caps.needs_successes || records_successes;
+        let slow = caps.effective_slow_threshold().is_some();
+        // A slow-call threshold over a time window: the lane tracks its admissions in its
+        // slots, and counts a fast success while the policy says none can trip it. Over a
+        // count window (which counts a slow call when it returns) every call takes the lock.
+        let tracks = slow && !by_count;
+        Self {
+            counts_closed: (successes_here && !slow) || tracks,
+            epochs: rolls || tracks,
+            needs_latency: caps.needs_latency,
+            tracks,
+        }
+    }
+
+    /// Whether the lane tracks the calls it admits in in-flight slots (a slow-call
+    /// threshold over a time window).
+    pub(crate) fn tracks(&self) -> bool {
+        self.tracks
+    }
+
+    /// Whether the policy measures latency: then the breaker reads the clock for every
+    /// admission, lane or lock, as its start.
+    #[inline]
+    pub(crate) fn needs_latency(&self) -> bool {
+        self.needs_latency
+    }
+
+    /// Whether closed-state admissions and successes may be counted lock-free.
+    #[inline]
+    pub(crate) fn counts_closed(&self) -> bool {
+        self.counts_closed
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::lane::tests::{counting, gen};
+    use crate::lane::{Entry, Lane};
+    use crate::machine::Phase;
+    use crate::policy::{ConsecutiveFailures, TripPolicy};
+
+    #[test]
+    fn the_plan_keeps_success_and_slow_call_policies_off_the_lane() {
+        fn caps(latency: bool, successes: bool) -> Capabilities {
+            Capabilities::default()
+                .needs_latency(latency)
+                .needs_successes(successes)
+        }
+        assert!(counting().counts_closed);
+        let rolling = Plan::of(
+            &ConsecutiveFailures::default().capabilities(),
+            true,
+            false,
+            false,
+        );
+        assert!(
+            rolling.counts_closed && rolling.epochs,
+            "a rolling window counts too"
+        );
+        let latency = Plan::of(&caps(true, false), false, false, false);
+        assert!(
+            latency.counts_closed && latency.needs_latency(),
+            "latency alone: the breaker keeps the start"
+        );
+        assert!(!Plan::of(&caps(false, true), false, false, false).counts_closed);
+        assert!(!Plan::of(&caps(true, true), false, false, false).counts_closed);
+        assert!(
+            Plan::of(&caps(true, true), false, false, true).counts_closed,
+            "successes taken by a recorder"
+        );
+        let slow = caps(true, false).slow_call_threshold(std::time::Duration::from_secs(1));
+        let tracked = Plan::of(&slow, false, false, false);
+        assert!(
+            tracked.counts_closed && tracked.tracks() && tracked.epochs,
+            "a time window: admissions tracked in the lane's slots, its cells epoch-tagged"
+        );
+        assert!(
+            !Plan::of(&slow, false, true, true).counts_closed,
+            "a count window: every call under the lock"
+        );
+        assert!(Plan::of(&caps(false, false), false, false, false).counts_closed);
+        let closed = Phase::Closed {
+            generation: gen(1),
+            age: 0,
+            window_end: None,
+            room: u64::MAX,
+            failure_room: 0,
+            shed_from: None,
+            since: 0,
+            locked: false,
+        };
+        let lane = Lane::new(
+            Plan::of(&caps(false, true), false, false, false),
+            closed,
+            None,
+            None,
+        );
+        assert_eq!(lane.admit(|| 5), Entry::Locked { now: None });
+    }
+}
