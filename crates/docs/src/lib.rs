@@ -1,6 +1,7 @@
 //! The README's examples, and those of the pages under docs/, compiled and run as doc tests
 //! with every crate of the workspace at hand (they show the core and its integrations
-//! together). Not published. `tests/links.rs` checks that their relative links resolve.
+//! together). Not published. `tests/links.rs` checks that their relative links resolve;
+//! `tests/family.rs` names every crate's main items, as a user of the whole family does.
 
 /// The README's examples.
 #[cfg(doctest)]

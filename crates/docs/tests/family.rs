@@ -1,5 +1,5 @@
 //! The integrations' paths as a user of the whole family names them: each crate's main
-//! items, reached from a test of the core's package.
+//! items, reached from one test of the docs crate (the core's own tests depend on none of them).
 
 use std::sync::Arc;
 
