@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use checks::{due, poll_once, Check, Verdict, PAST_OPEN};
 
-use lazybreaker::config::Settings;
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, ManualClock, Rejected, State};
 
@@ -142,8 +141,11 @@ fn a_probe_timeout_of_duration_max_never_takes_a_probe_over() {
     assert_eq!(breaker.totals().probes_taken_over, 0);
 }
 
+#[cfg(feature = "serde")]
 #[test]
 fn a_probe_timeout_from_a_file_applies() {
+    use lazybreaker::config::Settings;
+
     let settings: Settings = toml::from_str(
         r#"
         timeout = "30s"

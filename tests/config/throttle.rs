@@ -2,6 +2,8 @@
 //! seed = 7 }` read into `Knobs::throttle`, written back the same, in a registry's default
 //! settings too, and every bad value refused naming the breaker and `throttle.<field>`.
 
+#![cfg(feature = "serde")]
+
 use lazybreaker::config::{RegistrySettings, Settings};
 use lazybreaker::throttle::Throttle;
 use lazybreaker::{Knobs, ManualClock, Rejected};

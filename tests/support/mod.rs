@@ -19,7 +19,6 @@ pub(crate) mod hooks;
 pub(crate) mod log;
 pub(crate) mod policy;
 pub(crate) mod rng;
-pub(crate) mod runtime;
 pub(crate) mod setup;
 
 use std::fs::File;

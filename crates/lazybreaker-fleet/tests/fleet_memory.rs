@@ -3,10 +3,7 @@
 //! server, no sleeping for time to pass (the store's time is the latest clock reading it was
 //! given).
 
-#[path = "../../../tests/support/runtime.rs"]
-mod runtime;
-
-use runtime::run;
+use lazybreaker_test_support::run;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;

@@ -5,13 +5,10 @@
 //! lease expires, the next call takes the probe over and leases the slot itself. What the
 //! local breaker drops, the fleet does not count.
 
-#[path = "../../../tests/support/runtime.rs"]
-mod runtime;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use runtime::run;
+use lazybreaker_test_support::run;
 
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};

@@ -2,10 +2,7 @@
 //! in-process `MemoryStore` and a store answering garbage: no server, time from one
 //! `ManualClock`. Each test is named after its item; the Redis ones are in `tests/fleet.rs`.
 
-#[path = "../../../tests/support/runtime.rs"]
-mod runtime;
-
-use runtime::run;
+use lazybreaker_test_support::run;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -5,20 +5,18 @@
 //! server on 127.0.0.1. Breaker time is a `ManualClock`; checks are settled by hand, except
 //! the real ones against the server.
 
-#[path = "../../../tests/checks/mod.rs"]
-mod checks;
-#[path = "../../../tests/support/runtime.rs"]
-mod runtime;
-
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use checks::{due, poll_once, Check, Log, Noop, Verdict, OPEN_FOR, PAST_OPEN};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use lazybreaker_test_support::checks::{
+    due, poll_once, Check, Log, Noop, Verdict, OPEN_FOR, PAST_OPEN,
+};
+use lazybreaker_test_support::run;
 use tower::{Layer, Service};
 
 /// Polls `service` for readiness once, with a waker that does nothing.
@@ -168,7 +166,7 @@ mod layer {
         clock.advance(PAST_OPEN);
         let hits = Arc::new(AtomicUsize::new(0));
         let service = BreakerLayer::new(Arc::clone(&breaker)).layer(counted(&hits));
-        runtime::run(async {
+        run(async {
             let call = tokio::spawn(service.oneshot(()));
             for _ in 0..10 {
                 tokio::task::yield_now().await;
@@ -439,7 +437,6 @@ mod keyed {
 mod fleet {
     use super::*;
     use lazybreaker_fleet::{MemoryStore, SharedBreaker};
-    use runtime::run;
     use std::future::Future;
     use std::pin::Pin;
 
@@ -594,13 +591,15 @@ mod reqwest_checks {
     use lazybreaker::http::StatusRules;
     use lazybreaker::Registry;
     use lazybreaker_reqwest::{path_check, rejection, tcp_check, BreakerMiddleware};
+    use lazybreaker_test_support::run_bounded;
     use std::net::SocketAddr;
     use std::sync::atomic::AtomicU16;
     use std::time::Duration;
 
     /// The checks' own deadline (real time: they talk to a real server).
     const DEADLINE: Duration = Duration::from_millis(400);
-    /// The most a test may take.
+    /// The most a test may take, on the two-thread runtime (a client's connection task runs
+    /// while the test awaits what it holds up).
     const BOUND: Duration = Duration::from_secs(10);
 
     /// A node: `/health` answers the status in `health`, `/api` the one in `api`, and each
@@ -640,19 +639,9 @@ mod reqwest_checks {
         addr
     }
 
-    /// Runs `f` on a fresh two-thread runtime, failing if it takes longer than [`BOUND`].
-    fn bounded<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async { tokio::time::timeout(BOUND, f).await.expect("bounded") })
-    }
-
     #[test]
     fn tcp_check_passes_on_a_listener_and_fails_on_a_closed_port() {
-        bounded(async {
+        run_bounded(BOUND, async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let check = tcp_check(addr, DEADLINE);
@@ -664,7 +653,7 @@ mod reqwest_checks {
 
     #[test]
     fn path_check_passes_on_2xx_only() {
-        bounded(async {
+        run_bounded(BOUND, async {
             let node = Node::default();
             let addr = serve(&node).await;
             let url = format!("http://{addr}/health").parse().unwrap();
@@ -679,7 +668,7 @@ mod reqwest_checks {
 
     #[test]
     fn the_middleware_sends_no_request_to_a_host_until_its_health_path_answers_2xx() {
-        bounded(async {
+        run_bounded(BOUND, async {
             let node = Node::default();
             node.api.store(500, Ordering::SeqCst);
             node.health.store(500, Ordering::SeqCst);

@@ -2,15 +2,12 @@
 //! chose, counts on that endpoint's breaker, never reaches an isolated one, and with nothing
 //! to send to the service is still ready and the call fails at once with `NoEndpoint`.
 
-#[path = "../../../tests/checks/mod.rs"]
-mod checks;
-
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use checks::{poll_once, Noop, OPEN_FOR};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use lazybreaker_test_support::checks::{self, poll_once, Noop, OPEN_FOR};
 use tower::Service;
 
 /// Polls `service` for readiness once, with a waker that does nothing.

@@ -1,17 +1,23 @@
-//! What the workspace's HTTP tests share: [`Upstream`], a real axum server on a free
+//! What the workspace's tests share: [`Upstream`], a real axum server on a free
 //! 127.0.0.1 port whose answer a test switches ([`OK`], [`FAIL`], [`NOT_FOUND`], [`BUSY`],
 //! [`HANG`]) and which counts the requests that reach it, and [`refused`], an address
-//! nothing listens on. Written once for the tower layer's, the recipes' and the reqwest
-//! middleware's tests; [`run_bounded`], the two-thread runtime the loopback tests of the
-//! fleet, gRPC and reqwest crates run on. Not published.
+//! nothing listens on, written once for the tower layer's, the recipes' and the reqwest
+//! middleware's tests; [`run_bounded`] and [`run_current_thread`], a future on a tokio
+//! runtime bounded in time ([`run`]: current-thread, with the usual bound), so that a hung
+//! test fails instead of hanging CI; [`checks`], what the health-check tests share (the
+//! core's tests include that file by path). Not published.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+
+pub mod checks;
 
 /// How the upstream answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,11 +99,38 @@ pub fn refused() -> SocketAddr {
 
 /// Runs `f` on a two-thread tokio runtime (a client's connection task runs while the test
 /// awaits what it holds up), bounded by `bound`: a hung test fails instead of hanging CI.
-pub fn run_bounded<F: std::future::Future>(bound: std::time::Duration, f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
+pub fn run_bounded<F: Future>(bound: Duration, f: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()
+        .build();
+    block_on_bounded(runtime, bound, f)
+}
+
+/// Runs `f` on a current-thread tokio runtime (its tasks run only while the test awaits,
+/// in the order they yield: the tests that stage an interleaving by hand), bounded by
+/// `bound`.
+pub fn run_current_thread<F: Future>(bound: Duration, f: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    block_on_bounded(runtime, bound, f)
+}
+
+/// How long [`run`] lets a test's future take: a hung test fails after 10 s of real time.
+pub const BOUND: Duration = Duration::from_secs(10);
+
+/// [`run_current_thread`] with the usual [`BOUND`], for the async tests that need no server.
+pub fn run<F: Future>(f: F) -> F::Output {
+    run_current_thread(BOUND, f)
+}
+
+fn block_on_bounded<F: Future>(
+    runtime: std::io::Result<tokio::runtime::Runtime>,
+    bound: Duration,
+    f: F,
+) -> F::Output {
+    runtime
         .expect("a tokio runtime")
         .block_on(async { tokio::time::timeout(bound, f).await.expect("bounded") })
 }

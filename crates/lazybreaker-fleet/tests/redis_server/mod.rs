@@ -160,15 +160,7 @@ fn binary() -> String {
 
 /// Runs `f` on a current-thread tokio runtime, bounded to 30 s.
 pub(crate) fn run<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            tokio::time::timeout(Duration::from_secs(30), f)
-                .await
-                .expect("bounded")
-        })
+    lazybreaker_test_support::run_current_thread(Duration::from_secs(30), f)
 }
 
 /// A store on `client`'s server for reading what the tests wrote (1 s timeout, keys kept

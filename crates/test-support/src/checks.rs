@@ -1,5 +1,7 @@
 //! What the health-check tests share: a check the test settles by hand, a log of the
-//! changes with their origins, and a poll with a waker that does nothing.
+//! changes with their origins, and a poll with a waker that does nothing. The core's tests
+//! include this file by path (`tests/breaker/main.rs`: the core's package depends on no
+//! crate of the family); the crates' tests use it as `lazybreaker_test_support::checks`.
 
 #![allow(dead_code)] // each test file uses its part
 
@@ -16,51 +18,61 @@ use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::{Breaker, ManualClock, State};
 
 /// The open period of the breakers under test.
-pub(crate) const OPEN_FOR: Duration = Duration::from_secs(30);
+pub const OPEN_FOR: Duration = Duration::from_secs(30);
 /// Just past it: the open period is over (strictly after `OPEN_FOR`).
-pub(crate) const PAST_OPEN: Duration = Duration::from_millis(30_001);
+pub const PAST_OPEN: Duration = Duration::from_millis(30_001);
 
-pub(crate) struct Noop;
+/// A waker that does nothing.
+#[derive(Debug)]
+pub struct Noop;
 
 impl Wake for Noop {
     fn wake(self: Arc<Self>) {}
 }
 
-pub(crate) fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+/// Polls `f` once, with a waker that does nothing.
+pub fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
     let waker = Waker::from(Arc::new(Noop));
     Pin::new(f).poll(&mut Context::from_waker(&waker))
 }
 
 /// A health check the test settles by hand: each run counts, and stays pending until the
 /// test gives it a verdict (`Some(true)`, `Some(false)`) or tells it to panic.
-#[derive(Clone, Default)]
-pub(crate) struct Check {
+#[derive(Debug, Clone, Default)]
+pub struct Check {
     runs: Arc<AtomicUsize>,
     verdict: Arc<Mutex<Option<Verdict>>>,
 }
 
-#[derive(Clone, Copy)]
-pub(crate) enum Verdict {
+/// What a [`Check`]'s pending run answers once settled.
+#[derive(Debug, Clone, Copy)]
+pub enum Verdict {
+    /// The check passes.
     Pass,
+    /// The check fails.
     Fail,
+    /// The check panics.
     Panic,
 }
 
 impl Check {
-    pub(crate) fn settle(&self, verdict: Verdict) {
+    /// Its runs (the pending one included) answer `verdict` from now on.
+    pub fn settle(&self, verdict: Verdict) {
         *self.verdict.lock().unwrap() = Some(verdict);
     }
 
     /// Back to no verdict: the next run stays pending until settled.
-    pub(crate) fn reset(&self) {
+    pub fn reset(&self) {
         *self.verdict.lock().unwrap() = None;
     }
 
-    pub(crate) fn runs(&self) -> usize {
+    /// The runs started so far.
+    pub fn runs(&self) -> usize {
         self.runs.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn run(&self) -> impl Future<Output = bool> + Send + 'static {
+    /// One run: counted now, pending until settled.
+    pub fn run(&self) -> impl Future<Output = bool> + Send + 'static {
         self.runs.fetch_add(1, Ordering::SeqCst);
         let verdict = Arc::clone(&self.verdict);
         std::future::poll_fn(move |_| match *verdict.lock().unwrap() {
@@ -73,8 +85,8 @@ impl Check {
 }
 
 /// Every change, with its origin.
-#[derive(Default)]
-pub(crate) struct Log(Mutex<Vec<(State, State, Origin)>>);
+#[derive(Debug, Default)]
+pub struct Log(Mutex<Vec<(State, State, Origin)>>);
 
 impl Observer for Log {
     fn on_transition(&self, t: &Transition<'_>) {
@@ -83,13 +95,14 @@ impl Observer for Log {
 }
 
 impl Log {
-    pub(crate) fn take(&self) -> Vec<(State, State, Origin)> {
+    /// The changes logged so far, taken.
+    pub fn take(&self) -> Vec<(State, State, Origin)> {
         std::mem::take(&mut self.0.lock().unwrap())
     }
 }
 
 /// A breaker that trips on one failure, checked by `check`, opened and past its period.
-pub(crate) fn due(check: &Check) -> (Breaker<ConsecutiveFailures, Log>, ManualClock) {
+pub fn due(check: &Check) -> (Breaker<ConsecutiveFailures, Log>, ManualClock) {
     let clock = ManualClock::new();
     let c = check.clone();
     let breaker = Breaker::builder()
