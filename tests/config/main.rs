@@ -9,9 +9,9 @@ mod support;
 mod config_errors;
 #[cfg(feature = "serde")]
 mod count_window;
+mod file_edges;
 mod knobs;
 mod registry;
-mod reliability_config;
-mod reliability_registry;
+mod registry_room;
 mod serde;
 mod throttle;

@@ -1,4 +1,4 @@
-//! The recorded conformance vectors (gobreaker, brpc), the model-based property tests and the reliability scenarios.
+//! The recorded conformance vectors (gobreaker, brpc), the model-based property tests, and open periods and the ways back from them.
 //!
 //! One test binary for the area (its files are modules), so the suite links a few binaries
 //! rather than one per file.
@@ -9,4 +9,4 @@ mod support;
 mod conformance_brpc;
 mod conformance_gobreaker;
 mod model;
-mod reliability;
+mod open_periods;

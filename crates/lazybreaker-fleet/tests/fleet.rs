@@ -995,8 +995,8 @@ on_every_store!(
 );
 
 // ---------------------------------------------------------------------------------------
-// "Reliability, third round", the fleet's part against a real server (the MemoryStore ones
-// are in tests/reliability_fleet.rs).
+// The fleet at the edges against a real server ("Reliability, third round"; the MemoryStore
+// ones are in tests/fleet_edges.rs).
 
 /// Sets field `field` of breaker `name`'s record to `value` by hand, as another client could.
 async fn hset(server: &Server, name: &str, field: &str, value: &str) {

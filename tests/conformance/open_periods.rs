@@ -1,5 +1,8 @@
-//! Reliability, third round: one regression test per finding, named after it. Each failed on
-//! the code before its fix; expected values come from the documented semantics.
+//! Open periods and the ways back from them: every policy starts afresh on every way back to
+//! closed, no path opens a breaker longer than its `max_open_duration`, and an open period of
+//! zero adopted at clock zero is half-open at once. (Items 1, 2 and 9 of the third
+//! reliability round, each test named after its item: each failed on the code before its
+//! fix; expected values come from the documented semantics.)
 
 use std::time::Duration;
 

@@ -1,5 +1,8 @@
-//! Reliability, third round: the configuration's findings (items 7 and 8, and the maximum
-//! open period).
+//! Files at the edges: a registry's bad settings refused naming their full path (a zero
+//! `max_keys`, a positional array, ill-typed fields, a duration beyond the clock's range, a
+//! JSON number beyond `f64`), duplicate keys refused and a table of 60 000 keys read, a
+//! maximum open period shorter than the timeout refused. (Items 7 and 8 of the third
+//! reliability round, and its maximum open period.)
 #![cfg(feature = "serde")]
 
 use lazybreaker::config::{RegistrySettings, Settings};

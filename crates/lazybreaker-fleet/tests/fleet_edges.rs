@@ -1,6 +1,9 @@
-//! The fleet's part of the third reliability round ("Reliability, third round"), on the
-//! in-process `MemoryStore` and a store answering garbage: no server, time from one
-//! `ManualClock`. Each test is named after its item; the Redis ones are in `tests/fleet.rs`.
+//! The fleet at the edges, on the in-process `MemoryStore` and a store answering garbage (no
+//! server, time from one `ManualClock`): a record open for a decade followed and written
+//! back for at most the maximum open period, records beyond what the protocol represents
+//! degrading to local decisions instead of panicking or wrapping, a panicking classifier, a
+//! failing store's error and its whole source chain. (The fleet's part of the third
+//! reliability round, each test named after its item; the Redis ones are in `tests/fleet.rs`.)
 
 use lazybreaker_test_support::run;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,4 +1,5 @@
-//! Reliability, third round: the registry's findings (item 4).
+//! Room in a bounded registry: it answers full only when nothing is idle, after a fruitless
+//! scan and under a flood of distinct keys alike. (Item 4 of the third reliability round.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
