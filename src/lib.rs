@@ -202,6 +202,7 @@ pub use abandoned::AbandonedAs;
 pub use breaker::{Breaker, Builder, OwnedPermit, Permit};
 pub use classify::Classify;
 pub use clock::{Clock, CoarseMonotonicClock, ManualClock, MonotonicClock, PreciseClock};
+pub use config::{DynBreaker, DynBuilder};
 pub use counts::{Counts, Totals, Transitions};
 pub use error::{ConfigError, Error, Rejected, RejectedBy};
 pub use forced::Forced;
@@ -211,12 +212,3 @@ pub use machine::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 pub use registry::{Registry, RegistryFull, RegistryHasher};
 pub use snapshot::{CheckStatus, Snapshot};
 pub use state::State;
-
-/// A breaker whose policy was chosen at run time, e.g. from a
-/// [`PolicyConfig`](config::PolicyConfig) or [`Breaker::from_settings`]: the policy is a
-/// `Box<dyn TripPolicy>`.
-pub type DynBreaker<O = ()> = Breaker<Box<dyn policy::TripPolicy>, O>;
-
-/// A builder for a [`DynBreaker`], e.g. from
-/// [`Settings::to_builder`](config::Settings::to_builder).
-pub type DynBuilder<O = ()> = Builder<Box<dyn policy::TripPolicy>, O>;

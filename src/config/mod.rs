@@ -441,7 +441,12 @@ use crate::error::ConfigError;
 use crate::knobs::Knobs;
 use crate::policy::{Backoff, TripPolicy};
 
-pub use crate::{DynBreaker, DynBuilder};
+/// A breaker whose policy was chosen at run time, e.g. from a [`PolicyConfig`] or
+/// [`Breaker::from_settings`]: the policy is a `Box<dyn TripPolicy>`.
+pub type DynBreaker<O = ()> = Breaker<Box<dyn TripPolicy>, O>;
+
+/// A builder for a [`DynBreaker`], e.g. from [`Settings::to_builder`].
+pub type DynBuilder<O = ()> = Builder<Box<dyn TripPolicy>, O>;
 
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]

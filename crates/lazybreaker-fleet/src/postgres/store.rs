@@ -13,7 +13,7 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Socket};
 
-use crate::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
+use crate::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 use lazybreaker::ConfigError;
 
 /// The schema: the table and the four functions (see the [module documentation](super)).

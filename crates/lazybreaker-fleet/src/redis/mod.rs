@@ -4,7 +4,7 @@
 //! from a [`redis::Client`].
 //!
 //! The protocol (what is shared, when, what a store outage does, the quorum against one bad
-//! instance) is the [`fleet`] module's, and holds for every store; what Redis
+//! instance) is the [`fleet`](crate) module's, and holds for every store; what Redis
 //! adds:
 //!
 //! - **One timeline.** Deadlines are kept in the Redis server's time (`TIME`, read inside
@@ -59,13 +59,14 @@ mod store;
 use std::ops::Deref;
 use std::time::Duration;
 
-use crate as fleet;
+use crate::shared as fleet;
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::{ConsecutiveFailures, TripPolicy};
 use lazybreaker::Builder;
 use lazybreaker::ConfigError;
 
-pub use crate::{FleetStats, Lease, SharedRecord, StoreError, Vote};
+pub use crate::shared::FleetStats;
+pub use crate::store::{Lease, SharedRecord, StoreError, Vote};
 pub use store::RedisStore;
 
 /// A breaker shared by a fleet through Redis: the [fleet's shared

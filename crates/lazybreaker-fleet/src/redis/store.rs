@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::Script;
 
-use crate::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
+use crate::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 use lazybreaker::ConfigError;
 use parking_lot::Mutex;
 
