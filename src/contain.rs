@@ -27,7 +27,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
 /// A caught panic's payload.
-pub type Payload = Box<dyn Any + Send + 'static>;
+pub(crate) type Payload = Box<dyn Any + Send + 'static>;
 
 /// Runs user code, catching a panic.
 ///

@@ -17,8 +17,7 @@ use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::pool::{Pick, Pool};
 
-pub use crate::breaker::{BreakerSeam, BuilderSeam, Grant, Handing, Holder, Report};
-pub use crate::classify::{causes, transport, transport_any};
+pub use crate::breaker::{BreakerSeam, BuilderSeam, Handing, Report};
 pub use crate::nanos::saturating_nanos;
 pub use crate::pool::{Beside, Endpoint, HandingPick};
 
@@ -26,15 +25,14 @@ pub use crate::pool::{Beside, Endpoint, HandingPick};
 /// `breaker/gate.rs`).
 pub mod gate {
     pub use crate::breaker::gate::{
-        admit, admit_into, allow_into, poll_call, ready, record, Admit, At, Checked, Gate, Ready,
-        Recorded,
+        admit, admit_into, poll_call, ready, record, Admit, At, Checked, Gate, Ready, Recorded,
     };
 }
 
 /// Panic containment of user code: caught, the breaker's bookkeeping finished, then let
 /// continue (see the engine's `contain.rs`).
 pub mod contain {
-    pub use crate::contain::{catch, end, resume, resume_payload, FirstPanic, Payload};
+    pub use crate::contain::{catch, end, resume, resume_payload, FirstPanic};
 }
 
 /// The pick of an async caller at once, its health checks run beside the calls: see

@@ -135,7 +135,7 @@ pub fn admit_into<H: Holder, X, R>(
 /// holder: a registry's `allow`): a due check is not run; the breaker probes with the call
 /// as gobreaker would, or rejects it while a check runs.
 #[inline(always)]
-pub fn allow_into<H: Holder, X, R>(
+pub(crate) fn allow_into<H: Holder, X, R>(
     holder: H,
     context: X,
     call: impl FnOnce(X, H::Permit) -> R,

@@ -31,8 +31,8 @@ mod txn;
 
 pub use builder::Builder;
 use check::HealthCheck;
-pub use holder::Holder;
-pub use permit::{Grant, Handing, Report};
+use permit::Grant;
+pub use permit::{Handing, Report};
 pub use permit::{OwnedPermit, Permit};
 pub use seam::{BreakerSeam, BuilderSeam};
 
