@@ -326,6 +326,201 @@ impl<N: prometheus_client::encoding::EncodeGaugeValue> Value for Level<N> {
     }
 }
 
+/// A breaker's series label.
+fn breaker_label(s: &Snapshot) -> [(&'static str, String); 1] {
+    [("breaker", s.name.clone())]
+}
+
+/// The breakers' states and overrides.
+fn encode_states(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt::Result {
+    family(
+        e,
+        "circuit_breaker_state",
+        "The state the next call finds: 0 closed, 1 half-open, 2 open.",
+        MetricType::Gauge,
+        snapshots
+            .iter()
+            .map(|s| (breaker_label(s), Level(state_value(s.state)))),
+    )?;
+    family(
+        e,
+        "circuit_breaker_forced",
+        "The manual override: 0 none, 1 forced open, 2 forced closed.",
+        MetricType::Gauge,
+        snapshots
+            .iter()
+            .map(|s| (breaker_label(s), Level(forced_value(s.forced)))),
+    )
+}
+
+/// The breakers' counters: calls, admissions, changes, openings, checks, takeovers.
+fn encode_counters(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt::Result {
+    family(
+        e,
+        "circuit_breaker_calls",
+        "Calls by how they ended.",
+        MetricType::Counter,
+        snapshots.iter().flat_map(|s| {
+            outcomes(s).map(move |(outcome, n)| {
+                (
+                    [("breaker", s.name.clone()), ("outcome", outcome.to_owned())],
+                    Count(n),
+                )
+            })
+        }),
+    )?;
+    family(
+        e,
+        "circuit_breaker_admitted",
+        "Calls admitted.",
+        MetricType::Counter,
+        snapshots
+            .iter()
+            .map(|s| (breaker_label(s), Count(s.totals.admitted))),
+    )?;
+    family(
+        e,
+        "circuit_breaker_transitions",
+        "State changes, manual ones included.",
+        MetricType::Counter,
+        snapshots.iter().flat_map(|s| {
+            s.transitions.iter().map(move |(from, to, n)| {
+                (
+                    [
+                        ("breaker", s.name.clone()),
+                        ("from", state_label(from).to_owned()),
+                        ("to", state_label(to).to_owned()),
+                    ],
+                    Count(n),
+                )
+            })
+        }),
+    )?;
+    family(
+        e,
+        "circuit_breaker_opened",
+        "Times the breaker opened (brpc's nBreak).",
+        MetricType::Counter,
+        snapshots
+            .iter()
+            .map(|s| (breaker_label(s), Count(s.times_opened))),
+    )?;
+    family(
+        e,
+        "circuit_breaker_health_checks",
+        "Health checks that settled, by result.",
+        MetricType::Counter,
+        snapshots.iter().flat_map(|s| {
+            let t = &s.totals;
+            [
+                ("passed", t.health_checks - t.health_checks_failed),
+                ("failed", t.health_checks_failed),
+            ]
+            .into_iter()
+            .map(move |(result, n)| {
+                (
+                    [("breaker", s.name.clone()), ("result", result.to_owned())],
+                    Count(n),
+                )
+            })
+        }),
+    )?;
+    family(
+        e,
+        "circuit_breaker_probes_taken_over",
+        "Half-open trials started again because every probe slot was held past probe_timeout.",
+        MetricType::Counter,
+        snapshots
+            .iter()
+            .map(|s| (breaker_label(s), Count(s.totals.probes_taken_over))),
+    )
+}
+
+/// The breakers' present figures: recent failures, the open period's rest, a check's
+/// status, the throttle's probability.
+fn encode_gauges(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt::Result {
+    family(
+        e,
+        "circuit_breaker_recent_failures",
+        "Failures since the breaker last recovered (brpc's RecentErr).",
+        MetricType::Gauge,
+        snapshots
+            .iter()
+            .map(|s| (breaker_label(s), Level(s.recent_failures as i64))),
+    )?;
+    family(
+        e,
+        "circuit_breaker_retry_after_seconds",
+        "While open: seconds until a probe is let through; else 0 (0 too once the period \
+         is over and a health check must pass: see circuit_breaker_health_check_status).",
+        MetricType::Gauge,
+        snapshots.iter().map(|s| {
+            let secs = s.retry_after.map_or(0.0, |d| d.as_secs_f64());
+            (breaker_label(s), Level(secs))
+        }),
+    )?;
+    family(
+        e,
+        "circuit_breaker_health_check_status",
+        "Open past its period, waiting for a health check: 1 check due, 2 checking; else 0.",
+        MetricType::Gauge,
+        snapshots.iter().map(|s| {
+            let status = match s.check {
+                None => 0,
+                Some(CheckStatus::Due) => 1,
+                Some(_) => 2,
+            };
+            (breaker_label(s), Level(status))
+        }),
+    )?;
+    if snapshots.iter().any(|s| s.throttle_probability.is_some()) {
+        family(
+            e,
+            "circuit_breaker_throttle_probability",
+            "The throttle's probability of turning the next call away (closed state).",
+            MetricType::Gauge,
+            snapshots
+                .iter()
+                .filter_map(|s| s.throttle_probability.map(|p| (breaker_label(s), Level(p)))),
+        )?;
+    }
+    Ok(())
+}
+
+/// Whose figures panicked for this scrape, and the policies' own figures.
+fn encode_figures(
+    e: &mut DescriptorEncoder<'_>,
+    snapshots: &[Snapshot],
+    panicked: &[(String, bool)],
+) -> fmt::Result {
+    family(
+        e,
+        "circuit_breaker_scrape_panicked",
+        "1 if the breaker's policy panicked while its figures were read for this scrape.",
+        MetricType::Gauge,
+        panicked
+            .iter()
+            .map(|(breaker, p)| ([("breaker", breaker.clone())], Level(i64::from(*p)))),
+    )?;
+    family(
+        e,
+        "circuit_breaker_policy",
+        "The policy's own figures.",
+        MetricType::Gauge,
+        snapshots.iter().flat_map(|s| {
+            s.policy.iter().map(move |(figure, value)| {
+                (
+                    [
+                        ("breaker", s.name.clone()),
+                        ("figure", (*figure).to_owned()),
+                    ],
+                    Level(*value),
+                )
+            })
+        }),
+    )
+}
+
 impl Collector for BreakerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
         // One breaker's panicking user code must not take every series down: the panic is
@@ -335,173 +530,10 @@ impl Collector for BreakerCollector {
         let panicked: Vec<_> = taken.iter().map(|(s, p)| (s.name.clone(), *p)).collect();
         let snapshots: Vec<Snapshot> = taken.into_iter().map(|(s, _)| s).collect();
         let e = &mut encoder;
-        let name = |s: &Snapshot| [("breaker", s.name.clone())];
-        family(
-            e,
-            "circuit_breaker_state",
-            "The state the next call finds: 0 closed, 1 half-open, 2 open.",
-            MetricType::Gauge,
-            snapshots
-                .iter()
-                .map(|s| (name(s), Level(state_value(s.state)))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_forced",
-            "The manual override: 0 none, 1 forced open, 2 forced closed.",
-            MetricType::Gauge,
-            snapshots
-                .iter()
-                .map(|s| (name(s), Level(forced_value(s.forced)))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_calls",
-            "Calls by how they ended.",
-            MetricType::Counter,
-            snapshots.iter().flat_map(|s| {
-                outcomes(s).map(move |(outcome, n)| {
-                    (
-                        [("breaker", s.name.clone()), ("outcome", outcome.to_owned())],
-                        Count(n),
-                    )
-                })
-            }),
-        )?;
-        family(
-            e,
-            "circuit_breaker_admitted",
-            "Calls admitted.",
-            MetricType::Counter,
-            snapshots
-                .iter()
-                .map(|s| (name(s), Count(s.totals.admitted))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_transitions",
-            "State changes, manual ones included.",
-            MetricType::Counter,
-            snapshots.iter().flat_map(|s| {
-                s.transitions.iter().map(move |(from, to, n)| {
-                    (
-                        [
-                            ("breaker", s.name.clone()),
-                            ("from", state_label(from).to_owned()),
-                            ("to", state_label(to).to_owned()),
-                        ],
-                        Count(n),
-                    )
-                })
-            }),
-        )?;
-        family(
-            e,
-            "circuit_breaker_opened",
-            "Times the breaker opened (brpc's nBreak).",
-            MetricType::Counter,
-            snapshots.iter().map(|s| (name(s), Count(s.times_opened))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_health_checks",
-            "Health checks that settled, by result.",
-            MetricType::Counter,
-            snapshots.iter().flat_map(|s| {
-                let t = &s.totals;
-                [
-                    ("passed", t.health_checks - t.health_checks_failed),
-                    ("failed", t.health_checks_failed),
-                ]
-                .into_iter()
-                .map(move |(result, n)| {
-                    (
-                        [("breaker", s.name.clone()), ("result", result.to_owned())],
-                        Count(n),
-                    )
-                })
-            }),
-        )?;
-        family(
-            e,
-            "circuit_breaker_probes_taken_over",
-            "Half-open trials started again because every probe slot was held past probe_timeout.",
-            MetricType::Counter,
-            snapshots
-                .iter()
-                .map(|s| (name(s), Count(s.totals.probes_taken_over))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_recent_failures",
-            "Failures since the breaker last recovered (brpc's RecentErr).",
-            MetricType::Gauge,
-            snapshots
-                .iter()
-                .map(|s| (name(s), Level(s.recent_failures as i64))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_retry_after_seconds",
-            "While open: seconds until a probe is let through; else 0 (0 too once the period \
-             is over and a health check must pass: see circuit_breaker_health_check_status).",
-            MetricType::Gauge,
-            snapshots.iter().map(|s| {
-                let secs = s.retry_after.map_or(0.0, |d| d.as_secs_f64());
-                (name(s), Level(secs))
-            }),
-        )?;
-        family(
-            e,
-            "circuit_breaker_health_check_status",
-            "Open past its period, waiting for a health check: 1 check due, 2 checking; else 0.",
-            MetricType::Gauge,
-            snapshots.iter().map(|s| {
-                let status = match s.check {
-                    None => 0,
-                    Some(CheckStatus::Due) => 1,
-                    Some(_) => 2,
-                };
-                (name(s), Level(status))
-            }),
-        )?;
-        if snapshots.iter().any(|s| s.throttle_probability.is_some()) {
-            family(
-                e,
-                "circuit_breaker_throttle_probability",
-                "The throttle's probability of turning the next call away (closed state).",
-                MetricType::Gauge,
-                snapshots
-                    .iter()
-                    .filter_map(|s| s.throttle_probability.map(|p| (name(s), Level(p)))),
-            )?;
-        }
-        family(
-            e,
-            "circuit_breaker_scrape_panicked",
-            "1 if the breaker's policy panicked while its figures were read for this scrape.",
-            MetricType::Gauge,
-            panicked
-                .iter()
-                .map(|(breaker, p)| ([("breaker", breaker.clone())], Level(i64::from(*p)))),
-        )?;
-        family(
-            e,
-            "circuit_breaker_policy",
-            "The policy's own figures.",
-            MetricType::Gauge,
-            snapshots.iter().flat_map(|s| {
-                s.policy.iter().map(move |(figure, value)| {
-                    (
-                        [
-                            ("breaker", s.name.clone()),
-                            ("figure", (*figure).to_owned()),
-                        ],
-                        Level(*value),
-                    )
-                })
-            }),
-        )?;
+        encode_states(e, &snapshots)?;
+        encode_counters(e, &snapshots)?;
+        encode_gauges(e, &snapshots)?;
+        encode_figures(e, &snapshots, &panicked)?;
         self.encode_pools(e)
     }
 }
