@@ -1,6 +1,7 @@
 //! The replay itself: the real breaker on a manual clock, each call admitted at its start
 //! and reported at its end, in time order.
 
+use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -9,14 +10,14 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::report::{self, Change, Report};
-use super::trace::Trace;
+use super::trace::{Entry, Trace};
 use lazybreaker::config::Settings;
 use lazybreaker::observe::{Observer, Transition};
 use lazybreaker::policy::Outcome;
 use lazybreaker::policy::TripPolicy;
-use lazybreaker::ConfigError;
 use lazybreaker::ManualClock;
 use lazybreaker::{Breaker, OwnedPermit};
+use lazybreaker::{ConfigError, Rejected};
 
 /// How many calls a replay reports its progress by.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -75,20 +76,8 @@ pub(super) fn run(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Report, ConfigError> {
     settings.validate()?;
-    // A candidate in dry run decides as it would enforcing: replay counts those decisions.
-    let enforcing;
-    let settings = if settings.knobs.dry_run {
-        enforcing = Settings {
-            knobs: lazybreaker::Knobs {
-                dry_run: false,
-                ..settings.knobs.clone()
-            },
-            ..settings.clone()
-        };
-        &enforcing
-    } else {
-        settings
-    };
+    let enforcing = enforcing(settings);
+    let settings: &Settings = &enforcing;
     let clock = ManualClock::new();
     let log = Arc::new(Log::default());
     let build = |breaker_name: &str| -> Result<Arc<Replayed>, ConfigError> {
@@ -154,14 +143,7 @@ pub(super) fn run(
                     outcome: call.outcome,
                 }));
             }
-            Err(rejected) => {
-                report.throttled += u64::from(rejected.throttle_probability().is_some());
-                let at = ((call.start / bin) as usize).min(report.rejected_over_time.len() - 1);
-                report.rejected_over_time[at] += 1;
-                report.rejected += 1;
-                report.rejected_would_fail += u64::from(failed);
-                report.rejected_would_succeed += u64::from(call.outcome == Outcome::Success);
-            }
+            Err(rejected) => count_rejection(&mut report, call, bin, &rejected),
         }
     }
     progress((trace.len() % PROGRESS_EVERY) as u64);
@@ -171,6 +153,39 @@ pub(super) fn run(
     }
     drop((keyed, single));
     report.transitions = std::mem::take(&mut *log.0.lock());
+    conclude(&mut report, trace);
+    Ok(report)
+}
+
+/// `settings`, enforcing: a candidate in dry run decides as it would enforcing, and replay
+/// counts those decisions.
+fn enforcing(settings: &Settings) -> Cow<'_, Settings> {
+    if !settings.knobs.dry_run {
+        return Cow::Borrowed(settings);
+    }
+    Cow::Owned(Settings {
+        knobs: lazybreaker::Knobs {
+            dry_run: false,
+            ..settings.knobs.clone()
+        },
+        ..settings.clone()
+    })
+}
+
+/// `call`, turned away: counted by what it would have done, and in its bin of `bin` ns.
+fn count_rejection(report: &mut Report, call: &Entry, bin: u64, rejected: &Rejected) {
+    let failed = matches!(call.outcome, Outcome::Failure | Outcome::Fatal);
+    report.throttled += u64::from(rejected.throttle_probability().is_some());
+    let at = ((call.start / bin) as usize).min(report.rejected_over_time.len() - 1);
+    report.rejected_over_time[at] += 1;
+    report.rejected += 1;
+    report.rejected_would_fail += u64::from(failed);
+    report.rejected_would_succeed += u64::from(call.outcome == Outcome::Success);
+}
+
+/// What the report derives from the changes it holds: the openings, the trace's bursts met
+/// with the changes, the longest times to trip and to close.
+fn conclude(report: &mut Report, trace: &Trace) {
     report.opened = report
         .transitions
         .iter()
@@ -180,5 +195,4 @@ pub(super) fn run(
     report::meet(&mut report.bursts, &report.transitions);
     report.time_to_trip = report.bursts.iter().filter_map(|b| b.tripped_after).max();
     report.time_to_close = report.bursts.iter().filter_map(|b| b.closed_after).max();
-    Ok(report)
 }
