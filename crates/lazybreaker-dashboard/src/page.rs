@@ -228,6 +228,18 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
     let s = &row.snapshot;
     let name = Escaped(&s.name);
     let state = state_class(s.state);
+    name_cell(out, row, &name, state);
+    figure_cells(out, row, state);
+    timeline(out, row);
+    out.push_str("</td>");
+    control_cell(out, row, look, &name);
+    out.push_str("</tr>");
+}
+
+/// A row's opening and its name cell: the name, its pool, and what to know about it (its
+/// figures panicked, a dry run, a name shared by several breakers).
+fn name_cell(out: &mut String, row: &Row, name: &Escaped<'_>, state: &str) {
+    let s = &row.snapshot;
     let _ = write!(
         out,
         "<tr class=\"breaker {state}\" data-name=\"{name}\" data-state=\"{state}\" \
@@ -250,6 +262,12 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
             row.namesakes
         );
     }
+}
+
+/// A row's figures, up to the opening of its timeline's cell: the state, the override, the
+/// counts (the trip's, when open), the totals, the wait, the openings.
+fn figure_cells(out: &mut String, row: &Row, state: &str) {
+    let s = &row.snapshot;
     // Open, the counts of the new generation are empty: the trip's say more.
     let tripped = row
         .history
@@ -310,8 +328,10 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         },
         s.times_opened,
     );
-    timeline(out, row);
-    out.push_str("</td>");
+}
+
+/// A row's controls, when the page has them (none for a name several breakers share).
+fn control_cell(out: &mut String, row: &Row, look: &Look, name: &Escaped<'_>) {
     if look.controls && row.namesakes > 1 {
         out.push_str("<td data-label=\"control\" class=\"controls\"></td>");
     } else if look.controls {
@@ -328,7 +348,6 @@ fn row_html(out: &mut String, row: &Row, look: &Look) {
         }
         out.push_str("</td>");
     }
-    out.push_str("</tr>");
 }
 
 /// The shortest and the longest span a timeline covers.
