@@ -23,7 +23,7 @@ mod builder;
 mod check;
 mod control;
 pub(crate) mod gate;
-mod holder;
+pub(crate) mod holder;
 mod outbox;
 mod permit;
 pub(crate) mod seam;

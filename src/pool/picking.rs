@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::breaker::gate::{self, Admit, At, Gate, Ready};
-use crate::breaker::{Breaker, Holder, OwnedPermit};
+use crate::breaker::holder::Holder;
+use crate::breaker::{Breaker, OwnedPermit};
 use crate::contain::{self, FirstPanic};
 use crate::error::Rejected;
 use crate::observe::Observer;
