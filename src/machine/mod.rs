@@ -14,6 +14,8 @@ mod judge;
 mod overrides;
 mod peek;
 mod rules;
+mod throttled;
+mod ticket;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +31,7 @@ use crate::nanos::{instant, saturating_nanos, Nanos};
 use crate::origin::Origin;
 use crate::policy::{CallResult, LaneRoom, Outcome, TripPolicy};
 use crate::state::State;
-use crate::throttle::{Decision, Throttle, Throttling};
+use crate::throttle::{Throttle, Throttling};
 
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
@@ -37,6 +39,7 @@ use guarded::Guarded;
 use judge::{judge, Judged};
 pub use peek::Ready;
 pub(crate) use rules::Rules;
+pub(crate) use ticket::Ticket;
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened
 /// to `ceil(interval / MAX_BUCKETS)`, which keeps the memory and the catch-up work of the
@@ -45,112 +48,6 @@ pub const MAX_BUCKETS: u64 = 1024;
 
 /// The longest count window: the last 65,536 results (a byte each).
 pub const MAX_COUNT_WINDOW: u64 = 1 << 16;
-
-/// What an admitted request carries to its result: the generation and window age it was
-/// admitted in, and, for a call a slow-call policy's lane admitted, the in-flight slot it
-/// holds (see [`InFlightSlots`]). Two words: the generation and the slot share one, so that
-/// a ticket is built and stored a word at a time (a word read back from two narrower
-/// stores would stall its load).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ticket {
-    age: u64,
-    /// `[slot: 32][generation: 32]` (the generation as [`Generation::raw`] stores it). The
-    /// slot: the lane's slot held, plus one; [`Ticket::BY_MACHINE`]: tracked in the
-    /// machine's [`InFlight`]; 0: not tracked.
-    word: u64,
-}
-
-impl Ticket {
-    /// A request admitted in `generation` with no window age: where the window does not roll
-    /// (the age of a fixed window is always zero).
-    #[inline]
-    pub(crate) fn unaged(generation: Generation) -> Self {
-        Self::aged(generation, 0)
-    }
-
-    /// A request admitted in `generation` at window age `age` (the lock-free lane's
-    /// admission in a rolling window).
-    #[inline]
-    pub(crate) fn aged(generation: Generation, age: u64) -> Self {
-        Self {
-            age,
-            word: u64::from(generation.raw()),
-        }
-    }
-
-    /// This ticket, holding in-flight slot `slot` (the lane's admission of a slow-call
-    /// policy's call).
-    #[inline]
-    pub(crate) fn in_slot(self, slot: usize) -> Self {
-        debug_assert!(slot < Self::BY_MACHINE as usize - 1);
-        self.with_slot(slot as u32 + 1)
-    }
-
-    /// A call in flight tracked by the machine (see [`Ticket::slot`]).
-    const BY_MACHINE: u32 = u32::MAX;
-
-    /// This ticket, its call tracked in flight by the machine (a slow-call threshold).
-    #[inline]
-    fn by_machine(self) -> Self {
-        self.with_slot(Self::BY_MACHINE)
-    }
-
-    #[inline(always)]
-    fn with_slot(self, slot: u32) -> Self {
-        Self {
-            age: self.age,
-            word: (self.word & u64::from(u32::MAX)) | (u64::from(slot) << 32),
-        }
-    }
-
-    /// The slot half of the word.
-    #[inline(always)]
-    fn slot_word(&self) -> u32 {
-        (self.word >> 32) as u32
-    }
-
-    /// The lane's in-flight slot this ticket holds, if any.
-    #[inline(always)]
-    pub(crate) fn slot(&self) -> Option<usize> {
-        match self.slot_word() {
-            0 | Self::BY_MACHINE => None,
-            slot => Some(slot as usize - 1),
-        }
-    }
-
-    /// Whether the call is tracked in flight (a slow-call threshold), by the lane or by the
-    /// machine: its result then never counts on the lane but through its slot.
-    #[inline(always)]
-    pub(crate) fn tracked(&self) -> bool {
-        self.word >> 32 != 0
-    }
-
-    #[inline]
-    pub(crate) fn generation(&self) -> Generation {
-        // Truncation intended: the low half is the generation.
-        Generation::from_raw(self.word as u32)
-    }
-
-    /// The window age the request was admitted at (zero where the window does not roll).
-    #[inline]
-    pub(crate) fn age(&self) -> u64 {
-        self.age
-    }
-
-    /// The ticket of a shadow call: a call a breaker in dry run admitted although it would
-    /// have rejected it. Its result is counted nowhere: it changes nothing, as a rejection
-    /// changes nothing. Its generation is one no generation ever is.
-    pub(crate) const SHADOW: Self = Self {
-        age: 0,
-        word: Generation::SHADOW.raw() as u64,
-    };
-
-    /// Whether this is a shadow call's ticket (see [`Ticket::SHADOW`]).
-    #[inline(always)]
-    pub(crate) fn is_shadow(&self) -> bool {
-        self.generation() == Generation::SHADOW
-    }
-}
 
 /// How a call ended: with a verdict, or abandoned without one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -593,109 +490,6 @@ impl<P: TripPolicy> Machine<P> {
         }
     }
 
-    /// The throttle's `p` for a breaker in `state` with `counts` (a snapshot's: the window as
-    /// the next call would find it): `None` without a throttle, zero unless closed.
-    pub(crate) fn throttle_probability_at(&self, state: State, counts: &Counts) -> Option<f64> {
-        let throttle = self.throttle()?;
-        if state != State::Closed || self.forced.is_some() {
-            return Some(0.0);
-        }
-        let (requests, accepts) =
-            counts.throttle_counts(throttle.count_throttled, self.window.is_by_count());
-        Some(throttle.probability(requests, accepts))
-    }
-
-    /// The throttle's `p` for the next closed-state admission, with the window as it is.
-    pub(crate) fn throttle_probability(&self) -> f64 {
-        self.throttle().map_or(0.0, |t| {
-            let (requests, accepts) = self.window.throttle_counts(t.count_throttled);
-            t.probability(requests, accepts)
-        })
-    }
-
-    /// Asks the throttle about the next closed-state admission: `Some(p)` turns it away
-    /// (counted as a request of the throttle's if it counts them); no draw while `p` is zero,
-    /// nor while forced closed.
-    fn throttle_draw(&mut self) -> Option<f64> {
-        if self.forced.is_some() {
-            return None; // forced closed: every call goes through, as an operator asked
-        }
-        let throttling = self.throttle.as_ref()?;
-        let throttle = throttling.settings;
-        let (requests, accepts) = self.window.throttle_counts(throttle.count_throttled);
-        let Decision::Shed(p) = throttle.decide(requests, accepts, || throttling.draws.next())
-        else {
-            return None;
-        };
-        if throttle.count_throttled {
-            self.window.on_throttled(1);
-        }
-        Some(p)
-    }
-
-    /// Whether the throttle started or stopped turning calls away since last told: `Some`
-    /// with whether it now does, the probability the next call meets, and the calls turned
-    /// away so far. Asked by the lock holder after each step.
-    pub(crate) fn throttle_note(&mut self) -> Option<(bool, f64, u64)> {
-        self.throttle.as_ref()?;
-        let p = if self.state == State::Closed && self.forced.is_none() {
-            self.throttle_probability()
-        } else {
-            0.0
-        };
-        let on = p > 0.0;
-        if on == self.throttling {
-            return None;
-        }
-        self.throttling = on;
-        Some((on, p, self.totals.rejected_throttled))
-    }
-
-    /// The throttle and its generator, for the lock-free lane to shed with.
-    pub(crate) fn lane_throttle(&self) -> Option<Arc<Throttling>> {
-        self.throttle.clone()
-    }
-
-    /// Counts `n` calls the lock-free lane's throttle turned away: rejected, and requests of
-    /// the throttle's if it counts them (at the current age).
-    pub(crate) fn absorb_throttled(&mut self, n: u64) {
-        if n == 0 {
-            return;
-        }
-        self.totals.rejected_throttled += n;
-        if self.throttle().is_some_and(|t| t.count_throttled) {
-            self.window.on_throttled(n);
-        }
-    }
-
-    /// Where the lane may shed from (see [`Phase::Closed`]): with no `room` left, not in dry
-    /// run, and where an admission adds a request (not a count window).
-    fn shed_from(&self, room: u64) -> Option<(u64, u64)> {
-        let throttle = self.throttle()?;
-        if self.rules.dry_run || !self.window.admission_counts() || room > 0 {
-            return None;
-        }
-        Some(self.window.throttle_counts(throttle.count_throttled))
-    }
-
-    /// How many closed-state admissions the lock-free lane may make before the machine must
-    /// see one (after them, the throttle's `p` may no longer be zero): unbounded without a
-    /// throttle, or where an admission adds no request (a count window).
-    fn throttle_room(&self) -> u64 {
-        let Some(throttle) = self.throttle() else {
-            return u64::MAX;
-        };
-        let (requests, accepts) = self.window.throttle_counts(throttle.count_throttled);
-        if !self.window.admission_counts() {
-            return if throttle.probability(requests, accepts) == 0.0 {
-                u64::MAX
-            } else {
-                0
-            };
-        }
-        throttle.room(requests, accepts)
-    }
-
     /// Counts an admission at `now` in the current generation and hands out its ticket.
     #[inline]
     fn admit_counted(&mut self, now: Nanos) -> Ticket {
@@ -874,7 +668,7 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed => {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
-                self.record(ticket.age, outcome, totals, slow);
+                self.record(ticket.age(), outcome, totals, slow);
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
                 // Forced closed (or exempt): the policy still sees every result, but never
@@ -888,7 +682,7 @@ impl<P: TripPolicy> Machine<P> {
                         self.totals.on_result(outcome);
                     }
                 } else {
-                    self.record(ticket.age, outcome, totals, slow);
+                    self.record(ticket.age(), outcome, totals, slow);
                 }
                 if relieved && outcome.counted() == Outcome::Excluded {
                     // Its slot was given back by the takeover: not a second time.
@@ -1028,208 +822,4 @@ impl<P: TripPolicy> Machine<P> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::ConsecutiveFailures;
-    use crate::policy::FailureRatio;
-
-    const MS: Nanos = 1_000_000;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn moved(change: Option<Change>) -> Option<(State, State)> {
-        change.map(|c| (c.from, c.to))
-    }
-
-    fn machine(rules: Rules, threshold: u64) -> Machine<ConsecutiveFailures> {
-        Machine::new(rules, ConsecutiveFailures::new(threshold).unwrap(), 0)
-    }
-
-    #[test]
-    fn open_expires_strictly_after_the_timeout() {
-        let mut m = machine(Rules::new(1, Duration::ZERO, Duration::ZERO, ms(10)), 1);
-        let (ticket, _) = m.admit(0);
-        let t = moved(m.complete(
-            ticket.unwrap(),
-            Verdict::Reported(Outcome::Failure),
-            None,
-            0,
-        ));
-        assert_eq!(t, Some((State::Closed, State::Open)));
-        // What is left of the open period, without the nanosecond of the strict expiry.
-        let wait = |ns| {
-            Err(Rejected::Open {
-                retry_after: Duration::from_nanos(ns),
-            })
-        };
-        assert_eq!(m.admit(0).0, wait(10 * MS), "the whole timeout at the trip");
-        assert_eq!(m.admit(4 * MS).0, wait(6 * MS));
-        assert_eq!(m.peek(4 * MS).retry_after, Some(ms(6)));
-        assert_eq!(
-            m.peek_open(4 * MS),
-            Some(Rejected::Open { retry_after: ms(6) })
-        );
-        let (r, t) = m.admit(10 * MS);
-        assert_eq!(
-            r,
-            Err(Rejected::Open {
-                retry_after: Duration::from_nanos(1)
-            })
-        );
-        assert_eq!(t, None);
-        let (r, t) = m.admit(10 * MS + 1);
-        assert!(r.is_ok());
-        assert_eq!(moved(t), Some((State::Open, State::HalfOpen)));
-    }
-
-    #[test]
-    fn half_open_admits_max_requests_and_exclusions_give_slots_back() {
-        let mut m = machine(Rules::new(2, Duration::ZERO, Duration::ZERO, ms(1)), 1);
-        let (t, _) = m.admit(0);
-        m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0);
-        let (a, _) = m.admit(2 * MS);
-        let (b, _) = m.admit(2 * MS);
-        assert_eq!(m.admit(2 * MS).0, Err(Rejected::TooManyRequests));
-        assert_eq!(
-            m.complete(
-                a.unwrap(),
-                Verdict::Reported(Outcome::Excluded),
-                None,
-                2 * MS
-            ),
-            None
-        );
-        let (c, _) = m.admit(2 * MS);
-        assert!(c.is_ok());
-        assert_eq!(
-            m.complete(
-                b.unwrap(),
-                Verdict::Reported(Outcome::Success),
-                None,
-                2 * MS
-            ),
-            None
-        );
-        assert_eq!(
-            moved(m.complete(
-                c.unwrap(),
-                Verdict::Reported(Outcome::Success),
-                None,
-                2 * MS
-            )),
-            Some((State::HalfOpen, State::Closed))
-        );
-    }
-
-    #[test]
-    fn a_layer_that_looks_ahead_sees_a_slot_held_past_the_probe_timeout_as_free() {
-        let rules = Rules::new(1, Duration::ZERO, Duration::ZERO, ms(10)).probe_timeout(ms(5));
-        let mut m = machine(rules, 1);
-        let (t, _) = m.admit(0);
-        m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0);
-        let (hung, change) = m.admit(11 * MS);
-        assert_eq!(moved(change), Some((State::Open, State::HalfOpen)));
-        assert_eq!(
-            m.peek_ahead(16 * MS),
-            Ready::Rejected(Rejected::TooManyRequests)
-        );
-        assert_eq!(m.peek_ahead(16 * MS + 1), Ready::Passes);
-        let (probe, change) = m.admit(16 * MS + 1);
-        assert_eq!((probe.is_ok(), change), (true, None), "no state change");
-        assert_eq!(
-            m.complete(
-                hung.unwrap(),
-                Verdict::Reported(Outcome::Failure),
-                None,
-                17 * MS
-            ),
-            None,
-            "the replaced probe's failure is stale"
-        );
-        assert_eq!(m.totals().dropped, 1);
-    }
-
-    #[test]
-    fn a_result_from_an_older_generation_is_dropped() {
-        let mut m = machine(Rules::new(1, ms(10), Duration::ZERO, ms(1)), 1);
-        let (t, _) = m.admit(0);
-        // The fixed window expires strictly after 10 ms; the result arrives after that.
-        assert_eq!(
-            m.complete(
-                t.unwrap(),
-                Verdict::Reported(Outcome::Failure),
-                None,
-                11 * MS
-            ),
-            None
-        );
-        assert_eq!(m.state(), State::Closed);
-        assert_eq!(*m.counts(), Counts::default());
-        assert_eq!(m.totals().dropped, 1);
-    }
-
-    #[test]
-    fn a_change_carries_the_counts_that_caused_it() {
-        let policy = FailureRatio::new(0.5, 2).unwrap();
-        let rules = Rules::new(1, Duration::ZERO, Duration::ZERO, ms(1))
-            .with_capabilities(&policy.capabilities());
-        let mut m = Machine::new(rules, policy, 0);
-        let (a, _) = m.admit(0);
-        let (b, _) = m.admit(0);
-        assert_eq!(
-            m.complete(a.unwrap(), Verdict::Reported(Outcome::Success), None, 5),
-            None
-        );
-        let change = m
-            .complete(b.unwrap(), Verdict::Reported(Outcome::Failure), None, 7)
-            .unwrap();
-        assert_eq!(
-            (change.from, change.to, change.at),
-            (State::Closed, State::Open, 7)
-        );
-        assert_eq!(
-            (
-                change.counts.requests,
-                change.counts.total_successes,
-                change.counts.total_failures
-            ),
-            (2, 1, 1)
-        );
-        assert_eq!((change.totals.opened, change.totals.failures), (1, 1));
-        assert_eq!(
-            *m.counts(),
-            Counts::default(),
-            "the new generation starts empty"
-        );
-    }
-
-    #[test]
-    fn a_panicking_policy_finishes_the_step_and_keeps_the_first_panic() {
-        #[derive(Debug)]
-        struct Panics;
-        impl TripPolicy for Panics {
-            fn on_result(&mut self, _: &CallResult<'_>) -> bool {
-                panic!("on_result")
-            }
-            fn half_open_probes(&self, _: u64) -> u64 {
-                panic!("half_open_probes")
-            }
-        }
-        let mut m = Machine::new(
-            Rules::new(3, Duration::ZERO, Duration::ZERO, ms(1)),
-            Panics,
-            0,
-        );
-        let (t, _) = m.admit(0);
-        assert_eq!(
-            m.complete(t.unwrap(), Verdict::Reported(Outcome::Failure), None, 0),
-            None,
-            "no trip"
-        );
-        assert_eq!(m.totals().failures, 1);
-        let _ = m.take_panic();
-        assert!(!m.take_panic().is_some(), "taken");
-    }
-}
+mod tests;
