@@ -403,10 +403,37 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
         // in pieces that stall the loads after the call.
         let mut at = 0;
-        let permit = match self.lane_admit(&mut at) {
-            Entry::Admitted { ticket } => Permit::new(self, Grant::new(ticket, at)),
-            other => Permit::new(self, self.allow_slow(other)?),
+        match self.lane_admit(&mut at) {
+            Entry::Admitted { ticket } => {
+                Self::run(Permit::new(self, Grant::new(ticket, at)), call)
+            }
+            other => self.execute_slow(other, call),
+        }
+    }
+
+    /// [`execute`](Breaker::execute) off the lock-free lane, in the caller's return slot: an
+    /// open breaker's rejection is written where the caller reads it (returned from a call
+    /// of its own, the rejection was copied in pieces wider than the stores that had just
+    /// made it, a store-forwarding stall of a third of the open rejection), and the lock's
+    /// admission stays out of line.
+    #[inline(never)]
+    fn execute_slow<T, E, F>(&self, entry: Entry, call: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        let grant = match self.entry_now(entry) {
+            Ok(now) => self.admit_at(now, |_| ())?.0,
+            Err(rejected) => return Err(Error::Rejected(rejected)),
         };
+        Self::run(Permit::new(self, grant), call)
+    }
+
+    /// Makes `call` on `permit` and records its result: `Ok` a success, `Err` a failure.
+    #[inline(always)]
+    fn run<T, E, F>(permit: Permit<'_, P, O>, call: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
         match call() {
             Ok(value) => {
                 permit.success();
