@@ -18,6 +18,7 @@ pub(crate) mod clock;
 pub(crate) mod hooks;
 pub(crate) mod log;
 pub(crate) mod policy;
+#[path = "../../crates/demo/src/rng.rs"]
 pub(crate) mod rng;
 pub(crate) mod setup;
 

@@ -36,10 +36,9 @@ const TIMEOUT_LATENCY: Duration = Duration::from_millis(200); // every failure i
 const ROWS: u32 = 30; // one timeline row per simulated second
 const BAR: usize = 20; // width of the traffic bar
 
-// xorshift64*: a tiny deterministic PRNG, so that the example needs no dependency.
-#[path = "../../../examples/common/mod.rs"]
-mod common;
-use common::Rng;
+// xorshift64*: a tiny deterministic PRNG, so that the demo needs no dependency.
+mod rng;
+use rng::Rng;
 
 /// The dependency's health: healthy (1% errors) until 5 s, hard down (every call times out)
 /// until 12 s, then recovering, its error rate falling from 100% back to 1% over 10 s.

@@ -63,13 +63,15 @@ impl<S: FleetStore> SharedBuilder<S> {
     /// after the store answered that every slot is held, until the next refresh). Once the
     /// lease expires, the next call takes the probe over and leases the slot itself; a
     /// result the local breaker then drops is not counted by the fleet either.
+    ///
+    /// [`Rejected::TooManyRequests`]: lazybreaker::Rejected::TooManyRequests
     pub fn lease_for(mut self, lease_for: Duration) -> Self {
         self.knobs.lease_for = lease_for;
         self
     }
 
     /// How many distinct instances must trip before the fleet opens (see
-    /// [One bad instance](super#one-bad-instance)); until then an instance that tripped is
+    /// [One bad instance](crate#one-bad-instance)); until then an instance that tripped is
     /// open on its own. Default (and zero): 1, every trip opens the fleet.
     pub fn quorum(mut self, quorum: u32) -> Self {
         self.knobs.quorum = quorum;

@@ -1,5 +1,8 @@
-//! xorshift64*: a small deterministic pseudo-random stream, no dependency. Also the
-//! examples' (`examples/common/mod.rs` includes this file).
+//! xorshift64*: a small deterministic pseudo-random stream, no dependency. Also the core's
+//! tests' and examples' (`tests/support/mod.rs` and `examples/common/mod.rs` include this file).
+
+// Each includer (the demo, the core's tests, the examples) uses part of it.
+#![allow(dead_code)]
 
 /// xorshift64* from its seed (any but zero, which stays zero): the same seed, the same
 /// stream, on every run and platform.
