@@ -187,6 +187,7 @@ pub mod pool;
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod prometheus;
 mod registry;
+pub mod retry;
 #[cfg(feature = "serde")]
 mod serde_duration;
 mod snapshot;
