@@ -68,9 +68,8 @@ impl Plan {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::lane::tests::{counting, gen};
+    use crate::lane::tests::{closed, counting};
     use crate::lane::{Entry, Lane};
-    use crate::machine::Phase;
     use crate::policy::{ConsecutiveFailures, TripPolicy};
 
     #[test]
@@ -113,16 +112,7 @@ mod tests {
             "a count window: every call under the lock"
         );
         assert!(Plan::of(&caps(false, false), false, false, false).counts_closed);
-        let closed = Phase::Closed {
-            generation: gen(1),
-            age: 0,
-            window_end: None,
-            room: u64::MAX,
-            failure_room: 0,
-            shed_from: None,
-            since: 0,
-            locked: false,
-        };
+        let closed = closed(1);
         let lane = Lane::new(
             Plan::of(&caps(false, true), false, false, false),
             closed,

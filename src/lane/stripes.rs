@@ -166,7 +166,7 @@ mod tests {
     use super::*;
     use crate::lane::cell::Pending;
     use crate::lane::tests::{
-        admitted, closed_with_room, counting, failing, fast, gen, never, t, unread,
+        admitted, closed, closed_with_room, counting, failing, fast, never, t, unread,
     };
     use crate::lane::Entry;
     use crate::machine::Phase;
@@ -251,16 +251,7 @@ mod tests {
             },
             "the base's counts are folded in"
         );
-        lane.publish(Phase::Closed {
-            generation: gen(5),
-            age: 0,
-            window_end: None,
-            room: u64::MAX,
-            failure_room: 0,
-            shed_from: None,
-            since: 0,
-            locked: false,
-        });
+        lane.publish(closed(5));
         assert_eq!(lane.admit(never), admitted(5));
         assert!(lane.succeed_fast(t(5), unread));
         assert!(

@@ -34,22 +34,23 @@ pub(super) fn counting() -> Plan {
     )
 }
 
+/// Closed in generation `n`, counting every success on the lane, no failure.
+pub(super) fn closed(n: u64) -> Phase {
+    Phase::Closed {
+        generation: gen(n),
+        age: 0,
+        window_end: None,
+        room: u64::MAX,
+        failure_room: 0,
+        shed_from: None,
+        since: 0,
+        locked: false,
+    }
+}
+
+/// A lane closed in generation `n` (see [`closed`]).
 pub(super) fn fast(n: u64) -> Lane {
-    Lane::new(
-        counting(),
-        Phase::Closed {
-            generation: gen(n),
-            age: 0,
-            window_end: None,
-            room: u64::MAX,
-            failure_room: 0,
-            shed_from: None,
-            since: 0,
-            locked: false,
-        },
-        None,
-        None,
-    )
+    Lane::new(counting(), closed(n), None, None)
 }
 
 /// Closed in generation 7 (no window), with room for `room` failures.
@@ -92,16 +93,7 @@ fn fast_lane_counts_and_hands_over() {
             ..Pending::default()
         }
     );
-    lane.publish(Phase::Closed {
-        generation: gen(7),
-        age: 0,
-        window_end: None,
-        room: u64::MAX,
-        failure_room: 0,
-        shed_from: None,
-        since: 0,
-        locked: false,
-    });
+    lane.publish(closed(7));
     assert_eq!(lane.admit(never), admitted(7), "fast again");
     assert_eq!(
         lane.close(),
@@ -274,21 +266,7 @@ fn a_shadow_calls_success_never_counts_on_the_lane() {
     // Every generation's cell, the last one before the wrap and the first included: a
     // dry run's shadow call must take the lock, where the machine drops it.
     for n in [0, 1, (1 << Generation::BITS) - 1] {
-        let lane = Lane::new(
-            counting(),
-            Phase::Closed {
-                generation: gen(n),
-                age: 0,
-                window_end: None,
-                room: u64::MAX,
-                failure_room: 0,
-                shed_from: None,
-                since: 0,
-                locked: false,
-            },
-            None,
-            None,
-        );
+        let lane = fast(n);
         assert_eq!(lane.admit(never), admitted(n));
         assert!(!lane.succeed_fast(Ticket::SHADOW, unread), "generation {n}");
         assert_eq!(
