@@ -1206,3 +1206,35 @@ fn two_picks_looking_at_once_judge_a_hang_once() {
         );
     });
 }
+
+/// The retry budget: two retries race for the one the budget has left, one of them moving
+/// the withdrawals on to a new slice (the slice before goes into the ring): exactly one is
+/// granted. (Killed by deciding on the ring and the head read apart, without the head's
+/// compare-and-swap: both see room, and the budget is overspent.)
+#[test]
+fn two_retries_racing_for_the_last_room_get_one() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let budget = lazybreaker::retry::RetryBudget::new(1.0)
+            .unwrap()
+            .min_retries_per_second(0)
+            .clock(clock.clone());
+        budget.deposit();
+        budget.deposit();
+        assert!(budget.try_withdraw(), "one of two");
+        clock.advance(Duration::from_millis(1500)); // the next slice
+        let granted: Vec<_> = (0..2)
+            .map(|_| {
+                let budget = budget.clone();
+                thread::spawn(move || budget.try_withdraw())
+            })
+            .collect();
+        let granted = granted
+            .into_iter()
+            .map(|g| g.join().unwrap())
+            .filter(|&g| g)
+            .count();
+        assert_eq!(granted, 1, "two deposits at 100 %: two retries in all");
+        assert_eq!(budget.balance(), 0);
+    });
+}
