@@ -191,6 +191,40 @@ pub struct Totals {
     /// [`Builder::throttle`](crate::Builder::throttle)): not admitted, not a result.
     #[cfg_attr(feature = "serde", serde(default))]
     pub rejected_throttled: u64,
+    /// Retries made after a failed attempt through this breaker, as a retry layer reports
+    /// them ([`Retry`](crate::retry::Retry) in the pool, the tower, reqwest and gRPC
+    /// integrations): the retry itself is an attempt like any other (it may go to another
+    /// breaker).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub retries: u64,
+    /// Retries after a failed attempt through this breaker that the retry budget refused
+    /// ([`Stop::Budget`](crate::retry::Stop::Budget)).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub retries_budget_denied: u64,
+    /// Calls whose last attempt failed through this breaker with every attempt made
+    /// ([`Stop::Exhausted`](crate::retry::Stop::Exhausted)).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub retries_exhausted: u64,
+}
+
+/// What a retry layer decided after a failed attempt, as a breaker's [`Totals`] count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RetryTally {
+    Retried,
+    BudgetDenied,
+    Exhausted,
+}
+
+impl Totals {
+    /// Counts a retry layer's decision.
+    pub(crate) fn tally_retry(&mut self, tally: RetryTally) {
+        let count = match tally {
+            RetryTally::Retried => &mut self.retries,
+            RetryTally::BudgetDenied => &mut self.retries_budget_denied,
+            RetryTally::Exhausted => &mut self.retries_exhausted,
+        };
+        *count += 1;
+    }
 }
 
 /// How many times a breaker went from each state to each other, manual changes included: for

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | [`rejected_by`](Breaker::rejected_by) | the registry, the keyed tower layer, the reqwest middleware | a rejection that names the breaker |
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
+//! | [`count_retry`](BreakerSeam::count_retry) | the pool, the tower retry layer, the reqwest and gRPC retries | a retry, or its refusal, counted in the totals of the breaker whose attempt failed |
 //! | [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission ([`At::Given`](super::gate::At::Given)) |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
 //! | [`Builder::max_open_duration_or_default`] | the fleet | no open period adopted, followed or published longer than the breaker's own |
@@ -30,12 +31,14 @@ use std::time::Duration;
 
 use crate::clock::ClockSource;
 use crate::contain::FirstPanic;
+use crate::counts::RetryTally;
 use crate::error::{Rejected, RejectedBy};
 use crate::lane::Peek;
 use crate::machine::Rules;
 use crate::observe::Observer;
 use crate::origin::Origin;
 use crate::policy::TripPolicy;
+use crate::retry::{Next, Stop};
 use crate::snapshot::Snapshot;
 use crate::state::State;
 
@@ -62,6 +65,10 @@ pub trait BreakerSeam {
     /// [`snapshot`](Breaker::snapshot), keeping a panic of the policy's gauges in `panics`
     /// (the snapshot then holds the figures reported before it).
     fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot;
+    /// Counts what a retry layer decided after an attempt through this breaker failed
+    /// ([`Totals::retries`](crate::Totals::retries) and the refusals): under the lock, as
+    /// a retry follows a failure (nothing on a successful call's path).
+    fn count_retry(&self, next: Next);
 }
 
 impl<P: TripPolicy, O: Observer> BreakerSeam for Breaker<P, O> {
@@ -95,6 +102,16 @@ impl<P: TripPolicy, O: Observer> BreakerSeam for Breaker<P, O> {
 
     fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot {
         self.snapshot_with(panics)
+    }
+
+    fn count_retry(&self, next: Next) {
+        let tally = match next {
+            Next::Retry { .. } => RetryTally::Retried,
+            Next::Stop(Stop::Budget) => RetryTally::BudgetDenied,
+            Next::Stop(Stop::Exhausted) => RetryTally::Exhausted,
+            Next::Stop(_) => return,
+        };
+        self.locked(|m| m.tally_retry(tally));
     }
 }
 

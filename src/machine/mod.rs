@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contain::FirstPanic;
-use crate::counts::{Counts, Tail, Totals, Transitions, Window};
+use crate::counts::{Counts, RetryTally, Tail, Totals, Transitions, Window};
 use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::generation::Generation;
@@ -255,6 +255,11 @@ impl<P: TripPolicy> Machine<P> {
 
     pub(crate) fn totals(&self) -> &Totals {
         &self.totals
+    }
+
+    /// Counts a retry layer's decision after a failed attempt through this breaker.
+    pub(crate) fn tally_retry(&mut self, tally: RetryTally) {
+        self.totals.tally_retry(tally);
     }
 
     pub(crate) fn policy(&self) -> &P {
