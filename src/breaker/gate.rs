@@ -495,14 +495,42 @@ where
     R: Report,
     C: Classify<T, E> + ?Sized,
 {
+    poll_judged(call, cx, report, classify).map(|(result, _)| result)
+}
+
+/// [`poll_call`], with how the result counted: `None` when its verdict went with it
+/// ([`Recorded::Deferred`]). For a caller that acts on the verdict (a retry).
+///
+/// # Panics
+///
+/// Polled again after the call completed (a future polled after completion).
+#[inline]
+pub(crate) fn poll_judged<Fut, T, E, R, C>(
+    call: Pin<&mut Fut>,
+    cx: &mut Context<'_>,
+    report: &mut R,
+    classify: &C,
+) -> Poll<(Result<T, E>, Option<Outcome>)>
+where
+    Fut: Future<Output = Result<T, E>>,
+    R: Report,
+    C: Classify<T, E> + ?Sized,
+{
     assert!(!report.reported(), "a call polled after completion");
     let mut result = match contain::catch(|| call.poll(cx)) {
         Ok(Poll::Pending) => return Poll::Pending,
         Ok(Poll::Ready(result)) => result,
         Err(payload) => report.report_then_resume(Outcome::Failure, payload),
     };
-    record(report, classify, &mut result).resume();
-    Poll::Ready(result)
+    let outcome = match record(report, classify, &mut result) {
+        Recorded::Counted(outcome) => Some(outcome),
+        Recorded::Deferred => None,
+        Recorded::Panicked(panics) => {
+            contain::resume(panics);
+            None
+        }
+    };
+    Poll::Ready((result, outcome))
 }
 
 #[cfg(test)]

@@ -3,12 +3,16 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::pin;
+use std::time::Duration;
 
 use crate::breaker::gate;
+use crate::breaker::BreakerSeam;
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::observe::Observer;
+use crate::outcome::Outcome;
 use crate::policy::TripPolicy;
+use crate::retry::{Cause, Next};
 
 use super::Pool;
 
@@ -61,19 +65,49 @@ where
     /// let got = block_on(pool.call(|_| async { Ok::<_, String>(0) }, OkIsSuccess));
     /// assert!(matches!(got, Err(Error::Rejected(Rejected::NoEndpoint { .. }))));
     /// ```
-    pub async fn call<F, Fut, T, E, C>(&self, call: F, classify: C) -> Result<T, Error<E>>
+    pub async fn call<F, Fut, T, E, C>(&self, mut call: F, classify: C) -> Result<T, Error<E>>
     where
-        F: FnOnce(K) -> Fut,
+        F: FnMut(K) -> Fut,
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
         let mut pick = self.pick_async().await.map_err(Error::Rejected)?;
-        let key = pick.key().clone();
-        // The closure is user code: a panic building the call drops the pick while
-        // unwinding, which counts as the endpoint's failure, as a panicking call does.
-        let mut running = pin!(call(key));
-        poll_fn(|cx| gate::poll_call(running.as_mut(), cx, &mut pick, &classify))
-            .await
-            .map_err(Error::Inner)
+        let Some(retry) = &self.retry else {
+            let key = pick.key().clone();
+            // The closure is user code: a panic building the call drops the pick while
+            // unwinding, which counts as the endpoint's failure, as a panicking call does.
+            let mut running = pin!(call(key));
+            return poll_fn(|cx| gate::poll_call(running.as_mut(), cx, &mut pick, &classify))
+                .await
+                .map_err(Error::Inner);
+        };
+        let within = (self.deadline > 0).then(|| Duration::from_nanos(self.deadline));
+        let mut attempts = retry.start(within).elsewhere(true);
+        // The keys tried, for a retry to go elsewhere (no allocation unless one is made).
+        let mut tried: Vec<K> = Vec::new();
+        loop {
+            let key = pick.key().clone();
+            let mut running = pin!(call(key.clone()));
+            let (result, outcome) =
+                poll_fn(|cx| gate::poll_judged(running.as_mut(), cx, &mut pick, &classify)).await;
+            if !matches!(outcome, Some(Outcome::Failure | Outcome::Fatal)) {
+                return result.map_err(Error::Inner);
+            }
+            tried.push(key);
+            // Another endpoint first, so that a retry with nowhere to go is not paid for.
+            let Some(other) = self.other_for_retry(&tried) else {
+                return result.map_err(Error::Inner);
+            };
+            let next = retry.next(&mut attempts, Cause::Failure);
+            pick.breaker().count_retry(next);
+            self.shared.stats.count_retry(next);
+            let Next::Retry { .. } = next else {
+                return result.map_err(Error::Inner);
+            };
+            match self.pick_for_retry(&other, &tried) {
+                Some(retrying) => pick = retrying,
+                None => return result.map_err(Error::Inner),
+            }
+        }
     }
 }

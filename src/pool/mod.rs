@@ -181,6 +181,7 @@ mod hang_watch;
 mod outlier;
 mod pick;
 mod picking;
+mod retry;
 mod stats;
 
 use std::fmt;
@@ -199,6 +200,7 @@ use crate::error::{ConfigError, Rejected};
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::policy::{ConsecutiveFailures, TripPolicy};
+use crate::retry::Retry;
 use crate::state::State;
 
 pub use choose::Balance;
@@ -264,6 +266,8 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     next: AtomicUsize,
     /// For metrics: empty unless [`named`](Pool::named).
     name: String,
+    /// Retries on another endpoint ([`Pool::retry`]), if set.
+    retry: Option<Retry>,
     shared: Arc<Shared>,
 }
 
@@ -331,6 +335,7 @@ where
             open_backoff: Some((DEFAULT_OPEN, DEFAULT_OPEN_MAX)),
             detector: None,
             deadline: 0,
+            retry: None,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
@@ -792,6 +797,9 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             ejected_success_rate: n(&s.ejected_success_rate),
             ejected_failure_percentage: n(&s.ejected_failure_percentage),
             ejected_hung: n(&s.ejected_hung),
+            retries: n(&s.retries),
+            retries_budget_denied: n(&s.retries_budget_denied),
+            retries_exhausted: n(&s.retries_exhausted),
         }
     }
 

@@ -23,6 +23,9 @@ pub(crate) struct Stats {
     pub(crate) ejected_success_rate: AtomicU64,
     pub(crate) ejected_failure_percentage: AtomicU64,
     pub(crate) ejected_hung: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) retries_budget_denied: AtomicU64,
+    pub(crate) retries_exhausted: AtomicU64,
 }
 
 /// The endpoints removed from a pool whose picks it still counts: kept while a pick may
@@ -105,6 +108,13 @@ pub struct PoolStats {
     pub ejected_failure_percentage: u64,
     /// Endpoints judged hung at pick time ([`Pool::deadline`](super::Pool::deadline)).
     pub ejected_hung: u64,
+    /// Calls retried on another endpoint ([`Pool::retry`](super::Pool::retry)): one per
+    /// retry made.
+    pub retries: u64,
+    /// Retries the retry budget refused.
+    pub retries_budget_denied: u64,
+    /// Calls whose last attempt failed with every attempt made.
+    pub retries_exhausted: u64,
 }
 
 /// A pool's own figures ([`Pool::summary`](super::Pool::summary)), for a scrape or a status page.

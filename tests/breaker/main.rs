@@ -32,6 +32,7 @@ mod pool_call;
 mod pool_hang;
 mod pool_judgement;
 mod pool_picks;
+mod pool_retry;
 mod probe_timeout;
 mod slow_calls;
 mod slow_dependency;
