@@ -134,6 +134,18 @@ fn check(series: &Series, s: &Snapshot) {
         t.probes_taken_over as f64,
         "{b} probes taken over"
     );
+    for (decision, n) in [
+        ("retried", t.retries),
+        ("budget_denied", t.retries_budget_denied),
+        ("exhausted", t.retries_exhausted),
+    ] {
+        let got = get(
+            series,
+            "circuit_breaker_retries_total",
+            &[("breaker", b), ("decision", decision)],
+        );
+        assert_eq!(got, n as f64, "{b} retries {decision}");
+    }
     for (from, to, n) in s.transitions.iter() {
         let label = |state: State| match state {
             State::Closed => "closed",
@@ -809,4 +821,72 @@ fn a_pools_ejections_and_hangs_are_scraped_by_reason() {
         );
     }
     drop(hanging);
+}
+
+/// A pool that retries, scraped: its retries by decision, and the breaker of the endpoint
+/// that failed counting the retries made after its failures.
+#[test]
+fn a_pools_retries_are_scraped_by_decision() {
+    use lazybreaker::classify::OkIsSuccess;
+    use lazybreaker::pool::Pool;
+    use lazybreaker::retry::{Retry, RetryBudget};
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let clock = ManualClock::new();
+    let budget = RetryBudget::new(0.5)
+        .unwrap()
+        .min_retries_per_second(0)
+        .clock(clock.clone());
+    let pool = Arc::new(
+        Pool::new(|_: &&str| Breaker::builder().policy(ConsecutiveFailures::new(1_000).unwrap()))
+            .clock(clock.clone())
+            .named("retrying")
+            .retry(Retry::new(2).unwrap().budget(budget)),
+    );
+    pool.set(["sick", "well"]);
+    for _ in 0..40 {
+        let call = pool.call(
+            |key| async move {
+                if key == "sick" {
+                    Err("503")
+                } else {
+                    Ok(())
+                }
+            },
+            OkIsSuccess,
+        );
+        let mut call = std::pin::pin!(call);
+        let Poll::Ready(_) = call.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+            panic!("the calls complete at once");
+        };
+    }
+    let stats = pool.stats();
+    assert!(stats.retries > 0, "{stats:?}");
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(BreakerCollector::new().pool(Arc::clone(&pool))));
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("a scrape");
+    let series = parse(&text);
+    for (decision, n) in [
+        ("retried", stats.retries),
+        ("budget_denied", stats.retries_budget_denied),
+        ("exhausted", stats.retries_exhausted),
+    ] {
+        let got = get(
+            &series,
+            "circuit_breaker_pool_retries_total",
+            &[("pool", "retrying"), ("decision", decision)],
+        );
+        assert_eq!(got, n as f64, "{decision}");
+    }
+    let sick = pool.breaker(&"sick").unwrap().totals();
+    assert_eq!(
+        sick.retries + sick.retries_budget_denied,
+        stats.retries + stats.retries_budget_denied
+    );
+    for (key, breaker) in pool.breakers() {
+        assert_eq!(breaker.name(), key);
+        check(&series, &breaker.snapshot());
+    }
 }
