@@ -129,6 +129,9 @@ struct Stats {
     ejected_success_rate: u64,
     ejected_failure_percentage: u64,
     ejected_hung: u64,
+    retries: u64,
+    retries_budget_denied: u64,
+    retries_exhausted: u64,
 }
 
 impl From<&PoolSummary> for Summary {
@@ -151,6 +154,9 @@ impl From<&PoolSummary> for Summary {
                 ejected_success_rate: t.ejected_success_rate,
                 ejected_failure_percentage: t.ejected_failure_percentage,
                 ejected_hung: t.ejected_hung,
+                retries: t.retries,
+                retries_budget_denied: t.retries_budget_denied,
+                retries_exhausted: t.retries_exhausted,
             },
         }
     }

@@ -157,7 +157,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         "<h2>Pools</h2><table id=\"pools\"><thead><tr><th>pool</th><th>nodes</th>\
          <th>isolated</th><th>ejected</th><th>down</th><th>in flight</th><th>picks</th>\
          <th>over the cap</th><th>no endpoint</th><th>outliers detected</th>\
-         <th>ejections</th></tr></thead><tbody>",
+         <th>retries</th><th>ejections</th></tr></thead><tbody>",
     );
     for pool in pools {
         let name = Escaped(&pool.name);
@@ -172,7 +172,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         out.push_str("</td>");
         let Some(s) = &pool.summary else {
             out.push_str(
-                "<td colspan=\"10\" class=\"warn\" data-label=\"figures\">\
+                "<td colspan=\"11\" class=\"warn\" data-label=\"figures\">\
                  unreadable (its clock panicked)</td></tr>",
             );
             continue;
@@ -191,6 +191,11 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         ] {
             let _ = write!(out, "<td data-label=\"{label}\">{n}</td>");
         }
+        let _ = write!(
+            out,
+            "<td data-label=\"retries\">{} retried · {} budget denied · {} exhausted</td>",
+            t.retries, t.retries_budget_denied, t.retries_exhausted,
+        );
         let _ = write!(
             out,
             "<td data-label=\"ejections\">{} success rate · {} failure percentage · \
@@ -300,12 +305,18 @@ fn figure_cells(out: &mut String, row: &Row, state: &str) {
         Some(p) => format!(" · {} throttled (p = {p:.2})", t.rejected_throttled),
         None => String::new(),
     };
+    // A retry layer's decisions after this breaker's failures, once there are any.
+    let retried = match (t.retries, t.retries_budget_denied) {
+        (0, 0) => String::new(),
+        (retried, 0) => format!(" · {retried} retried"),
+        (retried, denied) => format!(" · {retried} retried, {denied} denied by the budget"),
+    };
     let _ = write!(
         out,
         "</td><td data-label=\"state\"><span class=\"badge {state}\" data-check=\"{}\">{badge}</span></td>\
          <td data-label=\"forced\" class=\"forced\">{}</td>\
          <td data-label=\"counts\">{label}{} calls · {} ok · {} failed · {} in a row</td>\
-         <td data-label=\"totals\">{} ok · {} failed · {} rejected{throttled}{}</td>\
+         <td data-label=\"totals\">{} ok · {} failed · {} rejected{throttled}{retried}{}</td>\
          <td data-label=\"retry after\">{retry}</td><td data-label=\"opened\">{}{checks_failed}</td>\
          <td data-label=\"recent states\">",
         match s.check {

@@ -836,6 +836,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 ("over the cap", "0"),
                 ("no endpoint", "0"),
                 ("outliers detected", "1"),
+                ("retries", "0 retried · 0 budget denied · 0 exhausted"),
                 (
                     "ejections",
                     "0 success rate · 1 failure percentage · 0 hung",
@@ -854,6 +855,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 ("over the cap", "0"),
                 ("no endpoint", "1"),
                 ("outliers detected", "0"),
+                ("retries", "0 retried · 0 budget denied · 0 exhausted"),
                 (
                     "ejections",
                     "0 success rate · 0 failure percentage · 2 hung",
@@ -899,7 +901,10 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "outliers_detected": 1,
                     "ejected_success_rate": 0,
                     "ejected_failure_percentage": 1,
-                    "ejected_hung": 0
+                    "ejected_hung": 0,
+                    "retries": 0,
+                    "retries_budget_denied": 0,
+                    "retries_exhausted": 0
                 }
             },
             {
@@ -919,7 +924,10 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "outliers_detected": 0,
                     "ejected_success_rate": 0,
                     "ejected_failure_percentage": 0,
-                    "ejected_hung": 2
+                    "ejected_hung": 2,
+                    "retries": 0,
+                    "retries_budget_denied": 0,
+                    "retries_exhausted": 0
                 }
             }
         ])
