@@ -106,8 +106,11 @@ mod classify;
 mod key;
 mod middleware;
 mod rejection;
+mod retry;
+mod verdict;
 
 pub use check::{path_check, tcp_check, CheckFuture};
 pub use key::host_port;
 pub use middleware::BreakerMiddleware;
 pub use rejection::rejection;
+pub use retry::RetryMiddleware;

@@ -11,6 +11,8 @@ use reqwest_middleware::{Error, Middleware, Next, Result};
 use super::call::Admitted;
 use super::classify::ResponseRules;
 use super::key::host_port;
+use super::verdict::Verdict;
+use lazybreaker::classify::Classify;
 use lazybreaker::door::gate::{self, Admit, At};
 use lazybreaker::door::BreakerSeam;
 use lazybreaker::http::StatusRules;
@@ -33,6 +35,10 @@ use lazybreaker::{Registry, RegistryHasher};
 ///   timeout *around* `send()`), the call is abandoned, as any dropped
 ///   [`OwnedPermit`](lazybreaker::OwnedPermit) is; a panic in an inner middleware counts as a
 ///   failure and keeps unwinding.
+/// - **Verdicts for the retries.** Inside a [`RetryMiddleware`](super::RetryMiddleware)
+///   (added before this one), it hands each attempt's verdict and the breaker that counted
+///   it back to the retries, through the request's extensions; without one, nothing more
+///   is done.
 ///
 /// # Examples
 ///
@@ -145,8 +151,11 @@ where
         next: Next<'_>,
     ) -> Result<Response> {
         let key = (self.key)(&req);
+        let breaker = self.registry.breaker(key.as_str());
+        // A retry middleware around this one asked for the attempt's verdict.
+        let asked = Verdict::asked(extensions).then(|| Arc::clone(&breaker));
         // Before `next.run`: a rejected request never reaches the connection pool.
-        let permit = match gate::admit(self.registry.breaker(key.as_str()), At::Now) {
+        let permit = match gate::admit(breaker, At::Now) {
             Admit::Call(permit, _) => permit,
             Admit::Rejected(breaker, rejected) => {
                 return Err(Error::middleware(breaker.rejected_by(rejected)))
@@ -159,7 +168,12 @@ where
                     .map_err(|rejected| Error::middleware(breaker.rejected_by(rejected)))?
             }
         };
-        Admitted::new(next.run(req, extensions), permit, ResponseRules(self.rules)).await
+        let rules = ResponseRules(self.rules);
+        let result = Admitted::new(next.run(req, extensions), permit, rules).await;
+        if let Some(breaker) = asked {
+            Verdict::tell(extensions, rules.classify(&result), breaker);
+        }
+        result
     }
 }
 
