@@ -1,8 +1,9 @@
 //! A `reqwest` middleware with a breaker per host:
 //! [`BreakerMiddleware`], a [`reqwest_middleware::Middleware`] that keeps one breaker per
 //! `host:port` in a [`Registry`](lazybreaker::Registry) (or per any key of the request),
-//! [`rejection`] to tell its rejections from other errors, and health checks
-//! ([`tcp_check`], [`path_check`]) that revive a host's breaker.
+//! [`rejection`] to tell its rejections from other errors, health checks
+//! ([`tcp_check`], [`path_check`]) that revive a host's breaker, and [`RetryMiddleware`],
+//! retries that share the breakers' verdicts (see [Retries](#retries)).
 //!
 //! Each request asks its host's breaker first: while the breaker rejects, the request fails
 //! at once and no connection is attempted. A host's breaker with a
@@ -34,7 +35,7 @@
 //! Middlewares run in the order they were added: those added after this one run inside it
 //! (each request they make counts once, with its final result), those added before run
 //! around it (a retrying middleware added before it sends each attempt through the breaker,
-//! and gets a rejection as an error of its own).
+//! and gets a rejection as an error of its own: see [Retries](#retries)).
 //!
 //! # Telling a rejection from other errors
 //!
@@ -93,6 +94,74 @@
 //! assert_eq!(rejected.breaker(), host);
 //! assert!(matches!(rejected.rejected(), Rejected::Open { .. }));
 //! assert!(err.to_string().starts_with(&format!("circuit breaker `{host}` is open")));
+//! # });
+//! ```
+//!
+//! # Retries
+//!
+//! [`RetryMiddleware`] retries on a [`Retry`](lazybreaker::retry::Retry) policy (its
+//! attempts, its [`RetryBudget`](lazybreaker::retry::RetryBudget), its backoff). Add it
+//! **first**, before the breaker middleware: each attempt then goes through the host's
+//! breaker, which hands its verdict back. A rejection is never retried, nor an attempt that
+//! left its breaker open; what the breaker counted as a failure is, and so is a 503 or a 429
+//! after its `Retry-After`, unless that is past the deadline; only safe and idempotent
+//! methods, by default. Each retry, and each retry refused for the budget or the attempts,
+//! is counted in the policy's [`stats`](lazybreaker::retry::Retry::stats) and in the host's
+//! breaker's [`Totals`](lazybreaker::Totals). Added after the breaker middleware, the
+//! retries would run inside it: the breaker would count a call once, with its last
+//! attempt's result, and a rejection could not stop them.
+//!
+//! An upstream that answers 503 once, then 200:
+//!
+//! ```
+//! use lazybreaker::retry::{Retry, RetryBudget};
+//! use lazybreaker::{Breaker, Registry};
+//! use lazybreaker_reqwest::{BreakerMiddleware, RetryMiddleware};
+//! use reqwest_middleware::ClientBuilder;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! let host = listener.local_addr().unwrap().to_string();
+//! let hits = Arc::new(AtomicUsize::new(0));
+//! let counted = Arc::clone(&hits);
+//! let app = axum::Router::new().route(
+//!     "/",
+//!     axum::routing::get(move || async move {
+//!         match counted.fetch_add(1, Ordering::SeqCst) {
+//!             0 => axum::http::StatusCode::SERVICE_UNAVAILABLE,
+//!             _ => axum::http::StatusCode::OK,
+//!         }
+//!     }),
+//! );
+//! tokio::spawn(async move { axum::serve(listener, app).await });
+//!
+//! let registry = Arc::new(Registry::new(|_host: &String| {
+//!     Breaker::builder().timeout(Duration::from_secs(30))
+//! }));
+//! // Three attempts at most, retries within 20 % of the calls (and 10 a second).
+//! let retry = Retry::new(3)
+//!     .unwrap()
+//!     .budget(RetryBudget::new(0.2).unwrap())
+//!     .backoff(Duration::from_millis(10), Duration::from_millis(100));
+//! let client = ClientBuilder::new(
+//!     reqwest::Client::builder()
+//!         .timeout(Duration::from_secs(2)) // each attempt's
+//!         .no_proxy()
+//!         .build()
+//!         .unwrap(),
+//! )
+//! .with(RetryMiddleware::new(retry.clone()).deadline(Duration::from_secs(5))) // first: outermost
+//! .with(BreakerMiddleware::new(Arc::clone(&registry))) // then the breaker per host
+//! .build();
+//!
+//! let response = client.get(format!("http://{host}/")).send().await.unwrap();
+//! assert_eq!(response.status(), 200);
+//! assert_eq!(hits.load(Ordering::SeqCst), 2, "one retry");
+//! assert_eq!(retry.stats().retries, 1);
+//! assert_eq!(registry.breaker(&host).totals().retries, 1);
 //! # });
 //! ```
 
