@@ -35,5 +35,7 @@ criterion_group! {
         groups::throttle::healthy_2t,
         groups::throttle::shedding_1t,
         groups::throttle::shedding_2t,
+        groups::retry::closed_1t,
+        groups::retry::closed_2t,
 }
 criterion_main!(benches);

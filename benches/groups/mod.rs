@@ -8,5 +8,6 @@ pub(crate) mod half_open;
 pub(crate) mod open;
 pub(crate) mod policies;
 pub(crate) mod registry;
+pub(crate) mod retry;
 pub(crate) mod throttle;
 pub(crate) mod windows;

@@ -11,8 +11,8 @@ use crate::nanos::Nanos;
 pub struct Attempts {
     /// Attempts made or under way (1 for the first).
     pub(super) made: u32,
-    /// This call's stream of draws.
-    pub(super) stream: u64,
+    /// This call's stream of draws, from its first wait.
+    pub(super) stream: Option<u64>,
     /// The call's deadline on the budget's clock, if it has one.
     pub(super) deadline: Option<Nanos>,
     pub(super) retryable: bool,

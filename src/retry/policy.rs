@@ -34,7 +34,7 @@ use crate::sync::{AtomicU64, Ordering};
 ///
 /// The `n`-th retry waits a draw in `[0, min(max, initial × 2^(n-1)))` (full jitter, as
 /// gRPC's retry policy computes it), from a stream seeded per call: a [`seed`](Self::seed)
-/// given, the same calls in the same order draw the same waits (a replay). The policy only
+/// given, the same failures in the same order draw the same waits (a replay). The policy only
 /// computes: the caller waits on its own runtime (the tower, reqwest and gRPC integrations
 /// do), and [`Pool::retry`](crate::pool::Pool::retry) sends a retry to another endpoint at
 /// once.
@@ -79,7 +79,7 @@ pub struct Retry {
 /// What a retry's clones share.
 #[derive(Debug, Default)]
 struct Shared {
-    /// Calls started: each call's stream is the seed's and its number's.
+    /// Calls that waited: each one's stream is the seed's and its number's.
     calls: AtomicU64,
     counters: Counters,
 }
@@ -156,7 +156,7 @@ impl Retry {
         self
     }
 
-    /// The seed of the waits' draws (random by default): with a seed, the same calls in
+    /// The seed of the waits' draws (random by default): with a seed, the same failures in
     /// the same order draw the same waits. Starts the numbering of calls afresh.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -195,12 +195,9 @@ impl Retry {
     pub fn start_at(&self, now: Duration, within: Option<Duration>) -> Attempts {
         let now = saturating_nanos(now);
         self.budget.deposit_at(now);
-        let call = self.shared.calls.fetch_add(1, Ordering::Relaxed);
-        let mut stream = self.seed ^ call.wrapping_mul(0xd134_2543_de82_ef95);
-        backoff::next(&mut stream);
         Attempts {
             made: 1,
-            stream,
+            stream: None,
             deadline: within.map(|within| now.saturating_add(saturating_nanos(within))),
             retryable: true,
             elsewhere: false,
@@ -223,6 +220,16 @@ impl Retry {
         next
     }
 
+    /// A stream of draws for a call that waits: the seed's and the number of the calls
+    /// that waited before it (numbered at their first wait, not at their start: nothing
+    /// shared is written for a call that succeeds).
+    fn stream(&self) -> u64 {
+        let waited = self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        let mut stream = self.seed ^ waited.wrapping_mul(0xd134_2543_de82_ef95);
+        backoff::next(&mut stream);
+        stream
+    }
+
     fn decide(&self, attempts: &mut Attempts, cause: Cause, now: Nanos) -> Next {
         if !attempts.retryable {
             return Next::Stop(Stop::NotRetryable);
@@ -239,9 +246,8 @@ impl Retry {
         let wait = if attempts.elsewhere {
             Duration::ZERO
         } else {
-            let drawn = self
-                .backoff
-                .wait(attempts.made, backoff::next(&mut attempts.stream));
+            let stream = attempts.stream.get_or_insert_with(|| self.stream());
+            let drawn = self.backoff.wait(attempts.made, backoff::next(stream));
             match cause {
                 Cause::Pushback(Some(exactly)) => exactly,
                 Cause::Overload {
