@@ -106,3 +106,13 @@ pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
 pub use pool::{PoolFuture, PoolService};
 pub use service::BreakerService;
+
+#[cfg(feature = "retry")]
+mod retry;
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use retry::Idempotent;
+#[cfg(feature = "retry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "retry")))]
+pub use retry::{CloneRequest, MaybeRejected, Replay, RetryLayer, RetryPolicy, RetryWait};
