@@ -1,5 +1,6 @@
 //! A tower middleware around a breaker: [`BreakerLayer`] and
-//! [`BreakerService`], with a named [`ResponseFuture`]. No async runtime and no timer.
+//! [`BreakerService`], with a named [`ResponseFuture`]. No async runtime and no timer (but
+//! for the retries, feature `retry`, which wait on tokio's).
 //!
 //! # The recipe: how responses count, and where the deadline goes
 //!
@@ -34,6 +35,85 @@
 //!   with a response of its own ([`http::rejected_response`](lazybreaker::http::rejected_response):
 //!   503 with `Retry-After`), so the service's error type stays the inner one and the layer
 //!   goes straight into an axum `Router`.
+//!
+//! # Retries
+//!
+//! With the feature `retry` (`http` for HTTP), `RetryLayer` retries calls as a
+//! [`lazybreaker::retry::Retry`] decides: only what the classifier calls a failure or an
+//! overload, never a breaker's rejection, never past the call's deadline, each retry paid
+//! for in a retry budget, after a backoff waited on tokio's timer. The recommended stack,
+//! from the outside in:
+//!
+//! ```
+//! # #[cfg(feature = "http")]
+//! # fn main() -> Result<(), lazybreaker::ConfigError> {
+//! use http::{Request, Response, StatusCode};
+//! use lazybreaker::http::StatusRules;
+//! use lazybreaker::retry::{Retry, RetryBudget};
+//! use lazybreaker::Breaker;
+//! use lazybreaker_tower::{BreakerLayer, RetryLayer};
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::{sync::Arc, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! // An upstream that answers 503 once, then 200.
+//! let calls = Arc::new(AtomicUsize::new(0));
+//! let seen = Arc::clone(&calls);
+//! let client = tower::service_fn(move |_: Request<String>| {
+//!     let status = if seen.fetch_add(1, Ordering::SeqCst) == 0 { 503 } else { 200 };
+//!     let response = Response::builder().status(status).body(String::new());
+//!     async move { Ok::<_, std::io::Error>(response.unwrap()) }
+//! });
+//!
+//! let breaker = Arc::new(Breaker::builder().name("upstream").build());
+//! // One budget for every retry towards this upstream: 20 % of the calls, 10 a second.
+//! let retry = Retry::new(3)?.budget(RetryBudget::default());
+//! let service = ServiceBuilder::new()
+//!     // Outside: each attempt gets the breaker's verdict; its rejection is not retried.
+//!     .layer(
+//!         RetryLayer::http(retry.clone())
+//!             .deadline(Duration::from_secs(2))
+//!             .count_on(Arc::clone(&breaker)),
+//!     )
+//!     .layer(BreakerLayer::new(Arc::clone(&breaker)).classify(StatusRules::new()))
+//!     .timeout(Duration::from_millis(500)) // per attempt: a hang is a failure, retried
+//!     .service(client);
+//!
+//! # let runtime = tokio::runtime::Builder::new_current_thread()
+//! #     .enable_time().start_paused(true).build().unwrap();
+//! # runtime.block_on(async {
+//! let response = service.oneshot(Request::get("/").body(String::new()).unwrap()).await.unwrap();
+//! assert_eq!(response.status(), StatusCode::OK);
+//! # });
+//! assert_eq!(calls.load(Ordering::SeqCst), 2);
+//! assert_eq!((retry.stats().retries, breaker.totals().retries), (1, 1));
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "http"))]
+//! # fn main() {}
+//! ```
+//!
+//! - **The retry outside the breaker.** Each attempt is admitted and counted by the
+//!   breaker on its own, so the breaker sees every failure; once it opens, the next attempt
+//!   is rejected and the call ends with that rejection (`Cause::Rejected`: no retries
+//!   against an open breaker). A retry inside the breaker would hide failures from it (three
+//!   failed attempts counted as one call) and keep calling a dependency the breaker would
+//!   have cut off. `count_on(breaker)` counts each decision in the breaker's
+//!   [`Totals`](lazybreaker::Totals) as well as in [`Retry::stats`](lazybreaker::retry::Retry::stats).
+//! - **The retry outside the pool.** Over a [`PoolService`], each attempt is a new pick:
+//!   an endpoint that failed is counted and, isolated, skipped. Set `.elsewhere(true)`:
+//!   the retry goes to another endpoint at once, without backoff. Which endpoint failed is
+//!   not known to the retry layer: its decisions are counted in `Retry::stats` only.
+//! - **The timeout per attempt inside the breaker.** A hung attempt ends as a failure
+//!   (counted, and retried); the call's own deadline is `.deadline(d)`, which stops a retry
+//!   that could not finish in time (a `Retry-After` longer than what is left, say); add a
+//!   `.timeout(d)` outside the retry to cut the call there as well.
+//! - **What is retried.** `RetryLayer::http` judges responses by
+//!   [`StatusRules`](lazybreaker::http::StatusRules) (5xx, 408, 429 and transport errors) and
+//!   retries only idempotent methods (`Idempotent`: GET, HEAD, OPTIONS, TRACE, PUT, DELETE),
+//!   whose requests it can copy; `RetryLayer::new` retries every `Err` of any `Clone`
+//!   request. A breaker's fallback answer (a 503 of its own) looks like the upstream's to
+//!   the retry: keep the default, failing fast, under a retry.
 //!
 //! # Conventions
 //!
