@@ -1,7 +1,8 @@
 //! gRPC on tonic (feature `grpc`, tonic 0.14, which needs Rust 1.88): how a call counts
 //! ([`StatusRules`], [`status_classifier`]), a breaker per method ([`per_method`]), what a
 //! client gets for a rejection ([`rejected_status`], [`AsStatus`]: `UNAVAILABLE` with
-//! `grpc-retry-pushback-ms`), and revival checked over `grpc.health.v1` ([`health_check`]).
+//! `grpc-retry-pushback-ms`), revival checked over `grpc.health.v1` ([`health_check`]), and
+//! the retry part of a gRPC service config ([`ServiceConfig`]).
 //!
 //! A tonic `Channel` is a tower service, and so are a tonic server's routes: the
 //! [tower layers](lazybreaker_tower) wrap both. On a client, the layer goes around the channel
@@ -96,12 +97,14 @@ mod body;
 mod check;
 mod key;
 mod reject;
+mod retry;
 mod rules;
 
 pub use body::GrpcBody;
 pub use check::{check, health_check, CHECK_DEADLINE};
 pub use key::per_method;
 pub use reject::{rejected_status, AsStatus};
+pub use retry::{RetryPolicy, ServiceConfig};
 pub use rules::{status_classifier, StatusRules};
 
 #[cfg(test)]
