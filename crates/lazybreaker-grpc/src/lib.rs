@@ -2,7 +2,7 @@
 //! ([`StatusRules`], [`status_classifier`]), a breaker per method ([`per_method`]), what a
 //! client gets for a rejection ([`rejected_status`], [`AsStatus`]: `UNAVAILABLE` with
 //! `grpc-retry-pushback-ms`), revival checked over `grpc.health.v1` ([`health_check`]), and
-//! the retry part of a gRPC service config ([`ServiceConfig`]).
+//! gRPC's retries from a service config ([`ServiceConfig`], [`RetryLayer`]).
 //!
 //! A tonic `Channel` is a tower service, and so are a tonic server's routes: the
 //! [tower layers](lazybreaker_tower) wrap both. On a client, the layer goes around the channel
@@ -83,11 +83,73 @@
 //! layer [`AsStatus`] (`.on_rejected(grpc::AsStatus)`) or a fallback
 //! (`.fallback(|r| grpc::rejected_status(r).into_http())`).
 //!
+//! # Retries
+//!
+//! gRPC's retry design (proposal A6), from the service config gRPC users already write:
+//! [`ServiceConfig`] reads its `methodConfig[].retryPolicy` and `retryThrottling` (validated
+//! as gRPC does, every error naming its path), and [`RetryLayer`] retries a channel's calls
+//! as it says. Put the retry layer outside the breaker's, so that every attempt is a call
+//! the breaker counts, and answer rejections with [`AsStatus`]: a rejection is never
+//! retried.
+//!
+//! ```
+//! use lazybreaker::Breaker;
+//! use lazybreaker_grpc as grpc;
+//! use lazybreaker_tower::BreakerLayer;
+//! use std::sync::Arc;
+//! use tower::ServiceBuilder;
+//!
+//! const SERVICE_CONFIG: &str = r#"{
+//!   "methodConfig": [{
+//!     "name": [{"service": "echo.Echo", "method": "Sub"}, {"service": "billing.Ledger"}],
+//!     "timeout": "2s",
+//!     "retryPolicy": {
+//!       "maxAttempts": 4,
+//!       "initialBackoff": "0.1s",
+//!       "maxBackoff": "1s",
+//!       "backoffMultiplier": 2,
+//!       "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]
+//!     }
+//!   }],
+//!   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+//! }"#;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), lazybreaker::ConfigError> {
+//! let retries = grpc::RetryLayer::from_service_config(SERVICE_CONFIG)?;
+//! let breaker = Arc::new(Breaker::builder().name("echo").build());
+//! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051").connect_lazy();
+//! let service = ServiceBuilder::new()
+//!     .layer(retries.clone().count_on(Arc::clone(&breaker)))
+//!     .layer(
+//!         BreakerLayer::new(breaker)
+//!             .classify(grpc::status_classifier())
+//!             .on_rejected(grpc::AsStatus),
+//!     )
+//!     .service(channel);
+//! // `tonic::client::Grpc::new(service)`, or a generated client's `new(service)`; later:
+//! let sub = retries.config().policy("/echo.Echo/Sub").expect("named");
+//! assert_eq!(sub.retry().stats().retries, 0);
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Retried: a unary or server-streaming call (whose request is whole at once, within
+//! [`RetryLayer::max_buffer`]) whose status is in `retryableStatusCodes` and came before the
+//! server committed the call (a trailers-only response, or a transport error), as long as
+//! the server's `grpc-retry-pushback-ms` allows it (a negative or malformed one says *do
+//! not retry*; a valid one is the wait), the throttling has more than half its tokens, and
+//! the policy's [`Retry`](lazybreaker::retry::Retry) has attempts, time before the deadline
+//! (`grpc-timeout`, or the method's `timeout`) and budget left. The waits are
+//! `tokio::time::sleep`s.
+//!
 //! # Correspondence
 //!
 //! Kitex keeps a breaker per method and classifies errors before they count; brpc ignores
 //! `ELIMIT` and isolates a node on `ECONNREFUSED`; gRPC's retry design (A6) reads the
-//! server's pushback. This module is those three on tonic.
+//! server's pushback, and retries as a service config says. This module is those three on
+//! tonic.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -104,7 +166,7 @@ pub use body::GrpcBody;
 pub use check::{check, health_check, CHECK_DEADLINE};
 pub use key::per_method;
 pub use reject::{rejected_status, AsStatus};
-pub use retry::{RetryPolicy, ServiceConfig};
+pub use retry::{GrpcRetry, RetryLayer, RetryPolicy, ServiceConfig, MAX_BUFFER};
 pub use rules::{status_classifier, StatusRules};
 
 #[cfg(test)]

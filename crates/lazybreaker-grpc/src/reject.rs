@@ -65,7 +65,11 @@ where
 /// the keyed layer the message names the method's breaker.
 ///
 /// Like a [fallback](lazybreaker_tower::Fallback), the answer is a rejection: counted in the
-/// rejection totals, never reported to the breaker as a call's outcome.
+/// rejection totals, never reported to the breaker as a call's outcome. A
+/// [`RetryLayer`](crate::RetryLayer) around the breaker's layer knows the answer for a
+/// rejection (it is marked in the response's extensions) and does not retry it; a fallback's
+/// `rejected_status(r).into_http()` is not marked, and would be retried as the server's own
+/// `UNAVAILABLE`.
 ///
 /// # Examples
 ///
@@ -85,6 +89,12 @@ where
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct AsStatus;
 
+/// The mark of [`AsStatus`]'s answer in its response's extensions: a breaker's rejection,
+/// which a [`RetryLayer`](crate::RetryLayer) never retries (the server's own `UNAVAILABLE`
+/// with a pushback looks the same on the wire).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rejection;
+
 impl<B, E, R> OnRejected<http::Response<B>, E, R> for AsStatus
 where
     B: Default,
@@ -93,7 +103,10 @@ where
     type Error = E;
 
     fn answer(&self, rejected: R) -> Result<http::Response<B>, E> {
-        Ok(rejected_status(&rejected).into_http())
+        let mut response = rejected_status(&rejected).into_http();
+        // Marked, so that a retry layer around this one knows it was never sent.
+        response.extensions_mut().insert(Rejection);
+        Ok(response)
     }
 
     #[inline]

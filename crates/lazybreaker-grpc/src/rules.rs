@@ -279,7 +279,7 @@ fn pushback_in(headers: &HeaderMap) -> Option<Duration> {
 
 /// The code gRPC gives a response with HTTP status `status` and no `grpc-status`
 /// (gRPC's "HTTP to gRPC Status Code Mapping").
-fn http_code(status: StatusCode) -> Code {
+pub(crate) fn http_code(status: StatusCode) -> Code {
     match status {
         StatusCode::BAD_REQUEST => Code::Internal,
         StatusCode::UNAUTHORIZED => Code::Unauthenticated,
