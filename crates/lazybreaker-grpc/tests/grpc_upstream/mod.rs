@@ -41,6 +41,14 @@ pub(crate) struct Ask {
     /// `grpc-retry-pushback-ms` to send with a failing status, when not zero.
     #[prost(uint64, tag = "3")]
     pub(crate) pushback_ms: u64,
+    /// When not zero: `code` for this many calls of the method, then `OK` (a server that
+    /// is down, then up again).
+    #[prost(uint64, tag = "4")]
+    pub(crate) fail_times: u64,
+    /// `grpc-retry-pushback-ms` to send verbatim with a failing status, when not empty
+    /// (`"-1"`, `"0"`, `"soon"`).
+    #[prost(string, tag = "5")]
+    pub(crate) pushback: String,
 }
 
 impl Ask {
@@ -53,6 +61,20 @@ impl Ask {
             code: code as i32,
             ..Self::default()
         }
+    }
+
+    /// `code` for the first `times` calls of the method, then `OK`.
+    pub(crate) fn failing(code: Code, times: u64) -> Self {
+        Self {
+            fail_times: times,
+            ..Self::code(code)
+        }
+    }
+
+    /// With `grpc-retry-pushback-ms: pushback` on its failing status.
+    pub(crate) fn pushback(mut self, pushback: &str) -> Self {
+        self.pushback = pushback.into();
+        self
     }
 
     pub(crate) fn hang(ms: u64) -> Self {
@@ -79,8 +101,12 @@ impl Calls {
         self.0.lock().unwrap().get(path).copied().unwrap_or(0)
     }
 
-    fn count(&self, path: &str) {
-        *self.0.lock().unwrap().entry(path.to_owned()).or_default() += 1;
+    /// Counts a call of `path`: its number (1 for the first).
+    fn count(&self, path: &str) -> usize {
+        let mut calls = self.0.lock().unwrap();
+        let n = calls.entry(path.to_owned()).or_default();
+        *n += 1;
+        *n
     }
 }
 
@@ -113,10 +139,10 @@ impl Service<http::Request<Body>> for Echo {
         let calls = Arc::clone(&self.calls);
         Box::pin(async move {
             let path = request.uri().path().to_owned();
-            calls.count(&path);
+            let call = calls.count(&path);
             let mut grpc = tonic::server::Grpc::new(ProstCodec::<Reply, Ask>::default());
             Ok(match path.as_str() {
-                GET | SUB => grpc.unary(Unary, request).await,
+                GET | SUB => grpc.unary(Unary { call }, request).await,
                 STREAM => grpc.server_streaming(Streaming, request).await,
                 _ => Status::unimplemented(path).into_http(),
             })
@@ -132,6 +158,12 @@ fn status_of(ask: &Ask) -> Status {
             .metadata_mut()
             .insert("grpc-retry-pushback-ms", ask.pushback_ms.into());
     }
+    if !ask.pushback.is_empty() {
+        status.metadata_mut().insert(
+            "grpc-retry-pushback-ms",
+            ask.pushback.parse().expect("an ASCII pushback"),
+        );
+    }
     status
 }
 
@@ -141,17 +173,22 @@ async fn wait(ask: &Ask) {
     }
 }
 
-struct Unary;
+/// A unary call, the `call`-th of its method.
+struct Unary {
+    call: usize,
+}
 
 impl UnaryService<Ask> for Unary {
     type Response = Reply;
     type Future = BoxFuture<Result<tonic::Response<Reply>, Status>>;
 
     fn call(&mut self, request: tonic::Request<Ask>) -> Self::Future {
+        let call = self.call as u64;
         Box::pin(async move {
             let ask = request.into_inner();
             wait(&ask).await;
-            if ask.code == 0 {
+            let recovered = ask.fail_times > 0 && call > ask.fail_times;
+            if ask.code == 0 || recovered {
                 Ok(tonic::Response::new(Reply {
                     text: "pong".into(),
                 }))
@@ -245,6 +282,31 @@ where
     )
     .await
     .map(tonic::Response::into_inner)
+}
+
+/// [`unary`], with a deadline: the request's `grpc-timeout`.
+pub(crate) async fn unary_within<S>(
+    service: S,
+    method: &'static str,
+    ask: Ask,
+    within: Duration,
+) -> Result<Reply, Status>
+where
+    S: GrpcService<Body>,
+    S::Error: Into<BoxError>,
+    S::ResponseBody: http_body::Body<Data = Bytes> + Send + 'static,
+    <S::ResponseBody as http_body::Body>::Error: Into<BoxError> + Send,
+{
+    let mut grpc = Grpc::new(service);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unknown(format!("not ready: {}", e.into())))?;
+    let codec = ProstCodec::<Ask, Reply>::default();
+    let mut request = tonic::Request::new(ask);
+    request.set_timeout(within);
+    grpc.unary(request, PathAndQuery::from_static(method), codec)
+        .await
+        .map(tonic::Response::into_inner)
 }
 
 /// A server-streaming call of `STREAM` through `service`: the stream, unread.
