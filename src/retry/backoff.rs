@@ -70,6 +70,12 @@ mod tests {
         let ceilings: Vec<u64> = (1..=5).map(|n| backoff.ceiling(n) / 1_000_000).collect();
         assert_eq!(ceilings, [10, 20, 40, 50, 50]);
         assert_eq!(backoff.ceiling(u32::MAX), 50_000_000, "no overflow");
+        let shrinking = Backoff {
+            multiplier: 0.5,
+            ..backoff
+        };
+        let ceilings: Vec<u64> = (1..=3).map(|n| shrinking.ceiling(n) / 100_000).collect();
+        assert_eq!(ceilings, [100, 50, 25], "gRPC allows a multiplier below 1");
     }
 
     #[test]

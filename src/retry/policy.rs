@@ -130,18 +130,17 @@ impl Retry {
     }
 
     /// How the backoff's ceiling grows from one retry to the next (2 by default; gRPC's
-    /// `backoffMultiplier`).
+    /// `backoffMultiplier`; below 1, it shrinks, as gRPC allows).
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] for field `backoff_multiplier` unless it is a finite number of at
-    /// least 1.
+    /// [`ConfigError`] for field `backoff_multiplier` unless it is a finite number above 0.
     pub fn backoff_multiplier(mut self, multiplier: f64) -> Result<Self, ConfigError> {
-        if !multiplier.is_finite() || multiplier < 1.0 {
+        if !multiplier.is_finite() || multiplier <= 0.0 {
             return Err(ConfigError::new(
                 "backoff_multiplier",
                 Number(multiplier),
-                "must be a finite number of at least 1",
+                "must be a finite number above 0",
             ));
         }
         self.backoff.multiplier = multiplier;
@@ -430,7 +429,7 @@ mod tests {
         for n in [0, 101] {
             assert_eq!(Retry::new(n).unwrap_err().field(), "max_attempts");
         }
-        for m in [0.5, f64::NAN, f64::INFINITY] {
+        for m in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let err = Retry::new(2).unwrap().backoff_multiplier(m).unwrap_err();
             assert_eq!(err.field(), "backoff_multiplier");
         }

@@ -27,7 +27,7 @@ pub(crate) const MAX_ATTEMPTS: u32 = 5;
 /// |---|---|
 /// | `retryPolicy.maxAttempts` | an integer above 1; above 5 it is 5 |
 /// | `retryPolicy.initialBackoff`, `maxBackoff` | a duration above zero, in proto-JSON's form (`"0.1s"`, `"1.5s"`, `"2s"`) |
-/// | `retryPolicy.backoffMultiplier` | a number above zero; and here at least 1 (the core's backoff never shrinks) |
+/// | `retryPolicy.backoffMultiplier` | a number above zero |
 /// | `retryPolicy.retryableStatusCodes` | a non-empty array of codes, by name (any case: `"UNAVAILABLE"`, `"unavailable"`) or number (`14`) |
 /// | `retryThrottling.maxTokens` | a number in (0, 1000] |
 /// | `retryThrottling.tokenRatio` | a number above zero (kept to three decimal places, at least 0.001) |
@@ -317,13 +317,7 @@ fn policy_of(
         .map_err(|e| ConfigError::new(at("maxAttempts"), e.value(), e.reason()))?
         .backoff(initial, max)
         .backoff_multiplier(factor)
-        .map_err(|_| {
-            ConfigError::new(
-                multiplier_path,
-                multiplier,
-                "must be at least 1 here (a backoff that shrinks is not supported)",
-            )
-        })?;
+        .map_err(|e| ConfigError::new(multiplier_path, multiplier, e.reason()))?;
     Ok(RetryPolicy {
         retry,
         codes,
@@ -597,7 +591,6 @@ mod tests {
             ("backoffMultiplier", Some("0"), at("backoffMultiplier")),
             ("backoffMultiplier", Some("-2"), at("backoffMultiplier")),
             ("backoffMultiplier", Some("\"2\""), at("backoffMultiplier")),
-            ("backoffMultiplier", Some("0.5"), at("backoffMultiplier")),
             (
                 "retryableStatusCodes",
                 Some("[]"),
