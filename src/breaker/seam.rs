@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | [`rejected_by`](Breaker::rejected_by) | the registry, the keyed tower layer, the reqwest middleware | a rejection that names the breaker |
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
+//! | [`RequestCount`] (public) | a [`RetryBudget`](crate::retry::RetryBudget) fed by the breaker | the budget's deposits are the breaker's calls, less the retries after its failures: nothing paid per call |
 //! | [`count_retry`](BreakerSeam::count_retry) | the pool, the tower retry layer, the reqwest and gRPC retries | a retry, or its refusal, counted in the totals of the breaker whose attempt failed |
 //! | [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission ([`At::Given`](super::gate::At::Given)) |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
@@ -38,7 +39,7 @@ use crate::machine::Rules;
 use crate::observe::Observer;
 use crate::origin::Origin;
 use crate::policy::TripPolicy;
-use crate::retry::{Next, Stop};
+use crate::retry::{Next, RequestCount, Stop};
 use crate::snapshot::Snapshot;
 use crate::state::State;
 
@@ -121,6 +122,15 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     fn peek_open_locked(&self) -> Option<Rejected> {
         let now = self.clock.now();
         self.locked(|m| m.peek_open(now))
+    }
+}
+
+impl<P: TripPolicy, O: Observer> RequestCount for Breaker<P, O> {
+    /// The calls admitted, less the retries made after this breaker's failures (a retry
+    /// is a call like any other, but not a request of the budget's).
+    fn requests(&self) -> u64 {
+        let totals = self.totals();
+        totals.admitted.saturating_sub(totals.retries)
     }
 }
 

@@ -11,15 +11,33 @@ use crate::nanos::Nanos;
 pub struct Attempts {
     /// Attempts made or under way (1 for the first).
     pub(super) made: u32,
-    /// This call's stream of draws, from its first wait.
-    pub(super) stream: Option<u64>,
-    /// The call's deadline on the budget's clock, if it has one.
-    pub(super) deadline: Option<Nanos>,
+    /// This call's stream of draws, from its first wait ([`Attempts::NO_STREAM`] before:
+    /// three words in all, so that a call that needs no retry carries little).
+    pub(super) stream: u64,
+    /// The call's deadline on the budget's clock ([`Attempts::NO_DEADLINE`]: none).
+    pub(super) deadline: Nanos,
     pub(super) retryable: bool,
     pub(super) elsewhere: bool,
 }
 
 impl Attempts {
+    /// No stream drawn yet.
+    pub(super) const NO_STREAM: u64 = 0;
+    /// No deadline.
+    pub(super) const NO_DEADLINE: Nanos = Nanos::MAX;
+
+    /// A call's first attempt, with its deadline if it has one.
+    #[inline]
+    pub(super) fn first(deadline: Option<Nanos>) -> Self {
+        Attempts {
+            made: 1,
+            stream: Self::NO_STREAM,
+            deadline: deadline.unwrap_or(Self::NO_DEADLINE),
+            retryable: true,
+            elsewhere: false,
+        }
+    }
+
     /// Whether the call may be retried at all: `false` for a call that must not run twice
     /// (HTTP: a method that is not idempotent). Retryable by default.
     pub fn retryable(mut self, retryable: bool) -> Self {
@@ -42,7 +60,7 @@ impl Attempts {
 
     /// The call's deadline, as a time on the budget's clock, if it has one.
     pub fn deadline(&self) -> Option<Duration> {
-        self.deadline.map(Duration::from_nanos)
+        (self.deadline != Self::NO_DEADLINE).then(|| Duration::from_nanos(self.deadline))
     }
 }
 

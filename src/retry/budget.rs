@@ -1,9 +1,13 @@
 //! [`RetryBudget`]: Finagle's and Envoy's percent budget, exact and lock-free.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
+use super::feed::{Feed, RequestCount};
 use super::ledger::{Ledger, MILLION, MIN_SLICE_NANOS, SLICES};
 use crate::clock::{Clock, ClockSource, CoarseMonotonicClock};
 use crate::error::{ConfigError, Number};
@@ -72,6 +76,19 @@ pub struct RetryBudget {
     settings: Settings,
     clock: ClockSource,
     ledger: Arc<Ledger>,
+    feeds: Arc<Feeds>,
+    /// Whether this budget is fed ([`RetryBudget::fed_by`]): a plain copy of the shared
+    /// flag, read by [`deposit`](RetryBudget::deposit) without following a pointer.
+    fed: bool,
+}
+
+/// The sources a budget is fed from ([`RetryBudget::fed_by`]), shared by its clones.
+#[derive(Debug, Default)]
+struct Feeds {
+    /// Whether the budget is fed, for the clones made before it was.
+    fed: AtomicBool,
+    /// Read by the one who asks the budget, others going on without (never waited for).
+    list: Mutex<Vec<Feed>>,
 }
 
 /// What a budget was made with.
@@ -113,6 +130,8 @@ impl RetryBudget {
             settings,
             clock: ClockSource::Coarse(CoarseMonotonicClock::new()),
             ledger: Arc::new(settings.ledger()),
+            feeds: Arc::default(),
+            fed: false,
         })
     }
 
@@ -141,40 +160,109 @@ impl RetryBudget {
 
     fn afresh(mut self) -> Self {
         self.ledger = Arc::new(self.settings.ledger());
+        self.feeds = Arc::default();
+        self.fed = false;
         self
     }
 
+    /// Feeds the budget from `source`'s count of requests (a breaker's calls, less the
+    /// retries made after its failures), read when the budget is asked: a call then pays
+    /// nothing for the budget, not even a [`deposit`](Self::deposit), which does nothing
+    /// on a fed budget (the source counts the requests). Several sources add up; one
+    /// dropped is left out. Set it after the other settings (they start the budget afresh).
+    ///
+    /// The requests made since the budget was last asked are credited to that time, the
+    /// earliest they can have been made: the budget is never more generous than one fed
+    /// request by request, but after a quiet spell longer than the `ttl` it starts from its
+    /// reserve, and grows with the requests made since.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::retry::RetryBudget;
+    /// use lazybreaker::{Breaker, ManualClock};
+    /// use std::sync::Arc;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Arc::new(Breaker::builder().clock(clock.clone()).build());
+    /// let budget = RetryBudget::new(0.2)?
+    ///     .min_retries_per_second(0)
+    ///     .clock(clock.clone())
+    ///     .fed_by(&breaker);
+    /// assert!(!budget.try_withdraw(), "no call yet");
+    /// for _ in 0..10 {
+    ///     let _ = breaker.execute(|| Ok::<_, ()>(()));
+    /// }
+    /// assert_eq!(budget.balance(), 2, "20 % of the breaker's ten calls");
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn fed_by<S: RequestCount + 'static>(mut self, source: &Arc<S>) -> Self {
+        let source: Weak<dyn RequestCount> = Arc::downgrade(source) as Weak<S>;
+        let seen = source.upgrade().map_or(0, |s| s.requests());
+        let feed = Feed::new(source, seen, self.clock.now());
+        self.feeds.list.lock().push(feed);
+        self.feeds.fed.store(true, Ordering::Release);
+        self.fed = true;
+        self
+    }
+
+    /// Whether the budget is fed from a count of requests ([`fed_by`](Self::fed_by)).
+    #[inline]
+    pub fn is_fed(&self) -> bool {
+        self.fed || self.feeds.fed.load(Ordering::Relaxed)
+    }
+
+    /// Reads the sources the budget is fed from, unless another caller does.
+    fn catch_up(&self, now: Nanos) {
+        if !self.is_fed() {
+            return;
+        }
+        if let Some(mut list) = self.feeds.list.try_lock() {
+            list.retain_mut(|feed| feed.catch_up(&self.ledger, now));
+        }
+    }
+
     /// One request: call it once per call that may be retried (not for the retries).
+    /// Nothing on a budget [fed](Self::fed_by) from a count of requests.
     #[inline]
     pub fn deposit(&self) {
-        self.ledger.deposit(self.clock.now());
+        if !self.is_fed() {
+            self.ledger.deposit(self.clock.now());
+        }
     }
 
     /// One retry, if the budget has room for it: `true` spends it (send the retry), `false`
     /// leaves the budget as it was (do not retry).
     pub fn try_withdraw(&self) -> bool {
-        self.ledger.try_withdraw(self.clock.now())
+        self.try_withdraw_at(self.clock.now())
     }
 
     /// [`deposit`](Self::deposit) at `now` (a reading of the budget's clock, in nanoseconds).
     #[inline]
     pub(crate) fn deposit_at(&self, now: Nanos) {
-        self.ledger.deposit(now);
+        if !self.is_fed() {
+            self.ledger.deposit(now);
+        }
     }
 
     /// [`try_withdraw`](Self::try_withdraw) at `now` (a reading of the budget's clock).
     pub(crate) fn try_withdraw_at(&self, now: Nanos) -> bool {
+        self.catch_up(now);
         self.ledger.try_withdraw(now)
     }
 
     /// The retries the budget allows now, beyond those already made.
     pub fn balance(&self) -> u64 {
-        self.ledger.balance(self.clock.now())
+        let now = self.clock.now();
+        self.catch_up(now);
+        self.ledger.balance(now)
     }
 
     /// The requests deposited within the window now.
     pub fn deposits(&self) -> u64 {
-        self.ledger.deposits_at(self.clock.now())
+        let now = self.clock.now();
+        self.catch_up(now);
+        self.ledger.deposits_at(now)
     }
 
     /// The percent, as made.
@@ -328,6 +416,70 @@ mod tests {
         assert_eq!(budget.deposits(), 0);
         budget.deposit();
         assert_eq!(withdraw_all(&budget), 1);
+    }
+
+    /// A count of requests kept elsewhere.
+    #[derive(Default)]
+    struct Counter(std::sync::atomic::AtomicU64);
+
+    impl RequestCount for Counter {
+        fn requests(&self) -> u64 {
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    impl Counter {
+        fn add(&self, n: u64) {
+            self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_fed_budget_counts_its_sources_requests_from_when_it_last_asked() {
+        let clock = ManualClock::new();
+        let source = Arc::new(Counter::default());
+        source.add(50); // before the feed: not the budget's
+        let budget = budget(0.5, &clock).fed_by(&source);
+        budget.deposit(); // the source counts the requests: nothing
+        assert_eq!(budget.deposits(), 0);
+        source.add(10);
+        assert_eq!(budget.deposits(), 10);
+        assert_eq!(withdraw_all(&budget), 5);
+        // Ten requests, then the budget is asked 5.5 s later: they are credited to the
+        // last reading (0 s), and leave the window at 10 s, as the earliest they can have
+        // been made.
+        source.add(10);
+        clock.advance(Duration::from_millis(5500));
+        assert_eq!(budget.deposits(), 20);
+        clock.advance(Duration::from_millis(4500));
+        assert_eq!(budget.deposits(), 0, "all credited to 0 s: gone at 10 s");
+        // A quiet spell longer than the ttl: what was made in it is not known to be recent.
+        source.add(30);
+        clock.advance(Duration::from_secs(11));
+        assert_eq!(budget.deposits(), 0);
+        source.add(4);
+        assert_eq!(budget.deposits(), 4, "from the last reading on");
+        // A count that goes down credits nothing, and counts on from there.
+        source.0.store(2, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(budget.deposits(), 4);
+        source.add(2);
+        assert_eq!(budget.deposits(), 6);
+    }
+
+    #[test]
+    fn a_source_dropped_is_left_out() {
+        let clock = ManualClock::new();
+        let kept = Arc::new(Counter::default());
+        let dropped = Arc::new(Counter::default());
+        let budget = budget(1.0, &clock).fed_by(&kept).fed_by(&dropped);
+        kept.add(3);
+        dropped.add(4);
+        assert_eq!(budget.deposits(), 7, "the sources add up");
+        drop(dropped);
+        kept.add(1);
+        assert_eq!(budget.deposits(), 8);
+        assert_eq!(budget.feeds.list.lock().len(), 1);
+        assert!(budget.is_fed());
     }
 
     #[test]

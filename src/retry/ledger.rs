@@ -90,6 +90,9 @@ pub(super) struct Ledger {
     head: AtomicU64,
     /// The withdrawals of the slices before the head's, by slice modulo [`SLICES`].
     ring: [AtomicU64; SLICES as usize],
+    /// The slice a reading last fell in: a deposit whose reading falls in it too finds its
+    /// slice with a multiplication, not a division (written once a slice).
+    recent: AtomicU64,
 }
 
 impl Ledger {
@@ -108,16 +111,32 @@ impl Ledger {
                 .collect(),
             head: AtomicU64::new(Slot::EMPTY.0),
             ring: std::array::from_fn(|_| AtomicU64::new(0)),
+            recent: AtomicU64::new(1),
         }
     }
 
-    /// The slice `now` falls in (numbered from 1).
+    /// The slice `now` falls in (numbered from 1: slice `s` is
+    /// `[(s - 1) × slice_nanos, s × slice_nanos)`).
+    #[inline]
     fn slice_at(&self, now: Nanos) -> u64 {
-        now / self.slice_nanos + 1
+        let recent = self.recent.load(Ordering::Relaxed);
+        let start = (recent - 1).saturating_mul(self.slice_nanos);
+        if now >= start && now - start < self.slice_nanos {
+            return recent;
+        }
+        let slice = now / self.slice_nanos + 1;
+        self.recent.store(slice, Ordering::Relaxed);
+        slice
     }
 
     /// One request more, at `now`.
+    #[inline]
     pub(super) fn deposit(&self, now: Nanos) {
+        self.deposit_many(now, 1);
+    }
+
+    /// `n` requests more, at `now`.
+    pub(super) fn deposit_many(&self, now: Nanos, n: u64) {
         let slice = self.slice_at(now);
         let stripes = &self.stripes;
         // `stripes.len()` is a power of two: the probe's top bits pick one.
@@ -126,13 +145,13 @@ impl Ledger {
         let mut current = Slot(slot.load(Ordering::Relaxed));
         loop {
             let next = if current.slice() == slice {
-                Slot::new(slice, current.count() + 1)
+                Slot::new(slice, current.count().saturating_add(n))
             } else if current.slice() > slice {
                 // A later slice already took the slot (this thread's reading is more than a
                 // ttl behind another's): the deposit has expired for it.
                 return;
             } else {
-                Slot::new(slice, 1)
+                Slot::new(slice, n)
             };
             match slot.compare_exchange_weak(
                 current.0,

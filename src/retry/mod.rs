@@ -13,6 +13,7 @@
 mod attempts;
 mod backoff;
 mod budget;
+mod feed;
 mod ledger;
 mod policy;
 mod stats;
@@ -20,6 +21,7 @@ mod token_bucket;
 
 pub use attempts::{Attempts, Cause, Next, Stop};
 pub use budget::RetryBudget;
+pub use feed::RequestCount;
 pub use policy::Retry;
 pub use stats::RetryStats;
 pub use token_bucket::TokenBucket;

@@ -186,21 +186,21 @@ impl Retry {
 
     /// A call starts: it is deposited in the budget, and has `within` to finish (its
     /// deadline), if given. Reads the budget's clock.
+    #[inline]
     pub fn start(&self, within: Option<Duration>) -> Attempts {
+        if within.is_none() && self.budget.is_fed() {
+            // Nothing to deposit, no deadline: no clock to read.
+            return Attempts::first(None);
+        }
         self.start_at(self.now(), within)
     }
 
     /// [`start`](Self::start) at `now` (a reading of the budget's clock).
+    #[inline]
     pub fn start_at(&self, now: Duration, within: Option<Duration>) -> Attempts {
         let now = saturating_nanos(now);
         self.budget.deposit_at(now);
-        Attempts {
-            made: 1,
-            stream: None,
-            deadline: within.map(|within| now.saturating_add(saturating_nanos(within))),
-            retryable: true,
-            elsewhere: false,
-        }
+        Attempts::first(within.map(|within| now.saturating_add(saturating_nanos(within))))
     }
 
     /// What comes after an attempt that failed for `cause`: a retry (paid for, and counted
@@ -226,7 +226,8 @@ impl Retry {
         let waited = self.shared.calls.fetch_add(1, Ordering::Relaxed);
         let mut stream = self.seed ^ waited.wrapping_mul(0xd134_2543_de82_ef95);
         backoff::next(&mut stream);
-        stream
+        // Never the mark of no stream (0 draws as 1 does: one seed in 2^64).
+        stream.max(1)
     }
 
     fn decide(&self, attempts: &mut Attempts, cause: Cause, now: Nanos) -> Next {
@@ -245,8 +246,12 @@ impl Retry {
         let wait = if attempts.elsewhere {
             Duration::ZERO
         } else {
-            let stream = attempts.stream.get_or_insert_with(|| self.stream());
-            let drawn = self.backoff.wait(attempts.made, backoff::next(stream));
+            if attempts.stream == Attempts::NO_STREAM {
+                attempts.stream = self.stream();
+            }
+            let drawn = self
+                .backoff
+                .wait(attempts.made, backoff::next(&mut attempts.stream));
             match cause {
                 Cause::Pushback(Some(exactly)) => exactly,
                 Cause::Overload {
@@ -255,7 +260,8 @@ impl Retry {
                 _ => drawn,
             }
         };
-        if let Some(deadline) = attempts.deadline {
+        if let Some(deadline) = attempts.deadline() {
+            let deadline = saturating_nanos(deadline);
             let done = now
                 .saturating_add(saturating_nanos(wait))
                 .saturating_add(saturating_nanos(self.min_attempt_time));
