@@ -45,5 +45,7 @@ criterion_group! {
         tower_groups::calls::open_1t,
         tower_groups::calls::owned_1t,
         tower_groups::calls::owned_2t,
+        tower_groups::budget::one_thread,
+        tower_groups::budget::two_threads,
 }
 criterion_main!(benches);

@@ -2,6 +2,7 @@
 //! calls (`calls`), the services they call (`stacks`), and how they are driven without a
 //! runtime (`exec`).
 
+pub(crate) mod budget;
 pub(crate) mod calls;
 pub(crate) mod exec;
 pub(crate) mod layer;
