@@ -18,6 +18,11 @@ pub struct IntegrationsDoctests;
 #[doc = include_str!("../../../docs/semantics.md")]
 pub struct SemanticsDoctests;
 
+/// The examples of docs/retries.md.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/retries.md")]
+pub struct RetriesDoctests;
+
 /// The examples of docs/throttle.md.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/throttle.md")]
