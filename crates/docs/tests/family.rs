@@ -29,3 +29,18 @@ fn every_integration_is_reached_by_its_crate_path() {
     assert_eq!(report.calls, 1);
     assert_eq!(report.admitted, 1);
 }
+
+#[test]
+fn every_integration_retries_by_its_crate_path() {
+    let retry = lazybreaker::retry::Retry::new(3).unwrap();
+    let layer = lazybreaker_tower::RetryLayer::http(retry.clone());
+    assert_eq!(layer.policy().retry().max_attempts(), 3);
+    let middleware = lazybreaker_reqwest::RetryMiddleware::new(retry);
+    assert_eq!(middleware.policy().max_attempts(), 3);
+    let grpc = lazybreaker_grpc::RetryLayer::from_service_config(
+        r#"{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}"#,
+    )
+    .unwrap();
+    let bucket = grpc.config().throttling().expect("the throttling's bucket");
+    assert_eq!(bucket.max_tokens(), 10.0);
+}
