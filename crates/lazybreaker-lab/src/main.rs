@@ -159,7 +159,7 @@ fn lab(args: &[String]) -> Result<(), String> {
         .strategies
         .iter()
         .filter(|s| {
-            let here = s.as_str() != "haproxy" || HaProxy::available();
+            let here = !HaProxy::NAMES.contains(&s.as_str()) || HaProxy::available();
             if !here {
                 eprintln!("haproxy is not installed: its runs are left out");
             }
@@ -178,11 +178,17 @@ fn lab(args: &[String]) -> Result<(), String> {
         let mut runs = Vec::new();
         for strategy in &strategies {
             eprintln!("{} / {strategy}", scenario.name);
-            let samples = runtime
+            let run = runtime
                 .block_on(run::run(&setup, scenario, strategy))
                 .map_err(|e| format!("{} / {strategy}: {e}", scenario.name))?;
-            rows.push(report::row(strategy, scenario, timeline, &samples));
-            runs.push((strategy.as_str(), samples));
+            rows.push(report::row(
+                strategy,
+                scenario,
+                timeline,
+                &run.samples,
+                &run.attempts,
+            ));
+            runs.push((strategy.as_str(), run.samples));
         }
         sections.push((*scenario, plot::scenario_svgs(scenario, timeline, &runs)?));
     }
@@ -190,7 +196,11 @@ fn lab(args: &[String]) -> Result<(), String> {
         "cargo run -p lazybreaker-lab --release --{}",
         args.iter().map(|a| format!(" {a}")).collect::<String>()
     );
-    let table = report::table(&rows);
+    let table = format!(
+        "{}\nPhase by phase (before the fault · during it · after the recovery; attempts counted at the replicas):\n\n{}",
+        report::table(&rows),
+        report::phase_table(&rows)
+    );
     let header = format!(
         "{} replicas, {} calls/s open loop, {} deadline; fault from {} to {}, run {}.\n\n",
         setup.replicas,

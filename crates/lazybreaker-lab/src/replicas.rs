@@ -30,6 +30,9 @@ pub struct Replicas {
     ports: Vec<u16>,
     running: Vec<Running>,
     seed: u64,
+    /// The attempts the replicas received per bin of due times ([`ATTEMPT_BIN`](crate::upstream::ATTEMPT_BIN)), read from
+    /// each upstream process before it is stopped.
+    attempts: Vec<u64>,
 }
 
 /// A free port on 127.0.0.1 (the kernel's pick; released for the replica to bind).
@@ -46,6 +49,7 @@ impl Replicas {
             ports: Vec::with_capacity(n),
             running: Vec::with_capacity(n),
             seed,
+            attempts: Vec::new(),
         };
         for node in 0..n {
             replicas.ports.push(free_port()?);
@@ -81,8 +85,22 @@ impl Replicas {
             .spawn()
     }
 
-    /// Stops whatever runs on `node`'s port.
+    /// Stops whatever runs on `node`'s port (an upstream's attempts read first).
     pub async fn kill(&mut self, node: usize) {
+        if let Running::Upstream(_) = self.running[node] {
+            match control(self.addr(node), "GET /_lab/attempts").await {
+                Ok(body) => {
+                    let bins = body.split(',').filter_map(|n| n.trim().parse::<u64>().ok());
+                    for (bin, n) in bins.enumerate() {
+                        if self.attempts.len() <= bin {
+                            self.attempts.resize(bin + 1, 0);
+                        }
+                        self.attempts[bin] += n;
+                    }
+                }
+                Err(e) => eprintln!("the attempts of replica {node}: {e}"),
+            }
+        }
         match std::mem::replace(&mut self.running[node], Running::Nothing) {
             Running::Upstream(mut child) | Running::Blackhole(mut child) => {
                 let _ = child.kill().await;
@@ -157,11 +175,32 @@ impl Replicas {
         Ok(())
     }
 
+    /// Sets `node` to shed what it receives beyond `capacity` requests a second
+    /// ([`Mode::Storm`]).
+    pub async fn storm(&self, node: usize, capacity: u64) -> std::io::Result<()> {
+        control(
+            self.addr(node),
+            &format!(
+                "POST /_lab/mode?set={}&capacity={capacity}",
+                Mode::Storm.as_str()
+            ),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Stops every process.
     pub async fn stop(&mut self) {
         for node in 0..self.len() {
             self.kill(node).await;
         }
+    }
+
+    /// The `/work` requests the replicas received, per [`ATTEMPT_BIN`](crate::upstream::ATTEMPT_BIN) of the calls' due
+    /// times, from every upstream process stopped so far ([`stop`](Self::stop) them first):
+    /// a refused connection or one never accepted is not a request received.
+    pub fn attempts(&self) -> &[u64] {
+        &self.attempts
     }
 }
 

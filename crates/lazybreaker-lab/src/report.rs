@@ -1,4 +1,5 @@
-//! What a run measured: one [`Row`] per strategy and scenario, as a markdown table and JSON.
+//! What a run measured: one [`Row`] per strategy and scenario (and its [`Phase`]s: before,
+//! during and after the fault), as markdown tables and JSON.
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::Sample;
 use crate::scenario::{Hit, Scenario, Timeline};
+use crate::upstream::ATTEMPT_BIN;
 
 /// The window the time-based figures are read in.
 pub const WINDOW: Duration = Duration::from_millis(200);
@@ -29,6 +31,11 @@ pub struct Row {
     pub success: f64,
     /// Successful calls per second over the run.
     pub goodput: f64,
+    /// The attempts the replicas received for the run's calls (a refused connection, or
+    /// one never accepted, is not received).
+    pub attempts: u64,
+    /// Attempts per call: `attempts / calls` (under 1 when calls are turned away unsent).
+    pub amplification: f64,
     /// Latency of every call from when it was due, in milliseconds.
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -46,20 +53,102 @@ pub struct Row {
     pub back_s: Option<f64>,
     /// Calls that failed after the recovery, until the node was back.
     pub wasted: u64,
+    /// The figures of each phase: before the fault, during it, after the recovery.
+    pub phases: Vec<Phase>,
 }
 
-fn ms(d: u64) -> f64 {
-    d as f64 / 1000.0
+/// One phase of a run: the calls due within it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// `before`, `fault` or `after`.
+    pub phase: String,
+    pub calls: u64,
+    /// The attempts the replicas received for these calls.
+    pub attempts: u64,
+    /// `attempts / calls`.
+    pub amplification: f64,
+    /// Successful calls per second of the phase.
+    pub goodput: f64,
+    pub p99_ms: f64,
+    /// Calls that did not succeed within the deadline (what a user sees fail).
+    pub failed: u64,
 }
 
-/// The figures of `samples` for `strategy` in `scenario` on `timeline`.
-pub fn row(strategy: &str, scenario: &Scenario, timeline: Timeline, samples: &[Sample]) -> Row {
+/// The phases' names, in order.
+pub const PHASES: [&str; 3] = ["before", "fault", "after"];
+
+/// `n / of`, 0 when `of` is.
+fn per(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 / of as f64
+    }
+}
+
+/// The latency histogram of `samples`, in microseconds.
+fn histogram<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Histogram<u64> {
     let mut histogram =
         Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
     for s in samples {
         let micros = u64::try_from(s.latency.as_micros()).unwrap_or(u64::MAX);
         let _ = histogram.record(micros.clamp(1, 3_600_000_000));
     }
+    histogram
+}
+
+/// The attempts in `attempts` (per [`ATTEMPT_BIN`]) for the calls due in `from..to`.
+fn attempts_within(attempts: &[u64], from: Duration, to: Duration) -> u64 {
+    let bin = |at: Duration| (at.as_nanos() / ATTEMPT_BIN.as_nanos()) as usize;
+    attempts.iter().take(bin(to)).skip(bin(from)).sum()
+}
+
+/// The phases of `samples` on `timeline`.
+fn phases(timeline: Timeline, samples: &[Sample], attempts: &[u64]) -> Vec<Phase> {
+    let spans = [
+        (Duration::ZERO, timeline.fault_at),
+        (timeline.fault_at, timeline.recover_at),
+        (timeline.recover_at, timeline.end),
+    ];
+    PHASES
+        .iter()
+        .zip(spans)
+        .map(|(name, (from, to))| {
+            let within: Vec<&Sample> = samples
+                .iter()
+                .filter(|s| s.at >= from && s.at < to)
+                .collect();
+            let calls = within.len() as u64;
+            let ok = within.iter().filter(|s| s.answer.is_ok()).count() as u64;
+            let attempts = attempts_within(attempts, from, to);
+            Phase {
+                phase: (*name).to_owned(),
+                calls,
+                attempts,
+                amplification: per(attempts, calls),
+                goodput: ok as f64 / (to - from).as_secs_f64().max(1e-9),
+                p99_ms: ms(histogram(within.iter().copied()).value_at_quantile(0.99)),
+                failed: calls - ok,
+            }
+        })
+        .collect()
+}
+
+fn ms(d: u64) -> f64 {
+    d as f64 / 1000.0
+}
+
+/// The figures of `samples` for `strategy` in `scenario` on `timeline`, with the
+/// `attempts` the replicas received (per [`ATTEMPT_BIN`] of the calls' due times).
+pub fn row(
+    strategy: &str,
+    scenario: &Scenario,
+    timeline: Timeline,
+    samples: &[Sample],
+    attempts: &[u64],
+) -> Row {
+    let histogram = histogram(samples);
+    let attempted = attempts_within(attempts, Duration::ZERO, timeline.end);
     let ok = samples.iter().filter(|s| s.answer.is_ok()).count() as u64;
     let calls = samples.len() as u64;
     let windows = windows(samples, timeline.end);
@@ -112,6 +201,8 @@ pub fn row(strategy: &str, scenario: &Scenario, timeline: Timeline, samples: &[S
             100.0 * ok as f64 / calls as f64
         },
         goodput: ok as f64 / timeline.end.as_secs_f64(),
+        attempts: attempted,
+        amplification: per(attempted, calls),
         p50_ms: ms(histogram.value_at_quantile(0.5)),
         p99_ms: ms(histogram.value_at_quantile(0.99)),
         p999_ms: ms(histogram.value_at_quantile(0.999)),
@@ -121,6 +212,7 @@ pub fn row(strategy: &str, scenario: &Scenario, timeline: Timeline, samples: &[S
         isolate_s: isolated_at.map(|i| seconds(i, timeline.fault_at)),
         back_s: back_at.map(|i| seconds(i, timeline.recover_at)),
         wasted,
+        phases: phases(timeline, samples, attempts),
     }
 }
 
@@ -168,8 +260,8 @@ pub fn windows(samples: &[Sample], end: Duration) -> Vec<Window> {
 /// The rows as a markdown table.
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | success | goodput/s | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| scenario | strategy | success | goodput/s | attempts/call | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let secs = |s: Option<f64>, never: &str| {
         s.map_or(never.to_owned(), |s| {
@@ -180,11 +272,12 @@ pub fn table(rows: &[Row]) -> String {
     let count = |n: Option<u64>| n.map_or("all".to_owned(), |n| n.to_string());
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {:.2} % | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {:.2} % | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             r.success,
             r.goodput,
+            r.amplification,
             ms(r.p50_ms),
             ms(r.p99_ms),
             ms(r.p999_ms),
@@ -193,6 +286,30 @@ pub fn table(rows: &[Row]) -> String {
             secs(r.isolate_s, "never"),
             secs(r.back_s, "not in run"),
             r.wasted,
+        ));
+    }
+    out
+}
+
+/// The rows phase by phase, as a markdown table: each cell gives the figure before the fault,
+/// during it and after the recovery.
+pub fn phase_table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| scenario | strategy | attempts/call | goodput/s | p99 | failed calls |\n\
+         |---|---|---:|---:|---:|---:|\n",
+    );
+    let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
+    for r in rows {
+        let cells =
+            |f: &dyn Fn(&Phase) -> String| r.phases.iter().map(f).collect::<Vec<_>>().join(" · ");
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            r.scenario,
+            r.strategy,
+            cells(&|p| format!("{:.2}", p.amplification)),
+            cells(&|p| format!("{:.0}", p.goodput)),
+            cells(&|p| ms(p.p99_ms)),
+            cells(&|p| p.failed.to_string()),
         ));
     }
     out

@@ -1,6 +1,7 @@
 //! One run: fresh replicas, one strategy, one scenario's timeline, open-loop load. Calls
 //! are sent at a fixed rate whatever came back (a slow dependency cannot slow the load down,
-//! so nothing is omitted), and each call's latency is measured from when it was due.
+//! so nothing is omitted), and each call's latency is measured from when it was due. The
+//! replicas count the attempts they receive by the due time of the call they belong to.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::client::{Answer, Http, Sent};
 use crate::replicas::Replicas;
-use crate::scenario::{Fault, Hit, Scenario, Timeline};
+use crate::scenario::{Fault, Hit, Scenario, Timeline, STORM_CAPACITY};
 use crate::strategy::{self, HaProxy, Strategy};
 use crate::upstream::Mode;
 
@@ -42,17 +43,28 @@ pub struct Setup {
     pub dir: std::path::PathBuf,
 }
 
-/// Runs `scenario` against `strategy_name`; the calls, in the order they were due.
-pub async fn run(
-    setup: &Setup,
-    scenario: &Scenario,
-    strategy_name: &str,
-) -> std::io::Result<Vec<Sample>> {
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// The calls, in the order they were due.
+    pub samples: Vec<Sample>,
+    /// The attempts the replicas received, per
+    /// [`ATTEMPT_BIN`](crate::upstream::ATTEMPT_BIN) of the due times of their calls.
+    pub attempts: Vec<u64>,
+}
+
+/// Runs `scenario` against `strategy_name`.
+pub async fn run(setup: &Setup, scenario: &Scenario, strategy_name: &str) -> std::io::Result<Run> {
     let mut replicas = Replicas::start(setup.exe.clone(), setup.replicas, setup.seed).await?;
     let http = Http::new(setup.deadline);
+    // A storming replica serves a share of its fair share of the load.
+    let capacity =
+        (f64::from(setup.rate) / setup.replicas.max(1) as f64 * STORM_CAPACITY).round() as u64;
     let strategy: Arc<dyn Strategy> = match strategy_name {
-        "haproxy" => {
-            Arc::new(HaProxy::start(http, &replicas.addrs(), &haproxy_dir(&setup.dir)).await?)
+        name if HaProxy::NAMES.contains(&name) => {
+            let retries = name == HaProxy::NAMES[1];
+            let dir = haproxy_dir(&setup.dir);
+            Arc::new(HaProxy::start(http, &replicas.addrs(), &dir, retries).await?)
         }
         name => Arc::from(
             strategy::build(name, &http, &replicas.addrs())
@@ -78,6 +90,7 @@ pub async fn run(
                     Ok(())
                 }
                 Fault::FullQueue => replicas.blackhole(node).await,
+                Fault::Storm => replicas.storm(node, capacity).await,
             };
             if let Err(e) = done {
                 eprintln!("fault on replica {node}: {e}");
@@ -86,7 +99,7 @@ pub async fn run(
         tokio::time::sleep_until(start + timeline.recover_at).await;
         for &node in &hit {
             let done = match fault {
-                Fault::Mode(_) => replicas.set(node, Mode::Healthy).await,
+                Fault::Mode(_) | Fault::Storm => replicas.set(node, Mode::Healthy).await,
                 Fault::Refuse | Fault::FullQueue => replicas.restart(node).await,
             };
             if let Err(e) = done {
@@ -109,7 +122,7 @@ pub async fn run(
         calls.spawn(async move {
             // The strategy keeps the deadline; this bound only catches a strategy that
             // does not (counted as a timeout, at the bound).
-            let sent = tokio::time::timeout(bound, strategy.call())
+            let sent = tokio::time::timeout(bound, strategy.call(at))
                 .await
                 .unwrap_or(Sent {
                     answer: Answer::Timeout,
@@ -136,7 +149,10 @@ pub async fn run(
             .map_err(|_| std::io::Error::other("poisoned"))?,
     );
     samples.sort_by_key(|s| s.at);
-    Ok(samples)
+    Ok(Run {
+        samples,
+        attempts: replicas.attempts().to_vec(),
+    })
 }
 
 fn haproxy_dir(dir: &Path) -> std::path::PathBuf {

@@ -14,7 +14,14 @@ pub enum Fault {
     Refuse,
     /// The replica's port is held by a listener that never accepts: connects time out.
     FullQueue,
+    /// The replica sheds (503, [`Mode::Storm`]) what it receives beyond
+    /// [`STORM_CAPACITY`] of its fair share of the load.
+    Storm,
 }
+
+/// A storming replica's capacity, as a share of its fair share of the load (the rate over
+/// the replicas): 80 %, so that even without a retry a fifth of the calls are shed.
+pub const STORM_CAPACITY: f64 = 0.8;
 
 /// Which replicas a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +97,13 @@ pub const ALL: &[Scenario] = &[
         isolate: true,
     },
     Scenario {
+        name: "storm",
+        what: "every replica serves 80 % of its share of the load and answers 503 to the rest, a share rising with every extra attempt, then recovers",
+        fault: Fault::Storm,
+        hit: Hit::All,
+        isolate: false,
+    },
+    Scenario {
         name: "outage",
         what: "every replica answers 500, then all recover at once",
         fault: Fault::Mode(Mode::Errors),
@@ -106,8 +120,8 @@ pub const ALL: &[Scenario] = &[
 ];
 
 /// The short mode's scenarios (CI): one of each kind of fault a breaker must see (an answer,
-/// no answer, no connection).
-pub const SHORT: &[&str] = &["errors", "hang", "refuse"];
+/// no answer, no connection), and the overload a retry must not feed.
+pub const SHORT: &[&str] = &["errors", "hang", "refuse", "storm"];
 
 /// A run's timeline: the fault from `fault_at` to `recover_at`, the run until `end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

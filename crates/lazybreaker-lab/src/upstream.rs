@@ -1,9 +1,11 @@
 //! One upstream replica: a real process (this binary, `upstream` subcommand) serving
 //! `GET /work` on 127.0.0.1, whose behaviour the lab switches at run time with
-//! `POST /_lab/mode?set=<mode>`. `GET /health` is what health checks ask; `GET /_lab/count`
-//! says how many `/work` requests it received. The faults that are not a behaviour (the
-//! process gone, an accept queue that never drains) are made by the lab to the process
-//! itself: see [`crate::replicas`].
+//! `POST /_lab/mode?set=<mode>` (`&capacity=<per second>` for the storm). `GET /health` is
+//! what health checks ask; `GET /_lab/count` says how many `/work` requests it received, and
+//! `GET /_lab/attempts` how many per 100 ms of the calls' due times (`/work?at=<ms>`: the
+//! lab's count of attempts at the replicas, whoever sent them). The faults that are not a
+//! behaviour (the process gone, an accept queue that never drains) are made by the lab to
+//! the process itself: see [`crate::replicas`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -33,6 +35,10 @@ pub enum Mode {
     /// Answers 503 with `Retry-After: 1` for a share of calls that rises with the load it
     /// receives (none below 40 requests/s, 90 % from 140/s), else healthy.
     Overloaded,
+    /// Answers 503 (no `Retry-After`) to a share of calls that rises with the load it
+    /// receives beyond its capacity, `(rate - capacity) / rate`, else healthy: it serves its
+    /// capacity and sheds the rest, so every extra attempt raises everyone's odds of a 503.
+    Storm,
 }
 
 impl Mode {
@@ -45,6 +51,7 @@ impl Mode {
             Self::Slow => "slow",
             Self::Gray => "gray",
             Self::Overloaded => "overloaded",
+            Self::Storm => "storm",
         }
     }
 
@@ -56,6 +63,7 @@ impl Mode {
             Self::Slow,
             Self::Gray,
             Self::Overloaded,
+            Self::Storm,
         ]
         .get(usize::from(n))
         .copied()
@@ -63,7 +71,7 @@ impl Mode {
     }
 
     fn parse(name: &str) -> Option<Self> {
-        (0..6).map(Self::from_u8).find(|m| m.as_str() == name)
+        (0..7).map(Self::from_u8).find(|m| m.as_str() == name)
     }
 }
 
@@ -77,6 +85,10 @@ struct Replica {
     failed_last: AtomicBool,
     /// Overloaded: arrivals in the current 100 ms window and the last one.
     window: arrivals::Window,
+    /// Storm: the requests per second it serves before it sheds.
+    capacity: AtomicU64,
+    /// `/work` requests received, per 100 ms of the calls' due times.
+    attempts: std::sync::Mutex<Vec<u64>>,
     rng: std::sync::Mutex<fastrand::Rng>,
 }
 
@@ -160,8 +172,28 @@ impl Replica {
     }
 }
 
-async fn work(State(replica): State<Arc<Replica>>) -> Response {
+/// A `/work` request's query: when the call it is an attempt of was due, in ms from the
+/// run's start.
+#[derive(Debug, serde::Deserialize)]
+struct Due {
+    at: Option<u64>,
+}
+
+/// The bins of [`Replica::attempts`]: 100 ms of due times each.
+pub const ATTEMPT_BIN: Duration = Duration::from_millis(100);
+
+async fn work(State(replica): State<Arc<Replica>>, Query(due): Query<Due>) -> Response {
     replica.received.fetch_add(1, Ordering::Relaxed);
+    // Bounded: an hour of bins at most.
+    let bin = due
+        .at
+        .map(|at| (at / ATTEMPT_BIN.as_millis() as u64) as usize);
+    if let (Some(bin @ 0..36_000), Ok(mut bins)) = (bin, replica.attempts.lock()) {
+        if bins.len() <= bin {
+            bins.resize(bin + 1, 0);
+        }
+        bins[bin] += 1;
+    }
     let rate = replica.window.arrive();
     match replica.mode() {
         Mode::Healthy => {
@@ -197,6 +229,20 @@ async fn work(State(replica): State<Arc<Replica>>) -> Response {
                 replica.tagged(StatusCode::OK)
             }
         }
+        Mode::Storm => {
+            let capacity = replica.capacity.load(Ordering::Relaxed) as f64;
+            let share = if rate > 0.0 {
+                ((rate - capacity) / rate).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            if replica.chance() < share {
+                replica.tagged(StatusCode::SERVICE_UNAVAILABLE)
+            } else {
+                tokio::time::sleep(replica.latency()).await;
+                replica.tagged(StatusCode::OK)
+            }
+        }
     }
 }
 
@@ -215,11 +261,15 @@ async fn health(State(replica): State<Arc<Replica>>) -> Response {
 #[derive(Debug, serde::Deserialize)]
 struct Set {
     set: String,
+    capacity: Option<u64>,
 }
 
 async fn set_mode(State(replica): State<Arc<Replica>>, Query(q): Query<Set>) -> StatusCode {
     match Mode::parse(&q.set) {
         Some(mode) => {
+            if let Some(capacity) = q.capacity {
+                replica.capacity.store(capacity, Ordering::Relaxed);
+            }
             replica.mode.store(mode as u8, Ordering::Relaxed);
             StatusCode::OK
         }
@@ -229,6 +279,19 @@ async fn set_mode(State(replica): State<Arc<Replica>>, Query(q): Query<Set>) -> 
 
 async fn count(State(replica): State<Arc<Replica>>) -> String {
     replica.received.load(Ordering::Relaxed).to_string()
+}
+
+/// The attempts per bin of due times, comma-separated.
+async fn attempts(State(replica): State<Arc<Replica>>) -> String {
+    let bins = replica
+        .attempts
+        .lock()
+        .map(|b| b.clone())
+        .unwrap_or_default();
+    bins.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Serves replica `node` on `port` (127.0.0.1) until the process is killed.
@@ -244,6 +307,8 @@ pub fn serve(node: usize, port: u16, seed: u64) -> std::io::Result<()> {
             received: AtomicU64::new(0),
             failed_last: AtomicBool::new(false),
             window: arrivals::Window::new(),
+            capacity: AtomicU64::new(u64::MAX),
+            attempts: std::sync::Mutex::new(Vec::new()),
             rng: std::sync::Mutex::new(fastrand::Rng::with_seed(seed)),
         });
         let router = Router::new()
@@ -251,6 +316,7 @@ pub fn serve(node: usize, port: u16, seed: u64) -> std::io::Result<()> {
             .route("/health", get(health))
             .route("/_lab/mode", post(set_mode))
             .route("/_lab/count", get(count))
+            .route("/_lab/attempts", get(attempts))
             .with_state(replica);
         let listener = listen(port, 1024)?;
         axum::serve(listener, router).await

@@ -6,8 +6,9 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::time::Duration;
 
-use super::{rejected, Strategy, Turns};
+use super::{rejected, work, Strategy, Turns};
 use crate::client::{Http, Sent};
 
 type Node = failsafe::StateMachine<
@@ -51,7 +52,7 @@ impl Strategy for FailsafePerNode {
         "failsafe per node"
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
         Box::pin(async move {
             for node in self.turns.order(self.addrs.len()) {
                 let breaker = &self.breakers[node];
@@ -60,7 +61,7 @@ impl Strategy for FailsafePerNode {
                 }
                 let (http, addr) = (&self.http, self.addrs[node]);
                 let result = failsafe::futures::CircuitBreaker::call(breaker, async move {
-                    let sent = http.get(addr, "/work", Some(node)).await;
+                    let sent = http.get(addr, &work(at), Some(node)).await;
                     if sent.answer.is_ok() {
                         Ok(sent)
                     } else {

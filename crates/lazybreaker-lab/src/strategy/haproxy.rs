@@ -4,6 +4,12 @@
 //! (`GET /health` every second, down after 2 failures, up after 2 passes), its timeouts at
 //! the client's deadline. The answer names the replica (`x-node`, HAProxy's server name),
 //! its own 503 or 504 included.
+//!
+//! With retries (`haproxy + retries`), as an operator would set it up to retry on another
+//! server: `retries 2`, `option redispatch 1` (every retry to another server), `retry-on
+//! conn-failure empty-response response-timeout 500 502 503 504`, and a server timeout of
+//! 140 ms (so that a retry after a hang fits in the deadline); the connect timeout stays at
+//! the deadline.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -14,13 +20,14 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
-use super::Strategy;
+use super::{work, Strategy};
 use crate::client::{Http, Sent};
 use crate::replicas::free_port;
 
 /// A running HAProxy, killed when dropped.
 #[derive(Debug)]
 pub struct HaProxy {
+    name: &'static str,
     http: Http,
     front: SocketAddr,
     _process: Child,
@@ -37,9 +44,18 @@ impl HaProxy {
             .is_ok_and(|s| s.success())
     }
 
+    /// The strategies HAProxy runs: without retries and with them.
+    pub const NAMES: [&'static str; 2] = ["haproxy", "haproxy + retries"];
+
     /// Starts HAProxy over `addrs` with its configuration written in `dir`, and waits
-    /// until it accepts connections (at most 10 s).
-    pub async fn start(http: Http, addrs: &[SocketAddr], dir: &Path) -> std::io::Result<Self> {
+    /// until it accepts connections (at most 10 s); `retries`: set up to retry on another
+    /// server.
+    pub async fn start(
+        http: Http,
+        addrs: &[SocketAddr],
+        dir: &Path,
+        retries: bool,
+    ) -> std::io::Result<Self> {
         let port = free_port()?;
         let deadline = http.deadline.as_millis();
         let mut config = format!(
@@ -51,6 +67,13 @@ impl HaProxy {
              http-after-response set-header x-node %s\n  \
              default-server check inter 1s fall 2 rise 2 observe layer7 error-limit 10 on-error mark-down\n"
         );
+        if retries {
+            config.push_str(
+                "  retries 2\n  option redispatch 1\n  \
+                 retry-on conn-failure empty-response response-timeout 500 502 503 504\n  \
+                 timeout server 140ms\n",
+            );
+        }
         for (n, addr) in addrs.iter().enumerate() {
             config.push_str(&format!("  server n{n} {addr}\n"));
         }
@@ -75,6 +98,7 @@ impl HaProxy {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(Self {
+            name: Self::NAMES[usize::from(retries)],
             http,
             front,
             _process: process,
@@ -84,10 +108,10 @@ impl HaProxy {
 
 impl Strategy for HaProxy {
     fn name(&self) -> &'static str {
-        "haproxy"
+        self.name
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
-        Box::pin(self.http.get(self.front, "/work", None))
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+        Box::pin(async move { self.http.get(self.front, &work(at), None).await })
     }
 }

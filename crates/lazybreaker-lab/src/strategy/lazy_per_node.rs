@@ -5,10 +5,11 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::time::Duration;
 
 use lazybreaker::Breaker;
 
-use super::{outcome, rejected, Strategy, Turns};
+use super::{outcome, rejected, work, Strategy, Turns};
 use crate::client::{Http, Sent};
 
 #[derive(Debug)]
@@ -38,11 +39,11 @@ impl Strategy for LazyPerNode {
         "lazybreaker per node"
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
         Box::pin(async move {
             for node in self.turns.order(self.addrs.len()) {
                 if let Ok(permit) = self.breakers[node].allow() {
-                    let sent = self.http.get(self.addrs[node], "/work", Some(node)).await;
+                    let sent = self.http.get(self.addrs[node], &work(at), Some(node)).await;
                     permit.record(outcome(sent.answer));
                     return sent;
                 }

@@ -10,13 +10,14 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lazybreaker::policy::Outcome;
 use lazybreaker::pool::Pool;
+use lazybreaker::retry::Retry;
 use lazybreaker::{Breaker, Classify};
 
-use super::{outcome, rejected, Strategy};
+use super::{outcome, rejected, work, Strategy};
 use crate::client::{Answer, Http, Sent};
 
 /// The health check's own deadline: a check must settle well within the breaker's
@@ -28,10 +29,27 @@ pub(super) struct LazyPool {
     http: Http,
     addrs: Arc<Vec<SocketAddr>>,
     pool: Pool<usize>,
+    /// With a retry: each attempt's timeout (within what is left of the deadline).
+    attempt: Option<Duration>,
 }
 
 impl LazyPool {
     pub(super) fn new(http: Http, addrs: Vec<SocketAddr>) -> Self {
+        Self::with(http, addrs, None)
+    }
+
+    /// The pool with `retry` ([`Pool::retry`]), each attempt within `attempt` and what is
+    /// left of the call's deadline.
+    pub(super) fn retrying(
+        http: Http,
+        addrs: Vec<SocketAddr>,
+        retry: Retry,
+        attempt: Duration,
+    ) -> Self {
+        Self::with(http, addrs, Some((retry, attempt)))
+    }
+
+    fn with(http: Http, addrs: Vec<SocketAddr>, retry: Option<(Retry, Duration)>) -> Self {
         let addrs = Arc::new(addrs);
         let (checker, checked) = (http.clone(), Arc::clone(&addrs));
         let pool = Pool::new(|n: &usize| Breaker::builder().name(format!("n{n}")))
@@ -45,16 +63,39 @@ impl LazyPool {
                         .is_ok()
                 }
             });
+        let (pool, attempt) = match retry {
+            Some((retry, attempt)) => (pool.retry(retry), Some(attempt)),
+            None => (pool, None),
+        };
         pool.set(0..addrs.len());
-        Self { http, addrs, pool }
+        Self {
+            http,
+            addrs,
+            pool,
+            attempt,
+        }
     }
 }
 
 impl LazyPool {
-    /// One call through the pool: a pick, the request, its verdict for the node.
-    pub(super) async fn send(&self) -> Sent {
-        let call = |node: usize| async move {
-            Ok::<_, Infallible>(self.http.get(self.addrs[node], "/work", Some(node)).await)
+    /// One call through the pool: a pick, the request, its verdict for the node (and, with
+    /// a retry, as many more as it makes).
+    pub(super) async fn send(&self, at: Duration) -> Sent {
+        let (path, started) = (work(at), Instant::now());
+        let deadline = self.http.deadline;
+        let call = |node: usize| {
+            let within = match self.attempt {
+                Some(attempt) => attempt.min(deadline.saturating_sub(started.elapsed())),
+                None => deadline,
+            };
+            let path = &path;
+            async move {
+                Ok::<_, Infallible>(
+                    self.http
+                        .get_within(self.addrs[node], path, Some(node), within)
+                        .await,
+                )
+            }
         };
         match self.pool.call(call, Answers).await {
             Ok(sent) => sent,
@@ -96,7 +137,7 @@ impl Strategy for LazyPool {
         "lazybreaker pool"
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
-        Box::pin(self.send())
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+        Box::pin(self.send(at))
     }
 }

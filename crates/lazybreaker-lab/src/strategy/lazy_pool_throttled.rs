@@ -44,12 +44,12 @@ impl Strategy for LazyPoolThrottled {
         "lazybreaker pool + throttle"
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
         Box::pin(async move {
             let Ok(permit) = self.front.allow() else {
                 return rejected();
             };
-            let sent = self.pool.send().await;
+            let sent = self.pool.send(at).await;
             permit.record(match sent.answer {
                 Answer::Ok => Outcome::Success,
                 Answer::Status {

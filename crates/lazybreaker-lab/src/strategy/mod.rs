@@ -1,19 +1,24 @@
 //! The strategies a client can take against the same replicas, one at a time: no breaker,
-//! lazybreaker per node or as a pool (alone, or behind a throttle), the peers per node, and a
-//! load balancer in front.
+//! lazybreaker per node or as a pool (alone, behind a throttle, or retrying), the peers per
+//! node (tower's p2c with or without its retry budget), a naive retry, and a load balancer
+//! in front (with or without retries).
 
 mod failsafe_per_node;
 mod haproxy;
 mod lazy_per_node;
 mod lazy_pool;
+mod lazy_pool_retry;
 mod lazy_pool_throttled;
+mod naive_retry;
 mod no_breaker;
 mod tower_p2c;
+mod tower_retry;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use lazybreaker::policy::Outcome;
 
@@ -25,9 +30,20 @@ pub use haproxy::HaProxy;
 pub trait Strategy: Send + Sync {
     /// Its name in the report.
     fn name(&self) -> &'static str;
-    /// One call, within the client's deadline.
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>>;
+    /// One call, due `at` from the run's start, within the client's deadline. Each attempt
+    /// asks for [`work`]`(at)`, so that the replicas count the attempts of each call.
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>>;
 }
+
+/// The path of an attempt of the call due `at`: `/work?at=<ms>`.
+pub fn work(at: Duration) -> String {
+    format!("/work?at={}", at.as_millis())
+}
+
+/// The per-attempt timeout of the strategies that retry on their own: HAProxy's server
+/// timeout with retries (140 ms), so that a retry after a hang still fits in the 300 ms
+/// deadline (an attempt that may take the whole deadline leaves no room for one).
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(140);
 
 /// The strategies' names, in the report's order.
 pub const NAMES: &[&str] = &[
@@ -35,12 +51,17 @@ pub const NAMES: &[&str] = &[
     "lazybreaker per node",
     "lazybreaker pool",
     "lazybreaker pool + throttle",
+    "lazybreaker pool + retry",
     "tower-resilience p2c",
+    "tower retry + p2c",
     "failsafe per node",
+    "naive retry",
     "haproxy",
+    "haproxy + retries",
 ];
 
-/// The strategy named `name` over `addrs` (HAProxy is started apart: [`HaProxy`]).
+/// The strategy named `name` over `addrs` (HAProxy, with or without retries, is started
+/// apart: [`HaProxy`]).
 pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn Strategy>> {
     let addrs = addrs.to_vec();
     Some(match name {
@@ -51,7 +72,12 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
             http.clone(),
             addrs,
         )),
+        "lazybreaker pool + retry" => {
+            Box::new(lazy_pool_retry::LazyPoolRetry::new(http.clone(), addrs))
+        }
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
+        "tower retry + p2c" => Box::new(tower_retry::TowerRetry::new(http.clone(), addrs)),
+        "naive retry" => Box::new(naive_retry::NaiveRetry::new(http.clone(), addrs)),
         "failsafe per node" => {
             Box::new(failsafe_per_node::FailsafePerNode::new(http.clone(), addrs))
         }

@@ -3,8 +3,9 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::time::Duration;
 
-use super::{Strategy, Turns};
+use super::{work, Strategy, Turns};
 use crate::client::{Http, Sent};
 
 #[derive(Debug)]
@@ -29,10 +30,10 @@ impl Strategy for NoBreaker {
         "no breaker"
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
         Box::pin(async move {
             let node = self.turns.order(self.addrs.len()).next().unwrap_or(0);
-            self.http.get(self.addrs[node], "/work", Some(node)).await
+            self.http.get(self.addrs[node], &work(at), Some(node)).await
         })
     }
 }

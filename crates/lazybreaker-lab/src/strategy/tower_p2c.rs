@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::time::Duration;
 
 use tokio::sync::Mutex;
 use tower::balance::p2c::Balance;
@@ -15,12 +16,12 @@ use tower::load::{CompleteOnResponse, PendingRequests};
 use tower::{Service, ServiceExt};
 use tower_resilience_circuitbreaker::{CircuitBreakerError, CircuitBreakerLayer};
 
-use super::{rejected, Strategy};
+use super::{rejected, work, Strategy};
 use crate::client::{Http, Sent};
 
 /// A call that did not succeed, as the inner service's error (the breaker counts it).
 #[derive(Debug)]
-struct Failed(Sent);
+pub(super) struct Failed(pub(super) Sent);
 
 impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,14 +31,22 @@ impl std::fmt::Display for Failed {
 
 impl std::error::Error for Failed {}
 
+/// One attempt through the balancer: the path to ask for and its timeout.
+#[derive(Debug, Clone)]
+pub(super) struct Attempt {
+    pub(super) path: String,
+    pub(super) within: Duration,
+}
+
 type Node = tower_resilience_circuitbreaker::CircuitBreaker<
-    tower::util::BoxCloneSyncService<(), Sent, Failed>,
+    tower::util::BoxCloneSyncService<Attempt, Sent, Failed>,
     tower_resilience_circuitbreaker::DefaultClassifier,
 >;
-type Balanced = Balance<ServiceList<Vec<PendingRequests<Node>>>, ()>;
+type Balanced = Balance<ServiceList<Vec<PendingRequests<Node>>>, Attempt>;
 
 pub(super) struct TowerP2c {
     balance: Mutex<Balanced>,
+    deadline: Duration,
 }
 
 impl std::fmt::Debug for TowerP2c {
@@ -48,15 +57,18 @@ impl std::fmt::Debug for TowerP2c {
 
 impl TowerP2c {
     pub(super) fn new(http: Http, addrs: Vec<SocketAddr>) -> Self {
+        let deadline = http.deadline;
         let nodes: Vec<PendingRequests<Node>> = addrs
             .into_iter()
             .enumerate()
             .map(|(node, addr)| {
                 let http = http.clone();
-                let send = tower::service_fn(move |()| {
+                let send = tower::service_fn(move |attempt: Attempt| {
                     let http = http.clone();
                     async move {
-                        let sent = http.get(addr, "/work", Some(node)).await;
+                        let sent = http
+                            .get_within(addr, &attempt.path, Some(node), attempt.within)
+                            .await;
                         if sent.answer.is_ok() {
                             Ok(sent)
                         } else {
@@ -75,6 +87,28 @@ impl TowerP2c {
             .collect();
         Self {
             balance: Mutex::new(Balance::new(ServiceList::new(nodes))),
+            deadline,
+        }
+    }
+
+    /// One attempt: the balancer's pick, through its breaker.
+    pub(super) async fn attempt(&self, attempt: Attempt) -> Sent {
+        let call = {
+            let mut balance = self.balance.lock().await;
+            match balance.ready().await {
+                Ok(ready) => ready.call(attempt),
+                Err(_) => return rejected(),
+            }
+        };
+        match call.await {
+            Ok(sent) => sent,
+            Err(error) => match error.downcast::<CircuitBreakerError<Failed>>() {
+                Ok(e) => match *e {
+                    CircuitBreakerError::Inner(Failed(sent)) => sent,
+                    _ => rejected(),
+                },
+                Err(_) => rejected(),
+            },
         }
     }
 }
@@ -84,25 +118,10 @@ impl Strategy for TowerP2c {
         "tower-resilience p2c"
     }
 
-    fn call(&self) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
-        Box::pin(async move {
-            let call = {
-                let mut balance = self.balance.lock().await;
-                match balance.ready().await {
-                    Ok(ready) => ready.call(()),
-                    Err(_) => return rejected(),
-                }
-            };
-            match call.await {
-                Ok(sent) => sent,
-                Err(error) => match error.downcast::<CircuitBreakerError<Failed>>() {
-                    Ok(e) => match *e {
-                        CircuitBreakerError::Inner(Failed(sent)) => sent,
-                        _ => rejected(),
-                    },
-                    Err(_) => rejected(),
-                },
-            }
-        })
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+        Box::pin(self.attempt(Attempt {
+            path: work(at),
+            within: self.deadline,
+        }))
     }
 }
