@@ -72,6 +72,8 @@ pub struct Phase {
     pub p99_ms: f64,
     /// Calls that did not succeed within the deadline (what a user sees fail).
     pub failed: u64,
+    /// Of those, the calls the strategy turned away unsent (failing fast).
+    pub unsent: u64,
 }
 
 /// The phases' names, in order.
@@ -129,6 +131,10 @@ fn phases(timeline: Timeline, samples: &[Sample], attempts: &[u64]) -> Vec<Phase
                 goodput: ok as f64 / (to - from).as_secs_f64().max(1e-9),
                 p99_ms: ms(histogram(within.iter().copied()).value_at_quantile(0.99)),
                 failed: calls - ok,
+                unsent: within
+                    .iter()
+                    .filter(|s| s.answer == crate::client::Answer::Rejected)
+                    .count() as u64,
             }
         })
         .collect()
@@ -295,21 +301,22 @@ pub fn table(rows: &[Row]) -> String {
 /// during it and after the recovery.
 pub fn phase_table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | attempts/call | goodput/s | p99 | failed calls |\n\
-         |---|---|---:|---:|---:|---:|\n",
+        "| scenario | strategy | attempts/call | goodput/s | p99 | failed calls | of which unsent |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
     );
     let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
     for r in rows {
         let cells =
             |f: &dyn Fn(&Phase) -> String| r.phases.iter().map(f).collect::<Vec<_>>().join(" · ");
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             cells(&|p| format!("{:.2}", p.amplification)),
             cells(&|p| format!("{:.0}", p.goodput)),
             cells(&|p| ms(p.p99_ms)),
             cells(&|p| p.failed.to_string()),
+            cells(&|p| p.unsent.to_string()),
         ));
     }
     out

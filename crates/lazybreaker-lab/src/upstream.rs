@@ -179,7 +179,7 @@ struct Due {
     at: Option<u64>,
 }
 
-/// The bins of [`Replica::attempts`]: 100 ms of due times each.
+/// The bins of a replica's attempt counts (`GET /_lab/attempts`): 100 ms of due times each.
 pub const ATTEMPT_BIN: Duration = Duration::from_millis(100);
 
 async fn work(State(replica): State<Arc<Replica>>, Query(due): Query<Due>) -> Response {
