@@ -205,6 +205,10 @@ pub struct Totals {
     /// ([`Stop::Exhausted`](crate::retry::Stop::Exhausted)).
     #[cfg_attr(feature = "serde", serde(default))]
     pub retries_exhausted: u64,
+    /// Retries after a failed attempt through this breaker that the retry's throttle
+    /// refused ([`Stop::Throttled`](crate::retry::Stop::Throttled)).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub retries_throttled: u64,
 }
 
 /// What a retry layer decided after a failed attempt, as a breaker's [`Totals`] count it.
@@ -213,6 +217,7 @@ pub(crate) enum RetryTally {
     Retried,
     BudgetDenied,
     Exhausted,
+    Throttled,
 }
 
 impl Totals {
@@ -222,6 +227,7 @@ impl Totals {
             RetryTally::Retried => &mut self.retries,
             RetryTally::BudgetDenied => &mut self.retries_budget_denied,
             RetryTally::Exhausted => &mut self.retries_exhausted,
+            RetryTally::Throttled => &mut self.retries_throttled,
         };
         *count += 1;
     }

@@ -27,7 +27,7 @@
 //! | `circuit_breaker_opened_total` | counter | `breaker` | times opened (brpc's `nBreak`) |
 //! | `circuit_breaker_health_checks_total` | counter | `breaker`, `result` | health checks that settled ([`Builder::health_check`](crate::Builder::health_check)), `passed` or `failed` |
 //! | `circuit_breaker_probes_taken_over_total` | counter | `breaker` | half-open trials started again because every probe was held past [`probe_timeout`](crate::Builder::probe_timeout) ([`Totals::probes_taken_over`](crate::Totals::probes_taken_over)) |
-//! | `circuit_breaker_retries_total` | counter | `breaker`, `decision` | what a retry layer decided after an attempt through the breaker failed ([`Totals::retries`](crate::Totals::retries) and the refusals): `retried`, `budget_denied`, `exhausted` |
+//! | `circuit_breaker_retries_total` | counter | `breaker`, `decision` | what a retry layer decided after an attempt through the breaker failed ([`Totals::retries`](crate::Totals::retries) and the refusals): `retried`, `budget_denied`, `exhausted`, `throttled` |
 //! | `circuit_breaker_throttle_probability` | gauge | `breaker` | for a breaker with a throttle: the probability the next call is turned away with (0 unless closed); the family is left out when no breaker has one |
 //! | `circuit_breaker_recent_failures` | gauge | `breaker` | failures since the breaker last recovered (brpc's `RecentErr`) |
 //! | `circuit_breaker_retry_after_seconds` | gauge | `breaker` | while open (not forced): seconds until a probe is let through; else 0 |
@@ -40,7 +40,7 @@
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
 //! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`]) |
 //! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
-//! | `circuit_breaker_pool_retries_total` | counter | `pool`, `decision` | what the pool's [retry](Pool::retry) decided after a failed call: `retried` (on another endpoint), `budget_denied`, `exhausted` ([`PoolStats`]) |
+//! | `circuit_breaker_pool_retries_total` | counter | `pool`, `decision` | what the pool's [retry](Pool::retry) decided after a failed call: `retried` (on another endpoint), `budget_denied`, `exhausted`, `throttled` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
 //! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
 //! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
@@ -440,21 +440,25 @@ fn encode_counters(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt
         e,
         "circuit_breaker_retries",
         "What a retry layer decided after an attempt through the breaker failed: retried, \
-         budget_denied, exhausted.",
+         budget_denied, exhausted, throttled.",
         MetricType::Counter,
         snapshots.iter().flat_map(|s| {
             let t = &s.totals;
-            retry_decisions(t.retries, t.retries_budget_denied, t.retries_exhausted).map(
-                move |(decision, n)| {
-                    (
-                        [
-                            ("breaker", s.name.clone()),
-                            ("decision", decision.to_owned()),
-                        ],
-                        Count(n),
-                    )
-                },
+            retry_decisions(
+                t.retries,
+                t.retries_budget_denied,
+                t.retries_exhausted,
+                t.retries_throttled,
             )
+            .map(move |(decision, n)| {
+                (
+                    [
+                        ("breaker", s.name.clone()),
+                        ("decision", decision.to_owned()),
+                    ],
+                    Count(n),
+                )
+            })
         }),
     )
 }
@@ -465,11 +469,13 @@ fn retry_decisions(
     retried: u64,
     budget_denied: u64,
     exhausted: u64,
+    throttled: u64,
 ) -> impl Iterator<Item = (&'static str, u64)> {
     [
         ("retried", retried),
         ("budget_denied", budget_denied),
         ("exhausted", exhausted),
+        ("throttled", throttled),
     ]
     .into_iter()
 }
@@ -674,18 +680,22 @@ fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fm
         e,
         "circuit_breaker_pool_retries",
         "What the pool's retry decided after a failed call: retried (on another endpoint), \
-         budget_denied, exhausted.",
+         budget_denied, exhausted, throttled.",
         MetricType::Counter,
         pools.iter().flat_map(|p| {
             let s = &p.summary.stats;
-            retry_decisions(s.retries, s.retries_budget_denied, s.retries_exhausted).map(
-                move |(decision, n)| {
-                    (
-                        [("pool", p.name.clone()), ("decision", decision.to_owned())],
-                        Count(n),
-                    )
-                },
+            retry_decisions(
+                s.retries,
+                s.retries_budget_denied,
+                s.retries_exhausted,
+                s.retries_throttled,
             )
+            .map(move |(decision, n)| {
+                (
+                    [("pool", p.name.clone()), ("decision", decision.to_owned())],
+                    Count(n),
+                )
+            })
         }),
     )
 }

@@ -110,6 +110,7 @@ impl<P: TripPolicy, O: Observer> BreakerSeam for Breaker<P, O> {
             Next::Retry { .. } => RetryTally::Retried,
             Next::Stop(Stop::Budget) => RetryTally::BudgetDenied,
             Next::Stop(Stop::Exhausted) => RetryTally::Exhausted,
+            Next::Stop(Stop::Throttled) => RetryTally::Throttled,
             Next::Stop(_) => return,
         };
         self.locked(|m| m.tally_retry(tally));

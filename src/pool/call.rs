@@ -94,6 +94,9 @@ where
                 return result.map_err(Error::Inner);
             }
             tried.push(key);
+            if let Some(throttle) = retry.retry_throttle() {
+                self.feed_throttle(throttle);
+            }
             // Another endpoint first, so that a retry with nowhere to go is not paid for.
             let Some(other) = self.other_for_retry(&tried) else {
                 return result.map_err(Error::Inner);

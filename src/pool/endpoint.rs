@@ -79,6 +79,11 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         self.calls.started.load(Ordering::Relaxed)
     }
 
+    /// Picks ended so far (reported, or dropped).
+    pub(super) fn ended(&self) -> u64 {
+        self.calls.ended.load(Ordering::Relaxed)
+    }
+
     /// One more pick, in flight, going out at `at` (the pool's clock, read before the
     /// admission; `None` when the pool has no deadline or could not read it without user
     /// code): with a deadline, the call takes a free start slot if one is left, and the slot

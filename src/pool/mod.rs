@@ -283,6 +283,10 @@ pub(crate) struct Shared {
     hang_due: NextLook,
     /// The pool's clock: its intervals, its deadline.
     clock: ClockSource,
+    /// The attempts [`Pool::call`] saw fail, for a retry's throttle.
+    pub(crate) retry_failures: AtomicU64,
+    /// How far the retry's throttle was fed: the picks ended, and the failures.
+    pub(crate) throttle_fed: Mutex<(u64, u64)>,
 }
 
 impl Default for Shared {
@@ -293,6 +297,8 @@ impl Default for Shared {
             parked: AtomicUsize::new(0),
             hang_due: NextLook::new(),
             clock: ClockSource::default_for(false, Duration::ZERO),
+            retry_failures: AtomicU64::new(0),
+            throttle_fed: Mutex::new((0, 0)),
         }
     }
 }
@@ -800,6 +806,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             retries: n(&s.retries),
             retries_budget_denied: n(&s.retries_budget_denied),
             retries_exhausted: n(&s.retries_exhausted),
+            retries_throttled: n(&s.retries_throttled),
         }
     }
 

@@ -2,12 +2,13 @@
 //! once, each attempt a pick with its own verdict, within the call's deadline and the
 //! retry's budget.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::breaker::gate::{self, Ready};
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
-use crate::retry::{Next, Retry, Stop};
+use crate::retry::{Next, Retry, Stop, TokenBucket};
 
 use super::census::walk;
 use super::choose::random;
@@ -36,6 +37,14 @@ where
     /// - **Within the deadline.** With a [`deadline`](Pool::deadline), it is the whole
     ///   call's: no retry is made that the retry's
     ///   [`min_attempt_time`](Retry::min_attempt_time) would take past it.
+    /// - **Not while failures are everywhere.** The retry's
+    ///   [throttle](Retry::throttle) (gRPC's retry throttling; the pool gives a retry that
+    ///   has none a bucket of 100 tokens, a tenth of a token back a success) records each
+    ///   attempt that fails, and the calls that ended well, counted lazily from the
+    ///   endpoints' own counts (nothing written on a successful call's path): once failures
+    ///   outweigh successes by half the bucket, no retry goes out until the successes make
+    ///   up for them. A sick replica among healthy ones costs a few tokens; every replica
+    ///   shedding load (a retry storm's start) drains the bucket within a few hundred calls.
     /// - **Within the budget.** Each retry is paid for in the retry's
     ///   [`RetryBudget`](crate::retry::RetryBudget) (20 % of the calls and 10 a second by
     ///   default), asked last, once another endpoint is known to admit calls: when every
@@ -74,6 +83,10 @@ where
     /// ```
     #[must_use]
     pub fn retry(mut self, retry: Retry) -> Self {
+        let retry = match retry.retry_throttle() {
+            Some(_) => retry,
+            None => retry.throttle(default_throttle()),
+        };
         self.retry = Some(retry);
         self
     }
@@ -81,6 +94,25 @@ where
     /// The retry, if [`retry`](Pool::retry) set one.
     pub fn retry_policy(&self) -> Option<&Retry> {
         self.retry.as_ref()
+    }
+
+    /// An attempt of [`Pool::call`] failed: counted in `throttle`, with the calls that
+    /// ended well since it was last fed (the picks ended, less the failures seen), unless
+    /// another caller is feeding it.
+    pub(super) fn feed_throttle(&self, throttle: &TokenBucket) {
+        throttle.record_failure();
+        let failures = self.shared.retry_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(mut fed) = self.shared.throttle_fed.try_lock() else {
+            return;
+        };
+        let ended = self.endpoints.load().iter().map(|e| e.ended()).sum::<u64>();
+        let (ended_before, failures_before) = *fed;
+        let successes = ended
+            .saturating_sub(ended_before)
+            .saturating_sub(failures - failures_before);
+        *fed = (ended, failures);
+        drop(fed);
+        throttle.record(successes, 0);
     }
 
     /// The endpoint a retry of a call that tried `tried` (the last one just failed) goes
@@ -122,14 +154,22 @@ where
     }
 }
 
+/// The throttle a pool gives a retry that has none: 100 tokens, a tenth back a success.
+fn default_throttle() -> TokenBucket {
+    match TokenBucket::new(100.0, 0.1) {
+        Ok(bucket) => bucket,
+        Err(_) => unreachable!("100 tokens, a tenth back: valid"),
+    }
+}
+
 impl Stats {
     /// Counts what a retry decided after a failed attempt.
     pub(crate) fn count_retry(&self, next: Next) {
-        use std::sync::atomic::Ordering;
         let counter = match next {
             Next::Retry { .. } => &self.retries,
             Next::Stop(Stop::Budget) => &self.retries_budget_denied,
             Next::Stop(Stop::Exhausted) => &self.retries_exhausted,
+            Next::Stop(Stop::Throttled) => &self.retries_throttled,
             Next::Stop(_) => return,
         };
         counter.fetch_add(1, Ordering::Relaxed);

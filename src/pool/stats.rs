@@ -26,6 +26,7 @@ pub(crate) struct Stats {
     pub(crate) retries: AtomicU64,
     pub(crate) retries_budget_denied: AtomicU64,
     pub(crate) retries_exhausted: AtomicU64,
+    pub(crate) retries_throttled: AtomicU64,
 }
 
 /// The endpoints removed from a pool whose picks it still counts: kept while a pick may
@@ -115,6 +116,8 @@ pub struct PoolStats {
     pub retries_budget_denied: u64,
     /// Calls whose last attempt failed with every attempt made.
     pub retries_exhausted: u64,
+    /// Retries the retry's throttle refused (failures everywhere lately).
+    pub retries_throttled: u64,
 }
 
 /// A pool's own figures ([`Pool::summary`](super::Pool::summary)), for a scrape or a status page.

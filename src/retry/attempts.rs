@@ -115,4 +115,8 @@ pub enum Stop {
     Deadline,
     /// The retry budget has no room ([`RetryBudget::try_withdraw`](super::RetryBudget::try_withdraw)).
     Budget,
+    /// The retry's throttle holds half its tokens or fewer: failures have outweighed
+    /// successes lately ([`Retry::throttle`](super::Retry::throttle), gRPC's retry
+    /// throttling).
+    Throttled,
 }

@@ -10,6 +10,7 @@ use super::attempts::{Attempts, Cause, Next, Stop};
 use super::backoff::{self, Backoff};
 use super::budget::RetryBudget;
 use super::stats::{Counters, RetryStats};
+use super::token_bucket::TokenBucket;
 use crate::error::{ConfigError, Number};
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::sync::{AtomicU64, Ordering};
@@ -29,7 +30,8 @@ use crate::sync::{AtomicU64, Ordering};
 /// 5. the wait (the backoff's draw, at least the server's `Retry-After`, exactly a gRPC
 ///    pushback) and [`min_attempt_time`](Self::min_attempt_time) end before the call's
 ///    deadline;
-/// 6. the budget has room ([`RetryBudget::try_withdraw`]), asked last, so that only a
+/// 6. the [throttle](Self::throttle), if set, holds more than half its tokens;
+/// 7. the budget has room ([`RetryBudget::try_withdraw`]), asked last, so that only a
 ///    retry that goes out is paid for.
 ///
 /// The `n`-th retry waits a draw in `[0, min(max, initial × 2^(n-1)))` (full jitter, as
@@ -73,6 +75,7 @@ pub struct Retry {
     backoff: Backoff,
     min_attempt_time: Duration,
     seed: u64,
+    throttle: Option<Arc<TokenBucket>>,
     shared: Arc<Shared>,
 }
 
@@ -109,6 +112,7 @@ impl Retry {
             backoff: Backoff::DEFAULT,
             min_attempt_time: Duration::ZERO,
             seed: RandomState::new().hash_one(0x5eed_u64),
+            throttle: None,
             shared: Arc::default(),
         })
     }
@@ -161,6 +165,21 @@ impl Retry {
         self.seed = seed;
         self.shared = Arc::default();
         self
+    }
+
+    /// Throttles the retries as gRPC does (proposal A6): none goes out while `bucket` holds
+    /// half its tokens or fewer ([`Stop::Throttled`]). The caller records the results in
+    /// it ([`TokenBucket::record_failure`], [`record_success`](TokenBucket::record_success));
+    /// [`Pool::retry`](crate::pool::Pool::retry) records its calls' in the throttle it is
+    /// given, or in one of its own. Shared by the retry's clones.
+    pub fn throttle(mut self, bucket: TokenBucket) -> Self {
+        self.throttle = Some(Arc::new(bucket));
+        self
+    }
+
+    /// The throttle, if [`throttle`](Self::throttle) set one.
+    pub fn retry_throttle(&self) -> Option<&Arc<TokenBucket>> {
+        self.throttle.as_ref()
     }
 
     /// The most attempts a call makes, the first included.
@@ -268,6 +287,9 @@ impl Retry {
             if done >= deadline {
                 return Next::Stop(Stop::Deadline);
             }
+        }
+        if self.throttle.as_ref().is_some_and(|t| !t.allows_retry()) {
+            return Next::Stop(Stop::Throttled);
         }
         if !self.budget.try_withdraw_at(now) {
             return Next::Stop(Stop::Budget);
@@ -428,6 +450,32 @@ mod tests {
             "50 % of two calls is one retry"
         );
         assert_eq!(retry.stats().budget_denied, 1);
+    }
+
+    #[test]
+    fn a_drained_throttle_stops_retries_before_the_budget_pays() {
+        let clock = ManualClock::new();
+        let retry = retry(3, &clock).throttle(TokenBucket::new(4.0, 0.5).unwrap());
+        let throttle = Arc::clone(retry.retry_throttle().unwrap());
+        let mut attempts = retry.start(None);
+        throttle.record_failure();
+        assert!(matches!(
+            retry.next(&mut attempts, Cause::Failure),
+            Next::Retry { .. }
+        ));
+        throttle.record_failure(); // 2 of 4 left: half
+        let balance = retry.retry_budget().balance();
+        assert_eq!(
+            retry.next(&mut attempts, Cause::Failure),
+            Next::Stop(Stop::Throttled)
+        );
+        assert_eq!(retry.retry_budget().balance(), balance, "nothing paid");
+        throttle.record_success();
+        assert!(matches!(
+            retry.next(&mut attempts, Cause::Failure),
+            Next::Retry { .. }
+        ));
+        assert_eq!(retry.stats().throttled, 1);
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub struct RetryStats {
     pub past_deadline: u64,
     /// Retries the server refused (a negative gRPC pushback, [`Stop::Pushback`]).
     pub pushed_back: u64,
+    /// Retries the throttle refused ([`Stop::Throttled`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub throttled: u64,
 }
 
 /// The counters behind [`RetryStats`], shared by a retry's clones. Written only when an
@@ -32,6 +35,7 @@ pub(super) struct Counters {
     exhausted: AtomicU64,
     past_deadline: AtomicU64,
     pushed_back: AtomicU64,
+    throttled: AtomicU64,
 }
 
 impl Counters {
@@ -42,6 +46,7 @@ impl Counters {
             Next::Stop(Stop::Exhausted) => &self.exhausted,
             Next::Stop(Stop::Deadline) => &self.past_deadline,
             Next::Stop(Stop::Pushback) => &self.pushed_back,
+            Next::Stop(Stop::Throttled) => &self.throttled,
             Next::Stop(Stop::NotRetryable | Stop::Rejected) => return,
         };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -54,6 +59,7 @@ impl Counters {
             exhausted: self.exhausted.load(Ordering::Relaxed),
             past_deadline: self.past_deadline.load(Ordering::Relaxed),
             pushed_back: self.pushed_back.load(Ordering::Relaxed),
+            throttled: self.throttled.load(Ordering::Relaxed),
         }
     }
 }

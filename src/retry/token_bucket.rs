@@ -102,6 +102,20 @@ impl TokenBucket {
         self.add(|t| t.saturating_add(ratio).min(max));
     }
 
+    /// `successes` and `failures` recorded at once, counted lazily elsewhere (a pool's calls):
+    /// the successes first, then the failures, the order that leaves the fewest tokens.
+    /// Returns whether retries are still allowed after them.
+    pub fn record(&self, successes: u64, failures: u64) -> bool {
+        let ratio = self.milli_token_ratio;
+        let max = self.max_milli_tokens;
+        let left = self.add(|t| {
+            t.saturating_add(successes.saturating_mul(ratio))
+                .min(max)
+                .saturating_sub(failures.saturating_mul(1000))
+        });
+        left > self.threshold()
+    }
+
     /// Whether a retry may go out: more than half of `max_tokens` left.
     pub fn allows_retry(&self) -> bool {
         self.milli_tokens.load(Ordering::Acquire) > self.threshold()
@@ -186,6 +200,18 @@ mod tests {
         bucket.record_failure();
         bucket.record_success();
         assert_eq!(bucket.tokens(), 9.005);
+    }
+
+    #[test]
+    fn records_at_once_leave_the_fewest_tokens() {
+        let bucket = TokenBucket::new(10.0, 0.5).unwrap();
+        // Ten successes at a full bucket are clamped, then three failures: 7.
+        assert!(bucket.record(10, 3));
+        assert_eq!(bucket.tokens(), 7.0);
+        assert!(!bucket.record(4, 4), "7 + 2 - 4 = 5: half, no more retries");
+        assert_eq!(bucket.tokens(), 5.0);
+        bucket.record(0, 100);
+        assert_eq!(bucket.tokens(), 0.0);
     }
 
     #[test]

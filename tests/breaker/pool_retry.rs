@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use lazybreaker::classify::OkIsSuccess;
 use lazybreaker::policy::{ConsecutiveFailures, Outcome};
 use lazybreaker::pool::Pool;
-use lazybreaker::retry::{Retry, RetryBudget};
+use lazybreaker::retry::{Retry, RetryBudget, TokenBucket};
 use lazybreaker::{Breaker, Error, ManualClock};
 
 /// Polls `f` to completion, at most 100 times.
@@ -34,6 +34,12 @@ fn pool(clock: &ManualClock, failures: u64, retry: Retry) -> Pool<&'static str> 
     })
     .clock(clock.clone())
     .retry(retry)
+}
+
+/// A throttle that never throttles at the failure rates these tests make (half of the calls
+/// failing gives back what it takes), so that a test sees the budget alone.
+fn lenient() -> TokenBucket {
+    TokenBucket::new(1000.0, 1.0).unwrap()
 }
 
 /// A budget on `clock` with no reserve.
@@ -82,8 +88,12 @@ fn call(
 #[test]
 fn a_sick_replica_is_hidden_by_a_retry_elsewhere() {
     let clock = ManualClock::new();
-    // 100 %: a retry for every call (no reserve: the budget grows with the calls).
-    let retry = Retry::new(3).unwrap().budget(budget(1.0, &clock));
+    // 100 %: a retry for every call (no reserve: the budget grows with the calls). The sick
+    // replica never trips, so half the calls fail: a lenient throttle.
+    let retry = Retry::new(3)
+        .unwrap()
+        .budget(budget(1.0, &clock))
+        .throttle(lenient());
     let pool = pool(&clock, 1000, retry.clone());
     pool.set(["sick", "well"]);
     let calls = Calls::default();
@@ -115,11 +125,12 @@ fn a_sick_replica_is_hidden_by_a_retry_elsewhere() {
 #[test]
 fn a_total_outage_retries_within_the_budget_and_fails() {
     let clock = ManualClock::new();
-    let pool = pool(
-        &clock,
-        1000,
-        Retry::new(3).unwrap().budget(budget(0.2, &clock)),
-    );
+    // A lenient throttle: the budget alone (the pool's own throttle is tested below).
+    let retry = Retry::new(3)
+        .unwrap()
+        .budget(budget(0.2, &clock))
+        .throttle(lenient());
+    let pool = pool(&clock, 1000, retry);
     pool.set(["a", "b", "c"]);
     let calls = Calls::default();
     for _ in 0..100 {
@@ -279,4 +290,61 @@ fn a_panicking_call_is_not_retried_and_continues() {
     assert_eq!(failures, 1, "counted as the endpoint's failure");
     assert_eq!(pool.in_flight(&"a"), Some(0));
     assert_eq!(pool.in_flight(&"b"), Some(0));
+}
+
+#[test]
+fn the_pools_throttle_stops_retries_once_failures_are_everywhere() {
+    // Every endpoint fails, the breakers never trip, the budget allows 20 % of the calls:
+    // the pool's own throttle (100 tokens, retries while more than 50 are left) loses one
+    // token per failed attempt. Calls 5, 10, …, 40 make a retry each (20 % of 5, 10, …),
+    // which fails too: at call 42, 42 calls and 8 retries have failed, 50 tokens are gone,
+    // and no retry goes out any more.
+    let clock = ManualClock::new();
+    let retry = Retry::new(3).unwrap().budget(budget(0.2, &clock));
+    let pool = pool(&clock, 1000, retry.clone());
+    pool.set(["a", "b", "c"]);
+    let calls = Calls::default();
+    for _ in 0..100 {
+        assert!(call(&pool, &calls, &["a", "b", "c"]).is_err());
+    }
+    let attempts = calls.of("a") + calls.of("b") + calls.of("c");
+    assert_eq!(attempts, 108);
+    let stats = retry.stats();
+    assert_eq!(stats.retries, 8);
+    assert_eq!(stats.throttled, 100 - 41, "every call from the 42nd on");
+    let throttle = pool.retry_policy().unwrap().retry_throttle().unwrap();
+    assert!(!throttle.allows_retry());
+}
+
+#[test]
+fn the_pools_throttle_refills_with_the_calls_that_end_well() {
+    // Drained by a total outage, the throttle is fed the successes that follow (counted
+    // from the endpoints' own picks, nothing written per call): a tenth of a token each.
+    let clock = ManualClock::new();
+    let pool = pool(
+        &clock,
+        1000,
+        Retry::new(2).unwrap().budget(budget(10.0, &clock)),
+    );
+    pool.set(["a", "b"]);
+    let calls = Calls::default();
+    for _ in 0..60 {
+        let _ = call(&pool, &calls, &["a", "b"]);
+    }
+    let throttle = Arc::clone(pool.retry_policy().unwrap().retry_throttle().unwrap());
+    assert!(!throttle.allows_retry(), "drained: {}", throttle.tokens());
+    for _ in 0..500 {
+        assert!(call(&pool, &calls, &[]).is_ok());
+    }
+    // The successes are fed at the next failure: 500 ended well, 50 tokens back, enough
+    // for the failures of a sick "a" to be retried on "b" again.
+    let drained = throttle.tokens();
+    for _ in 0..20 {
+        assert_eq!(call(&pool, &calls, &["a"]), Ok("b"), "retried on b");
+    }
+    assert!(
+        throttle.tokens() > drained + 25.0,
+        "{} after {drained}",
+        throttle.tokens()
+    );
 }

@@ -138,6 +138,7 @@ fn check(series: &Series, s: &Snapshot) {
         ("retried", t.retries),
         ("budget_denied", t.retries_budget_denied),
         ("exhausted", t.retries_exhausted),
+        ("throttled", t.retries_throttled),
     ] {
         let got = get(
             series,
@@ -872,6 +873,7 @@ fn a_pools_retries_are_scraped_by_decision() {
         ("retried", stats.retries),
         ("budget_denied", stats.retries_budget_denied),
         ("exhausted", stats.retries_exhausted),
+        ("throttled", stats.retries_throttled),
     ] {
         let got = get(
             &series,

@@ -132,6 +132,7 @@ struct Stats {
     retries: u64,
     retries_budget_denied: u64,
     retries_exhausted: u64,
+    retries_throttled: u64,
 }
 
 impl From<&PoolSummary> for Summary {
@@ -157,6 +158,7 @@ impl From<&PoolSummary> for Summary {
                 retries: t.retries,
                 retries_budget_denied: t.retries_budget_denied,
                 retries_exhausted: t.retries_exhausted,
+                retries_throttled: t.retries_throttled,
             },
         }
     }

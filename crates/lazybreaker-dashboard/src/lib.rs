@@ -61,7 +61,7 @@
 //! [`PoolStats`](lazybreaker::pool::PoolStats): `picks`, `over_cap`, `over_cap_successes`,
 //! `over_cap_failures`, `no_endpoint`, `overloaded`, `outliers_detected`,
 //! `ejected_success_rate`, `ejected_failure_percentage`, `ejected_hung`, `retries`,
-//! `retries_budget_denied`, `retries_exhausted` ([`Pool::retry`](lazybreaker::pool::Pool::retry)). A pool whose figures
+//! `retries_budget_denied`, `retries_exhausted`, `retries_throttled` ([`Pool::retry`](lazybreaker::pool::Pool::retry)). A pool whose figures
 //! could not be read (its clock panicked) has `name` and `"unreadable": true` only.
 //!
 //! **Durations, one rule everywhere.** Every duration is written twice, under two names:

@@ -193,8 +193,9 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         }
         let _ = write!(
             out,
-            "<td data-label=\"retries\">{} retried · {} budget denied · {} exhausted</td>",
-            t.retries, t.retries_budget_denied, t.retries_exhausted,
+            "<td data-label=\"retries\">{} retried · {} budget denied · {} throttled · {} \
+             exhausted</td>",
+            t.retries, t.retries_budget_denied, t.retries_throttled, t.retries_exhausted,
         );
         let _ = write!(
             out,

@@ -836,7 +836,10 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 ("over the cap", "0"),
                 ("no endpoint", "0"),
                 ("outliers detected", "1"),
-                ("retries", "0 retried · 0 budget denied · 0 exhausted"),
+                (
+                    "retries",
+                    "0 retried · 0 budget denied · 0 throttled · 0 exhausted",
+                ),
                 (
                     "ejections",
                     "0 success rate · 1 failure percentage · 0 hung",
@@ -855,7 +858,10 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 ("over the cap", "0"),
                 ("no endpoint", "1"),
                 ("outliers detected", "0"),
-                ("retries", "0 retried · 0 budget denied · 0 exhausted"),
+                (
+                    "retries",
+                    "0 retried · 0 budget denied · 0 throttled · 0 exhausted",
+                ),
                 (
                     "ejections",
                     "0 success rate · 0 failure percentage · 2 hung",
@@ -904,7 +910,8 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "ejected_hung": 0,
                     "retries": 0,
                     "retries_budget_denied": 0,
-                    "retries_exhausted": 0
+                    "retries_exhausted": 0,
+                    "retries_throttled": 0
                 }
             },
             {
@@ -927,7 +934,8 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "ejected_hung": 2,
                     "retries": 0,
                     "retries_budget_denied": 0,
-                    "retries_exhausted": 0
+                    "retries_exhausted": 0,
+                    "retries_throttled": 0
                 }
             }
         ])
