@@ -39,12 +39,13 @@ where
     ///   [`min_attempt_time`](Retry::min_attempt_time) would take past it.
     /// - **Not while failures are everywhere.** The retry's
     ///   [throttle](Retry::throttle) (gRPC's retry throttling; the pool gives a retry that
-    ///   has none a bucket of 100 tokens, a tenth of a token back a success) records each
+    ///   has none a bucket of 20 tokens, a tenth of a token back a success) records each
     ///   attempt that fails, and the calls that ended well, counted lazily from the
     ///   endpoints' own counts (nothing written on a successful call's path): once failures
     ///   outweigh successes by half the bucket, no retry goes out until the successes make
-    ///   up for them. A sick replica among healthy ones costs a few tokens; every replica
-    ///   shedding load (a retry storm's start) drains the bucket within a few hundred calls.
+    ///   up for them. A sick replica among healthy ones costs a few tokens (its breaker
+    ///   trips after six failures); every replica shedding load (a retry storm's start)
+    ///   drains the bucket within a hundred calls.
     /// - **Within the budget.** Each retry is paid for in the retry's
     ///   [`RetryBudget`](crate::retry::RetryBudget) (20 % of the calls and 10 a second by
     ///   default), asked last, once another endpoint is known to admit calls: when every
@@ -154,11 +155,13 @@ where
     }
 }
 
-/// The throttle a pool gives a retry that has none: 100 tokens, a tenth back a success.
+/// The throttle a pool gives a retry that has none: 20 tokens (twice gRPC's usual 10, so
+/// that a sick replica's six failures before its breaker trips leave room), a tenth back a
+/// success.
 fn default_throttle() -> TokenBucket {
-    match TokenBucket::new(100.0, 0.1) {
+    match TokenBucket::new(20.0, 0.1) {
         Ok(bucket) => bucket,
-        Err(_) => unreachable!("100 tokens, a tenth back: valid"),
+        Err(_) => unreachable!("20 tokens, a tenth back: valid"),
     }
 }
 
