@@ -1050,7 +1050,8 @@ fn a_snapshot_exports_as_json() {
             r#""counts":{"requests":4,"total_successes":2,"total_failures":1,"total_exclusions":1,"#,
             r#""consecutive_successes":0,"consecutive_failures":1,"slow_calls":0,"throttled":0},"#,
             r#""totals":{"admitted":4,"successes":2,"failures":1,"exclusions":1,"dropped":0,"opened":0,"abandoned":0,"#,
-            r#""rejected_open":0,"rejected_half_open":0,"rejected_forced":0,"health_checks":0,"health_checks_failed":0,"would_reject":0,"probes_taken_over":0,"rejected_throttled":0}}"#
+            r#""rejected_open":0,"rejected_half_open":0,"rejected_forced":0,"health_checks":0,"health_checks_failed":0,"would_reject":0,"probes_taken_over":0,"rejected_throttled":0,"#,
+            r#""retries":0,"retries_budget_denied":0,"retries_exhausted":0,"retries_throttled":0}}"#
         )
     );
     let back: Snapshot = serde_json::from_str(&serde_json::to_string(&closed).unwrap()).unwrap();
@@ -1066,7 +1067,8 @@ fn a_snapshot_exports_as_json() {
             r#""counts":{"requests":0,"total_successes":0,"total_failures":0,"total_exclusions":0,"#,
             r#""consecutive_successes":0,"consecutive_failures":0,"slow_calls":0,"throttled":0},"#,
             r#""totals":{"admitted":5,"successes":2,"failures":2,"exclusions":1,"dropped":0,"opened":1,"abandoned":0,"#,
-            r#""rejected_open":1,"rejected_half_open":0,"rejected_forced":0,"health_checks":0,"health_checks_failed":0,"would_reject":0,"probes_taken_over":0,"rejected_throttled":0}}"#
+            r#""rejected_open":1,"rejected_half_open":0,"rejected_forced":0,"health_checks":0,"health_checks_failed":0,"would_reject":0,"probes_taken_over":0,"rejected_throttled":0,"#,
+            r#""retries":0,"retries_budget_denied":0,"retries_exhausted":0,"retries_throttled":0}}"#
         )
     );
     clock.advance(secs(11));
