@@ -23,7 +23,7 @@ where
     /// Picks an endpoint ([`pick_async`](Pool::pick_async): a due health check runs
     /// beside the calls), makes the call `call` builds for its key, and records the result
     /// as `classify` judges it ([`OkIsSuccess`](crate::classify::OkIsSuccess), a closure
-    /// from `&Result` to [`Outcome`](crate::policy::Outcome), an HTTP
+    /// from `&Result` to [`Outcome`], an HTTP
     /// [`StatusRules`](crate::http::StatusRules), …): the one-line way to call through a
     /// pool, with nothing to forget.
     ///
