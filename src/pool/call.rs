@@ -71,8 +71,14 @@ where
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
+        // The call is deposited in the retry's budget before its pick: a budget clock of the
+        // user's that panics then leaves no pick to settle.
+        let retrying = self.retry.as_ref().map(|retry| {
+            let within = (self.deadline > 0).then(|| Duration::from_nanos(self.deadline));
+            (retry, retry.start(within).elsewhere(true))
+        });
         let mut pick = self.pick_async().await.map_err(Error::Rejected)?;
-        let Some(retry) = &self.retry else {
+        let Some((retry, mut attempts)) = retrying else {
             let key = pick.key().clone();
             // The closure is user code: a panic building the call drops the pick while
             // unwinding, which counts as the endpoint's failure, as a panicking call does.
@@ -81,8 +87,6 @@ where
                 .await
                 .map_err(Error::Inner);
         };
-        let within = (self.deadline > 0).then(|| Duration::from_nanos(self.deadline));
-        let mut attempts = retry.start(within).elsewhere(true);
         // The keys tried, for a retry to go elsewhere (no allocation unless one is made).
         let mut tried: Vec<K> = Vec::new();
         loop {

@@ -372,6 +372,29 @@ mod tests {
     }
 
     #[test]
+    fn finagles_sequence_a_reserve_then_deposits_then_expiry() {
+        // Finagle's RetryBudget(ttl = 1 s, minRetriesPerSec = 5, percentCanRetry = 0.1).
+        let clock = ManualClock::new();
+        let budget = RetryBudget::new(0.1)
+            .unwrap()
+            .min_retries_per_second(5)
+            .ttl(Duration::from_secs(1))
+            .clock(clock.clone());
+        assert_eq!(withdraw_all(&budget), 5, "the reserve: 5 a second over 1 s");
+        for _ in 0..9 {
+            budget.deposit();
+        }
+        assert!(!budget.try_withdraw(), "10 % of 9 is none");
+        budget.deposit();
+        assert!(budget.try_withdraw(), "10 % of 10 is one");
+        assert!(!budget.try_withdraw());
+        // A ttl later, the deposits and the withdrawals have left the window: the reserve.
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(budget.balance(), 5);
+        assert_eq!(budget.deposits(), 0);
+    }
+
+    #[test]
     fn the_reserve_is_per_second_over_the_ttl() {
         let clock = ManualClock::new();
         let budget = RetryBudget::new(0.2)
