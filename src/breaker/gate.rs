@@ -17,7 +17,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use sync_wrapper::SyncWrapper;
 
@@ -344,7 +344,7 @@ impl<H: Holder> Gate<H> {
         cx: &mut Context<'_>,
         panics: &mut FirstPanic,
     ) -> Poll<Result<H::Permit, Rejected>> {
-        let checked = std::task::ready!(self.poll_settle(cx, panics));
+        let checked = ready!(self.poll_settle(cx, panics));
         Poll::Ready(checked.excluded_on_panic(panics, H::exclude).into_result())
     }
 
@@ -373,7 +373,7 @@ impl<H: Holder> Future for Gate<H> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut panics = FirstPanic::default();
-        let checked = std::task::ready!(self.get_mut().poll_settle(cx, &mut panics));
+        let checked = ready!(self.get_mut().poll_settle(cx, &mut panics));
         contain::resume(panics);
         Poll::Ready(checked.into_result())
     }
@@ -497,12 +497,7 @@ where
 {
     // Not through `poll_judged`: handing the result on in a pair costs a tower call a
     // tenth more (the result is moved once more, through memory).
-    assert!(!report.reported(), "a call polled after completion");
-    let mut result = match contain::catch(|| call.poll(cx)) {
-        Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(result)) => result,
-        Err(payload) => report.report_then_resume(Outcome::Failure, payload),
-    };
+    let mut result = ready!(poll_once(call, cx, report));
     record(report, classify, &mut result).resume();
     Poll::Ready(result)
 }
@@ -525,12 +520,7 @@ where
     R: Report,
     C: Classify<T, E> + ?Sized,
 {
-    assert!(!report.reported(), "a call polled after completion");
-    let mut result = match contain::catch(|| call.poll(cx)) {
-        Ok(Poll::Pending) => return Poll::Pending,
-        Ok(Poll::Ready(result)) => result,
-        Err(payload) => report.report_then_resume(Outcome::Failure, payload),
-    };
+    let mut result = ready!(poll_once(call, cx, report));
     let outcome = match record(report, classify, &mut result) {
         Recorded::Counted(outcome) => Some(outcome),
         Recorded::Deferred => None,
@@ -540,6 +530,26 @@ where
         }
     };
     Poll::Ready((result, outcome))
+}
+
+/// Polls an admitted call once: its result when it completes; a panic while polling is
+/// reported as a failure and continues. What [`poll_call`] and [`poll_judged`] share.
+#[inline(always)]
+fn poll_once<Fut, T, E, R>(
+    call: Pin<&mut Fut>,
+    cx: &mut Context<'_>,
+    report: &mut R,
+) -> Poll<Result<T, E>>
+where
+    Fut: Future<Output = Result<T, E>>,
+    R: Report,
+{
+    assert!(!report.reported(), "a call polled after completion");
+    match contain::catch(|| call.poll(cx)) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(result)) => Poll::Ready(result),
+        Err(payload) => report.report_then_resume(Outcome::Failure, payload),
+    }
 }
 
 #[cfg(test)]

@@ -90,14 +90,14 @@ where
         // The keys tried, for a retry to go elsewhere (no allocation unless one is made).
         let mut tried: Vec<K> = Vec::new();
         loop {
-            let key = pick.key().clone();
-            let mut running = pin!(call(key.clone()));
+            // One clone of the key an attempt (the call's); another only if it fails.
+            let mut running = pin!(call(pick.key().clone()));
             let (result, outcome) =
                 poll_fn(|cx| gate::poll_judged(running.as_mut(), cx, &mut pick, &classify)).await;
             if !matches!(outcome, Some(Outcome::Failure | Outcome::Fatal)) {
                 return result.map_err(Error::Inner);
             }
-            tried.push(key);
+            tried.push(pick.key().clone());
             if let Some(throttle) = retry.retry_throttle() {
                 self.feed_throttle(throttle);
             }

@@ -18,6 +18,34 @@ use crate::nanos::Nanos;
 /// A count of requests a [`RetryBudget`](super::RetryBudget) can be fed from
 /// ([`fed_by`](super::RetryBudget::fed_by)): a [`Breaker`](crate::Breaker) (the calls it
 /// admitted, less the retries made after its failures), or a count of your own.
+///
+/// # Examples
+///
+/// A count the application keeps anyway (a server's requests served, say):
+///
+/// ```
+/// use lazybreaker::retry::{RequestCount, RetryBudget};
+/// use lazybreaker::ManualClock;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+///
+/// struct Served(AtomicU64);
+///
+/// impl RequestCount for Served {
+///     fn requests(&self) -> u64 {
+///         self.0.load(Ordering::Relaxed)
+///     }
+/// }
+///
+/// let served = Arc::new(Served(AtomicU64::new(0)));
+/// let budget = RetryBudget::new(0.5)?
+///     .min_retries_per_second(0)
+///     .clock(ManualClock::new())
+///     .fed_by(&served);
+/// served.0.fetch_add(4, Ordering::Relaxed);
+/// assert_eq!(budget.balance(), 2, "half of the 4 requests served since");
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
 pub trait RequestCount: Send + Sync {
     /// The requests made so far, retries left out. It should never go down; if it does,
     /// the budget counts from the lower figure on, and credits nothing for the drop.
