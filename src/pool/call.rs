@@ -71,6 +71,9 @@ where
         Fut: Future<Output = Result<T, E>>,
         C: Classify<T, E>,
     {
+        if let Some(hedging) = &self.hedging {
+            return self.call_hedged(hedging, call, classify).await;
+        }
         // The call is deposited in the retry's budget before its pick: a budget clock of the
         // user's that panics then leaves no pick to settle.
         let retrying = self.retry.as_ref().map(|retry| {

@@ -12,6 +12,7 @@ use crate::policy::TripPolicy;
 
 use crate::nanos::Nanos;
 use crate::outcome::Outcome;
+use crate::retry::LatencyEstimate;
 
 use super::hang_watch::{Progress, Tracked};
 use super::outlier::EndpointRecord;
@@ -31,6 +32,9 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     deadline: Nanos,
     /// With a deadline: the calls in flight it tracks, and when it last answered.
     pub(super) progress: Progress,
+    /// An estimate of its calls' latency at the pool's hedge's percentile
+    /// ([`Pool::hedge`](super::Pool::hedge)), written by the calls that succeed on it.
+    pub(super) latency: LatencyEstimate,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
     /// Its health check, started by an async pick that sent its own call elsewhere, for the
@@ -54,6 +58,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             calls: Calls::default(),
             progress: Progress::default(),
             outlier: EndpointRecord::default(),
+            latency: LatencyEstimate::new(),
             parked: Mutex::new(None),
             shared,
         }

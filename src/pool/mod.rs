@@ -178,6 +178,7 @@ mod census;
 mod choose;
 mod endpoint;
 mod hang_watch;
+mod hedge;
 mod outlier;
 mod pick;
 mod picking;
@@ -214,6 +215,7 @@ pub use stats::{EndpointSnapshot, PoolSnapshot, PoolStats, PoolSummary};
 
 use choose::{fraction, DEFAULT_MAX_ISOLATED};
 use hang_watch::NextLook;
+use hedge::Hedging;
 use outlier::Detector;
 use stats::{Retired, Stats};
 
@@ -268,6 +270,8 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     name: String,
     /// Retries on another endpoint ([`Pool::retry`]), if set.
     retry: Option<Retry>,
+    /// Hedged calls ([`Pool::hedge`]), if set.
+    hedging: Option<Arc<Hedging>>,
     shared: Arc<Shared>,
 }
 
@@ -342,6 +346,7 @@ where
             detector: None,
             deadline: 0,
             retry: None,
+            hedging: None,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
@@ -807,6 +812,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             retries_budget_denied: n(&s.retries_budget_denied),
             retries_exhausted: n(&s.retries_exhausted),
             retries_throttled: n(&s.retries_throttled),
+            hedges: n(&s.hedges),
+            hedges_won: n(&s.hedges_won),
+            hedges_cancelled: n(&s.hedges_cancelled),
+            hedges_budget_denied: n(&s.hedges_budget_denied),
         }
     }
 

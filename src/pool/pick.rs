@@ -75,6 +75,11 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
         }
     }
 
+    /// Its endpoint.
+    pub(super) fn endpoint(&self) -> &Endpoint<K, P, O> {
+        &self.endpoint
+    }
+
     /// The endpoint's key: where to send the call.
     pub fn key(&self) -> &K {
         &self.endpoint.key

@@ -91,9 +91,19 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     fn judge(&self, endpoints: &Endpoints<K, P, O>) -> Judge {
         let deadline = self.deadline;
         if self.detector.is_none() && deadline == 0 {
+            if let Some(hedging) = &self.hedging {
+                if let Some(now) = hedging.wake.any_due_by(|| self.shared.now()) {
+                    hedging.wake.wake_due(now);
+                }
+            }
             return Judge { now: 0, deadline };
         }
         let now = self.shared.now();
+        if let Some(hedging) = &self.hedging {
+            if hedging.wake.any_due_by(|| now).is_some() {
+                hedging.wake.wake_due(now);
+            }
+        }
         if let Some(detector) = &self.detector {
             if detector.due(now) {
                 detector.evaluate(endpoints, self.max_isolated, now, &self.shared.stats);

@@ -27,6 +27,10 @@ pub(crate) struct Stats {
     pub(crate) retries_budget_denied: AtomicU64,
     pub(crate) retries_exhausted: AtomicU64,
     pub(crate) retries_throttled: AtomicU64,
+    pub(crate) hedges: AtomicU64,
+    pub(crate) hedges_won: AtomicU64,
+    pub(crate) hedges_cancelled: AtomicU64,
+    pub(crate) hedges_budget_denied: AtomicU64,
 }
 
 /// The endpoints removed from a pool whose picks it still counts: kept while a pick may
@@ -118,6 +122,15 @@ pub struct PoolStats {
     pub retries_exhausted: u64,
     /// Retries the retry's throttle refused (failures everywhere lately).
     pub retries_throttled: u64,
+    /// Hedges [`Pool::call`](super::Pool::call) sent ([`Pool::hedge`](super::Pool::hedge)).
+    pub hedges: u64,
+    /// Calls answered first by a hedge rather than by their first attempt.
+    pub hedges_won: u64,
+    /// Attempts cancelled because another attempt of their call answered first (counted
+    /// neither as a success nor as a failure).
+    pub hedges_cancelled: u64,
+    /// Hedges the budget (or the throttle) refused.
+    pub hedges_budget_denied: u64,
 }
 
 /// A pool's own figures ([`Pool::summary`](super::Pool::summary)), for a scrape or a status page.

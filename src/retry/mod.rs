@@ -7,13 +7,18 @@
 //!   ([`Stop`]).
 //! - [`RetryBudget`]: Finagle's and Envoy's percent budget: retries at most a percent of the
 //!   requests within a `ttl`, plus a reserve.
+//! - [`Hedge`]: a second attempt elsewhere for a call that has not answered after a delay
+//!   (fixed, or a percentile of the recent latencies: [`LatencyEstimate`]), paid for in the
+//!   same budget.
 //! - [`TokenBucket`]: gRPC's retry throttling (proposal A6): failures drain a bucket,
 //!   successes refill it, and retries go out while more than half of it is left.
 
 mod attempts;
 mod backoff;
 mod budget;
+mod estimate;
 mod feed;
+mod hedge;
 mod ledger;
 mod policy;
 mod stats;
@@ -21,7 +26,9 @@ mod token_bucket;
 
 pub use attempts::{Attempts, Cause, Next, Stop};
 pub use budget::RetryBudget;
+pub use estimate::LatencyEstimate;
 pub use feed::RequestCount;
+pub use hedge::{Hedge, HedgeStats};
 pub use policy::Retry;
 pub use stats::RetryStats;
 pub use token_bucket::TokenBucket;

@@ -30,6 +30,7 @@ mod panics;
 mod pool;
 mod pool_call;
 mod pool_hang;
+mod pool_hedge;
 mod pool_judgement;
 mod pool_picks;
 mod pool_retry;

@@ -1,0 +1,483 @@
+//! Hedged calls in a pool ([`Pool::hedge`]): an attempt that has not answered after the
+//! hedge's delay gets another on a different endpoint, the first good answer wins, the
+//! others are cancelled (counted neither way). No timer: the delay is checked when the call
+//! is polled, and a call waiting for its delay is woken by the first pick of the pool after
+//! it (the way the pool judges hangs).
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::breaker::gate;
+use crate::breaker::BreakerSeam;
+use crate::classify::Classify;
+use crate::error::{ConfigError, Error};
+use crate::nanos::Nanos;
+use crate::observe::Observer;
+use crate::outcome::Outcome;
+use crate::policy::TripPolicy;
+use crate::retry::{Attempts, Cause, Hedge, Next, RetryBudget, Stop};
+
+use super::census::walk;
+use super::choose::random;
+use super::endpoint::Endpoint;
+use super::pick::Pick;
+use super::picking::{admit, Choice};
+use super::stats::Stats;
+use super::{Endpoints, Pool};
+use crate::breaker::gate::Ready;
+
+/// How often a pool recomputes a percentile hedge's delay from its endpoints' estimates.
+const REFRESH: Nanos = 100_000_000;
+
+/// A pool's hedging: the policy, its delay as last computed, and the calls waiting for it.
+#[derive(Debug)]
+pub(super) struct Hedging {
+    pub(super) hedge: Hedge,
+    /// For a percentile: the delay last computed, in nanoseconds (0: none known), and when.
+    delay: AtomicU64,
+    refreshed: AtomicU64,
+    pub(super) wake: Wakes,
+}
+
+impl Hedging {
+    pub(super) fn new(hedge: Hedge) -> Self {
+        Self {
+            hedge,
+            delay: AtomicU64::new(0),
+            refreshed: AtomicU64::new(0),
+            wake: Wakes::default(),
+        }
+    }
+
+    /// The delay of a call that starts at `now`: the fixed one, or the median of the
+    /// endpoints' estimates of the percentile, recomputed at most every [`REFRESH`] (and
+    /// while none is known); `None` before any is.
+    fn delay<K, P: TripPolicy, O: Observer>(
+        &self,
+        now: Nanos,
+        endpoints: &Endpoints<K, P, O>,
+    ) -> Option<Nanos> {
+        if let Some(delay) = self.hedge.delay() {
+            return Some(crate::nanos::saturating_nanos(delay));
+        }
+        let known = self.delay.load(Ordering::Relaxed);
+        let refreshed = self.refreshed.load(Ordering::Relaxed);
+        if known != 0 && now.saturating_sub(refreshed) < REFRESH {
+            return Some(known);
+        }
+        // One caller recomputes; the others use what is known.
+        if known != 0
+            && self
+                .refreshed
+                .compare_exchange(refreshed, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return Some(known);
+        }
+        let mut estimates: Vec<Nanos> = endpoints
+            .iter()
+            .filter_map(|e| e.latency.nanos_now())
+            .collect();
+        if estimates.is_empty() {
+            return None;
+        }
+        // The lower median: with two endpoints, the faster one's.
+        let middle = (estimates.len() - 1) / 2;
+        let (_, median, _) = estimates.select_nth_unstable(middle);
+        let median = *median;
+        self.delay.store(median, Ordering::Relaxed);
+        if known == 0 {
+            self.refreshed.store(now, Ordering::Relaxed);
+        }
+        Some(median)
+    }
+}
+
+/// The calls waiting for their hedge's delay, woken by the first pick after it (no timer):
+/// the earliest due time in one word that a pick reads (nothing else while none is due).
+#[derive(Debug)]
+pub(super) struct Wakes {
+    next_due: AtomicU64,
+    waiting: Mutex<Vec<(Nanos, Waker)>>,
+}
+
+impl Default for Wakes {
+    fn default() -> Self {
+        Self {
+            next_due: AtomicU64::new(Nanos::MAX),
+            waiting: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Wakes {
+    /// Whether a call waits for a delay that may be over (one load).
+    #[inline]
+    pub(super) fn any_due_by(&self, now: impl FnOnce() -> Nanos) -> Option<Nanos> {
+        let due = self.next_due.load(Ordering::Acquire);
+        if due == Nanos::MAX {
+            return None;
+        }
+        let now = now();
+        (now >= due).then_some(now)
+    }
+
+    /// Wakes the calls whose delay is over at `now`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wake_due(&self, now: Nanos) {
+        let mut due = Vec::new();
+        {
+            let mut waiting = self.waiting.lock();
+            let mut next = Nanos::MAX;
+            waiting.retain(|(at, waker)| {
+                if *at <= now {
+                    due.push(waker.clone());
+                    false
+                } else {
+                    next = next.min(*at);
+                    true
+                }
+            });
+            self.next_due.store(next, Ordering::Release);
+        }
+        // Outside the lock: a waker is the runtime's code.
+        for waker in due {
+            waker.wake();
+        }
+    }
+
+    /// Wakes `waker` at the first pick after `at`.
+    fn register(&self, at: Nanos, waker: &Waker) {
+        let mut waiting = self.waiting.lock();
+        waiting.push((at, waker.clone()));
+        self.next_due.fetch_min(at, Ordering::AcqRel);
+    }
+}
+
+/// One attempt of a hedged call under way.
+struct Attempt<Fut, K, P: TripPolicy, O: Observer> {
+    running: Pin<Box<Fut>>,
+    pick: Pick<K, P, O>,
+    sent_at: Nanos,
+    /// 0 for the call's first attempt.
+    nth: u32,
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
+where
+    K: Clone + Eq + std::fmt::Display,
+{
+    /// Hedges [`Pool::call`]: an attempt that has not answered after `hedge`'s delay gets
+    /// another on an endpoint the call has not tried; the first good answer wins, and the
+    /// other attempts are cancelled (dropped, counted neither as a success nor as a failure:
+    /// a cancelled attempt trips no breaker and skews no outlier detection). See [`Hedge`]
+    /// for the rules (the delay, the attempts, the budget, the deadline).
+    ///
+    /// - **The delay.** [`Hedge::after`] a fixed one, or [`Hedge::at_percentile`] `p`:
+    ///   each endpoint keeps an estimate of the `p`-th quantile of its calls' latencies (a
+    ///   [`LatencyEstimate`](crate::retry::LatencyEstimate), one word written by the calls
+    ///   that succeed on it: no shared write per call), and a call hedges after the median
+    ///   of the endpoints' estimates, recomputed at most every 100 ms (so one slow replica
+    ///   does not raise the delay of the others' calls).
+    /// - **The budget.** Hedges are paid for in the pool's [retry](Pool::retry)'s budget
+    ///   when it has one and the hedge was given none (gRPC's A6: one throttle for both),
+    ///   else in the hedge's; each call is deposited in it once.
+    /// - **No timer.** The delay is checked each time the call is polled; a call waiting
+    ///   for it is woken by the first pick of the pool after it (any caller's: under steady
+    ///   traffic within a few calls' spacing), as hangs are judged. A pool with little
+    ///   traffic hedges late, never early.
+    /// - **Failures.** An attempt that fails while attempts are left starts the next at
+    ///   once (A6's non-fatal status; with a [retry](Pool::retry), the retry decides when
+    ///   no attempt is left in flight). The call's result is the first success, exclusion
+    ///   or deferred verdict; with none, the last failure.
+    ///
+    /// A setting for building the pool. A hedge whose settings are out of range hedges
+    /// nothing ([`try_hedge`](Pool::try_hedge) refuses it). Counted in
+    /// [`PoolStats`](super::PoolStats) (`hedges`, `hedges_won`, `hedges_cancelled`,
+    /// `hedges_budget_denied`) and in the hedge's own [`stats`](Hedge::stats).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::classify::OkIsSuccess;
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::retry::Hedge;
+    /// use lazybreaker::{Breaker, ManualClock};
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::task::{Context, Poll, Waker};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = Pool::new(|_: &&str| Breaker::builder())
+    ///     .clock(clock.clone())
+    ///     .hedge(Hedge::after(Duration::from_millis(20)));
+    /// pool.set(["slow", "fast"]);
+    ///
+    /// // "slow" never answers; "fast" answers at once.
+    /// let mut call = pin!(pool.call(
+    ///     |addr| async move {
+    ///         if addr == "slow" { std::future::pending::<()>().await }
+    ///         Ok::<_, String>(addr)
+    ///     },
+    ///     OkIsSuccess,
+    /// ));
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// let mut answer = None;
+    /// for _ in 0..3 {
+    ///     if let Poll::Ready(got) = call.as_mut().poll(&mut cx) {
+    ///         answer = Some(got);
+    ///         break;
+    ///     }
+    ///     clock.advance(Duration::from_millis(20)); // the delay passes: a hedge goes out
+    /// }
+    /// assert_eq!(answer.unwrap().unwrap(), "fast");
+    /// ```
+    #[must_use]
+    pub fn hedge(mut self, hedge: Hedge) -> Self {
+        self.hedging = hedge
+            .validate()
+            .is_ok()
+            .then(|| Arc::new(Hedging::new(hedge)));
+        self
+    }
+
+    /// [`hedge`](Pool::hedge), unless a setting is out of its range.
+    ///
+    /// # Errors
+    ///
+    /// The [`ConfigError`] of [`Hedge::validate`], naming the setting
+    /// (`hedge.percentile`, `hedge.max_attempts`).
+    pub fn try_hedge(self, hedge: Hedge) -> Result<Self, ConfigError> {
+        hedge.validate()?;
+        Ok(self.hedge(hedge))
+    }
+
+    /// The hedge, if [`hedge`](Pool::hedge) set one.
+    pub fn hedge_policy(&self) -> Option<&Hedge> {
+        self.hedging.as_deref().map(|h| &h.hedge)
+    }
+
+    /// [`Pool::call`] with a hedge.
+    pub(super) async fn call_hedged<F, Fut, T, E, C>(
+        &self,
+        hedging: &Hedging,
+        mut call: F,
+        classify: C,
+    ) -> Result<T, Error<E>>
+    where
+        F: FnMut(K) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
+    {
+        let hedge = &hedging.hedge;
+        let within = (self.deadline > 0).then(|| Duration::from_nanos(self.deadline));
+        // The call is deposited once, in the retry's budget (its start) or the hedge's.
+        let mut attempts: Option<Attempts> =
+            self.retry.as_ref().map(|r| r.start(within).elsewhere(true));
+        let budget: &RetryBudget = match &self.retry {
+            Some(retry) if !hedge.budget_given() => retry.retry_budget(),
+            _ => {
+                let budget = hedge.hedge_budget();
+                budget.deposit();
+                budget
+            }
+        };
+        let started = self.shared.now();
+        let percentile = hedge.percentile();
+        let first = self.pick_async().await.map_err(Error::Rejected)?;
+        let delay = hedging.delay(started, &self.endpoints.load());
+        let ends = (self.deadline > 0).then(|| started.saturating_add(self.deadline));
+
+        let mut running: Vec<Attempt<Fut, K, P, O>> = Vec::with_capacity(2);
+        let mut tried: Vec<K> = Vec::with_capacity(2);
+        tried.push(first.key().clone());
+        running.push(Attempt {
+            running: Box::pin(call(first.key().clone())),
+            pick: first,
+            sent_at: started,
+            nth: 0,
+        });
+        let mut sent: u32 = 1;
+        let mut last_sent = started;
+        let mut hurry = false;
+        let mut done_hedging = false;
+        let mut registered: Nanos = Nanos::MAX;
+        let mut last_failure: Option<Result<T, E>> = None;
+
+        poll_fn(|cx| loop {
+            // Each attempt in flight, polled; the first that does not fail wins.
+            let mut i = 0;
+            while i < running.len() {
+                let attempt = &mut running[i];
+                let Poll::Ready((result, outcome)) =
+                    gate::poll_judged(attempt.running.as_mut(), cx, &mut attempt.pick, &classify)
+                else {
+                    i += 1;
+                    continue;
+                };
+                let attempt = running.swap_remove(i);
+                if !matches!(outcome, Some(Outcome::Failure | Outcome::Fatal)) {
+                    if let (Some(p), Some(Outcome::Success)) = (percentile, outcome) {
+                        let took = self.shared.now().saturating_sub(attempt.sent_at);
+                        attempt.pick_endpoint().latency.record_nanos(took, p);
+                    }
+                    let cancelled = running.len() as u64;
+                    // Cancelled: dropped unreported, each counts as excluded.
+                    running.clear();
+                    self.shared
+                        .stats
+                        .count_hedge_end(attempt.nth > 0, cancelled);
+                    hedge.count_end(attempt.nth > 0, cancelled);
+                    return Poll::Ready(result.map_err(Error::Inner));
+                }
+                if let Some(throttle) = self.retry.as_ref().and_then(|r| r.retry_throttle()) {
+                    self.feed_throttle(throttle);
+                }
+                let failed_on = attempt.pick.breaker().clone();
+                drop(attempt);
+                last_failure = Some(result);
+                match (&self.retry, attempts.as_mut()) {
+                    // With a retry, it decides once nothing is left in flight.
+                    (Some(retry), Some(attempts)) if running.is_empty() => {
+                        let next = retry.next(attempts, Cause::Failure);
+                        failed_on.count_retry(next);
+                        self.shared.stats.count_retry(next);
+                        // A retry refused (or with nowhere to go) ends the call.
+                        done_hedging = true;
+                        if let Next::Retry { .. } = next {
+                            if let Some(pick) = self.pick_hedge(&tried) {
+                                let now = self.shared.now();
+                                tried.push(pick.key().clone());
+                                running.push(Attempt {
+                                    running: Box::pin(call(pick.key().clone())),
+                                    pick,
+                                    sent_at: now,
+                                    nth: sent,
+                                });
+                                sent += 1;
+                                last_sent = now;
+                                continue;
+                            }
+                        }
+                    }
+                    _ => hurry = true,
+                }
+            }
+            // Another attempt, if one is due and may go.
+            if !done_hedging && (hurry || delay.is_some()) {
+                let now = self.shared.now();
+                let due = delay.map(|d| last_sent.saturating_add(d));
+                if hurry || due.is_some_and(|due| now >= due) {
+                    hurry = false;
+                    let left = ends.map(|end| end.saturating_sub(now));
+                    let next = match self.other_for_hedge(&tried) {
+                        Some(other) => {
+                            let next = hedge.decide(sent, left, budget, None);
+                            hedge.count(next);
+                            self.shared.stats.count_hedge(next);
+                            match next {
+                                Next::Retry { .. } => self.admit_hedge(&other, &tried),
+                                Next::Stop(_) => None,
+                            }
+                        }
+                        None => None,
+                    };
+                    match next {
+                        Some(pick) => {
+                            tried.push(pick.key().clone());
+                            running.push(Attempt {
+                                running: Box::pin(call(pick.key().clone())),
+                                pick,
+                                sent_at: now,
+                                nth: sent,
+                            });
+                            sent += 1;
+                            last_sent = now;
+                            continue;
+                        }
+                        None => done_hedging = true,
+                    }
+                } else if let Some(due) = due {
+                    if due != registered && !running.is_empty() {
+                        registered = due;
+                        hedging.wake.register(due, cx.waker());
+                    }
+                }
+            }
+            if running.is_empty() {
+                let failed = last_failure.take().expect("an attempt failed last");
+                return Poll::Ready(failed.map_err(Error::Inner));
+            }
+            return Poll::Pending;
+        })
+        .await
+    }
+
+    /// An endpoint the call has not tried that admits a call now.
+    fn other_for_hedge(&self, tried: &[K]) -> Option<Arc<Endpoint<K, P, O>>> {
+        let endpoints = self.endpoints.load();
+        let found = walk(&endpoints, random())
+            .filter(|e| !tried.contains(&e.key))
+            .find(|e| gate::ready(&e.breaker) == Ready::Passes)
+            .cloned();
+        found
+    }
+
+    /// A pick of `endpoint` for another attempt, or of another untried one if it turned
+    /// full meanwhile.
+    fn admit_hedge(&self, endpoint: &Arc<Endpoint<K, P, O>>, tried: &[K]) -> Option<Pick<K, P, O>> {
+        if let Some(Choice::Pick(pick)) = admit(endpoint, false, None) {
+            return Some(pick);
+        }
+        let other = self.other_for_hedge(tried)?;
+        match admit(&other, false, None) {
+            Some(Choice::Pick(pick)) => Some(pick),
+            _ => None,
+        }
+    }
+
+    /// A pick for a retry of a hedged call, on an endpoint it has not tried.
+    fn pick_hedge(&self, tried: &[K]) -> Option<Pick<K, P, O>> {
+        let other = self.other_for_hedge(tried)?;
+        self.admit_hedge(&other, tried)
+    }
+}
+
+impl<Fut, K, P: TripPolicy, O: Observer> Attempt<Fut, K, P, O> {
+    fn pick_endpoint(&self) -> &Endpoint<K, P, O> {
+        self.pick.endpoint()
+    }
+}
+
+impl Stats {
+    /// Counts what a hedge decided.
+    pub(crate) fn count_hedge(&self, next: Next) {
+        let counter = match next {
+            Next::Retry { .. } => &self.hedges,
+            Next::Stop(Stop::Budget | Stop::Throttled) => &self.hedges_budget_denied,
+            Next::Stop(_) => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a hedged call's end: answered by a hedge (`won`), `cancelled` attempts.
+    pub(crate) fn count_hedge_end(&self, won: bool, cancelled: u64) {
+        if won {
+            self.hedges_won.fetch_add(1, Ordering::Relaxed);
+        }
+        if cancelled > 0 {
+            self.hedges_cancelled
+                .fetch_add(cancelled, Ordering::Relaxed);
+        }
+    }
+}
