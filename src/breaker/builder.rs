@@ -71,7 +71,7 @@ pub struct Builder<P = ConsecutiveFailures, O = ()> {
     observer: O,
     /// `None`: the default for the policy, chosen at `build`.
     pub(super) clock: Option<ClockSource>,
-    on_state_change: Option<Arc<StateChangeFn>>,
+    pub(super) on_state_change: Option<Arc<StateChangeFn>>,
     /// The health check that revives the breaker, if any, and how long it may run.
     health_check: Option<Arc<HealthCheck>>,
 }

@@ -12,6 +12,7 @@
 //! | [`is_closed_and_unforced`](Breaker::is_closed_and_unforced) | the registry | what it may evict |
 //! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry, the pool | a breaker named after its key, on the registry's (the pool's) clock |
 //! | [`Builder::open_period_unset`] | the pool | an endpoint whose builder sets no open period gets the pool's backoff (100 ms to 30 s), not a lone breaker's 60 s |
+//! | [`Builder::on_return`] | the pool's slow start | an endpoint that comes back (its breaker closes after a trip, a check, an ejection) ramps up from then, told by the breaker's own state change, beside the user's callback |
 //! | [`eject`](Breaker::eject) (over [`Machine::eject`](crate::machine::Machine::eject)) | the pool's outlier detection and its look for hangs | an ejection is a change of the endpoint's breaker to open, [`Origin::Ejected`](crate::origin::Origin::Ejected), delivered as any other; `down` for a hang |
 //! | [`is_down`](Breaker::is_down) (over [`Machine::is_down`](crate::machine::Machine::is_down)) | the pool's walk, its summary and snapshot, the detector's cap | an endpoint down on its own evidence (a failed health check, a hang) is out whatever the cap, and not in the number the cap is a share of |
 //! | [`check_wait`](Breaker::check_wait), [`probe_wait`](Breaker::probe_wait) | the pool's walk | a pick that finds no endpoint answers with the time to the first retry: a check it cannot run, a half-open trial with its probes out |
@@ -28,6 +29,7 @@
 //! leaves some unused: one attribute on each block says so, the one place the breaker knows
 //! that features exist (the entry points stay compiled and checked in every build).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::ClockSource;
@@ -172,6 +174,22 @@ impl<P, O> Builder<P, O> {
     /// pool then gives it the pool's backoff.
     pub(crate) fn open_period_unset(&self) -> bool {
         self.knobs.timeout.is_zero() && self.knobs.backoff.is_zero()
+    }
+
+    /// Calls `returned` when the breaker closes after being open or half-open, before the
+    /// user's [`on_state_change`](Builder::on_state_change) callback (kept): a pool's slow
+    /// start. Runs where callbacks run, outside the lock.
+    pub(crate) fn on_return(mut self, returned: impl Fn() + Send + Sync + 'static) -> Self {
+        let user = self.on_state_change.take();
+        self.on_state_change = Some(Arc::new(move |name: &str, from: State, to: State| {
+            if to == State::Closed && from != State::Closed {
+                returned();
+            }
+            if let Some(user) = &user {
+                user(name, from, to);
+            }
+        }));
+        self
     }
 
     /// The clock, as the registry shares it.

@@ -16,6 +16,7 @@ use crate::retry::LatencyEstimate;
 
 use super::hang_watch::{Progress, Tracked};
 use super::outlier::EndpointRecord;
+use super::slow_start::NOT_RETURNED;
 use super::Shared;
 
 /// A health check under way, left in its endpoint ([`Endpoint::parked`]).
@@ -35,6 +36,9 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     /// An estimate of its calls' latency at the pool's hedge's percentile
     /// ([`Pool::hedge`](super::Pool::hedge)), written by the calls that succeed on it.
     pub(super) latency: LatencyEstimate,
+    /// When it came back, for the pool's slow start ([`NOT_RETURNED`]: not since it was
+    /// made), written by its breaker's return (shared with the callback that notes it).
+    pub(super) returned_at: Arc<AtomicU64>,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
     /// Its health check, started by an async pick that sent its own call elsewhere, for the
@@ -59,6 +63,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             progress: Progress::default(),
             outlier: EndpointRecord::default(),
             latency: LatencyEstimate::new(),
+            returned_at: Arc::new(AtomicU64::new(NOT_RETURNED)),
             parked: Mutex::new(None),
             shared,
         }

@@ -212,8 +212,6 @@ where
     /// use lazybreaker::{Breaker, ManualClock};
     /// use std::future::Future;
     /// use std::pin::pin;
-    /// use std::sync::Arc;
-    /// use std::sync::atomic::{AtomicBool, Ordering};
     /// use std::task::{Context, Poll, Waker};
     /// use std::time::Duration;
     ///

@@ -183,6 +183,7 @@ mod outlier;
 mod pick;
 mod picking;
 mod retry;
+mod slow_start;
 mod stats;
 
 use std::fmt;
@@ -208,6 +209,7 @@ pub use choose::Balance;
 pub use endpoint::Endpoint;
 pub use outlier::{OutlierDetection, Spread};
 pub use pick::Pick;
+pub use slow_start::SlowStart;
 // For the tower service over the pool.
 pub use beside::{Beside, HandingPick};
 pub use picking::Choice;
@@ -217,6 +219,7 @@ use choose::{fraction, DEFAULT_MAX_ISOLATED};
 use hang_watch::NextLook;
 use hedge::Hedging;
 use outlier::Detector;
+use slow_start::Ramp;
 use stats::{Retired, Stats};
 
 // The loom models' way in to the hang watch (`tests/loom.rs`).
@@ -272,6 +275,8 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     retry: Option<Retry>,
     /// Hedged calls ([`Pool::hedge`]), if set.
     hedging: Option<Arc<Hedging>>,
+    /// Slow start ([`Pool::slow_start`]), if set.
+    ramp: Option<Ramp>,
     shared: Arc<Shared>,
 }
 
@@ -291,6 +296,8 @@ pub(crate) struct Shared {
     pub(crate) retry_failures: AtomicU64,
     /// How far the retry's throttle was fed: the picks ended, and the failures.
     pub(crate) throttle_fed: Mutex<(u64, u64)>,
+    /// With slow start, until when some endpoint ramps up (0: none does).
+    pub(crate) ramp_until: AtomicU64,
 }
 
 impl Default for Shared {
@@ -303,6 +310,7 @@ impl Default for Shared {
             clock: ClockSource::default_for(false, Duration::ZERO),
             retry_failures: AtomicU64::new(0),
             throttle_fed: Mutex::new((0, 0)),
+            ramp_until: AtomicU64::new(0),
         }
     }
 }
@@ -347,6 +355,7 @@ where
             deadline: 0,
             retry: None,
             hedging: None,
+            ramp: None,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
@@ -607,6 +616,9 @@ where
             return false;
         }
         let endpoint = self.endpoint(key);
+        if !current.is_empty() {
+            self.ramp_up(&endpoint);
+        }
         let mut next = Vec::with_capacity(current.len() + 1);
         next.extend(current.iter().cloned());
         next.push(endpoint);
@@ -640,7 +652,13 @@ where
                 continue;
             }
             let kept = current.iter().find(|e| e.key == key).cloned();
-            next.push(kept.unwrap_or_else(|| self.endpoint(key)));
+            next.push(kept.unwrap_or_else(|| {
+                let endpoint = self.endpoint(key);
+                if !current.is_empty() {
+                    self.ramp_up(&endpoint);
+                }
+                endpoint
+            }));
         }
         let gone = current
             .iter()
@@ -739,6 +757,7 @@ where
                         .map(|(reason, _)| reason),
                     ejections: e.outlier.multiplier(),
                     down: open && e.breaker.is_down(),
+                    weight: self.weight_now(e, now),
                     snapshot,
                 }
             })
@@ -773,12 +792,30 @@ where
                 builder = builder.timeout(first).backoff(longest);
             }
         }
-        Arc::new(Endpoint::new(
+        let returned_at = Arc::new(AtomicU64::new(slow_start::NOT_RETURNED));
+        if let Some(ramp) = &self.ramp {
+            let (shared, at, window) = (
+                Arc::clone(&self.shared),
+                Arc::clone(&returned_at),
+                ramp.settings.window(),
+            );
+            builder = builder.on_return(move || slow_start::returned(&shared, &at, window));
+        }
+        let mut endpoint = Endpoint::new(
             key,
             Arc::new(builder.build()),
             Arc::clone(&self.shared),
             self.deadline,
-        ))
+        );
+        endpoint.returned_at = returned_at;
+        Arc::new(endpoint)
+    }
+
+    /// A new endpoint in a pool that has others ramps up from now, with slow start.
+    fn ramp_up(&self, endpoint: &Endpoint<K, P, O>) {
+        if let Some(ramp) = &self.ramp {
+            slow_start::returned(&self.shared, &endpoint.returned_at, ramp.settings.window());
+        }
     }
 }
 

@@ -119,6 +119,47 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// power of two choices), or the round-robin turn twice.
     #[inline]
     fn first_choices(&self, endpoints: &Endpoints<K, P, O>, r: u64) -> [usize; 2] {
+        let choices = self.drawn(endpoints, r);
+        match &self.ramp {
+            Some(ramp) => match ramp.active(&self.shared, || self.shared.now()) {
+                Some(now) => self.ramped(endpoints, choices, r, now),
+                None => choices,
+            },
+            None => choices,
+        }
+    }
+
+    /// With an endpoint ramping up ([`Pool::slow_start`]): the first choice is kept with a
+    /// chance of its weight, else the other one drawn goes first (round robin: the next
+    /// endpoint in turn).
+    #[cold]
+    #[inline(never)]
+    fn ramped(
+        &self,
+        endpoints: &Endpoints<K, P, O>,
+        [a, b]: [usize; 2],
+        r: u64,
+        now: crate::nanos::Nanos,
+    ) -> [usize; 2] {
+        let weight = self.weight_now(&endpoints[a], now);
+        if weight >= 1.0 {
+            return [a, b];
+        }
+        // 24 bits of the draw the two choices used least.
+        let chance = (r.rotate_left(20) & 0xFF_FFFF) as f64 / (1u64 << 24) as f64;
+        if chance < weight {
+            return [a, b];
+        }
+        let other = if a == b { (a + 1) % endpoints.len() } else { b };
+        if self.weight_now(&endpoints[other], now) < weight {
+            return [a, b];
+        }
+        [other, a]
+    }
+
+    /// The two endpoints drawn, before slow start.
+    #[inline]
+    fn drawn(&self, endpoints: &Endpoints<K, P, O>, r: u64) -> [usize; 2] {
         let n = endpoints.len();
         match self.balance {
             Balance::PowerOfTwo => {

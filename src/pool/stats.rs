@@ -188,4 +188,8 @@ pub struct EndpointSnapshot<K> {
     /// Whether it is out on its own evidence (a failed health check, a hang), whatever the
     /// cap.
     pub down: bool,
+    /// Its share of the picks while it ramps up after coming back
+    /// ([`Pool::slow_start`](super::Pool::slow_start)): in (0, 1), 1 once ramped up (and
+    /// without slow start).
+    pub weight: f64,
 }

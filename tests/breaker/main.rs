@@ -34,6 +34,7 @@ mod pool_hedge;
 mod pool_judgement;
 mod pool_picks;
 mod pool_retry;
+mod pool_slow_start;
 mod probe_timeout;
 mod slow_calls;
 mod slow_dependency;
