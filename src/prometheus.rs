@@ -38,9 +38,11 @@
 //! | `circuit_breaker_pool_ejected` | gauge | `pool` | of those, endpoints the pool ejected whose ejection runs now: an outlier ([`OutlierDetection`](crate::pool::OutlierDetection)), a hang ([`Pool::deadline`]) |
 //! | `circuit_breaker_pool_down` | gauge | `pool` | of those, endpoints out on their own evidence (a failed health check, a hang), out whatever the [cap](Pool::max_isolated) |
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
+//! | `circuit_breaker_pool_warming` | gauge | `pool` | its endpoints ramping up after coming back ([`Pool::slow_start`]) |
 //! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`]) |
 //! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_retries_total` | counter | `pool`, `decision` | what the pool's [retry](Pool::retry) decided after a failed call: `retried` (on another endpoint), `budget_denied`, `exhausted`, `throttled` ([`PoolStats`]) |
+//! | `circuit_breaker_pool_hedges_total` | counter | `pool`, `decision` | what the pool's [hedge](Pool::hedge) did: `hedged` (an attempt sent), `won` (a call answered first by a hedge), `cancelled` (attempts cancelled, counted neither way), `budget_denied` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
 //! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
 //! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
@@ -630,6 +632,12 @@ fn encode_pool_gauges(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> f
             "Picks in flight, all endpoints together.",
             |s: &PoolSummary| s.in_flight,
         ),
+        (
+            "circuit_breaker_pool_warming",
+            "Endpoints ramping up after coming back (slow start), their share of the picks \
+             below a full one.",
+            |s: &PoolSummary| s.warming,
+        ),
     ] {
         family(
             e,
@@ -690,6 +698,29 @@ fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fm
                 s.retries_exhausted,
                 s.retries_throttled,
             )
+            .map(move |(decision, n)| {
+                (
+                    [("pool", p.name.clone()), ("decision", decision.to_owned())],
+                    Count(n),
+                )
+            })
+        }),
+    )?;
+    family(
+        e,
+        "circuit_breaker_pool_hedges",
+        "What the pool's hedge did: hedged (an attempt sent), won (a call answered first by \
+         a hedge), cancelled (attempts cancelled, counted neither way), budget_denied.",
+        MetricType::Counter,
+        pools.iter().flat_map(|p| {
+            let s = &p.summary.stats;
+            [
+                ("hedged", s.hedges),
+                ("won", s.hedges_won),
+                ("cancelled", s.hedges_cancelled),
+                ("budget_denied", s.hedges_budget_denied),
+            ]
+            .into_iter()
             .map(move |(decision, n)| {
                 (
                     [("pool", p.name.clone()), ("decision", decision.to_owned())],

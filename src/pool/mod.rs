@@ -900,6 +900,10 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             ejected,
             down,
             in_flight: endpoints.iter().map(|e| e.in_flight()).sum(),
+            warming: endpoints
+                .iter()
+                .filter(|e| self.weight_now(e, now) < 1.0)
+                .count(),
             stats: self.stats(),
         }
     }

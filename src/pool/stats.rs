@@ -149,6 +149,9 @@ pub struct PoolSummary {
     pub down: usize,
     /// Picks in flight, all endpoints together.
     pub in_flight: usize,
+    /// Endpoints ramping up after coming back ([`Pool::slow_start`](super::Pool::slow_start)),
+    /// their weight below 1.
+    pub warming: usize,
     /// The pool's counts.
     pub stats: PoolStats,
 }

@@ -50,7 +50,12 @@ fn trip_and_return(pool: &Pool<&'static str>, clock: &ManualClock, key: &'static
 
 fn weight(pool: &Pool<&'static str>, key: &str) -> f64 {
     let snapshot = pool.snapshot();
-    snapshot.endpoints.iter().find(|e| e.key == key).unwrap().weight
+    snapshot
+        .endpoints
+        .iter()
+        .find(|e| e.key == key)
+        .unwrap()
+        .weight
 }
 
 #[test]
@@ -71,7 +76,10 @@ fn a_returning_endpoint_ramps_up_over_the_window() {
     clock.advance(WINDOW / 2);
     assert_eq!(weight(&pool, "a"), 0.5);
     let warming = share(&pool, "a");
-    assert!(warming > cold + 0.05 && warming < even - 0.05, "{cold} {warming} {even}");
+    assert!(
+        warming > cold + 0.05 && warming < even - 0.05,
+        "{cold} {warming} {even}"
+    );
 
     clock.advance(WINDOW / 2);
     assert_eq!(weight(&pool, "a"), 1.0);
@@ -119,10 +127,11 @@ fn aggression_bends_the_curve() {
 #[test]
 fn round_robin_ramps_too() {
     let clock = ManualClock::new();
-    let pool = Pool::new(|_: &&str| Breaker::builder().policy(ConsecutiveFailures::new(1).unwrap()))
-        .clock(clock.clone())
-        .balance(Balance::RoundRobin)
-        .slow_start(SlowStart::new(WINDOW));
+    let pool =
+        Pool::new(|_: &&str| Breaker::builder().policy(ConsecutiveFailures::new(1).unwrap()))
+            .clock(clock.clone())
+            .balance(Balance::RoundRobin)
+            .slow_start(SlowStart::new(WINDOW));
     pool.set(["a", "b", "c"]);
     assert!(pool.insert("d"));
     let new = share(&pool, "d");
@@ -133,11 +142,26 @@ fn round_robin_ramps_too() {
 fn bad_settings_are_refused_naming_the_field() {
     let cases = [
         (SlowStart::new(Duration::ZERO), "slow_start.window"),
-        (SlowStart::new(WINDOW).aggression(f64::NAN), "slow_start.aggression"),
-        (SlowStart::new(WINDOW).aggression(-1.0), "slow_start.aggression"),
-        (SlowStart::new(WINDOW).aggression(0.0), "slow_start.aggression"),
-        (SlowStart::new(WINDOW).min_weight_percent(150.0), "slow_start.min_weight_percent"),
-        (SlowStart::new(WINDOW).min_weight_percent(f64::NAN), "slow_start.min_weight_percent"),
+        (
+            SlowStart::new(WINDOW).aggression(f64::NAN),
+            "slow_start.aggression",
+        ),
+        (
+            SlowStart::new(WINDOW).aggression(-1.0),
+            "slow_start.aggression",
+        ),
+        (
+            SlowStart::new(WINDOW).aggression(0.0),
+            "slow_start.aggression",
+        ),
+        (
+            SlowStart::new(WINDOW).min_weight_percent(150.0),
+            "slow_start.min_weight_percent",
+        ),
+        (
+            SlowStart::new(WINDOW).min_weight_percent(f64::NAN),
+            "slow_start.min_weight_percent",
+        ),
     ];
     for (settings, field) in cases {
         assert_eq!(settings.validate().unwrap_err().field(), field);

@@ -892,3 +892,58 @@ fn a_pools_retries_are_scraped_by_decision() {
         check(&series, &breaker.snapshot());
     }
 }
+
+#[test]
+fn a_pools_hedges_and_warming_endpoints_are_scraped() {
+    use lazybreaker::classify::OkIsSuccess;
+    use lazybreaker::pool::{Pool, SlowStart};
+    use lazybreaker::retry::Hedge;
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let clock = ManualClock::new();
+    let pool = Arc::new(
+        Pool::new(|_: &&str| Breaker::builder())
+            .clock(clock.clone())
+            .named("hedging")
+            .hedge(Hedge::after(Duration::from_millis(10)))
+            .slow_start(SlowStart::new(Duration::from_secs(10))),
+    );
+    pool.set(["a", "b"]);
+    assert!(pool.insert("c"), "added to a running pool: it warms up");
+    // Every attempt fails at once: each call sends its hedge at once, and fails.
+    for _ in 0..6 {
+        let call = pool.call(|_| async { Err::<(), _>("500") }, OkIsSuccess);
+        let mut call = std::pin::pin!(call);
+        let Poll::Ready(_) = call.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+            panic!("the calls complete at once");
+        };
+    }
+    let stats = pool.stats();
+    assert!(stats.hedges > 0, "{stats:?}");
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(BreakerCollector::new().pool(Arc::clone(&pool))));
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("a scrape");
+    let series = parse(&text);
+    for (decision, n) in [
+        ("hedged", stats.hedges),
+        ("won", stats.hedges_won),
+        ("cancelled", stats.hedges_cancelled),
+        ("budget_denied", stats.hedges_budget_denied),
+    ] {
+        let got = get(
+            &series,
+            "circuit_breaker_pool_hedges_total",
+            &[("pool", "hedging"), ("decision", decision)],
+        );
+        assert_eq!(got, n as f64, "{decision}");
+    }
+    assert_eq!(
+        get(
+            &series,
+            "circuit_breaker_pool_warming",
+            &[("pool", "hedging")]
+        ),
+        1.0
+    );
+}

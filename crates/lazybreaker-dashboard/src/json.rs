@@ -113,6 +113,7 @@ struct Summary {
     ejected: usize,
     down: usize,
     in_flight: usize,
+    warming: usize,
     stats: Stats,
 }
 
@@ -133,6 +134,10 @@ struct Stats {
     retries_budget_denied: u64,
     retries_exhausted: u64,
     retries_throttled: u64,
+    hedges: u64,
+    hedges_won: u64,
+    hedges_cancelled: u64,
+    hedges_budget_denied: u64,
 }
 
 impl From<&PoolSummary> for Summary {
@@ -144,6 +149,7 @@ impl From<&PoolSummary> for Summary {
             ejected: s.ejected,
             down: s.down,
             in_flight: s.in_flight,
+            warming: s.warming,
             stats: Stats {
                 picks: t.picks,
                 over_cap: t.over_cap,
@@ -159,6 +165,10 @@ impl From<&PoolSummary> for Summary {
                 retries_budget_denied: t.retries_budget_denied,
                 retries_exhausted: t.retries_exhausted,
                 retries_throttled: t.retries_throttled,
+                hedges: t.hedges,
+                hedges_won: t.hedges_won,
+                hedges_cancelled: t.hedges_cancelled,
+                hedges_budget_denied: t.hedges_budget_denied,
             },
         }
     }

@@ -155,9 +155,9 @@ fn board_html(out: &mut String, board: &Board, look: &Look, filter: &Needle) {
 fn pools_html(out: &mut String, pools: &[PoolLine]) {
     out.push_str(
         "<h2>Pools</h2><table id=\"pools\"><thead><tr><th>pool</th><th>nodes</th>\
-         <th>isolated</th><th>ejected</th><th>down</th><th>in flight</th><th>picks</th>\
-         <th>over the cap</th><th>no endpoint</th><th>outliers detected</th>\
-         <th>retries</th><th>ejections</th></tr></thead><tbody>",
+         <th>isolated</th><th>ejected</th><th>down</th><th>warming</th><th>in flight</th>\
+         <th>picks</th><th>over the cap</th><th>no endpoint</th><th>outliers detected</th>\
+         <th>retries</th><th>hedges</th><th>ejections</th></tr></thead><tbody>",
     );
     for pool in pools {
         let name = Escaped(&pool.name);
@@ -172,7 +172,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         out.push_str("</td>");
         let Some(s) = &pool.summary else {
             out.push_str(
-                "<td colspan=\"11\" class=\"warn\" data-label=\"figures\">\
+                "<td colspan=\"13\" class=\"warn\" data-label=\"figures\">\
                  unreadable (its clock panicked)</td></tr>",
             );
             continue;
@@ -183,6 +183,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
             ("isolated", s.isolated as u64),
             ("ejected", s.ejected as u64),
             ("down", s.down as u64),
+            ("warming", s.warming as u64),
             ("in flight", s.in_flight as u64),
             ("picks", t.picks),
             ("over the cap", t.over_cap),
@@ -196,6 +197,12 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
             "<td data-label=\"retries\">{} retried · {} budget denied · {} throttled · {} \
              exhausted</td>",
             t.retries, t.retries_budget_denied, t.retries_throttled, t.retries_exhausted,
+        );
+        let _ = write!(
+            out,
+            "<td data-label=\"hedges\">{} hedged · {} won · {} cancelled · {} budget \
+             denied</td>",
+            t.hedges, t.hedges_won, t.hedges_cancelled, t.hedges_budget_denied,
         );
         let _ = write!(
             out,

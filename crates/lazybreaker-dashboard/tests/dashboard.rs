@@ -840,6 +840,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "retries",
                     "0 retried · 0 budget denied · 0 throttled · 0 exhausted",
                 ),
+                ("hedges", "0 hedged · 0 won · 0 cancelled · 0 budget denied"),
                 (
                     "ejections",
                     "0 success rate · 1 failure percentage · 0 hung",
@@ -862,6 +863,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "retries",
                     "0 retried · 0 budget denied · 0 throttled · 0 exhausted",
                 ),
+                ("hedges", "0 hedged · 0 won · 0 cancelled · 0 budget denied"),
                 (
                     "ejections",
                     "0 success rate · 0 failure percentage · 2 hung",
@@ -896,6 +898,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 "ejected": 1,
                 "down": 0,
                 "in_flight": 1,
+                "warming": 0,
                 "stats": {
                     // 500 calls, the pick that judged the interval, the one held.
                     "picks": 502,
@@ -911,7 +914,11 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "retries": 0,
                     "retries_budget_denied": 0,
                     "retries_exhausted": 0,
-                    "retries_throttled": 0
+                    "retries_throttled": 0,
+                    "hedges": 0,
+                    "hedges_won": 0,
+                    "hedges_cancelled": 0,
+                    "hedges_budget_denied": 0
                 }
             },
             {
@@ -921,6 +928,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 "ejected": 2,
                 "down": 2,
                 "in_flight": 2,
+                "warming": 0,
                 "stats": {
                     "picks": 2,
                     "over_cap": 0,
@@ -935,7 +943,11 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "retries": 0,
                     "retries_budget_denied": 0,
                     "retries_exhausted": 0,
-                    "retries_throttled": 0
+                    "retries_throttled": 0,
+                    "hedges": 0,
+                    "hedges_won": 0,
+                    "hedges_cancelled": 0,
+                    "hedges_budget_denied": 0
                 }
             }
         ])
