@@ -432,6 +432,7 @@
 mod de;
 mod map;
 mod policy;
+mod pool;
 mod registry;
 
 use std::time::Duration;
@@ -453,6 +454,7 @@ pub type DynBuilder<O = ()> = Builder<Box<dyn TripPolicy>, O>;
 pub use de::DeserializeError;
 pub use map::{build_all, SettingsMap};
 pub use policy::PolicyConfig;
+pub use pool::{HedgeSettings, PoolSettings, SlowStartSettings};
 pub use registry::RegistrySettings;
 
 /// Everything that configures a [`Breaker`], as a plain value or a table in a configuration

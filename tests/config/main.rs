@@ -11,6 +11,7 @@ mod config_errors;
 mod count_window;
 mod file_edges;
 mod knobs;
+mod pool_settings;
 mod registry;
 mod registry_room;
 mod serde;
