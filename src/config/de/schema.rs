@@ -819,6 +819,81 @@ impl<'de> DeserializeSeed<'de> for Entry<'_> {
     }
 }
 
+// -----------------------------------------------------------------------------------------
+// A pool's settings
+
+impl<'de> Deserialize<'de> for PoolSettings {
+    /// A table: every error names its field by its full path (`deadline`,
+    /// `hedge.percentile`, `slow_start.window`, `endpoint.policy.ratio`).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        read(deserializer, |value| {
+            let root = Path::Root("pool");
+            let entries = table(value, root, "expected a table (map) of pool settings")?;
+            POOL.read(entries, root, PoolSettings::default())
+        })
+        .map_err(into_format_error)
+    }
+}
+
+const POOL: Table<PoolSettings> = Table {
+    fields: &[&[
+        Field::optional("endpoint", |s, v, p| {
+            set(
+                &mut s.endpoint,
+                named(v, p, "expected a table (map) of settings", &SETTINGS),
+            )
+        }),
+        Field::optional("deadline", |s, v, p| {
+            set(&mut s.deadline, duration(v, p).map(Some))
+        }),
+        Field::optional("max_isolated", |s, v, p| {
+            set(&mut s.max_isolated, f64_of(v, p).map(Some))
+        }),
+        Field::optional("hedge", |s, v, p| {
+            let entries = table(v, p, "expected a table (map): `delay` or `percentile`, and `max_attempts`")?;
+            set(&mut s.hedge, HEDGE.read(entries, p, HedgeSettings::default()).map(Some))
+        }),
+        Field::optional("slow_start", |s, v, p| {
+            let entries = table(v, p, "expected a table (map): `window`, `aggression`, `min_weight_percent`")?;
+            let read = SLOW_START.read(entries, p, SlowStartSettings::default());
+            set(&mut s.slow_start, read.map(Some))
+        }),
+    ]],
+    tag: None,
+    unknown: "unknown field, expected one of `endpoint`, `deadline`, `max_isolated`, `hedge`, `slow_start`",
+    missing: "required",
+};
+
+const HEDGE: Table<HedgeSettings> = Table {
+    fields: &[&[
+        Field::optional("delay", |s, v, p| {
+            set(&mut s.delay, duration(v, p).map(Some))
+        }),
+        Field::optional("percentile", |s, v, p| {
+            set(&mut s.percentile, f64_of(v, p).map(Some))
+        }),
+        Field::optional("max_attempts", |s, v, p| {
+            set(&mut s.max_attempts, u32_of(v, p))
+        }),
+    ]],
+    tag: None,
+    unknown: "unknown field, expected one of `delay`, `percentile`, `max_attempts`",
+    missing: "required",
+};
+
+const SLOW_START: Table<SlowStartSettings> = Table {
+    fields: &[&[
+        Field::required("window", |s, v, p| set(&mut s.window, duration(v, p))),
+        Field::optional("aggression", |s, v, p| set(&mut s.aggression, f64_of(v, p))),
+        Field::optional("min_weight_percent", |s, v, p| {
+            set(&mut s.min_weight_percent, f64_of(v, p))
+        }),
+    ]],
+    tag: None,
+    unknown: "unknown field, expected one of `window`, `aggression`, `min_weight_percent`",
+    missing: "required",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -894,78 +969,3 @@ mod tests {
         assert_eq!(wrong.field(), "min_requests");
     }
 }
-
-// -----------------------------------------------------------------------------------------
-// A pool's settings
-
-impl<'de> Deserialize<'de> for PoolSettings {
-    /// A table: every error names its field by its full path (`deadline`,
-    /// `hedge.percentile`, `slow_start.window`, `endpoint.policy.ratio`).
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        read(deserializer, |value| {
-            let root = Path::Root("pool");
-            let entries = table(value, root, "expected a table (map) of pool settings")?;
-            POOL.read(entries, root, PoolSettings::default())
-        })
-        .map_err(into_format_error)
-    }
-}
-
-const POOL: Table<PoolSettings> = Table {
-    fields: &[&[
-        Field::optional("endpoint", |s, v, p| {
-            set(
-                &mut s.endpoint,
-                named(v, p, "expected a table (map) of settings", &SETTINGS),
-            )
-        }),
-        Field::optional("deadline", |s, v, p| {
-            set(&mut s.deadline, duration(v, p).map(Some))
-        }),
-        Field::optional("max_isolated", |s, v, p| {
-            set(&mut s.max_isolated, f64_of(v, p).map(Some))
-        }),
-        Field::optional("hedge", |s, v, p| {
-            let entries = table(v, p, "expected a table (map): `delay` or `percentile`, and `max_attempts`")?;
-            set(&mut s.hedge, HEDGE.read(entries, p, HedgeSettings::default()).map(Some))
-        }),
-        Field::optional("slow_start", |s, v, p| {
-            let entries = table(v, p, "expected a table (map): `window`, `aggression`, `min_weight_percent`")?;
-            let read = SLOW_START.read(entries, p, SlowStartSettings::default());
-            set(&mut s.slow_start, read.map(Some))
-        }),
-    ]],
-    tag: None,
-    unknown: "unknown field, expected one of `endpoint`, `deadline`, `max_isolated`, `hedge`, `slow_start`",
-    missing: "required",
-};
-
-const HEDGE: Table<HedgeSettings> = Table {
-    fields: &[&[
-        Field::optional("delay", |s, v, p| {
-            set(&mut s.delay, duration(v, p).map(Some))
-        }),
-        Field::optional("percentile", |s, v, p| {
-            set(&mut s.percentile, f64_of(v, p).map(Some))
-        }),
-        Field::optional("max_attempts", |s, v, p| {
-            set(&mut s.max_attempts, u32_of(v, p))
-        }),
-    ]],
-    tag: None,
-    unknown: "unknown field, expected one of `delay`, `percentile`, `max_attempts`",
-    missing: "required",
-};
-
-const SLOW_START: Table<SlowStartSettings> = Table {
-    fields: &[&[
-        Field::required("window", |s, v, p| set(&mut s.window, duration(v, p))),
-        Field::optional("aggression", |s, v, p| set(&mut s.aggression, f64_of(v, p))),
-        Field::optional("min_weight_percent", |s, v, p| {
-            set(&mut s.min_weight_percent, f64_of(v, p))
-        }),
-    ]],
-    tag: None,
-    unknown: "unknown field, expected one of `window`, `aggression`, `min_weight_percent`",
-    missing: "required",
-};
