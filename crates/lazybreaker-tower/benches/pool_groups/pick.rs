@@ -8,7 +8,7 @@ use criterion::Criterion;
 use lazybreaker::pool::{Balance, Pool};
 use lazybreaker::{Breaker, Rejected};
 
-use super::services::{judging_pool, pool, ENDPOINTS};
+use super::services::{hedging_pool, judging_pool, pool, ENDPOINTS};
 use crate::support::{group, operation};
 
 /// One successful call through `pool`: a pick, the operation, the success reported.
@@ -36,13 +36,16 @@ fn spreads(pool: &Pool<SocketAddr>, name: &str) {
 /// of two choices (the default); `lazybreaker_round_robin`: `Balance::RoundRobin`; `bare`: one
 /// breaker alone, admitted as the pool admits an endpoint (`allow_owned`), for what choosing
 /// adds; `lazybreaker_judging`: the default pool with outlier detection (both detectors)
-/// and a deadline, for what judging adds (a clock read per pick, one at each report).
+/// and a deadline, for what judging adds (a clock read per pick, one at each report);
+/// `lazybreaker_hedging`: the default pool with a hedge and slow start, neither due (one
+/// load each per pick).
 pub(crate) fn pick_1t(c: &mut Criterion) {
     let mut g = group(c, "pool_pick_1t");
     for (name, pool) in [
         ("lazybreaker", pool(Balance::PowerOfTwo)),
         ("lazybreaker_round_robin", pool(Balance::RoundRobin)),
         ("lazybreaker_judging", judging_pool()),
+        ("lazybreaker_hedging", hedging_pool()),
     ] {
         spreads(&pool, name);
         g.bench_function(name, |b| b.iter(|| call(&pool)));

@@ -8,7 +8,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use lazybreaker::pool::{Balance, OutlierDetection, Pool};
+use lazybreaker::pool::{Balance, OutlierDetection, Pool, SlowStart};
+use lazybreaker::retry::Hedge;
 use lazybreaker::Breaker;
 use tower::Service;
 
@@ -44,6 +45,17 @@ pub(crate) fn judging_pool() -> Pool<SocketAddr> {
                 .failure_percentage(85, 5, 50),
         )
         .deadline(Duration::from_millis(300));
+    pool.set(keys());
+    pool
+}
+
+/// The pool of [`pool`] (power of two choices) with a hedge at the 95th percentile and
+/// slow start over 30 s, as a pick finds them in steady traffic: no hedge due, no endpoint
+/// ramping up (what a pick pays for having them).
+pub(crate) fn hedging_pool() -> Pool<SocketAddr> {
+    let pool = Pool::new(|_: &SocketAddr| Breaker::builder())
+        .hedge(Hedge::at_percentile(0.95))
+        .slow_start(SlowStart::new(Duration::from_secs(30)));
     pool.set(keys());
     pool
 }
