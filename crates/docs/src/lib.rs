@@ -23,6 +23,11 @@ pub struct SemanticsDoctests;
 #[doc = include_str!("../../../docs/retries.md")]
 pub struct RetriesDoctests;
 
+/// The examples of docs/hedging.md.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/hedging.md")]
+pub struct HedgingDoctests;
+
 /// The examples of docs/throttle.md.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/throttle.md")]
