@@ -8,7 +8,7 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use crate::breaker::gate;
 use crate::breaker::BreakerSeam;
 use crate::classify::Classify;
+use crate::contain;
 use crate::error::{ConfigError, Error};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
@@ -170,6 +171,58 @@ struct Attempt<Fut, K, P: TripPolicy, O: Observer> {
     nth: u32,
 }
 
+/// A hedged call under way: its attempts, and what it knows of the next.
+struct Hedged<'b, Fut, T, E, K, P: TripPolicy, O: Observer> {
+    running: Vec<Attempt<Fut, K, P, O>>,
+    /// The endpoints tried (in flight, or failed), for each attempt to go elsewhere.
+    tried: Vec<K>,
+    /// Attempts sent.
+    sent: u32,
+    last_sent: Nanos,
+    /// An attempt failed: the next goes at once.
+    hurry: bool,
+    /// No more attempts.
+    done: bool,
+    /// The due time a waker was left for.
+    registered: Nanos,
+    last_failure: Option<Result<T, E>>,
+    /// With a retry, its count of the call's attempts.
+    attempts: Option<Attempts>,
+    budget: &'b RetryBudget,
+    /// The delay (`None`: no percentile known yet).
+    delay: Option<Nanos>,
+    /// The call's deadline on the pool's clock.
+    ends: Option<Nanos>,
+}
+
+impl<Fut, T, E, K: Clone, P: TripPolicy, O: Observer> Hedged<'_, Fut, T, E, K, P, O> {
+    /// Sends an attempt on `pick` at `now`. A panic of `call` (user code) drops the pick
+    /// while unwinding: its endpoint's failure.
+    fn send<F: FnMut(K) -> Fut>(&mut self, pick: Pick<K, P, O>, now: Nanos, call: &mut F) {
+        let running = Box::pin(call(pick.key().clone()));
+        self.tried.push(pick.key().clone());
+        self.running.push(Attempt {
+            running,
+            pick,
+            sent_at: now,
+            nth: self.sent,
+        });
+        self.sent += 1;
+        self.last_sent = now;
+    }
+
+    /// Cancels every attempt in flight: each future dropped, then its pick reported
+    /// excluded (neither success nor failure). How many.
+    fn cancel(&mut self) -> u64 {
+        let cancelled = self.running.len() as u64;
+        for Attempt { running, pick, .. } in self.running.drain(..) {
+            drop(running);
+            pick.exclude();
+        }
+        cancelled
+    }
+}
+
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
 where
     K: Clone + Eq + std::fmt::Display,
@@ -280,8 +333,7 @@ where
         let hedge = &hedging.hedge;
         let within = (self.deadline > 0).then(|| Duration::from_nanos(self.deadline));
         // The call is deposited once, in the retry's budget (its start) or the hedge's.
-        let mut attempts: Option<Attempts> =
-            self.retry.as_ref().map(|r| r.start(within).elsewhere(true));
+        let attempts = self.retry.as_ref().map(|r| r.start(within).elsewhere(true));
         let budget: &RetryBudget = match &self.retry {
             Some(retry) if !hedge.budget_given() => retry.retry_budget(),
             _ => {
@@ -291,134 +343,148 @@ where
             }
         };
         let started = self.shared.now();
-        let percentile = hedge.percentile();
         let first = self.pick_async().await.map_err(Error::Rejected)?;
-        let delay = hedging.delay(started, &self.endpoints.load());
-        let ends = (self.deadline > 0).then(|| started.saturating_add(self.deadline));
+        let mut hedged = Hedged {
+            running: Vec::with_capacity(2),
+            tried: Vec::with_capacity(2),
+            sent: 0,
+            last_sent: started,
+            hurry: false,
+            done: false,
+            registered: Nanos::MAX,
+            last_failure: None,
+            attempts,
+            budget,
+            delay: hedging.delay(started, &self.endpoints.load()),
+            ends: (self.deadline > 0).then(|| started.saturating_add(self.deadline)),
+        };
+        // A panic building the first call (user code) fails its endpoint, as without a hedge.
+        hedged.send(first, started, &mut call);
+        poll_fn(|cx| {
+            let step = contain::catch(|| self.step(&mut hedged, hedging, &mut call, &classify, cx));
+            match step {
+                Ok(poll) => poll,
+                Err(payload) => {
+                    // User code panicked (an attempt, a call built, a clock, a waker): the
+                    // attempt that panicked is its endpoint's failure; the others are
+                    // cancelled, counted neither way, before the panic goes on.
+                    hedged.cancel();
+                    std::panic::resume_unwind(payload)
+                }
+            }
+        })
+        .await
+    }
 
-        let mut running: Vec<Attempt<Fut, K, P, O>> = Vec::with_capacity(2);
-        let mut tried: Vec<K> = Vec::with_capacity(2);
-        tried.push(first.key().clone());
-        running.push(Attempt {
-            running: Box::pin(call(first.key().clone())),
-            pick: first,
-            sent_at: started,
-            nth: 0,
-        });
-        let mut sent: u32 = 1;
-        let mut last_sent = started;
-        let mut hurry = false;
-        let mut done_hedging = false;
-        let mut registered: Nanos = Nanos::MAX;
-        let mut last_failure: Option<Result<T, E>> = None;
-
-        poll_fn(|cx| loop {
-            // Each attempt in flight, polled; the first that does not fail wins.
+    /// One poll of a hedged call: each attempt in flight polled (the first that does not
+    /// fail wins), then another attempt sent if one is due and may go.
+    fn step<F, Fut, T, E, C>(
+        &self,
+        h: &mut Hedged<'_, Fut, T, E, K, P, O>,
+        hedging: &Hedging,
+        call: &mut F,
+        classify: &C,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, Error<E>>>
+    where
+        F: FnMut(K) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<T, E>,
+    {
+        let hedge = &hedging.hedge;
+        loop {
             let mut i = 0;
-            while i < running.len() {
-                let attempt = &mut running[i];
+            while i < h.running.len() {
+                let attempt = &mut h.running[i];
                 let Poll::Ready((result, outcome)) =
-                    gate::poll_judged(attempt.running.as_mut(), cx, &mut attempt.pick, &classify)
+                    gate::poll_judged(attempt.running.as_mut(), cx, &mut attempt.pick, classify)
                 else {
                     i += 1;
                     continue;
                 };
-                let attempt = running.swap_remove(i);
+                let attempt = h.running.swap_remove(i);
                 if !matches!(outcome, Some(Outcome::Failure | Outcome::Fatal)) {
-                    if let (Some(p), Some(Outcome::Success)) = (percentile, outcome) {
+                    if let (Some(p), Some(Outcome::Success)) = (hedge.percentile(), outcome) {
                         let took = self.shared.now().saturating_sub(attempt.sent_at);
-                        attempt.pick_endpoint().latency.record_nanos(took, p);
+                        attempt.pick.endpoint().latency.record_nanos(took, p);
                     }
-                    let cancelled = running.len() as u64;
-                    // Cancelled: dropped unreported, each counts as excluded.
-                    running.clear();
-                    self.shared
-                        .stats
-                        .count_hedge_end(attempt.nth > 0, cancelled);
-                    hedge.count_end(attempt.nth > 0, cancelled);
+                    let won = attempt.nth > 0;
+                    let cancelled = h.cancel();
+                    self.shared.stats.count_hedge_end(won, cancelled);
+                    hedge.count_end(won, cancelled);
                     return Poll::Ready(result.map_err(Error::Inner));
                 }
                 if let Some(throttle) = self.retry.as_ref().and_then(|r| r.retry_throttle()) {
                     self.feed_throttle(throttle);
                 }
-                let failed_on = attempt.pick.breaker().clone();
+                let failed_on = Arc::clone(attempt.pick.breaker());
                 drop(attempt);
-                last_failure = Some(result);
-                match (&self.retry, attempts.as_mut()) {
-                    // With a retry, it decides once nothing is left in flight.
-                    (Some(retry), Some(attempts)) if running.is_empty() => {
+                h.last_failure = Some(result);
+                match (&self.retry, h.attempts.as_mut()) {
+                    // With a retry, it decides once nothing is left in flight; a retry
+                    // refused (or with nowhere to go) ends the call.
+                    (Some(retry), Some(attempts)) if h.running.is_empty() => {
+                        h.done = true;
                         let next = retry.next(attempts, Cause::Failure);
                         failed_on.count_retry(next);
                         self.shared.stats.count_retry(next);
-                        // A retry refused (or with nowhere to go) ends the call.
-                        done_hedging = true;
                         if let Next::Retry { .. } = next {
-                            if let Some(pick) = self.pick_hedge(&tried) {
-                                let now = self.shared.now();
-                                tried.push(pick.key().clone());
-                                running.push(Attempt {
-                                    running: Box::pin(call(pick.key().clone())),
-                                    pick,
-                                    sent_at: now,
-                                    nth: sent,
-                                });
-                                sent += 1;
-                                last_sent = now;
+                            if let Some(pick) = self.pick_hedge(&h.tried) {
+                                h.send(pick, self.shared.now(), call);
                                 continue;
                             }
                         }
                     }
-                    _ => hurry = true,
+                    _ => h.hurry = true,
                 }
             }
-            // Another attempt, if one is due and may go.
-            if !done_hedging && (hurry || delay.is_some()) {
+            if !h.done && (h.hurry || h.delay.is_some()) {
                 let now = self.shared.now();
-                let due = delay.map(|d| last_sent.saturating_add(d));
-                if hurry || due.is_some_and(|due| now >= due) {
-                    hurry = false;
-                    let left = ends.map(|end| end.saturating_sub(now));
-                    let next = match self.other_for_hedge(&tried) {
-                        Some(other) => {
-                            let next = hedge.decide(sent, left, budget, None);
-                            hedge.count(next);
-                            self.shared.stats.count_hedge(next);
-                            match next {
-                                Next::Retry { .. } => self.admit_hedge(&other, &tried),
-                                Next::Stop(_) => None,
-                            }
-                        }
-                        None => None,
-                    };
-                    match next {
+                let due = h.delay.map(|d| h.last_sent.saturating_add(d));
+                if h.hurry || due.is_some_and(|due| now >= due) {
+                    h.hurry = false;
+                    match self.next_attempt(h, hedge, now) {
                         Some(pick) => {
-                            tried.push(pick.key().clone());
-                            running.push(Attempt {
-                                running: Box::pin(call(pick.key().clone())),
-                                pick,
-                                sent_at: now,
-                                nth: sent,
-                            });
-                            sent += 1;
-                            last_sent = now;
+                            h.send(pick, now, call);
                             continue;
                         }
-                        None => done_hedging = true,
+                        None => h.done = true,
                     }
                 } else if let Some(due) = due {
-                    if due != registered && !running.is_empty() {
-                        registered = due;
+                    if due != h.registered {
+                        h.registered = due;
                         hedging.wake.register(due, cx.waker());
                     }
                 }
             }
-            if running.is_empty() {
-                let failed = last_failure.take().expect("an attempt failed last");
+            if h.running.is_empty() {
+                let Some(failed) = h.last_failure.take() else {
+                    unreachable!("a hedged call ends with an answer or a failure")
+                };
                 return Poll::Ready(failed.map_err(Error::Inner));
             }
             return Poll::Pending;
-        })
-        .await
+        }
+    }
+
+    /// The pick of the next attempt of `h`, if one may go now (another endpoint admits a
+    /// call, and the hedge allows it: attempts, deadline, throttle, budget, in that order
+    /// after the endpoint, so that a hedge with nowhere to go is not paid for).
+    fn next_attempt<Fut, T, E>(
+        &self,
+        h: &Hedged<'_, Fut, T, E, K, P, O>,
+        hedge: &Hedge,
+        now: Nanos,
+    ) -> Option<Pick<K, P, O>> {
+        let other = self.other_for_hedge(&h.tried)?;
+        let left = h.ends.map(|end| end.saturating_sub(now));
+        let next = hedge.decide(h.sent, left, h.budget, None);
+        hedge.count(next);
+        self.shared.stats.count_hedge(next);
+        match next {
+            Next::Retry { .. } => self.admit_hedge(&other, &h.tried),
+            Next::Stop(_) => None,
+        }
     }
 
     /// An endpoint the call has not tried that admits a call now.
@@ -448,12 +514,6 @@ where
     fn pick_hedge(&self, tried: &[K]) -> Option<Pick<K, P, O>> {
         let other = self.other_for_hedge(tried)?;
         self.admit_hedge(&other, tried)
-    }
-}
-
-impl<Fut, K, P: TripPolicy, O: Observer> Attempt<Fut, K, P, O> {
-    fn pick_endpoint(&self) -> &Endpoint<K, P, O> {
-        self.pick.endpoint()
     }
 }
 

@@ -388,3 +388,95 @@ fn bad_settings_are_refused_naming_the_field() {
     let pool = pool(&clock, &["a", "b"]).hedge(Hedge::after(MS).max_attempts(0));
     assert!(pool.hedge_policy().is_none());
 }
+
+/// Drives `call` on `clock` as [`drive`] does, catching a panic.
+fn drive_catching<F: Future>(
+    clock: &ManualClock,
+    call: F,
+    limit: u32,
+) -> Result<F::Output, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(clock, call, limit).0)).map_err(
+        |payload| {
+            payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .unwrap_or_default()
+        },
+    )
+}
+
+#[test]
+fn an_attempt_that_panics_fails_its_endpoint_and_cancels_the_others() {
+    let clock = ManualClock::new();
+    let pool = Pool::new(|_: &&str| Breaker::builder())
+        .clock(clock.clone())
+        .hedge(Hedge::after(10 * MS));
+    pool.set(["a", "b"]);
+    // The first attempt never answers; the hedge panics when it is polled at 15 ms.
+    let first = Mutex::new(None);
+    let call = |key: &'static str| {
+        let mut first = first.lock().unwrap();
+        let is_first = first.is_none();
+        first.get_or_insert(key);
+        let clock = clock.clone();
+        let at = clock.now() + 5 * MS;
+        async move {
+            Until {
+                clock: clock.clone(),
+                until: at,
+            }
+            .await;
+            if is_first {
+                std::future::pending::<()>().await;
+            }
+            if clock.now() > Duration::ZERO {
+                panic!("the hedge panics");
+            }
+            Ok::<(), String>(())
+        }
+    };
+    let got = drive_catching(&clock, pool.call(call, OkIsSuccess), 100);
+    assert_eq!(got.unwrap_err(), "the hedge panics", "the panic goes on");
+    let first = first.into_inner().unwrap().unwrap();
+    let second = if first == "a" { "b" } else { "a" };
+    let totals = |key| pool.breaker(&key).unwrap().totals();
+    assert_eq!((totals(second).failures, totals(second).exclusions), (1, 0));
+    assert_eq!(
+        (totals(first).failures, totals(first).exclusions),
+        (0, 1),
+        "cancelled"
+    );
+    assert_eq!(
+        (pool.in_flight(&"a"), pool.in_flight(&"b")),
+        (Some(0), Some(0))
+    );
+}
+
+#[test]
+fn a_hedge_whose_call_panics_while_built_fails_its_endpoint_and_cancels_the_first() {
+    let clock = ManualClock::new();
+    let pool = Pool::new(|_: &&str| Breaker::builder())
+        .clock(clock.clone())
+        .hedge(Hedge::after(10 * MS));
+    pool.set(["a", "b"]);
+    let built = AtomicU32::new(0);
+    let call = |_key: &'static str| {
+        if built.fetch_add(1, Ordering::Relaxed) == 1 {
+            panic!("building the hedge panics");
+        }
+        std::future::pending::<Result<(), String>>()
+    };
+    let got = drive_catching(&clock, pool.call(call, OkIsSuccess), 100);
+    assert_eq!(got.unwrap_err(), "building the hedge panics");
+    let (a, b) = (
+        pool.breaker(&"a").unwrap().totals(),
+        pool.breaker(&"b").unwrap().totals(),
+    );
+    // One endpoint failed (the hedge's pick), the other's attempt was cancelled.
+    assert_eq!(a.failures + b.failures, 1);
+    assert_eq!(a.exclusions + b.exclusions, 1);
+    assert_eq!(
+        (pool.in_flight(&"a"), pool.in_flight(&"b")),
+        (Some(0), Some(0))
+    );
+}
