@@ -4,6 +4,7 @@
 //! is polled, and a call waiting for its delay is woken by the first pick of the pool after
 //! it (the way the pool judges hangs).
 
+use std::collections::BinaryHeap;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,24 +102,53 @@ impl Hedging {
 }
 
 /// The calls waiting for their hedge's delay, woken by the first pick after it (no timer):
-/// the earliest due time in one word that a pick reads (nothing else while none is due).
+/// the earliest due time in one word that a pick reads (nothing else while none is due), and
+/// the wakers in a heap by due time, so that a pick that wakes pops only the calls due. A
+/// call that answered before its delay is not taken out: its waker is woken once, in vain,
+/// when its time comes (a runtime ignores the wake of a task that finished).
 #[derive(Debug)]
 pub(super) struct Wakes {
     next_due: AtomicU64,
-    waiting: Mutex<Vec<(Nanos, Waker)>>,
+    waiting: Mutex<BinaryHeap<Waiting>>,
+}
+
+/// A waker due at a time (ordered by it, the earliest first in the heap).
+#[derive(Debug)]
+struct Waiting(Nanos, Waker);
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Waiting {}
+
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Reversed: the heap's top is the earliest.
+        other.0.cmp(&self.0)
+    }
 }
 
 impl Default for Wakes {
     fn default() -> Self {
         Self {
             next_due: AtomicU64::new(Nanos::MAX),
-            waiting: Mutex::new(Vec::new()),
+            waiting: Mutex::new(BinaryHeap::new()),
         }
     }
 }
 
 impl Wakes {
-    /// Whether a call waits for a delay that may be over (one load).
+    /// The time now if a call waits for a delay that may be over (one load while none
+    /// does; the clock read only then).
     #[inline]
     pub(super) fn any_due_by(&self, now: impl FnOnce() -> Nanos) -> Option<Nanos> {
         let due = self.next_due.load(Ordering::Acquire);
@@ -136,16 +166,12 @@ impl Wakes {
         let mut due = Vec::new();
         {
             let mut waiting = self.waiting.lock();
-            let mut next = Nanos::MAX;
-            waiting.retain(|(at, waker)| {
-                if *at <= now {
-                    due.push(waker.clone());
-                    false
-                } else {
-                    next = next.min(*at);
-                    true
+            while waiting.peek().is_some_and(|w| w.0 <= now) {
+                if let Some(Waiting(_, waker)) = waiting.pop() {
+                    due.push(waker);
                 }
-            });
+            }
+            let next = waiting.peek().map_or(Nanos::MAX, |w| w.0);
             self.next_due.store(next, Ordering::Release);
         }
         // Outside the lock: a waker is the runtime's code.
@@ -157,8 +183,14 @@ impl Wakes {
     /// Wakes `waker` at the first pick after `at`.
     fn register(&self, at: Nanos, waker: &Waker) {
         let mut waiting = self.waiting.lock();
-        waiting.push((at, waker.clone()));
+        waiting.push(Waiting(at, waker.clone()));
         self.next_due.fetch_min(at, Ordering::AcqRel);
+    }
+
+    /// How many calls wait (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.waiting.lock().len()
     }
 }
 
@@ -537,5 +569,43 @@ impl Stats {
             self.hedges_cancelled
                 .fetch_add(cancelled, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+    use std::task::Wake;
+
+    struct Count(AtomicU32);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_pick_wakes_only_the_calls_due_the_earliest_first() {
+        let wakes = Wakes::default();
+        assert_eq!(
+            wakes.any_due_by(|| unreachable!("no clock read while none waits")),
+            None
+        );
+        let counts: Vec<Arc<Count>> = (0..3).map(|_| Arc::new(Count(AtomicU32::new(0)))).collect();
+        for (at, count) in [30, 10, 20].into_iter().zip(&counts) {
+            wakes.register(at, &Waker::from(Arc::clone(count)));
+        }
+        assert_eq!(wakes.any_due_by(|| 9), None);
+        assert_eq!(wakes.any_due_by(|| 20), Some(20));
+        wakes.wake_due(20);
+        let woken: Vec<u32> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
+        assert_eq!(woken, [0, 1, 1]);
+        assert_eq!(wakes.len(), 1);
+        assert_eq!(wakes.any_due_by(|| 29), None, "the next due is 30");
+        wakes.wake_due(30);
+        assert_eq!(counts[0].0.load(Ordering::Relaxed), 1);
+        assert_eq!(wakes.any_due_by(|| unreachable!("none waits")), None);
     }
 }
