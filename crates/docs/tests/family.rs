@@ -44,3 +44,10 @@ fn every_integration_retries_by_its_crate_path() {
     let bucket = grpc.config().throttling().expect("the throttling's bucket");
     assert_eq!(bucket.max_tokens(), 10.0);
 }
+
+#[test]
+fn every_integration_hedges_by_its_crate_path() {
+    let hedge = lazybreaker::retry::Hedge::after(std::time::Duration::from_millis(20));
+    let layer = lazybreaker_tower::HedgeLayer::http(hedge);
+    assert_eq!(layer.hedge().attempts(), 2);
+}

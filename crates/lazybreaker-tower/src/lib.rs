@@ -1,6 +1,6 @@
 //! A tower middleware around a breaker: [`BreakerLayer`] and
 //! [`BreakerService`], with a named [`ResponseFuture`]. No async runtime and no timer (but
-//! for the retries, feature `retry`, which wait on tokio's).
+//! for the retries and hedges, features `retry` and `hedge`, which wait on tokio's).
 //!
 //! # The recipe: how responses count, and where the deadline goes
 //!
@@ -115,6 +115,43 @@
 //!   request. A breaker's fallback answer (a 503 of its own) looks like the upstream's to
 //!   the retry: keep the default, failing fast, under a retry.
 //!
+//! # Hedging
+//!
+//! With the feature `hedge`, `HedgeLayer` hedges calls as a
+//! [`lazybreaker::retry::Hedge`] decides: an attempt that has not answered after the
+//! hedge's delay (a fixed one, or a percentile of the layer's recent latencies) gets
+//! another, through a clone of the inner service polled ready; the first answer that is not
+//! a failure wins, the other attempts are dropped (cancelled, counted neither way); a
+//! failure sends the next attempt at once, a breaker's rejection none. Each hedge is paid
+//! for in the hedge's budget (share a retry's to bound both), never past the call's
+//! deadline, at most `max_attempts` attempts a call. It goes where a `RetryLayer` goes:
+//! outside the breaker, a timeout per attempt inside.
+//!
+//! ```
+//! # #[cfg(feature = "hedge")]
+//! # fn main() -> Result<(), lazybreaker::ConfigError> {
+//! use lazybreaker::retry::{Hedge, RetryBudget};
+//! use lazybreaker::Breaker;
+//! use lazybreaker_tower::{BreakerLayer, HedgeLayer};
+//! use std::{sync::Arc, time::Duration};
+//! use tower::ServiceBuilder;
+//!
+//! # let client = tower::service_fn(|_: ()| async { Ok::<_, std::io::Error>(()) });
+//! let breaker = Arc::new(Breaker::builder().name("upstream").build());
+//! // A hedge after the 95th percentile of the recent latencies, at most 10 % more calls.
+//! let hedge = Hedge::at_percentile(0.95).budget(RetryBudget::new(0.1)?);
+//! let service = ServiceBuilder::new()
+//!     .layer(HedgeLayer::try_new(hedge)?.deadline(Duration::from_secs(2)))
+//!     .layer(BreakerLayer::new(breaker))
+//!     .timeout(Duration::from_millis(500)) // per attempt
+//!     .service(client);
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "hedge"))]
+//! # fn main() {}
+//! ```
+//!
 //! # Conventions
 //!
 //! Following tower's conventions (for [`KeyedBreakerLayer`], see its service for `poll_ready`):
@@ -187,8 +224,14 @@ pub use layer::BreakerLayer;
 pub use pool::{PoolFuture, PoolService};
 pub use service::BreakerService;
 
+#[cfg(feature = "hedge")]
+mod hedge;
 #[cfg(feature = "retry")]
 mod retry;
+
+#[cfg(feature = "hedge")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hedge")))]
+pub use hedge::{HedgeFuture, HedgeLayer, HedgeService};
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

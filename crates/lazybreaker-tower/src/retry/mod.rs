@@ -6,8 +6,8 @@
 
 mod layer;
 mod policy;
-mod rejected;
-mod replay;
+pub(crate) mod rejected;
+pub(crate) mod replay;
 
 pub use layer::RetryLayer;
 pub use policy::{RetryPolicy, RetryWait};
