@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lazybreaker::retry::{Retry, RetryBudget, TokenBucket};
+use lazybreaker::retry::{Hedge, Retry, RetryBudget, TokenBucket};
 use lazybreaker::ConfigError;
 use serde_json::{Map, Value};
 use tonic::Code;
@@ -29,15 +29,23 @@ pub(crate) const MAX_ATTEMPTS: u32 = 5;
 /// | `retryPolicy.initialBackoff`, `maxBackoff` | a duration above zero, in proto-JSON's form (`"0.1s"`, `"1.5s"`, `"2s"`) |
 /// | `retryPolicy.backoffMultiplier` | a number above zero |
 /// | `retryPolicy.retryableStatusCodes` | a non-empty array of codes, by name (any case: `"UNAVAILABLE"`, `"unavailable"`) or number (`14`) |
+/// | `hedgingPolicy.maxAttempts` | an integer above 1; above 5 it is 5 |
+/// | `hedgingPolicy.hedgingDelay` | a duration, zero included (`"0s"`, the default: every attempt at once) |
+/// | `hedgingPolicy.nonFatalStatusCodes` | an array of codes as `retryableStatusCodes`, empty by default |
 /// | `retryThrottling.maxTokens` | a number in (0, 1000] |
 /// | `retryThrottling.tokenRatio` | a number above zero (kept to three decimal places, at least 0.001) |
 /// | `methodConfig[].timeout` | a duration above zero: the call's deadline, if the caller's is not shorter |
 /// | `methodConfig[].name[]` | `{"service": .., "method": ..}`, `{"service": ..}` (all its methods) or `{}` (the default); no `method` without a `service`, no name twice |
+/// | `methodConfig[]` | a `retryPolicy` or a `hedgingPolicy`, not both (A6) |
 ///
 /// Every error is a [`ConfigError`] whose [`field`](ConfigError::field) is the full path of
 /// the value at fault (`methodConfig[0].retryPolicy.maxAttempts`). Other fields
-/// (`loadBalancingConfig`, `waitForReady`, `hedgingPolicy`, ...) are ignored: hedging is
-/// not supported, a method config with only a `hedgingPolicy` retries nothing.
+/// (`loadBalancingConfig`, `waitForReady`, ...) are ignored.
+///
+/// A method config's `hedgingPolicy` is a [`HedgingPolicy`] ([`hedging`](Self::hedging)):
+/// a [`Hedge`] after `hedgingDelay`, of at most `maxAttempts` attempts, on the default
+/// [`RetryBudget`] too; the [`HedgeLayer`](crate::HedgeLayer) sends its calls' hedges, and
+/// asks the same `retryThrottling` before each (A6: retries and hedges share the tokens).
 ///
 /// Each method config's policy is a [`Retry`] with the config's attempts and backoff (full
 /// jitter, as A6 draws it) on the default [`RetryBudget`] (20 % of the calls, 10 a second):
@@ -90,10 +98,11 @@ pub struct ServiceConfig {
     throttling: Option<Arc<TokenBucket>>,
 }
 
-/// A method config: its retry policy, if it has one, and its timeout.
+/// A method config: its retry policy or its hedging policy, if it has one.
 #[derive(Debug, Clone)]
 struct MethodConfig {
     policy: Option<RetryPolicy>,
+    hedging: Option<HedgingPolicy>,
 }
 
 /// One method config's retry policy: a [`Retry`] (attempts and backoff), the codes it
@@ -121,6 +130,66 @@ impl RetryPolicy {
 
     /// The method config's `timeout`: the longest a call may take, all its attempts
     /// included, unless its own deadline (`grpc-timeout`) is shorter.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}
+
+/// One method config's hedging policy (A6's `hedgingPolicy`): a [`Hedge`] (the delay, the
+/// attempts, the budget), the codes that do not end the call (`nonFatalStatusCodes`), and
+/// the method config's `timeout`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker_grpc::ServiceConfig;
+/// use std::time::Duration;
+/// use tonic::Code;
+///
+/// let config: ServiceConfig = r#"{"methodConfig": [{
+///   "name": [{"service": "echo.Echo"}],
+///   "hedgingPolicy": {"maxAttempts": 9, "hedgingDelay": "0.05s",
+///                     "nonFatalStatusCodes": ["UNAVAILABLE", 8]}
+/// }]}"#.parse()?;
+/// let hedging = config.hedging("/echo.Echo/Get").expect("named");
+/// assert_eq!(hedging.hedge().attempts(), 5, "9 is 5 (A6)");
+/// assert_eq!(hedging.hedge().delay(), Some(Duration::from_millis(50)));
+/// assert!(hedging.non_fatal(Code::ResourceExhausted)); // 8
+/// assert!(!hedging.non_fatal(Code::Internal), "fatal: the call's answer");
+/// assert!(config.policy("/echo.Echo/Get").is_none(), "no retry policy");
+///
+/// let both = r#"{"methodConfig": [{"name": [{}],
+///   "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s",
+///                   "backoffMultiplier": 1, "retryableStatusCodes": [14]},
+///   "hedgingPolicy": {"maxAttempts": 2}}]}"#;
+/// let err = both.parse::<ServiceConfig>().unwrap_err();
+/// assert_eq!(err.field(), "methodConfig[0].hedgingPolicy");
+/// # Ok::<(), lazybreaker::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct HedgingPolicy {
+    hedge: Hedge,
+    /// Bit `n`: code `n` is not fatal.
+    codes: u32,
+    timeout: Option<Duration>,
+}
+
+impl HedgingPolicy {
+    /// The policy's [`Hedge`]: its delay, attempts and budget, and the hedges it made and
+    /// refused ([`Hedge::stats`], shared by every call of the methods it applies to).
+    pub fn hedge(&self) -> &Hedge {
+        &self.hedge
+    }
+
+    /// Whether a status of `code` is not fatal (`nonFatalStatusCodes`): the attempt's
+    /// failure sends the next hedge at once rather than ending the call.
+    pub fn non_fatal(&self, code: Code) -> bool {
+        let n = code as u32;
+        n < 32 && self.codes & (1 << n) != 0
+    }
+
+    /// The method config's `timeout`: the longest a call may take, unless its own deadline
+    /// (`grpc-timeout`) is shorter; no hedge starts past it.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
     }
@@ -187,7 +256,18 @@ impl ServiceConfig {
         let policy = field(method, "retryPolicy")
             .map(|p| policy_of(p, &format!("{path}.retryPolicy"), timeout))
             .transpose()?;
-        self.methods.push(MethodConfig { policy });
+        let hedging_path = format!("{path}.hedgingPolicy");
+        let hedging = field(method, "hedgingPolicy")
+            .map(|h| hedging_of(h, &hedging_path, timeout))
+            .transpose()?;
+        if policy.is_some() && hedging.is_some() {
+            return Err(ConfigError::new(
+                hedging_path,
+                "a hedgingPolicy",
+                "must not come with a retryPolicy (A6: a method retries or hedges)",
+            ));
+        }
+        self.methods.push(MethodConfig { policy, hedging });
         Ok(())
     }
 
@@ -196,6 +276,18 @@ impl ServiceConfig {
     /// one that names the service alone, else the default (`{}`); `None` if the method
     /// config found has no `retryPolicy`, or none applies.
     pub fn policy(&self, path: &str) -> Option<&RetryPolicy> {
+        self.find(path)?.policy.as_ref()
+    }
+
+    /// The hedging policy of the method a request's path calls, matched as
+    /// [`policy`](Self::policy) matches it; `None` if the method config found has no
+    /// `hedgingPolicy`, or none applies.
+    pub fn hedging(&self, path: &str) -> Option<&HedgingPolicy> {
+        self.find(path)?.hedging.as_ref()
+    }
+
+    /// The method config that applies to `path`, as gRPC matches names.
+    fn find(&self, path: &str) -> Option<&MethodConfig> {
         let (service, method) = path
             .strip_prefix('/')
             .unwrap_or(path)
@@ -207,7 +299,7 @@ impl ServiceConfig {
             .get(&key(service, method))
             .or_else(|| self.names.get(&key(service, "")))
             .or_else(|| self.names.get(&key("", "")))?;
-        self.methods[*found].policy.as_ref()
+        Some(&self.methods[*found])
     }
 
     /// The channel's retry throttling (`retryThrottling`), shared by every method.
@@ -216,12 +308,17 @@ impl ServiceConfig {
     }
 
     /// Every policy pays for its retries in `budget` (shared: one budget for the channel),
-    /// instead of a default budget each. Its clock is the one the policies read, deadlines
-    /// included.
+    /// instead of a default budget each, and every hedging policy for its hedges. Its clock
+    /// is the one the retry policies read, deadlines included.
     #[must_use]
     pub fn budget(mut self, budget: RetryBudget) -> Self {
-        for policy in self.methods.iter_mut().filter_map(|m| m.policy.as_mut()) {
-            policy.retry = policy.retry.clone().budget(budget.clone());
+        for method in &mut self.methods {
+            if let Some(policy) = method.policy.as_mut() {
+                policy.retry = policy.retry.clone().budget(budget.clone());
+            }
+            if let Some(hedging) = method.hedging.as_mut() {
+                hedging.hedge = hedging.hedge.clone().budget(budget.clone());
+            }
         }
         self
     }
@@ -325,6 +422,45 @@ fn policy_of(
     })
 }
 
+/// A `hedgingPolicy`, with its method config's `timeout`.
+fn hedging_of(
+    value: &Value,
+    path: &str,
+    timeout: Option<Duration>,
+) -> Result<HedgingPolicy, ConfigError> {
+    let policy = object(value, path)?;
+    let at = |key: &str| format!("{path}.{key}");
+    let attempts = field(policy, "maxAttempts")
+        .ok_or_else(|| ConfigError::new(at("maxAttempts"), "nothing", "must be given"))?;
+    let max_attempts = match attempts.as_u64() {
+        Some(n) if n > 1 => u32::try_from(n).unwrap_or(u32::MAX).min(MAX_ATTEMPTS),
+        _ => {
+            return Err(ConfigError::new(
+                at("maxAttempts"),
+                attempts,
+                "must be an integer above 1",
+            ))
+        }
+    };
+    let delay = field(policy, "hedgingDelay")
+        .map(|d| duration_from_zero(d, &at("hedgingDelay")))
+        .transpose()?
+        .unwrap_or(Duration::ZERO);
+    let codes = field(policy, "nonFatalStatusCodes")
+        .map(|c| code_set(c, &at("nonFatalStatusCodes")))
+        .transpose()?
+        .unwrap_or(0);
+    let hedge = Hedge::after(delay).max_attempts(max_attempts);
+    hedge
+        .validate()
+        .map_err(|e| ConfigError::new(at("maxAttempts"), e.value(), e.reason()))?;
+    Ok(HedgingPolicy {
+        hedge,
+        codes,
+        timeout,
+    })
+}
+
 /// `retryableStatusCodes`: a non-empty array of names (any case) or numbers.
 fn codes_of(value: &Value, path: &str) -> Result<u32, ConfigError> {
     let list = array(value, path)?;
@@ -335,6 +471,12 @@ fn codes_of(value: &Value, path: &str) -> Result<u32, ConfigError> {
             "must not be empty",
         ));
     }
+    code_set(value, path)
+}
+
+/// An array of status codes, names (any case) or numbers, empty or not.
+fn code_set(value: &Value, path: &str) -> Result<u32, ConfigError> {
+    let list = array(value, path)?;
     let mut codes = 0u32;
     for (i, code) in list.iter().enumerate() {
         let n = match code {
@@ -415,12 +557,22 @@ fn throttling_of(value: &Value) -> Result<TokenBucket, ConfigError> {
 /// A proto-JSON duration above zero: seconds with up to nine decimal places, then `s`
 /// (`"1.5s"`, `"0.100s"`, `"2s"`).
 fn duration(value: &Value, path: &str) -> Result<Duration, ConfigError> {
+    read_duration(value, path, false)
+}
+
+/// A proto-JSON duration, zero included (`"0s"`).
+fn duration_from_zero(value: &Value, path: &str) -> Result<Duration, ConfigError> {
+    read_duration(value, path, true)
+}
+
+fn read_duration(value: &Value, path: &str, zero: bool) -> Result<Duration, ConfigError> {
     let wrong = || {
-        ConfigError::new(
-            path.to_owned(),
-            value,
-            "must be a duration above zero, in seconds: \"0.1s\", \"1.5s\"",
-        )
+        let reason = if zero {
+            "must be a duration, in seconds: \"0s\", \"0.1s\", \"1.5s\""
+        } else {
+            "must be a duration above zero, in seconds: \"0.1s\", \"1.5s\""
+        };
+        ConfigError::new(path.to_owned(), value, reason)
     };
     let text = value.as_str().ok_or_else(wrong)?;
     let seconds = text.strip_suffix('s').ok_or_else(wrong)?;
@@ -435,7 +587,7 @@ fn duration(value: &Value, path: &str) -> Result<Duration, ConfigError> {
     let whole: u64 = whole.parse().map_err(|_| wrong())?;
     let nanos: u32 = format!("{fraction:0<9}").parse().map_err(|_| wrong())?;
     let duration = Duration::new(whole, nanos);
-    if duration.is_zero() {
+    if duration.is_zero() && !zero {
         return Err(wrong());
     }
     Ok(duration)
@@ -701,6 +853,109 @@ mod tests {
         ] {
             assert_eq!(names(json).field(), path, "{json}");
         }
+    }
+
+    /// A config with one method config whose hedging policy is `policy` (JSON members).
+    fn with_hedging(policy: &str) -> Result<ServiceConfig, ConfigError> {
+        ServiceConfig::from_json(&format!(
+            r#"{{"methodConfig":[{{"name":[{{"service":"pkg.Svc"}}],"timeout":"2s","hedgingPolicy":{{{policy}}}}}]}}"#
+        ))
+    }
+
+    #[test]
+    fn a_hedging_policy_reads_as_a6_writes_it() {
+        let config = with_hedging(
+            r#""maxAttempts":3,"hedgingDelay":"0.25s","nonFatalStatusCodes":["unavailable",4]"#,
+        )
+        .unwrap();
+        let hedging = config.hedging("/pkg.Svc/M").unwrap();
+        assert_eq!(hedging.hedge().attempts(), 3);
+        assert_eq!(hedging.hedge().delay(), Some(Duration::from_millis(250)));
+        assert!(hedging.non_fatal(Code::Unavailable));
+        assert!(hedging.non_fatal(Code::DeadlineExceeded));
+        assert!(!hedging.non_fatal(Code::Internal));
+        assert!(!hedging.non_fatal(Code::Ok));
+        assert_eq!(hedging.timeout(), Some(Duration::from_secs(2)));
+        assert!(config.policy("/pkg.Svc/M").is_none(), "no retry policy");
+        assert!(config.hedging("/other.Svc/M").is_none());
+
+        // The defaults: no delay (every attempt at once), every status fatal.
+        let config = with_hedging(r#""maxAttempts":2"#).unwrap();
+        let hedging = config.hedging("/pkg.Svc/M").unwrap();
+        assert_eq!(hedging.hedge().delay(), Some(Duration::ZERO));
+        assert!((0..17).all(|n| !hedging.non_fatal(Code::from_i32(n))));
+        let config =
+            with_hedging(r#""maxAttempts":2,"hedgingDelay":"0s","nonFatalStatusCodes":[]"#)
+                .unwrap();
+        assert_eq!(
+            config.hedging("/pkg.Svc/M").unwrap().hedge().delay(),
+            Some(Duration::ZERO)
+        );
+
+        // Above 5 attempts is 5.
+        for (attempts, want) in [(2u64, 2), (5, 5), (6, 5), (1_000_000_000_000, 5)] {
+            let config = with_hedging(&format!(r#""maxAttempts":{attempts}"#)).unwrap();
+            let hedge = config.hedging("/pkg.Svc/M").unwrap().hedge();
+            assert_eq!(hedge.attempts(), want, "{attempts}");
+        }
+
+        // One budget for the channel: the hedges' too.
+        let budget = RetryBudget::new(0.5).unwrap();
+        let config = with_hedging(r#""maxAttempts":2"#)
+            .unwrap()
+            .budget(budget.clone());
+        let hedge = config.hedging("/pkg.Svc/M").unwrap().hedge();
+        assert!(hedge.budget_given());
+        assert_eq!(hedge.hedge_budget().percent(), 0.5);
+    }
+
+    #[test]
+    fn every_invalid_hedging_field_names_its_path() {
+        let at = |key: &str| format!("methodConfig[0].hedgingPolicy.{key}");
+        for (policy, path) in [
+            (r#""maxAttempts":1"#, at("maxAttempts")),
+            (r#""maxAttempts":0"#, at("maxAttempts")),
+            (r#""maxAttempts":-2"#, at("maxAttempts")),
+            (r#""maxAttempts":2.5"#, at("maxAttempts")),
+            (r#""maxAttempts":"3""#, at("maxAttempts")),
+            (r#""hedgingDelay":"0.1s""#, at("maxAttempts")),
+            (
+                r#""maxAttempts":2,"hedgingDelay":"-1s""#,
+                at("hedgingDelay"),
+            ),
+            (
+                r#""maxAttempts":2,"hedgingDelay":"100ms""#,
+                at("hedgingDelay"),
+            ),
+            (r#""maxAttempts":2,"hedgingDelay":0.1"#, at("hedgingDelay")),
+            (
+                r#""maxAttempts":2,"nonFatalStatusCodes":"UNAVAILABLE""#,
+                at("nonFatalStatusCodes"),
+            ),
+            (
+                r#""maxAttempts":2,"nonFatalStatusCodes":["UNAVAILABLE","GONE"]"#,
+                at("nonFatalStatusCodes[1]"),
+            ),
+            (
+                r#""maxAttempts":2,"nonFatalStatusCodes":[17]"#,
+                at("nonFatalStatusCodes[0]"),
+            ),
+        ] {
+            let err = with_hedging(policy).unwrap_err();
+            assert_eq!(err.field(), path, "{policy}: {err}");
+        }
+        let err =
+            ServiceConfig::from_json(r#"{"methodConfig":[{"name":[{}],"hedgingPolicy":[]}]}"#)
+                .unwrap_err();
+        assert_eq!(err.field(), "methodConfig[0].hedgingPolicy");
+
+        // A6: a method config retries or hedges, not both.
+        let both = format!(
+            r#"{{"methodConfig":[{{"name":[{{}}]}},{{"name":[{{"service":"a.B"}}],"retryPolicy":{{{VALID}}},"hedgingPolicy":{{"maxAttempts":2}}}}]}}"#
+        );
+        let err = ServiceConfig::from_json(&both).unwrap_err();
+        assert_eq!(err.field(), "methodConfig[1].hedgingPolicy");
+        assert!(err.to_string().contains("retryPolicy"), "{err}");
     }
 
     #[test]
