@@ -50,4 +50,10 @@ fn every_integration_hedges_by_its_crate_path() {
     let hedge = lazybreaker::retry::Hedge::after(std::time::Duration::from_millis(20));
     let layer = lazybreaker_tower::HedgeLayer::http(hedge);
     assert_eq!(layer.hedge().attempts(), 2);
+    let grpc = lazybreaker_grpc::HedgeLayer::from_service_config(
+        r#"{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 3}}]}"#,
+    )
+    .unwrap();
+    let hedging = grpc.config().hedging("/any.Service/Method").unwrap();
+    assert_eq!(hedging.hedge().attempts(), 3);
 }

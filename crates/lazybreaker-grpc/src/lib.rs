@@ -2,7 +2,8 @@
 //! ([`StatusRules`], [`status_classifier`]), a breaker per method ([`per_method`]), what a
 //! client gets for a rejection ([`rejected_status`], [`AsStatus`]: `UNAVAILABLE` with
 //! `grpc-retry-pushback-ms`), revival checked over `grpc.health.v1` ([`health_check`]), and
-//! gRPC's retries from a service config ([`ServiceConfig`], [`RetryLayer`]).
+//! gRPC's retries and hedging from a service config ([`ServiceConfig`], [`RetryLayer`],
+//! [`HedgeLayer`]).
 //!
 //! A tonic `Channel` is a tower service, and so are a tonic server's routes: the
 //! [tower layers](lazybreaker_tower) wrap both. On a client, the layer goes around the channel
@@ -144,6 +145,18 @@
 //! (`grpc-timeout`, or the method's `timeout`) and budget left. The waits are
 //! `tokio::time::sleep`s.
 //!
+//! # Hedging
+//!
+//! A method config may hedge instead of retrying (A6: one or the other, a config with both
+//! is refused): its `hedgingPolicy` ([`HedgingPolicy`], from [`ServiceConfig::hedging`]) is
+//! a core [`Hedge`](lazybreaker::retry::Hedge), and [`HedgeLayer`] sends a unary call's
+//! request again each `hedgingDelay` without an answer, at most `maxAttempts` attempts; the
+//! first `OK` or fatal status is the answer and the other attempts are cancelled, a
+//! non-fatal status (`nonFatalStatusCodes`) sends the next hedge at once (or after the
+//! server's pushback; a negative one stops the hedges). Hedges are paid for in the policy's
+//! budget and ask the same `retryThrottling` as the retries. It goes where the retry layer
+//! goes: outside the breaker's, rejections answered with [`AsStatus`] (never hedged).
+//!
 //! # Correspondence
 //!
 //! Kitex keeps a breaker per method and classifies errors before they count; brpc ignores
@@ -166,7 +179,10 @@ pub use body::GrpcBody;
 pub use check::{check, health_check, CHECK_DEADLINE};
 pub use key::per_method;
 pub use reject::{rejected_status, AsStatus};
-pub use retry::{GrpcRetry, RetryLayer, RetryPolicy, ServiceConfig, MAX_BUFFER};
+pub use retry::{
+    GrpcHedge, GrpcRetry, HedgeLayer, HedgingPolicy, RetryLayer, RetryPolicy, ServiceConfig,
+    MAX_BUFFER,
+};
 pub use rules::{status_classifier, StatusRules};
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ type BoxError = Box<dyn StdError + Send + Sync>;
 pub const MAX_BUFFER: usize = 256 * 1024;
 
 /// The header that tells the server how many attempts came before this one (A6).
-const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
+pub(super) const PREVIOUS_ATTEMPTS: &str = "grpc-previous-rpc-attempts";
 
 /// A tower layer that retries gRPC calls as a service config's `retryPolicy` says (gRPC's
 /// proposal A6): [`GrpcRetry`] around a tonic `Channel`, or around a
@@ -402,7 +402,7 @@ fn judge<E: 'static>(
 
 /// What a server's `grpc-retry-pushback-ms` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pushback {
+pub(super) enum Pushback {
     /// Retry after exactly this long.
     After(Duration),
     /// Do not retry: a negative or malformed value.
@@ -410,7 +410,7 @@ enum Pushback {
 }
 
 /// The pushback in `headers`, if there is one.
-fn pushback_in(headers: &HeaderMap) -> Option<Pushback> {
+pub(super) fn pushback_in(headers: &HeaderMap) -> Option<Pushback> {
     let value = headers.get(PUSHBACK)?;
     let text = value.to_str().map(str::trim).unwrap_or("");
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -421,7 +421,7 @@ fn pushback_in(headers: &HeaderMap) -> Option<Pushback> {
 }
 
 /// What an attempt that ended in a transport error was.
-enum Attempt {
+pub(super) enum Attempt {
     /// A breaker's rejection: never sent.
     Rejected,
     /// The status tonic's client makes of it.
@@ -432,7 +432,7 @@ enum Attempt {
 /// by its code, a failed connection `UNAVAILABLE`, tonic's timeout `CANCELLED`, anything
 /// else `UNKNOWN`), or a breaker's rejection (a [`FailFast`](lazybreaker_tower::FailFast)
 /// layer's error on a `Channel` or a `BoxError`, or a rejection among the causes).
-fn error_code<E: 'static>(error: &E) -> Attempt {
+pub(super) fn error_code<E: 'static>(error: &E) -> Attempt {
     let any: &dyn Any = error;
     macro_rules! layer {
         ($($inner:ty, $rejected:ty);*) => {$(
@@ -516,7 +516,7 @@ fn causes_code(error: &(dyn StdError + 'static)) -> Attempt {
 
 /// The deadline a request's `grpc-timeout` gives (`100m`, `5S`: at most eight digits and a
 /// unit, `H`, `M`, `S`, `m`, `u` or `n`).
-fn timeout_in(headers: &HeaderMap) -> Option<Duration> {
+pub(super) fn timeout_in(headers: &HeaderMap) -> Option<Duration> {
     let text = headers.get("grpc-timeout")?.to_str().ok()?;
     let (digits, unit) = text.split_at_checked(text.len().checked_sub(1)?)?;
     if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -536,7 +536,7 @@ fn timeout_in(headers: &HeaderMap) -> Option<Duration> {
 
 /// `left` as a `grpc-timeout`: whole milliseconds (at least 1), or seconds past eight
 /// digits of them.
-fn timeout_value(left: Duration) -> HeaderValue {
+pub(super) fn timeout_value(left: Duration) -> HeaderValue {
     let ms = left.as_millis().max(1);
     let text = if ms < 100_000_000 {
         format!("{ms}m")
@@ -546,7 +546,7 @@ fn timeout_value(left: Duration) -> HeaderValue {
     HeaderValue::from_str(&text).expect("digits and a unit")
 }
 
-fn min_some(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+pub(super) fn min_some(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

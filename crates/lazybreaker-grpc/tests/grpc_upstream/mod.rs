@@ -49,6 +49,10 @@ pub(crate) struct Ask {
     /// (`"-1"`, `"0"`, `"soon"`).
     #[prost(string, tag = "5")]
     pub(crate) pushback: String,
+    /// When not zero: `hang_ms` only for this many calls of the method, then no wait (a
+    /// replica that is slow, then a fast one).
+    #[prost(uint64, tag = "6")]
+    pub(crate) hang_times: u64,
 }
 
 impl Ask {
@@ -82,6 +86,13 @@ impl Ask {
             hang_ms: ms,
             ..Self::default()
         }
+    }
+
+    /// Waits `ms` before answering for the first `times` calls of the method only.
+    pub(crate) fn hang_first(mut self, ms: u64, times: u64) -> Self {
+        self.hang_ms = ms;
+        self.hang_times = times;
+        self
     }
 }
 
@@ -186,7 +197,9 @@ impl UnaryService<Ask> for Unary {
         let call = self.call as u64;
         Box::pin(async move {
             let ask = request.into_inner();
-            wait(&ask).await;
+            if ask.hang_times == 0 || call <= ask.hang_times {
+                wait(&ask).await;
+            }
             let recovered = ask.fail_times > 0 && call > ask.fail_times;
             if ask.code == 0 || recovered {
                 Ok(tonic::Response::new(Reply {
