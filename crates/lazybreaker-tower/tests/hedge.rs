@@ -16,7 +16,7 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use lazybreaker::retry::{Hedge, RetryBudget};
+use lazybreaker::retry::{Hedge, RetryBudget, TokenBucket};
 use lazybreaker::{Breaker, ManualClock};
 use lazybreaker_test_support::{Upstream, HANG, OK};
 use lazybreaker_tower::{BreakerLayer, HedgeLayer};
@@ -426,4 +426,34 @@ fn a_hung_request_to_a_real_server_is_hedged() {
         assert_eq!(breaker.counts().total_successes, 1);
         assert_eq!(breaker.counts().total_failures, 0);
     });
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hedges_throttle_is_fed_by_the_attempts() {
+    let clock = ManualClock::new();
+    // Two tokens: one failure leaves one, half of them: no hedge.
+    let hedge = Hedge::after(MS * 10)
+        .max_attempts(3)
+        .budget(budget(&clock))
+        .throttle(TokenBucket::new(2.0, 0.5).unwrap());
+    let script = Script::default();
+    let mut service = HedgeLayer::new(hedge.clone()).layer(script.service());
+
+    script.then(Some(0), false);
+    let err = service.ready().await.unwrap().call(1).await.unwrap_err();
+    assert_eq!(err.to_string(), "reset");
+    assert_eq!(script.calls(), 1);
+    assert_eq!((hedge.stats().hedges, hedge.stats().throttled), (0, 1));
+    let bucket = hedge.hedge_throttle().unwrap();
+    assert_eq!(bucket.tokens(), 1.0);
+
+    // A success gives half a token back; another makes it more than half: a slow call is
+    // hedged again.
+    service.ready().await.unwrap().call(2).await.unwrap();
+    service.ready().await.unwrap().call(3).await.unwrap();
+    assert_eq!(bucket.tokens(), 2.0);
+    script.then(Some(100), true);
+    let (_, index) = service.ready().await.unwrap().call(4).await.unwrap();
+    assert_eq!(index, 4, "the hedge's answer");
+    assert_eq!(hedge.stats().hedges, 1);
 }

@@ -26,7 +26,9 @@ use crate::retry::replay::CloneRequest;
 ///   (2 by default), each paid for in the hedge's budget ([`Hedge::next_hedge`]: the
 ///   budget, the [throttle](Hedge::throttle), the [`deadline`](Self::deadline)); each call
 ///   whose request may be sent again is deposited in that budget once. Give the hedge the
-///   budget of a [`RetryLayer`](crate::RetryLayer)'s retry to bound both together.
+///   budget of a [`RetryLayer`](crate::RetryLayer)'s retry to bound both together. A
+///   throttle given to the hedge is fed by the attempts: a failure takes a token, a success
+///   gives `token_ratio` back.
 /// - **Failures.** An attempt the classifier calls a failure sends the next at once, while
 ///   attempts are left (gRPC's non-fatal status, A6); an overload with a `Retry-After`
 ///   ([`Classify::open_for`](lazybreaker::classify::Classify::open_for)) holds the next one
