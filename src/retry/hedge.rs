@@ -130,8 +130,16 @@ impl Hedge {
     /// Asks `bucket` before each hedge (gRPC's retry throttling: no hedge while it holds
     /// half its tokens or fewer).
     #[must_use]
-    pub fn throttle(mut self, bucket: TokenBucket) -> Self {
-        self.throttle = Some(Arc::new(bucket));
+    pub fn throttle(self, bucket: TokenBucket) -> Self {
+        self.throttle_shared(Arc::new(bucket))
+    }
+
+    /// [`throttle`](Self::throttle) on a bucket shared with others (A6: a channel's retries
+    /// and hedges draw on the same tokens; give a [`Retry`](super::Retry) the same one with
+    /// [`Retry::throttle_shared`](super::Retry::throttle_shared)).
+    #[must_use]
+    pub fn throttle_shared(mut self, bucket: Arc<TokenBucket>) -> Self {
+        self.throttle = Some(bucket);
         self
     }
 
@@ -254,8 +262,10 @@ impl Hedge {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts a call a hedge answered first (`won`), and `cancelled` attempts.
-    pub(crate) fn count_end(&self, won: bool, cancelled: u64) {
+    /// Counts a hedged call's end in [`stats`](Self::stats): answered first by a hedge
+    /// (`won`), and its `cancelled` attempts. For integrations that drive their own
+    /// attempts ([`Pool::hedge`](crate::pool::Pool::hedge) counts its calls).
+    pub fn count_end(&self, won: bool, cancelled: u64) {
         if won {
             self.counters.won.fetch_add(1, Ordering::Relaxed);
         }

@@ -172,8 +172,15 @@ impl Retry {
     /// it ([`TokenBucket::record_failure`], [`record_success`](TokenBucket::record_success));
     /// [`Pool::retry`](crate::pool::Pool::retry) records its calls' in the throttle it is
     /// given, or in one of its own. Shared by the retry's clones.
-    pub fn throttle(mut self, bucket: TokenBucket) -> Self {
-        self.throttle = Some(Arc::new(bucket));
+    pub fn throttle(self, bucket: TokenBucket) -> Self {
+        self.throttle_shared(Arc::new(bucket))
+    }
+
+    /// [`throttle`](Self::throttle) on a bucket shared with others (A6: a channel's
+    /// retries and hedges draw on the same tokens, see
+    /// [`Hedge::throttle_shared`](super::Hedge::throttle_shared)).
+    pub fn throttle_shared(mut self, bucket: Arc<TokenBucket>) -> Self {
+        self.throttle = Some(bucket);
         self
     }
 

@@ -146,6 +146,9 @@ async fn a_slow_attempt_is_hedged_and_the_fast_answer_wins() {
     assert_eq!(answer, (9, 3), "the first attempt's");
     assert_eq!((script.calls(), script.dropped()), (5, 2));
     assert_eq!((layer.won(), layer.cancelled()), (1, 2));
+    // The hedge's own counts say the same.
+    let stats = hedge.stats();
+    assert_eq!((stats.won, stats.cancelled), (1, 2));
 }
 
 #[tokio::test(start_paused = true)]

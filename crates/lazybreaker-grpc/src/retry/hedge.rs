@@ -307,6 +307,7 @@ where
                         shared.won.fetch_add(1, Ordering::Relaxed);
                     }
                     shared.cancelled.fetch_add(cancelled, Ordering::Relaxed);
+                    hedge.count_end(before > 0, cancelled);
                     return Poll::Ready(result);
                 }
                 Verdict::Rejected | Verdict::NonFatal(Some(Pushback::Stop)) => done = true,

@@ -279,6 +279,7 @@ where
         }
         self.cancel(0);
         self.settings.shared.count_end(hedged, 0);
+        self.settings.hedge.count_end(hedged, 0);
         Some(result)
     }
 
@@ -287,6 +288,7 @@ where
         let cancelled = self.hedges.len() as u64 + more;
         self.hedges.clear();
         self.settings.shared.count_end(false, cancelled);
+        self.settings.hedge.count_end(false, cancelled);
     }
 
     /// Whether a hedge due at `due` would start past the call's deadline.
