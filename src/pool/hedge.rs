@@ -63,7 +63,7 @@ impl Hedging {
     fn delay<K, P: TripPolicy, O: Observer>(
         &self,
         now: Nanos,
-        endpoints: &Endpoints<K, P, O>,
+        endpoints: impl FnOnce() -> Arc<Endpoints<K, P, O>>,
     ) -> Option<Nanos> {
         if let Some(delay) = self.hedge.delay() {
             return Some(crate::nanos::saturating_nanos(delay));
@@ -82,7 +82,7 @@ impl Hedging {
         {
             return Some(known);
         }
-        let mut estimates: Vec<Nanos> = endpoints
+        let mut estimates: Vec<Nanos> = endpoints()
             .iter()
             .filter_map(|e| e.latency.nanos_now())
             .collect();
@@ -387,7 +387,7 @@ where
             last_failure: None,
             attempts,
             budget,
-            delay: hedging.delay(started, &self.endpoints.load()),
+            delay: hedging.delay(started, || self.endpoints.load_full()),
             ends: (self.deadline > 0).then(|| started.saturating_add(self.deadline)),
         };
         // A panic building the first call (user code) fails its endpoint, as without a hedge.
