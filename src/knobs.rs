@@ -7,8 +7,10 @@ use std::time::Duration;
 use crate::abandoned::AbandonedAs;
 use crate::throttle::Throttle;
 
-/// Every plain-value knob of a breaker, with gobreaker's zero-means-default rules: no value
-/// is invalid (the policies own the knobs that can be). [`Builder`](crate::Builder) holds
+/// Every plain-value knob of a breaker, with gobreaker's zero-means-default rules: a value
+/// out of range is read leniently by [`Builder::build`](crate::Builder::build) and refused,
+/// naming it, by [`Builder::build_strict`](crate::Builder::build_strict) and configuration
+/// (the policies own their own knobs). [`Builder`](crate::Builder) holds
 /// one and sets it field by field ([`Builder::timeout`](crate::Builder::timeout), …) or at
 /// once ([`Builder::knobs`](crate::Builder::knobs)); [`config::Settings`](crate::config::Settings)
 /// holds one too, its fields written flat in a file (`timeout = "30s"`).
@@ -196,6 +198,22 @@ pub struct Knobs {
         )
     )]
     pub backoff: Duration,
+    /// The random spread of the open periods the breaker computes itself (see
+    /// [`Builder::jitter`](crate::Builder::jitter)): each is drawn from
+    /// `[period × (1 − jitter), period]`, never longer than configured. Within `[0, 1]`;
+    /// `None` (the default) means none for a lone breaker, every period exact (gobreaker's),
+    /// and the pool's spread for an endpoint of a [`Pool`](crate::pool::Pool::jitter).
+    /// [`Builder::build_strict`](crate::Builder::build_strict) and configuration refuse a
+    /// fraction that is not a number within `[0, 1]`; `build` reads a NaN as none and clamps
+    /// the rest. Written out only when set: `jitter = 0.1`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub jitter: Option<f64>,
+    /// The seed of the spread's draws (see [`Builder::jitter_seed`](crate::Builder::jitter_seed)):
+    /// `None` (the default) derives it from the breaker's name, so that breakers of different
+    /// names spread differently with the same settings. Written out only when set:
+    /// `jitter_seed = 7`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub jitter_seed: Option<u64>,
     /// Adaptive client-side throttling in the closed state ([`Throttle`]): none by default.
     /// In a file: `throttle = { k = 2.0, min_requests = 20, max_probability = 0.9, seed = 7 }`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]

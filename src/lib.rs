@@ -173,6 +173,7 @@ pub mod http;
 pub mod human;
 mod in_flight;
 mod in_flight_slots;
+mod jitter;
 mod knobs;
 mod lane;
 mod last_calls;

@@ -27,8 +27,10 @@ use super::Breaker;
 
 /// Configures a [`Breaker`]; from [`Breaker::builder`].
 ///
-/// Every knob follows gobreaker's zero-means-default rules, so no value is invalid; knobs that
-/// can be invalid belong to the policies, whose constructors check them.
+/// Every knob follows gobreaker's zero-means-default rules, and [`build`](Self::build) reads
+/// the few that can be out of range (a [`throttle`](Self::throttle), a
+/// [`jitter`](Self::jitter)) leniently, as each says. [`build_strict`](Self::build_strict)
+/// refuses them, naming the field; the policies' constructors check their own.
 ///
 /// # Examples
 ///
@@ -209,6 +211,97 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// ```
     pub fn backoff(mut self, max: Duration) -> Self {
         self.knobs.backoff = max;
+        self
+    }
+
+    /// Spreads the open periods the breaker computes itself, so that breakers tripped by one
+    /// outage (a fleet's, a pool's endpoints) do not all probe at the same instant: each is
+    /// drawn uniformly from `[period × (1 − fraction), period]`, to the nanosecond. Never
+    /// longer than configured: [`timeout`](Self::timeout), the [`backoff`](Self::backoff)'s
+    /// doubling and [`max_open_duration`](Self::max_open_duration) stay upper bounds.
+    ///
+    /// Spread: a trip, a failed half-open probe (its backoff included), a failed
+    /// [health check](Self::health_check)'s re-arm (so the checks' cadence spreads too), a
+    /// pool's ejection of the endpoint for the breaker's own next period (a hang). Not
+    /// spread: the periods someone asked for exactly ([`trip_for`](Breaker::trip_for), a
+    /// permit's `failure_open_for`, an upstream's `Retry-After` through a classifier, a
+    /// period adopted from a fleet, a forced open).
+    ///
+    /// The draws are a pure function of the [seed](Self::jitter_seed) (by default, a hash of
+    /// the breaker's [name](Self::name)), the count of periods drawn so far and the period:
+    /// the same breaker given the same calls at the same times opens for the same periods,
+    /// live or replayed. Zero (the default for a lone breaker) keeps every period exact,
+    /// gobreaker's; an endpoint of a [`Pool`](crate::pool::Pool) gets the pool's
+    /// ([`Pool::jitter`](crate::pool::Pool::jitter)) unless its builder sets one. [`build_strict`](Self::build_strict) and configuration refuse a fraction that is
+    /// not a number within `[0, 1]`, naming `jitter`; `build` reads a NaN as none and clamps
+    /// the rest into `[0, 1]`. In a file: `jitter = 0.2`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::ConsecutiveFailures;
+    /// use lazybreaker::{Breaker, ManualClock, State};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breakers: Vec<_> = (0..10)
+    ///     .map(|i| {
+    ///         Breaker::builder()
+    ///             .name(format!("replica-{i}"))
+    ///             .policy(ConsecutiveFailures::new(1).unwrap())
+    ///             .timeout(Duration::from_secs(10))
+    ///             .jitter(0.5)
+    ///             .clock(clock.clone())
+    ///             .build()
+    ///     })
+    ///     .collect();
+    /// for breaker in &breakers {
+    ///     breaker.allow().unwrap().failure(); // one outage trips them all at once
+    /// }
+    /// let open_for: Vec<Duration> = breakers
+    ///     .iter()
+    ///     .map(|b| b.allow().unwrap_err().retry_after().unwrap())
+    ///     .collect();
+    /// // Each between 5 s and 10 s: the probes do not come back in lockstep.
+    /// let (five, ten) = (Duration::from_secs(5), Duration::from_secs(10));
+    /// assert!(open_for.iter().all(|d| (five..=ten).contains(d)));
+    /// assert!(open_for.iter().any(|d| *d != open_for[0]));
+    /// clock.advance(ten + Duration::from_nanos(1));
+    /// assert!(breakers.iter().all(|b| b.state() == State::HalfOpen)); // never later
+    /// ```
+    pub fn jitter(mut self, fraction: f64) -> Self {
+        self.knobs.jitter = Some(fraction);
+        self
+    }
+
+    /// The seed of the [jitter](Self::jitter)'s draws, in place of the default, a hash of
+    /// the breaker's [name](Self::name) (FNV-1a: stable across builds and platforms). The
+    /// same seed gives the same spread of the same periods; give breakers of the same name
+    /// (in different processes of a fleet, say) seeds of their own to spread them. In a
+    /// file: `jitter_seed = 7`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::ConsecutiveFailures;
+    /// use lazybreaker::{Breaker, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let open_for = |seed: u64| {
+    ///     let breaker = Breaker::builder()
+    ///         .policy(ConsecutiveFailures::new(1).unwrap())
+    ///         .jitter(0.5)
+    ///         .jitter_seed(seed)
+    ///         .clock(ManualClock::new())
+    ///         .build();
+    ///     breaker.allow().unwrap().failure();
+    ///     breaker.allow().unwrap_err().retry_after().unwrap()
+    /// };
+    /// assert_eq!(open_for(7), open_for(7)); // replayable
+    /// assert!(open_for(7) <= Duration::from_secs(60)); // the default timeout, at most
+    /// ```
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.knobs.jitter_seed = Some(seed);
         self
     }
 
@@ -726,7 +819,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// than `MAX_BUCKETS` of them; naming `count_window` when it is set with an `interval`
     /// or is longer than [`MAX_COUNT_WINDOW`](crate::MAX_COUNT_WINDOW); naming
     /// `throttle.max_probability` outside `[0, 1]`, `throttle.k` below 1 or not finite, and
-    /// `throttle.count_throttled` with a count window (the error names the breaker then).
+    /// `throttle.count_throttled` with a count window, and `jitter` when it is not a number
+    /// within `[0, 1]` (these two name the breaker too).
     ///
     /// # Examples
     ///
@@ -752,6 +846,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             .and_then(|t| t.invalid(self.knobs.count_window > 0))
         {
             return Err(err.within("throttle").for_breaker(&self.knobs.name));
+        }
+        if let Some(fraction) = self.knobs.jitter {
+            crate::jitter::check(fraction).map_err(|err| err.for_breaker(&self.knobs.name))?;
         }
         Ok(self.build())
     }

@@ -13,6 +13,7 @@
 //! | [`Builder::unnamed`], [`Builder::clock_source`] | the registry, the pool | a breaker named after its key, on the registry's (the pool's) clock |
 //! | [`Builder::open_period_unset`] | the pool | an endpoint whose builder sets no open period gets the pool's backoff (100 ms to 30 s), not a lone breaker's 60 s |
 //! | [`Builder::on_return`] | the pool's slow start | an endpoint that comes back (its breaker closes after a trip, a check, an ejection) ramps up from then, told by the breaker's own state change, beside the user's callback |
+//! | [`Builder::jitter_unset`] | the pool | an endpoint whose builder sets no jitter gets the pool's spread ([`Pool::jitter`](crate::pool::Pool::jitter)) |
 //! | [`eject`](Breaker::eject) (over [`Machine::eject`](crate::machine::Machine::eject)) | the pool's outlier detection and its look for hangs | an ejection is a change of the endpoint's breaker to open, [`Origin::Ejected`](crate::origin::Origin::Ejected), delivered as any other; `down` for a hang |
 //! | [`is_down`](Breaker::is_down) (over [`Machine::is_down`](crate::machine::Machine::is_down)) | the pool's walk, its summary and snapshot, the detector's cap | an endpoint down on its own evidence (a failed health check, a hang) is out whatever the cap, and not in the number the cap is a share of |
 //! | [`check_wait`](Breaker::check_wait), [`probe_wait`](Breaker::probe_wait) | the pool's walk | a pick that finds no endpoint answers with the time to the first retry: a check it cannot run, a half-open trial with its probes out |
@@ -190,6 +191,11 @@ impl<P, O> Builder<P, O> {
             }
         }));
         self
+    }
+
+    /// Whether the builder says nothing of its jitter: a pool then gives it the pool's.
+    pub(crate) fn jitter_unset(&self) -> bool {
+        self.knobs.jitter.is_none()
     }
 
     /// The clock, as the registry shares it.

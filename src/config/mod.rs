@@ -479,6 +479,8 @@ pub use registry::RegistrySettings;
 /// | `dry_run` | `false` | [`Knobs::dry_run`]: dry run, or shadow mode: the breaker admits every call and counts those it would have rejected in [`Totals::would_reject`](crate::Totals::would_reject) |
 /// | `check_timeout` | `"0s"` (means 500 ms) | [`Knobs::check_timeout`]: how long a health check may run before the next call takes it over (the check itself is code: [`Builder::health_check`](crate::Builder::health_check)) |
 /// | `probe_timeout` | `"0s"` (no probe deadline: after `timeout`, the probes out are relieved of their slots but keep their verdicts) | [`Knobs::probe_timeout`]: how long a half-open probe may be out before the next call writes it off and starts the trial again |
+/// | `jitter` | none (every open period exact; in a pool, the pool's) | [`Knobs::jitter`]: a number within `[0, 1]`; each open period the breaker computes itself (a trip, a failed probe's backoff, a failed health check's re-arm) is drawn from `[period × (1 − jitter), period]` |
+/// | `jitter_seed` | the breaker's name, hashed | [`Knobs::jitter_seed`]: the seed of the jitter's draws, a non-negative integer |
 /// | `throttle` | none | [`Knobs::throttle`]: adaptive throttling in the closed state, `{ k = 2.0, min_requests = 20, max_probability = 0.9, seed = 0, count_throttled = false }` (`k` required) |
 /// | `policy` | `consecutive_failures`, threshold 6 | the [`PolicyConfig`] that decides when to trip |
 /// | `open_duration` | `kind = "policy"` | the [`OpenDurationConfig`]: the policy's rule, or an exponential backoff |
@@ -578,7 +580,8 @@ impl Settings {
     ///
     /// The first invalid field, in declaration order, as a [`ConfigError`] that names this
     /// breaker (when `name` is set) and the field's path: `bucket_period` when it does not fit
-    /// `interval` (as [`Builder::build_strict`] checks it), then `policy.…` for the policy's
+    /// `interval` (as [`Builder::build_strict`] checks it), `jitter` when it is not a number
+    /// within `[0, 1]`, then `policy.…` for the policy's
     /// parameters (see [`PolicyConfig::build`]).
     ///
     /// # Examples
@@ -614,6 +617,9 @@ impl Settings {
             .and_then(|t| t.invalid(knobs.count_window > 0))
         {
             return Err(named(err.within("throttle")));
+        }
+        if let Some(fraction) = knobs.jitter {
+            crate::jitter::check(fraction).map_err(named)?;
         }
         let policy = self
             .policy

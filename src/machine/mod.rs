@@ -158,6 +158,9 @@ pub(crate) struct Machine<P> {
     failed_recoveries: u32,
     /// When the breaker last closed after being open (none yet: never).
     recovered_at: Option<Nanos>,
+    /// The open periods the machine computed itself so far: the index of the next one's
+    /// draw of the spread ([`Rules::jitter`]), so that the same inputs give the same times.
+    open_draws: u64,
     /// Whether the breaker's own evidence says its dependency is down, for this open period:
     /// a failed health check, or a pool's judgement that it hangs. A pool keeps such an
     /// endpoint out whatever its isolation cap. Cleared by every state change.
@@ -209,6 +212,7 @@ impl<P: TripPolicy> Machine<P> {
             failures_at_recovery: 0,
             failed_recoveries: 0,
             recovered_at: None,
+            open_draws: 0,
             down: false,
             transitions: Transitions::default(),
             in_flight: InFlight::default(),
@@ -810,7 +814,12 @@ impl<P: TripPolicy> Machine<P> {
                 }
                 let timeout = Duration::from_nanos(self.rules.backed_off(self.failed_recoveries));
                 let open_for = saturating_nanos(self.policy.open_duration(timeout, now));
-                now.saturating_add(open_for.min(self.rules.max_open))
+                // The spread shortens it, never lengthens it: the configured period (and
+                // the longest one) stays an upper bound.
+                let open_for =
+                    (self.rules.jitter).spread(open_for.min(self.rules.max_open), self.open_draws);
+                self.open_draws = self.open_draws.wrapping_add(1);
+                now.saturating_add(open_for)
             }
         }
     }

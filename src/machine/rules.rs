@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::abandoned::AbandonedAs;
+use crate::jitter::{seed_of, Jitter};
 use crate::knobs::Knobs;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::policy::Capabilities;
@@ -54,6 +55,8 @@ pub(crate) struct Rules {
     /// The longest open period of the backoff (each failed recovery doubles the period from
     /// `timeout`); 0 without a backoff.
     pub(super) backoff: Nanos,
+    /// The spread of the open periods the machine computes itself (none: every one exact).
+    pub(super) jitter: Jitter,
 }
 
 impl Rules {
@@ -104,6 +107,7 @@ impl Rules {
             check_timeout: 0,
             probe_timeout: 0,
             backoff: 0,
+            jitter: Jitter::NONE,
         }
     }
 
@@ -136,6 +140,13 @@ impl Rules {
     /// `max` (zero: no backoff; at most the longest open period).
     pub(crate) fn backoff(mut self, max: Duration) -> Self {
         self.backoff = saturating_nanos(max);
+        self
+    }
+
+    /// These rules, with each open period the machine computes itself drawn from
+    /// `[period × (1 − fraction), period]` ([`Jitter`]; a fraction of zero: none).
+    pub(crate) fn jitter(mut self, fraction: f64, seed: u64) -> Self {
+        self.jitter = Jitter::new(fraction, seed);
         self
     }
 
@@ -252,6 +263,10 @@ impl From<&Knobs> for Rules {
         .count_window(knobs.count_window)
         .probe_timeout(knobs.probe_timeout)
         .backoff(knobs.backoff)
+        .jitter(
+            knobs.jitter.unwrap_or(0.0),
+            knobs.jitter_seed.unwrap_or_else(|| seed_of(&knobs.name)),
+        )
     }
 }
 

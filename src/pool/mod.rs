@@ -59,8 +59,8 @@
 //!
 //! | out because | decided | lasts | bounded by the cap |
 //! |---|---|---|---|
-//! | its breaker tripped (its own policy: 6 failures in a row by default, gobreaker's more than 5) | at the result that trips it | its open period: 100 ms, doubling with each failed recovery up to 30 s ([`open_backoff`](Pool::open_backoff)) | yes |
-//! | an outlier among its peers ([`outlier_detection`](Pool::outlier_detection)) | by the first pick after each interval | `base_ejection` × its multiplier | yes |
+//! | its breaker tripped (its own policy: 6 failures in a row by default, gobreaker's more than 5) | at the result that trips it | its open period: 100 ms, doubling with each failed recovery up to 30 s ([`open_backoff`](Pool::open_backoff)), spread by the pool's [jitter](#jitter) if set | yes |
+//! | an outlier among its peers ([`outlier_detection`](Pool::outlier_detection)) | by the first pick after each interval | `base_ejection` × its multiplier, spread by the pool's [jitter](#jitter) if set | yes |
 //! | down on its own evidence: its [health check](Pool::health_check) failed, or it hangs ([`deadline`](Pool::deadline)) | when the check settles; by the first pick after a call in flight passed the deadline with nothing back since, whichever endpoints that pick draws | until a check passes (or its open period ends, without a check) | **no** |
 //!
 //! Every one of them is a change of the endpoint's breaker, with its
@@ -78,6 +78,19 @@
 //! health check, a failed check re-arms the period at the length it has: a down endpoint is
 //! checked at a steady cadence (100 ms plus the check's own time, at first), and is back
 //! within about one period of its recovery.
+//!
+//! # Jitter
+//!
+//! Endpoints that one outage tripped at the same instant would otherwise come back at the
+//! same instant too, and probe (or run their health checks) in lockstep, as would the
+//! outliers one evaluation ejected. With [`jitter(fraction)`](Pool::jitter) (`0.1`, say),
+//! each open period an endpoint's breaker computes itself (a trip, a failed probe's
+//! backoff, a failed check's re-arm, a hang's ejection) and each outlier ejection is drawn
+//! from `[period × (1 − fraction), period]`: never longer than configured, so 30 s stays
+//! the longest. The draws are seeded by each endpoint's name (its key) and counted, not
+//! clocked: the same traffic gives the same times, live or replayed. An endpoint whose
+//! builder sets a jitter of its own ([`Builder::jitter`]) keeps it. Off by default: every
+//! period exact.
 //!
 //! **Health checks never hold a caller up:** an async pick that wins a due check polls it
 //! once, and if it does not answer at once, sends its own call elsewhere (or, with every
@@ -231,6 +244,8 @@ pub use hang_watch::{LoomCall, LoomHangWatch, LoomLook};
 const DEFAULT_OPEN: Duration = Duration::from_millis(100);
 /// …doubling with each failed recovery up to 30 s.
 const DEFAULT_OPEN_MAX: Duration = Duration::from_secs(30);
+/// No spread by default ([`Pool::jitter`]): every open period and ejection exact.
+const DEFAULT_JITTER: f64 = 0.0;
 
 /// Builds an endpoint's breaker, for its key.
 type Factory<K, P, O> = Box<dyn Fn(&K) -> Builder<P, O> + Send + Sync>;
@@ -261,6 +276,9 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     clock: Option<ClockSource>,
     /// The open period given to endpoints whose builders set none: first, longest.
     open_backoff: Option<(Duration, Duration)>,
+    /// The spread given to endpoints whose builders set none, and of the ejections
+    /// ([`Pool::jitter`]).
+    jitter: f64,
     /// Outlier detection, if attached.
     detector: Option<Detector>,
     /// The calls' deadline in nanoseconds ([`Pool::deadline`]); 0 without one.
@@ -351,6 +369,7 @@ where
             check: None,
             clock: None,
             open_backoff: Some((DEFAULT_OPEN, DEFAULT_OPEN_MAX)),
+            jitter: DEFAULT_JITTER,
             detector: None,
             deadline: 0,
             retry: None,
@@ -408,7 +427,7 @@ where
     /// [`try_outlier_detection`](Pool::try_outlier_detection) refuses them.
     #[must_use]
     pub fn outlier_detection(mut self, detection: OutlierDetection) -> Self {
-        self.detector = Some(Detector::new(detection.lenient()));
+        self.detector = Some(Detector::new(detection.lenient(), self.jitter));
         self
     }
 
@@ -509,6 +528,71 @@ where
     pub fn open_backoff(mut self, first: Duration, longest: Duration) -> Self {
         self.open_backoff = (!first.is_zero()).then_some((first, longest.max(first)));
         self
+    }
+
+    /// Spreads the endpoints' open periods and ejections, so that endpoints tripped or
+    /// ejected at the same instant (one outage, one evaluation) do not all come back at the
+    /// same instant: each is drawn from `[period × (1 − fraction), period]`, never longer
+    /// than configured (see [`Builder::jitter`], and [Jitter](self#jitter)). Given to each
+    /// endpoint whose builder sets no jitter of its own (seeded from its name, its key by
+    /// default), and applied to the [outlier](Pool::outlier_detection) ejections. 0 (off)
+    /// by default: every period exact. Read leniently: clamped into `[0, 1]`, `NaN`
+    /// meaning the default ([`try_jitter`](Pool::try_jitter) refuses both). A setting for
+    /// building the pool, before its first endpoint.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::ConsecutiveFailures;
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::{Breaker, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = Pool::new(|_: &&str| Breaker::builder().policy(ConsecutiveFailures::new(1).unwrap()))
+    ///     .clock(clock.clone())
+    ///     .max_isolated(1.0)
+    ///     .jitter(0.5);
+    /// pool.set(["a", "b", "c"]);
+    /// for key in ["a", "b", "c"] {
+    ///     pool.breaker(&key).unwrap().allow().unwrap().failure(); // one outage
+    /// }
+    /// // Each is out for 50 ms to 100 ms (the pool's first open period), at its own time.
+    /// let open_for: Vec<Duration> = ["a", "b", "c"]
+    ///     .iter()
+    ///     .map(|key| pool.breaker(key).unwrap().allow().unwrap_err().retry_after().unwrap())
+    ///     .collect();
+    /// let (low, high) = (Duration::from_millis(50), Duration::from_millis(100));
+    /// assert!(open_for.iter().all(|d| (low..=high).contains(d)));
+    /// ```
+    #[must_use]
+    pub fn jitter(mut self, fraction: f64) -> Self {
+        self.jitter = crate::jitter::lenient(fraction, DEFAULT_JITTER);
+        if let Some(detector) = &mut self.detector {
+            detector.jitter = self.jitter;
+        }
+        self
+    }
+
+    /// [`jitter`](Pool::jitter), unless `fraction` is not a number within `[0, 1]`.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming `jitter`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::Breaker;
+    ///
+    /// let err = Pool::new(|_: &String| Breaker::builder()).try_jitter(1.5).unwrap_err();
+    /// assert_eq!(err.field(), "jitter");
+    /// assert_eq!(err.to_string(), "invalid `jitter` = 1.5: must be a number within [0, 1]");
+    /// ```
+    pub fn try_jitter(self, fraction: f64) -> Result<Self, ConfigError> {
+        crate::jitter::check(fraction)?;
+        Ok(self.jitter(fraction))
     }
 
     /// Isolates at most this fraction of the endpoints at once (see
@@ -792,6 +876,9 @@ where
                 builder = builder.timeout(first).backoff(longest);
             }
         }
+        if builder.jitter_unset() {
+            builder = builder.jitter(self.jitter);
+        }
         let returned_at = Arc::new(AtomicU64::new(slow_start::NOT_RETURNED));
         if let Some(ramp) = &self.ramp {
             let (shared, at, window) = (
@@ -925,6 +1012,7 @@ impl<K: fmt::Debug, P: TripPolicy, O: Observer> fmt::Debug for Pool<K, P, O> {
                 &endpoints.iter().map(|e| &e.key).collect::<Vec<_>>(),
             )
             .field("max_isolated", &self.max_isolated)
+            .field("jitter", &self.jitter)
             .field("balance", &self.balance)
             .finish_non_exhaustive()
     }

@@ -19,6 +19,7 @@ mod fatal;
 mod forwarders;
 mod half_open;
 mod health_check;
+mod jitter;
 mod lane_differential;
 mod lane_failures;
 mod lane_slow_calls;

@@ -265,7 +265,7 @@ mod from_files {
             err.message().ends_with(
                 "unknown field, expected one of `name`, `max_requests`, `interval`, \
                  `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-                 `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `throttle`"
+                 `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, `jitter_seed`, `throttle`"
             ),
             "{}",
             err.message()

@@ -10,6 +10,7 @@ mod config_errors;
 #[cfg(feature = "serde")]
 mod count_window;
 mod file_edges;
+mod jitter;
 mod knobs;
 mod pool_settings;
 mod registry;

@@ -251,7 +251,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 14] = [
+static KNOB_FIELDS: [Field<Settings>; 16] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -289,6 +289,12 @@ static KNOB_FIELDS: [Field<Settings>; 14] = [
     Field::optional("backoff", |s, v, p| {
         set(&mut s.knobs.backoff, duration(v, p))
     }),
+    Field::optional("jitter", |s, v, p| {
+        set(&mut s.knobs.jitter, f64_of(v, p).map(Some))
+    }),
+    Field::optional("jitter_seed", |s, v, p| {
+        set(&mut s.knobs.jitter_seed, u64_of(v, p).map(Some))
+    }),
     Field::optional("throttle", |s, v, p| {
         set(&mut s.knobs.throttle, throttle(v, p).map(Some))
     }),
@@ -308,8 +314,8 @@ static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `throttle`, `policy`, \
-        `open_duration`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, \
+        `jitter_seed`, `throttle`, `policy`, `open_duration`",
     missing: "",
 };
 
@@ -319,7 +325,8 @@ static KNOBS_ONLY: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `throttle`",
+        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, \
+        `jitter_seed`, `throttle`",
     missing: "",
 };
 

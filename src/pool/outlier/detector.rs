@@ -3,12 +3,14 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use crate::breaker::gate::{self, Ready};
 use crate::contain::{self, FirstPanic};
 use crate::error::Rejected;
+use crate::jitter::{seed_of, Jitter};
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::origin::{Ejection, Origin};
@@ -31,6 +33,8 @@ pub(crate) struct Detector {
     /// evaluations ran, for the enforcement's draws.
     evaluations: Mutex<u64>,
     draws: Draws,
+    /// The pool's spread of the ejection times ([`Pool::jitter`](super::super::Pool::jitter)).
+    pub(crate) jitter: f64,
 }
 
 /// What an endpoint keeps for its pool's outlier detection and its ejections (written by
@@ -83,13 +87,14 @@ impl EndpointRecord {
 }
 
 impl Detector {
-    pub(crate) fn new(settings: OutlierDetection) -> Self {
+    pub(crate) fn new(settings: OutlierDetection, jitter: f64) -> Self {
         let draws = Draws::new(settings.seed);
         Self {
             settings,
             next: AtomicU64::new(0),
             evaluations: Mutex::new(0),
             draws,
+            jitter,
         }
     }
 
@@ -156,7 +161,10 @@ impl Detector {
             stats.outliers_detected.fetch_add(1, Ordering::Relaxed);
             let enforced =
                 self.draws.at(evaluation, i as u64) * 100.0 < f64::from(self.settings.enforcement);
-            if enforced && room.takes_one() && self.eject(&endpoints[i], reason, now, &mut panics) {
+            if enforced
+                && room.takes_one()
+                && self.eject(&endpoints[i], reason, now, evaluation, &mut panics)
+            {
                 ejected_now[i] = true;
                 room.took_one();
                 stats.ejected(reason);
@@ -168,12 +176,15 @@ impl Detector {
 
     /// Ejects `endpoint`, an outlier found at `now` for `reason`, unless it is isolated
     /// since the interval ended or opened (or forced) meanwhile: its breaker opened for the
-    /// ejection time its multiplier gives, the multiplier grown, the ejection noted.
+    /// ejection time its multiplier gives (spread by the pool's jitter, drawn from the
+    /// endpoint's name, the detector's seed and the `evaluation`), the multiplier grown, the
+    /// ejection noted.
     fn eject<K, P: TripPolicy, O: Observer>(
         &self,
         endpoint: &Endpoint<K, P, O>,
         reason: Ejection,
         now: Nanos,
+        evaluation: u64,
         panics: &mut FirstPanic,
     ) -> bool {
         if gate::ready(&endpoint.breaker) != Ready::Passes {
@@ -181,7 +192,11 @@ impl Detector {
         }
         let record = &endpoint.outlier;
         let multiplier = record.multiplier().saturating_add(1);
-        let ejection = self.settings.ejection_time(multiplier);
+        let seed = seed_of(endpoint.breaker.name()) ^ self.settings.seed;
+        let ejection = Duration::from_nanos(Jitter::new(self.jitter, seed).spread(
+            saturating_nanos(self.settings.ejection_time(multiplier)),
+            evaluation,
+        ));
         let origin = Origin::Ejected(reason);
         if !endpoint
             .breaker
