@@ -316,6 +316,29 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
+    /// A jittered candidate: each open period drawn from the same seed (the breaker's name
+    /// by default, or its own) and the same count of draws, live or replayed, so every
+    /// admission and every change match, at the same instants.
+    #[test]
+    fn a_jittered_replay_decides_as_a_live_breaker_does(
+        calls in calls(),
+        policy in 0..6usize,
+        window in 0..3usize,
+        timeout in 1u64..30,
+        tenths in 1u32..=10,
+        seed in proptest::option::of(any::<u64>()),
+        keyed in any::<bool>(),
+    ) {
+        let mut s = settings(policy, window, timeout * 50, 1);
+        s.knobs.jitter = Some(f64::from(tenths) / 10.0);
+        s.knobs.jitter_seed = seed;
+        check(&calls, &s, keyed)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
     /// A live breaker in dry run admits every call, and changes state as the replay of the
     /// same settings enforcing them: what it would have rejected is what the replay rejects.
     #[test]
@@ -1015,4 +1038,52 @@ fn the_shipped_trace_measures_how_long_each_counting_mode_keeps_shedding() {
     assert!(total > 0 && total_counted > total);
     assert!(after_counted > after, "{after_counted} against {after}");
     assert!(last_counted.unwrap_or(0.0) > last.unwrap_or(0.0));
+}
+
+/// How long each open period of `report` lasted: from each change to open to the next
+/// change of that breaker (to half-open, at the first call after the period).
+fn open_periods(report: &lazybreaker_replay::Report) -> Vec<Duration> {
+    report
+        .transitions
+        .windows(2)
+        .filter(|w| w[0].to == State::Open && w[1].from == State::Open)
+        .map(|w| w[1].at - w[0].at)
+        .collect()
+}
+
+#[test]
+fn a_replay_carries_the_candidates_jitter() {
+    // A call every millisecond, each failing at once: the breaker trips, and each probe
+    // fails; the first call strictly after an open period of `p` ms comes `p + 1` ms after
+    // it opened.
+    let mut trace = Trace::new();
+    for t in 0..20_000 {
+        trace.push(ms(t), ms(0), Outcome::Failure);
+    }
+    let candidate = |jitter: Option<f64>| Settings {
+        knobs: Knobs {
+            name: "payments".into(),
+            timeout: ms(1_000),
+            jitter,
+            ..Knobs::default()
+        },
+        policy: PolicyConfig::ConsecutiveFailures { threshold: 3 },
+        ..Settings::default()
+    };
+    let exact = open_periods(&replay(&trace, &candidate(None)));
+    assert!(exact.len() >= 15, "{}", exact.len());
+    assert!(exact.iter().all(|p| *p == ms(1_001)), "{exact:?}");
+    let spread = open_periods(&replay(&trace, &candidate(Some(0.5))));
+    assert!(spread.len() > exact.len(), "shorter periods, more of them");
+    assert!(
+        spread.iter().all(|p| (ms(501)..=ms(1_001)).contains(p)),
+        "{spread:?}"
+    );
+    let distinct: std::collections::BTreeSet<_> = spread.iter().collect();
+    assert!(distinct.len() > 5, "{spread:?}");
+    assert_eq!(
+        open_periods(&replay(&trace, &candidate(Some(0.5)))),
+        spread,
+        "the same candidate replays the same periods"
+    );
 }
