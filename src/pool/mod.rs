@@ -79,6 +79,12 @@
 //! checked at a steady cadence (100 ms plus the check's own time, at first), and is back
 //! within about one period of its recovery.
 //!
+//! **Health checks never hold a caller up:** an async pick that wins a due check polls it
+//! once, and if it does not answer at once, sends its own call elsewhere (or, with every
+//! endpoint out, answers [`Rejected::NoEndpoint`] at once) and leaves the check running
+//! beside the calls, driven by the async picks that follow
+//! ([`pick_async`](Pool::pick_async)); only a pool of one endpoint waits for its check.
+//!
 //! # Jitter
 //!
 //! Endpoints that one outage tripped at the same instant would otherwise come back at the
@@ -89,14 +95,9 @@
 //! from `[period × (1 − fraction), period]`: never longer than configured, so 30 s stays
 //! the longest. The draws are seeded by each endpoint's name (its key) and counted, not
 //! clocked: the same traffic gives the same times, live or replayed. An endpoint whose
-//! builder sets a jitter of its own ([`Builder::jitter`]) keeps it. Off by default: every
-//! period exact.
-//!
-//! **Health checks never hold a caller up:** an async pick that wins a due check polls it
-//! once, and if it does not answer at once, sends its own call elsewhere (or, with every
-//! endpoint out, answers [`Rejected::NoEndpoint`] at once) and leaves the check running
-//! beside the calls, driven by the async picks that follow
-//! ([`pick_async`](Pool::pick_async)); only a pool of one endpoint waits for its check.
+//! builder sets a jitter of its own ([`Builder::jitter`]) keeps it. A spread ejection may
+//! end before an interval boundary that the whole one would have reached, so that the
+//! endpoint's multiplier shrinks an interval sooner. Off by default: every period exact.
 //!
 //! # Never isolate too many; but never send to a dead endpoint
 //!

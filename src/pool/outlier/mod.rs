@@ -30,7 +30,8 @@ pub(crate) use detector::{Detector, EndpointRecord};
 /// ejection lasts `base_ejection` × a multiplier that grows by one with each ejection and
 /// shrinks by one with each interval that ends past the endpoint's ejection time (whatever
 /// its breaker does then), at most `max_ejection` (or `base_ejection`, if longer), and at
-/// most the breaker's [longest open period](crate::Builder::max_open_duration). Ejections
+/// most the breaker's [longest open period](crate::Builder::max_open_duration); the pool's
+/// [jitter](super::Pool::jitter), if set, draws each from `[d × (1 − fraction), d]`. Ejections
 /// stop at the pool's [isolation cap](super::Pool::max_isolated): a share of the endpoints
 /// that are not down, counting those isolated on the traffic's judgement (tripped or
 /// ejected); [`enforcement`](Self::enforcement) ejects a percentage of the outliers found
