@@ -379,3 +379,31 @@ fn a_pools_ejections_spread() {
     assert_eq!(distinct.len(), 5, "{spread:?}");
     assert_eq!(ejections(0.5), spread, "replayable");
 }
+
+#[test]
+fn a_pool_spreads_the_open_periods_of_its_hung_endpoints() {
+    let clock = ManualClock::new();
+    let pool = Pool::new(|_: &&str| Breaker::builder())
+        .clock(clock.clone())
+        .deadline(ms(300))
+        .balance(Balance::RoundRobin) // one hanging call each
+        .jitter(0.5);
+    pool.set(["a", "b", "c"]);
+    let hanging: Vec<_> = (0..3).map(|_| pool.pick().unwrap()).collect();
+    clock.advance(ms(300));
+    // A deadline later, nothing back: all three out, each for its breaker's own first
+    // period (the pool's 100 ms), spread.
+    assert!(matches!(pool.pick(), Err(Rejected::NoEndpoint { .. })));
+    assert_eq!(pool.stats().ejected_hung, 3);
+    let periods: Vec<Duration> = ["a", "b", "c"]
+        .iter()
+        .map(|key| open_for(&pool.breaker(key).unwrap()))
+        .collect();
+    assert!(
+        periods.iter().all(|d| (ms(50)..=ms(100)).contains(d)),
+        "{periods:?}"
+    );
+    let distinct: BTreeSet<_> = periods.iter().collect();
+    assert_eq!(distinct.len(), 3, "{periods:?}");
+    drop(hanging);
+}
