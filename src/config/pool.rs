@@ -21,6 +21,7 @@ use super::Settings;
 /// ```toml
 /// deadline = "300ms"
 /// max_isolated = 0.5
+/// jitter = 0.1
 /// hedge = { percentile = 0.95, max_attempts = 2 }
 /// slow_start = { window = "30s", aggression = 1.0, min_weight_percent = 10.0 }
 ///
@@ -72,6 +73,11 @@ pub struct PoolSettings {
     /// The isolation cap ([`Pool::max_isolated`]), within [0, 1]; 0.5 by default.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub max_isolated: Option<f64>,
+    /// The spread of the endpoints' open periods and ejections ([`Pool::jitter`]), within
+    /// [0, 1]; the pool's default when left out. An `endpoint` that sets a `jitter` of its
+    /// own keeps it.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub jitter: Option<f64>,
     /// Hedged calls ([`Pool::hedge`]); none by default.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub hedge: Option<HedgeSettings>,
@@ -209,12 +215,13 @@ impl SlowStartSettings {
 
 impl PoolSettings {
     /// Checks every setting's range: the endpoint's as [`Settings::validate`] does (under
-    /// `endpoint`), `max_isolated` within [0, 1], the hedge's and the slow start's.
+    /// `endpoint`), `max_isolated` and `jitter` within [0, 1], the hedge's and the slow
+    /// start's.
     ///
     /// # Errors
     ///
     /// The first setting out of range, named by its path (`endpoint.policy.ratio`,
-    /// `max_isolated`, `hedge.percentile`, `slow_start.aggression`).
+    /// `max_isolated`, `jitter`, `hedge.percentile`, `slow_start.aggression`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.endpoint
             .validate()
@@ -227,6 +234,9 @@ impl PoolSettings {
                     "must be within [0, 1] (a fraction of the endpoints)",
                 ));
             }
+        }
+        if let Some(fraction) = self.jitter {
+            crate::jitter::check(fraction)?;
         }
         if let Some(hedge) = &self.hedge {
             hedge.to_hedge()?;
@@ -264,6 +274,9 @@ impl PoolSettings {
         }
         if let Some(cap) = self.max_isolated {
             pool = pool.max_isolated(cap);
+        }
+        if let Some(fraction) = self.jitter {
+            pool = pool.jitter(fraction);
         }
         if let Some(hedge) = &self.hedge {
             pool = pool.hedge(hedge.to_hedge()?);

@@ -1,6 +1,7 @@
 //! The jitter in files: `jitter = 0.2` and `jitter_seed = 7` read into `Knobs`, written back
 //! the same, and a fraction that is not a number within `[0, 1]` refused naming the breaker
-//! and `jitter`, in a file, a map of breakers, a registry's settings and in code.
+//! and `jitter`, in a file, a map of breakers, a registry's settings, a pool's settings and in
+//! code.
 
 use lazybreaker::config::Settings;
 use lazybreaker::{Breaker, Knobs};
@@ -30,6 +31,62 @@ fn a_fraction_out_of_range_is_refused_in_code_naming_the_field() {
         ..Settings::default()
     };
     assert!(ok.validate().is_ok());
+}
+
+#[test]
+fn a_pools_settings_carry_its_jitter_and_refuse_one_out_of_range() {
+    use lazybreaker::config::PoolSettings;
+    use lazybreaker::ManualClock;
+    use std::time::Duration;
+
+    for bad in [f64::NAN, -0.1, 1.5] {
+        let pool = PoolSettings {
+            jitter: Some(bad),
+            ..PoolSettings::default()
+        };
+        assert_eq!(pool.validate().unwrap_err().field(), "jitter", "{bad}");
+        // An endpoint's own, under `endpoint`.
+        let endpoint = PoolSettings {
+            endpoint: Settings {
+                knobs: Knobs {
+                    jitter: Some(bad),
+                    ..Knobs::default()
+                },
+                ..Settings::default()
+            },
+            ..PoolSettings::default()
+        };
+        assert_eq!(endpoint.validate().unwrap_err().field(), "endpoint.jitter");
+    }
+    // A pool built from settings with a spread: its endpoints' first open periods (the
+    // pool's 100 ms) within [50 ms, 100 ms], each its own.
+    let clock = ManualClock::new();
+    let pool = PoolSettings {
+        jitter: Some(0.5),
+        ..PoolSettings::default()
+    }
+    .build::<String>()
+    .unwrap()
+    .clock(clock)
+    .max_isolated(1.0);
+    let keys: Vec<String> = (0..4).map(|i| format!("10.0.0.{i}:80")).collect();
+    pool.set(keys.clone());
+    let periods: Vec<Duration> = keys
+        .iter()
+        .map(|key| {
+            let breaker = pool.breaker(key).unwrap();
+            while let Ok(permit) = breaker.allow() {
+                permit.failure(); // the default policy: trips after a few failures
+            }
+            breaker.allow().unwrap_err().retry_after().unwrap()
+        })
+        .collect();
+    let (low, high) = (Duration::from_millis(50), Duration::from_millis(100));
+    assert!(
+        periods.iter().all(|d| (low..=high).contains(d)),
+        "{periods:?}"
+    );
+    assert!(periods.iter().any(|d| *d != periods[0]), "{periods:?}");
 }
 
 #[cfg(feature = "serde")]
@@ -109,6 +166,23 @@ mod files {
             let err = registry.build().unwrap_err();
             assert_eq!(err.field(), "default.jitter", "{value}");
         }
+    }
+
+    #[test]
+    fn a_pools_file_reads_its_jitter() {
+        let pool: lazybreaker::config::PoolSettings =
+            toml::from_str("jitter = 0.1\n[endpoint]\njitter = 0.0").unwrap();
+        assert_eq!(
+            (pool.jitter, pool.endpoint.knobs.jitter),
+            (Some(0.1), Some(0.0))
+        );
+        let text = toml::to_string(&pool).unwrap();
+        assert_eq!(
+            toml::from_str::<lazybreaker::config::PoolSettings>(&text).unwrap(),
+            pool
+        );
+        let pool: lazybreaker::config::PoolSettings = toml::from_str("jitter = 2").unwrap();
+        assert_eq!(pool.validate().unwrap_err().field(), "jitter");
     }
 
     #[test]

@@ -856,6 +856,9 @@ const POOL: Table<PoolSettings> = Table {
         Field::optional("max_isolated", |s, v, p| {
             set(&mut s.max_isolated, f64_of(v, p).map(Some))
         }),
+        Field::optional("jitter", |s, v, p| {
+            set(&mut s.jitter, f64_of(v, p).map(Some))
+        }),
         Field::optional("hedge", |s, v, p| {
             let entries = table(v, p, "expected a table (map): `delay` or `percentile`, and `max_attempts`")?;
             set(&mut s.hedge, HEDGE.read(entries, p, HedgeSettings::default()).map(Some))
@@ -867,7 +870,7 @@ const POOL: Table<PoolSettings> = Table {
         }),
     ]],
     tag: None,
-    unknown: "unknown field, expected one of `endpoint`, `deadline`, `max_isolated`, `hedge`, `slow_start`",
+    unknown: "unknown field, expected one of `endpoint`, `deadline`, `max_isolated`, `jitter`, `hedge`, `slow_start`",
     missing: "required",
 };
 
