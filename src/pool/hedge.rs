@@ -246,9 +246,30 @@ impl<Fut, T, E, K: Clone, P: TripPolicy, O: Observer> Hedged<'_, Fut, T, E, K, P
     /// Cancels every attempt in flight: each future dropped, then its pick reported
     /// excluded (neither success nor failure). How many.
     fn cancel(&mut self) -> u64 {
+        self.cancel_at(None)
+    }
+
+    /// [`cancel`](Self::cancel), at `now` for a percentile `p` (`Some((now, p))`): an
+    /// attempt that ran longer than its endpoint's estimate is one latency above it (its own
+    /// is longer still), recorded as such, so that the estimate is not biased toward the
+    /// attempts that win (a cancelled slow attempt would otherwise never be seen).
+    fn cancel_at(&mut self, at: Option<(Nanos, f64)>) -> u64 {
         let cancelled = self.running.len() as u64;
-        for Attempt { running, pick, .. } in self.running.drain(..) {
+        for Attempt {
+            running,
+            pick,
+            sent_at,
+            ..
+        } in self.running.drain(..)
+        {
             drop(running);
+            if let Some((now, p)) = at {
+                let ran = now.saturating_sub(sent_at);
+                let latency = &pick.endpoint().latency;
+                if latency.nanos_now().is_some_and(|estimate| ran > estimate) {
+                    latency.record_nanos(ran, p);
+                }
+            }
             pick.exclude();
         }
         cancelled
@@ -331,6 +352,10 @@ where
             .validate()
             .is_ok()
             .then(|| Arc::new(Hedging::new(hedge)));
+        self.latency_aware = self
+            .hedging
+            .as_ref()
+            .is_some_and(|h| h.hedge.percentile().is_some());
         self
     }
 
@@ -436,12 +461,13 @@ where
                 };
                 let attempt = h.running.swap_remove(i);
                 if !matches!(outcome, Some(Outcome::Failure | Outcome::Fatal)) {
-                    if let (Some(p), Some(Outcome::Success)) = (hedge.percentile(), outcome) {
-                        let took = self.shared.now().saturating_sub(attempt.sent_at);
+                    let at = hedge.percentile().map(|p| (self.shared.now(), p));
+                    if let (Some((now, p)), Some(Outcome::Success)) = (at, outcome) {
+                        let took = now.saturating_sub(attempt.sent_at);
                         attempt.pick.endpoint().latency.record_nanos(took, p);
                     }
                     let won = attempt.nth > 0;
-                    let cancelled = h.cancel();
+                    let cancelled = h.cancel_at(at);
                     self.shared.stats.count_hedge_end(won, cancelled);
                     hedge.count_end(won, cancelled);
                     return Poll::Ready(result.map_err(Error::Inner));

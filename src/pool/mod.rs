@@ -294,6 +294,9 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     retry: Option<Retry>,
     /// Hedged calls ([`Pool::hedge`]), if set.
     hedging: Option<Arc<Hedging>>,
+    /// With a hedge at a percentile: the power of two choices weighs the calls in flight by
+    /// the endpoints' latency estimates.
+    latency_aware: bool,
     /// Slow start ([`Pool::slow_start`]), if set.
     ramp: Option<Ramp>,
     shared: Arc<Shared>,
@@ -375,6 +378,7 @@ where
             deadline: 0,
             retry: None,
             hedging: None,
+            latency_aware: false,
             ramp: None,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
@@ -843,6 +847,7 @@ where
                     ejections: e.outlier.multiplier(),
                     down: open && e.breaker.is_down(),
                     weight: self.weight_now(e, now),
+                    latency: e.latency.get(),
                     snapshot,
                 }
             })

@@ -169,7 +169,12 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 } else {
                     a
                 };
-                if endpoints[b].in_flight() < endpoints[a].in_flight() {
+                let lighter = if self.latency_aware {
+                    lighter_by_latency(&endpoints[b], &endpoints[a], r)
+                } else {
+                    endpoints[b].in_flight() < endpoints[a].in_flight()
+                };
+                if lighter {
                     [b, a]
                 } else {
                     [a, b]
@@ -273,6 +278,29 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             .no_endpoint
             .fetch_add(1, Ordering::Relaxed);
         Rejected::NoEndpoint { retry_after }
+    }
+}
+
+/// Whether `b` costs less than `a` by their calls in flight weighted by their latency (a
+/// pool that hedges at a percentile keeps a [`LatencyEstimate`](crate::retry::LatencyEstimate)
+/// per endpoint): `(in flight + 1) × estimate`, Finagle's power of two choices over peak
+/// latencies, so that a replica that answers slowly, whose calls a hedge cancels (and so
+/// takes out of its calls in flight), keeps being avoided. One pick in 32 (from the draw
+/// `r`) explores by calls in flight alone, so that a replica whose estimate is stale (it
+/// recovered, and lost every comparison since) still gets calls to learn from, with no
+/// timer to age its estimate. Without both estimates, by calls in flight alone.
+#[inline]
+fn lighter_by_latency<K, P: TripPolicy, O: Observer>(
+    b: &Endpoint<K, P, O>,
+    a: &Endpoint<K, P, O>,
+    r: u64,
+) -> bool {
+    let (in_b, in_a) = (b.in_flight() as u64, a.in_flight() as u64);
+    match (b.latency.nanos_now(), a.latency.nanos_now()) {
+        (Some(lb), Some(la)) if r.rotate_left(7) & 31 != 0 => {
+            (in_b + 1).saturating_mul(lb) < (in_a + 1).saturating_mul(la)
+        }
+        _ => in_b < in_a,
     }
 }
 

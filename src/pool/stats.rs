@@ -195,4 +195,9 @@ pub struct EndpointSnapshot<K> {
     /// ([`Pool::slow_start`](super::Pool::slow_start)): in (0, 1), 1 once ramped up (and
     /// without slow start).
     pub weight: f64,
+    /// Its calls' latency at the pool's hedge's percentile, as the pool estimates it
+    /// ([`Pool::hedge`](super::Pool::hedge) with
+    /// [`Hedge::at_percentile`](crate::retry::Hedge::at_percentile)); `None` before any is
+    /// known, and without such a hedge.
+    pub latency: Option<std::time::Duration>,
 }

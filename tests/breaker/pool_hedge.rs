@@ -480,3 +480,54 @@ fn a_hedge_whose_call_panics_while_built_fails_its_endpoint_and_cancels_the_firs
         (Some(0), Some(0))
     );
 }
+
+#[test]
+fn a_percentile_hedge_steers_the_first_attempts_away_from_a_slow_endpoint() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock, &["a", "b", "c"]).hedge(Hedge::at_percentile(0.95));
+    for _ in 0..60 {
+        let sent = Mutex::new(Vec::new());
+        let _ = drive(
+            &clock,
+            pool.call(timed(&clock, |_| 10 * MS, &sent), OkIsSuccess),
+            100,
+        );
+    }
+    clock.advance(Duration::from_secs(1));
+    // "a" turns slow: 200 ms a call. Each of its attempts is hedged, and cancelled once the
+    // hedge answers: the cancelled attempt ran longer than its estimate, which rises.
+    let slow = |key: &str| if key == "a" { 200 * MS } else { 10 * MS };
+    let mut first_on_a = 0;
+    let calls = 300;
+    for _ in 0..calls {
+        let sent = Mutex::new(Vec::new());
+        let (got, took) = drive(
+            &clock,
+            pool.call(timed(&clock, slow, &sent), OkIsSuccess),
+            1_000,
+        );
+        assert_ne!(got.unwrap(), "a");
+        assert!(took <= 40 * MS, "{took:?}");
+        if sent.into_inner().unwrap()[0] == "a" {
+            first_on_a += 1;
+        }
+    }
+    let estimate = |key| {
+        let snapshot = pool.snapshot();
+        snapshot
+            .endpoints
+            .iter()
+            .find(|e| e.key == key)
+            .unwrap()
+            .latency
+            .unwrap()
+    };
+    // Its attempts are cut off when the hedge answers (about 20 ms in), each one above its
+    // estimate: it rises above the others' 10 ms.
+    assert!(estimate("a") > 13 * MS, "{:?}", estimate("a"));
+    assert!(estimate("b") <= 11 * MS, "{:?}", estimate("b"));
+    // Plain power of two choices would send a third of the first attempts to "a" (each then
+    // hedged); weighed by latency, a few (one pick in 32 explores).
+    assert!(first_on_a * 10 < calls, "{first_on_a} of {calls}");
+    assert_eq!(pool.stats().hedges, first_on_a);
+}
