@@ -4,7 +4,7 @@
 //! Runs each scenario (all by default; `--short`: three short ones, as CI does) against each
 //! strategy, prints the table, and writes `results.md`, `results.json` and `lab.html` in
 //! `--out` (default `target/lab`). The replicas are this binary too: `upstream --node N
-//! --port P --seed S` and `blackhole --port P`, started by the lab itself.
+//! --port P --seed S [--mode M]` and `blackhole --port P`, started by the lab itself.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,7 +47,12 @@ fn serve(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("{flag}: {e}"))
     };
     let port = u16::try_from(number("--port")?).map_err(|e| format!("--port: {e}"))?;
-    upstream::serve(number("--node")? as usize, port, number("--seed")?).map_err(|e| e.to_string())
+    let mode = match value(args, "--mode") {
+        Ok(name) => upstream::Mode::parse(&name).ok_or_else(|| format!("--mode: {name:?}"))?,
+        Err(_) => upstream::Mode::Healthy,
+    };
+    upstream::serve(number("--node")? as usize, port, number("--seed")?, mode)
+        .map_err(|e| e.to_string())
 }
 
 /// What the command line asked for.
@@ -196,11 +201,17 @@ fn lab(args: &[String]) -> Result<(), String> {
         "cargo run -p lazybreaker-lab --release --{}",
         args.iter().map(|a| format!(" {a}")).collect::<String>()
     );
-    let table = format!(
+    let mut table = format!(
         "{}\nPhase by phase (before the fault · during it · after the recovery; attempts counted at the replicas):\n\n{}",
         report::table(&rows),
         report::phase_table(&rows)
     );
+    let focus = report::focus_table(&rows);
+    if !focus.is_empty() {
+        table.push_str(&format!(
+            "\nThe span each scenario's goal is judged on (cold-start: from the restart to the end of the warm-up):\n\n{focus}"
+        ));
+    }
     let header = format!(
         "{} replicas, {} calls/s open loop, {} deadline; fault from {} to {}, run {}.\n\n",
         setup.replicas,

@@ -111,6 +111,12 @@ impl Replicas {
 
     /// (Re)starts a healthy upstream on `node`'s port and waits until it answers.
     pub async fn restart(&mut self, node: usize) -> std::io::Result<()> {
+        self.restart_as(node, Mode::Healthy).await
+    }
+
+    /// (Re)starts an upstream on `node`'s port in `mode` from its start (a cold replica
+    /// counts its warm-up from there) and waits until it answers.
+    pub async fn restart_as(&mut self, node: usize, mode: Mode) -> std::io::Result<()> {
         self.kill(node).await;
         let port = self.ports[node];
         let child = self.spawn(&[
@@ -121,6 +127,8 @@ impl Replicas {
             port.to_string(),
             "--seed".into(),
             (self.seed + node as u64).to_string(),
+            "--mode".into(),
+            mode.as_str().into(),
         ])?;
         self.running[node] = Running::Upstream(child);
         wait_accepting(self.addr(node)).await

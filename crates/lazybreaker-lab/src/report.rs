@@ -36,6 +36,9 @@ pub struct Row {
     pub attempts: u64,
     /// Attempts per call: `attempts / calls` (under 1 when calls are turned away unsent).
     pub amplification: f64,
+    /// Extra attempts per call: `amplification - 1` (negative when calls are turned away
+    /// unsent, or refused, more than others are retried or hedged).
+    pub extra: f64,
     /// Latency of every call from when it was due, in milliseconds.
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -55,6 +58,9 @@ pub struct Row {
     pub wasted: u64,
     /// The figures of each phase: before the fault, during it, after the recovery.
     pub phases: Vec<Phase>,
+    /// The figures of the span the scenario's goal is judged on, when it has one
+    /// ([`Scenario::focus`]: `cold-start`'s warm-up).
+    pub focus: Option<Phase>,
 }
 
 /// One phase of a run: the calls due within it.
@@ -67,9 +73,12 @@ pub struct Phase {
     pub attempts: u64,
     /// `attempts / calls`.
     pub amplification: f64,
+    /// `amplification - 1`.
+    pub extra: f64,
     /// Successful calls per second of the phase.
     pub goodput: f64,
     pub p99_ms: f64,
+    pub p999_ms: f64,
     /// Calls that did not succeed within the deadline (what a user sees fail).
     pub failed: u64,
     /// Of those, the calls the strategy turned away unsent (failing fast).
@@ -115,29 +124,45 @@ fn phases(timeline: Timeline, samples: &[Sample], attempts: &[u64]) -> Vec<Phase
     PHASES
         .iter()
         .zip(spans)
-        .map(|(name, (from, to))| {
-            let within: Vec<&Sample> = samples
-                .iter()
-                .filter(|s| s.at >= from && s.at < to)
-                .collect();
-            let calls = within.len() as u64;
-            let ok = within.iter().filter(|s| s.answer.is_ok()).count() as u64;
-            let attempts = attempts_within(attempts, from, to);
-            Phase {
-                phase: (*name).to_owned(),
-                calls,
-                attempts,
-                amplification: per(attempts, calls),
-                goodput: ok as f64 / (to - from).as_secs_f64().max(1e-9),
-                p99_ms: ms(histogram(within.iter().copied()).value_at_quantile(0.99)),
-                failed: calls - ok,
-                unsent: within
-                    .iter()
-                    .filter(|s| s.answer == crate::client::Answer::Rejected)
-                    .count() as u64,
-            }
-        })
+        .map(|(name, (from, to))| phase(name, from, to, samples, attempts))
         .collect()
+}
+
+/// The figures of the calls of `samples` due in `from..to`, as phase `name`.
+fn phase(name: &str, from: Duration, to: Duration, samples: &[Sample], attempts: &[u64]) -> Phase {
+    let within: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.at >= from && s.at < to)
+        .collect();
+    let calls = within.len() as u64;
+    let ok = within.iter().filter(|s| s.answer.is_ok()).count() as u64;
+    let attempts = attempts_within(attempts, from, to);
+    let histogram = histogram(within.iter().copied());
+    Phase {
+        phase: name.to_owned(),
+        calls,
+        attempts,
+        amplification: per(attempts, calls),
+        extra: per(attempts, calls) - 1.0,
+        goodput: ok as f64 / (to - from).as_secs_f64().max(1e-9),
+        p99_ms: ms(histogram.value_at_quantile(0.99)),
+        p999_ms: ms(histogram.value_at_quantile(0.999)),
+        failed: calls - ok,
+        unsent: within
+            .iter()
+            .filter(|s| s.answer == crate::client::Answer::Rejected)
+            .count() as u64,
+    }
+}
+
+/// `x` with its sign, two decimals (`+0.00` rather than `-0.00`).
+fn signed(x: f64) -> String {
+    let x = (x * 100.0).round() / 100.0;
+    if x == 0.0 {
+        "+0.00".to_owned()
+    } else {
+        format!("{x:+.2}")
+    }
 }
 
 fn ms(d: u64) -> f64 {
@@ -209,6 +234,7 @@ pub fn row(
         goodput: ok as f64 / timeline.end.as_secs_f64(),
         attempts: attempted,
         amplification: per(attempted, calls),
+        extra: per(attempted, calls) - 1.0,
         p50_ms: ms(histogram.value_at_quantile(0.5)),
         p99_ms: ms(histogram.value_at_quantile(0.99)),
         p999_ms: ms(histogram.value_at_quantile(0.999)),
@@ -219,6 +245,9 @@ pub fn row(
         back_s: back_at.map(|i| seconds(i, timeline.recover_at)),
         wasted,
         phases: phases(timeline, samples, attempts),
+        focus: scenario
+            .focus(timeline)
+            .map(|(name, from, to)| phase(name, from, to, samples, attempts)),
     }
 }
 
@@ -266,8 +295,8 @@ pub fn windows(samples: &[Sample], end: Duration) -> Vec<Window> {
 /// The rows as a markdown table.
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | success | goodput/s | attempts/call | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| scenario | strategy | success | goodput/s | attempts/call | extra/call | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let secs = |s: Option<f64>, never: &str| {
         s.map_or(never.to_owned(), |s| {
@@ -278,12 +307,13 @@ pub fn table(rows: &[Row]) -> String {
     let count = |n: Option<u64>| n.map_or("all".to_owned(), |n| n.to_string());
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {:.2} % | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {:.2} % | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             r.success,
             r.goodput,
             r.amplification,
+            signed(r.extra),
             ms(r.p50_ms),
             ms(r.p99_ms),
             ms(r.p999_ms),
@@ -301,23 +331,97 @@ pub fn table(rows: &[Row]) -> String {
 /// during it and after the recovery.
 pub fn phase_table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | attempts/call | goodput/s | p99 | failed calls | of which unsent |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+        "| scenario | strategy | attempts/call | goodput/s | p99 | p999 | failed calls | of which unsent |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
     for r in rows {
         let cells =
             |f: &dyn Fn(&Phase) -> String| r.phases.iter().map(f).collect::<Vec<_>>().join(" · ");
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             cells(&|p| format!("{:.2}", p.amplification)),
             cells(&|p| format!("{:.0}", p.goodput)),
             cells(&|p| ms(p.p99_ms)),
+            cells(&|p| ms(p.p999_ms)),
             cells(&|p| p.failed.to_string()),
             cells(&|p| p.unsent.to_string()),
         ));
     }
     out
+}
+
+/// The rows whose scenario has a span of interest ([`Row::focus`]), over that span, as a
+/// markdown table; empty when none has.
+pub fn focus_table(rows: &[Row]) -> String {
+    let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
+    let mut out = String::new();
+    for r in rows {
+        let Some(f) = &r.focus else { continue };
+        if out.is_empty() {
+            out.push_str(
+                "| scenario | span | strategy | calls | failed | of which unsent | extra/call | p99 | p999 | p99 before the fault |\n\
+                 |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+            );
+        }
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.scenario,
+            f.phase,
+            r.strategy,
+            f.calls,
+            f.failed,
+            f.unsent,
+            signed(f.extra),
+            ms(f.p99_ms),
+            ms(f.p999_ms),
+            r.phases.first().map_or_else(String::new, |p| ms(p.p99_ms)),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Answer;
+
+    fn sample(at_ms: u64, latency_ms: u64, answer: Answer) -> Sample {
+        Sample {
+            at: Duration::from_millis(at_ms),
+            latency: Duration::from_millis(latency_ms),
+            answer,
+            node: Some(1),
+        }
+    }
+
+    #[test]
+    fn a_phase_counts_its_extra_attempts_and_its_tail() {
+        // 1 000 calls due in the first second, one a millisecond: the last one slow, one
+        // turned away; 1 100 attempts received for them (ten bins of 110).
+        let mut samples: Vec<Sample> = (0..1_000).map(|i| sample(i, 5, Answer::Ok)).collect();
+        samples[999].latency = Duration::from_millis(250);
+        samples[500].answer = Answer::Rejected;
+        let attempts = vec![110; 10];
+        let p = phase(
+            "x",
+            Duration::ZERO,
+            Duration::from_secs(1),
+            &samples,
+            &attempts,
+        );
+        assert_eq!(
+            (p.calls, p.attempts, p.failed, p.unsent),
+            (1_000, 1_100, 1, 1)
+        );
+        assert!((p.amplification - 1.1).abs() < 1e-9);
+        assert!((p.extra - 0.1).abs() < 1e-9);
+        assert!((p.p99_ms - 5.0).abs() < 0.01, "{p:?}");
+        assert!(p.p999_ms >= 5.0 && p.p999_ms <= p.p99_ms + 250.0, "{p:?}");
+        assert_eq!(signed(p.extra), "+0.10");
+        assert_eq!(signed(-0.001), "+0.00");
+        assert_eq!(signed(-0.25), "-0.25");
+    }
 }

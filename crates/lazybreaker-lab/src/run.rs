@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::client::{Answer, Http, Sent};
 use crate::replicas::Replicas;
-use crate::scenario::{Fault, Hit, Scenario, Timeline, STORM_CAPACITY};
+use crate::scenario::{Fault, Hit, Scenario, Timeline, RESTART_DOWN, STORM_CAPACITY};
 use crate::strategy::{self, HaProxy, Strategy};
 use crate::upstream::Mode;
 
@@ -91,15 +91,29 @@ pub async fn run(setup: &Setup, scenario: &Scenario, strategy_name: &str) -> std
                 }
                 Fault::FullQueue => replicas.blackhole(node).await,
                 Fault::Storm => replicas.storm(node, capacity).await,
+                Fault::ColdRestart => {
+                    replicas.kill(node).await;
+                    Ok(())
+                }
             };
             if let Err(e) = done {
                 eprintln!("fault on replica {node}: {e}");
             }
         }
+        if fault == Fault::ColdRestart {
+            tokio::time::sleep_until(start + timeline.fault_at + RESTART_DOWN).await;
+            for &node in &hit {
+                if let Err(e) = replicas.restart_as(node, Mode::Cold).await {
+                    eprintln!("cold restart of replica {node}: {e}");
+                }
+            }
+        }
         tokio::time::sleep_until(start + timeline.recover_at).await;
         for &node in &hit {
             let done = match fault {
-                Fault::Mode(_) | Fault::Storm => replicas.set(node, Mode::Healthy).await,
+                Fault::Mode(_) | Fault::Storm | Fault::ColdRestart => {
+                    replicas.set(node, Mode::Healthy).await
+                }
                 Fault::Refuse | Fault::FullQueue => replicas.restart(node).await,
             };
             if let Err(e) = done {

@@ -17,7 +17,14 @@ pub enum Fault {
     /// The replica sheds (503, [`Mode::Storm`]) what it receives beyond
     /// [`STORM_CAPACITY`] of its fair share of the load.
     Storm,
+    /// The replica's process is killed (connections refused) and restarted
+    /// [`RESTART_DOWN`] later, cold ([`Mode::Cold`]): slow at first, warming up over
+    /// [`COLD_WARMUP`](crate::upstream::COLD_WARMUP).
+    ColdRestart,
 }
+
+/// How long a cold-restarting replica is down before it returns.
+pub const RESTART_DOWN: Duration = Duration::from_millis(500);
 
 /// A storming replica's capacity, as a share of its fair share of the load (the rate over
 /// the replicas): 80 %, so that even without a retry a fifth of the calls are shed.
@@ -79,6 +86,20 @@ pub const ALL: &[Scenario] = &[
         name: "slow",
         what: "one replica answers 20 times slower (around 100 ms, up to 800 ms), then recovers",
         fault: Fault::Mode(Mode::Slow),
+        hit: Hit::One,
+        isolate: true,
+    },
+    Scenario {
+        name: "cold-start",
+        what: "one replica restarts (connections refused for 0.5 s), then returns cold: its latency 15 times the healthy one (around 75 ms, up to 600 ms) at first, easing linearly to normal over 3 s, its health check passing at once",
+        fault: Fault::ColdRestart,
+        hit: Hit::One,
+        isolate: false,
+    },
+    Scenario {
+        name: "flapping",
+        what: "one replica alternates a second answering 500 to everything (its health check too) and a second healthy, then recovers",
+        fault: Fault::Mode(Mode::Flapping),
         hit: Hit::One,
         isolate: true,
     },
@@ -145,6 +166,22 @@ impl Timeline {
         recover_at: Duration::from_millis(2_500),
         end: Duration::from_secs(4),
     };
+}
+
+impl Scenario {
+    /// The span of the run its goal is judged on, when it is not the fault's: `cold-start`'s
+    /// warm-up (from the fault to the end of the warm-up, the restart included), named.
+    pub fn focus(&self, timeline: Timeline) -> Option<(&'static str, Duration, Duration)> {
+        match self.fault {
+            Fault::ColdRestart => {
+                let from = timeline.fault_at;
+                let to =
+                    (from + RESTART_DOWN + crate::upstream::COLD_WARMUP).min(timeline.recover_at);
+                Some(("warm-up", from, to))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The scenario named `name`.

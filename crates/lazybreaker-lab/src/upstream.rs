@@ -39,6 +39,34 @@ pub enum Mode {
     /// receives beyond its capacity, `(rate - capacity) / rate`, else healthy: it serves its
     /// capacity and sheds the rest, so every extra attempt raises everyone's odds of a 503.
     Storm,
+    /// Just restarted and cold (caches empty, code not warmed up): healthy latencies
+    /// multiplied by [`COLD_FACTOR`] at first, the factor easing linearly to 1 over
+    /// [`COLD_WARMUP`] from when the mode was set (or the process started in it); `/health`
+    /// answers at once (a readiness check passes: the process is up).
+    Cold,
+    /// Flapping: answers 500 to everything (its `/health` too) for [`FLAP_PERIOD`], then is
+    /// healthy for as long, and so on, from when the mode was set.
+    Flapping,
+}
+
+/// A cold replica's latency factor when it returns.
+pub const COLD_FACTOR: f64 = 15.0;
+/// How long a cold replica takes to warm up to its healthy latency.
+pub const COLD_WARMUP: Duration = Duration::from_secs(3);
+/// Each half of a flapping replica's cycle: this long failing, this long healthy.
+pub const FLAP_PERIOD: Duration = Duration::from_secs(1);
+
+/// A cold replica's latency factor `since` after it returned: [`COLD_FACTOR`] at first,
+/// easing linearly to 1 at [`COLD_WARMUP`], 1 after.
+pub fn cold_factor(since: Duration) -> f64 {
+    let left = 1.0 - (since.as_secs_f64() / COLD_WARMUP.as_secs_f64()).min(1.0);
+    1.0 + (COLD_FACTOR - 1.0) * left
+}
+
+/// Whether a flapping replica fails `since` the mode was set: the first [`FLAP_PERIOD`]
+/// fails, the next does not, and so on.
+pub fn flap_fails(since: Duration) -> bool {
+    (since.as_nanos() / FLAP_PERIOD.as_nanos()).is_multiple_of(2)
 }
 
 impl Mode {
@@ -52,6 +80,8 @@ impl Mode {
             Self::Gray => "gray",
             Self::Overloaded => "overloaded",
             Self::Storm => "storm",
+            Self::Cold => "cold",
+            Self::Flapping => "flapping",
         }
     }
 
@@ -64,14 +94,17 @@ impl Mode {
             Self::Gray,
             Self::Overloaded,
             Self::Storm,
+            Self::Cold,
+            Self::Flapping,
         ]
         .get(usize::from(n))
         .copied()
         .unwrap_or(Self::Healthy)
     }
 
-    fn parse(name: &str) -> Option<Self> {
-        (0..7).map(Self::from_u8).find(|m| m.as_str() == name)
+    /// The mode named `name` on the control endpoint.
+    pub fn parse(name: &str) -> Option<Self> {
+        (0..9).map(Self::from_u8).find(|m| m.as_str() == name)
     }
 }
 
@@ -80,6 +113,9 @@ impl Mode {
 struct Replica {
     node: usize,
     mode: AtomicU8,
+    /// When the mode was last set (or the process started): a cold replica's return, a
+    /// flapping one's first failing second.
+    since: std::sync::Mutex<Instant>,
     received: AtomicU64,
     /// Gray: whether the last call failed (never two in a row).
     failed_last: AtomicBool,
@@ -152,6 +188,13 @@ impl Replica {
         Mode::from_u8(self.mode.load(Ordering::Relaxed))
     }
 
+    /// How long ago the mode was set.
+    fn since(&self) -> Duration {
+        self.since
+            .lock()
+            .map_or(Duration::ZERO, |since| since.elapsed())
+    }
+
     /// A healthy latency: 2 ms plus an exponential of mean 3 ms, at most 40 ms.
     fn latency(&self) -> Duration {
         let u = self.rng.lock().map_or(0.5, |mut r| r.f64());
@@ -206,6 +249,19 @@ async fn work(State(replica): State<Arc<Replica>>, Query(due): Query<Due>) -> Re
             tokio::time::sleep(replica.latency() * 20).await;
             replica.tagged(StatusCode::OK)
         }
+        Mode::Cold => {
+            let factor = cold_factor(replica.since());
+            tokio::time::sleep(replica.latency().mul_f64(factor)).await;
+            replica.tagged(StatusCode::OK)
+        }
+        Mode::Flapping => {
+            if flap_fails(replica.since()) {
+                replica.tagged(StatusCode::INTERNAL_SERVER_ERROR)
+            } else {
+                tokio::time::sleep(replica.latency()).await;
+                replica.tagged(StatusCode::OK)
+            }
+        }
         Mode::Gray => {
             tokio::time::sleep(replica.latency()).await;
             let fail = replica.chance() < 0.005 && !replica.failed_last.load(Ordering::Relaxed);
@@ -254,6 +310,9 @@ async fn health(State(replica): State<Arc<Replica>>) -> Response {
             tokio::time::sleep(replica.latency() * 20).await;
             replica.tagged(StatusCode::OK)
         }
+        Mode::Flapping if flap_fails(replica.since()) => {
+            replica.tagged(StatusCode::INTERNAL_SERVER_ERROR)
+        }
         _ => replica.tagged(StatusCode::OK),
     }
 }
@@ -269,6 +328,9 @@ async fn set_mode(State(replica): State<Arc<Replica>>, Query(q): Query<Set>) -> 
         Some(mode) => {
             if let Some(capacity) = q.capacity {
                 replica.capacity.store(capacity, Ordering::Relaxed);
+            }
+            if let Ok(mut since) = replica.since.lock() {
+                *since = Instant::now();
             }
             replica.mode.store(mode as u8, Ordering::Relaxed);
             StatusCode::OK
@@ -294,8 +356,9 @@ async fn attempts(State(replica): State<Arc<Replica>>) -> String {
         .join(",")
 }
 
-/// Serves replica `node` on `port` (127.0.0.1) until the process is killed.
-pub fn serve(node: usize, port: u16, seed: u64) -> std::io::Result<()> {
+/// Serves replica `node` on `port` (127.0.0.1) in `mode` (from its start: a cold replica's
+/// return) until the process is killed.
+pub fn serve(node: usize, port: u16, seed: u64, mode: Mode) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -303,7 +366,8 @@ pub fn serve(node: usize, port: u16, seed: u64) -> std::io::Result<()> {
     runtime.block_on(async move {
         let replica = Arc::new(Replica {
             node,
-            mode: AtomicU8::new(Mode::Healthy as u8),
+            mode: AtomicU8::new(mode as u8),
+            since: std::sync::Mutex::new(Instant::now()),
             received: AtomicU64::new(0),
             failed_last: AtomicBool::new(false),
             window: arrivals::Window::new(),
@@ -355,4 +419,27 @@ pub fn blackhole(port: u16) -> std::io::Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cold_replica_warms_up_linearly_and_a_flapping_one_alternates() {
+        assert!((cold_factor(Duration::ZERO) - COLD_FACTOR).abs() < 1e-9);
+        let half = cold_factor(COLD_WARMUP / 2);
+        assert!((half - (1.0 + COLD_FACTOR) / 2.0).abs() < 1e-9, "{half}");
+        assert!((cold_factor(COLD_WARMUP) - 1.0).abs() < 1e-9);
+        assert!((cold_factor(COLD_WARMUP * 10) - 1.0).abs() < 1e-9);
+        assert!(flap_fails(Duration::ZERO));
+        assert!(flap_fails(FLAP_PERIOD / 2));
+        assert!(!flap_fails(FLAP_PERIOD));
+        assert!(!flap_fails(FLAP_PERIOD * 3 / 2));
+        assert!(flap_fails(FLAP_PERIOD * 2));
+        for mode in (0..9).map(Mode::from_u8) {
+            assert_eq!(Mode::parse(mode.as_str()), Some(mode));
+        }
+        assert_eq!(Mode::parse("no such mode"), None);
+    }
 }
