@@ -107,6 +107,7 @@ fn most_attempts(strategy: &str) -> f64 {
     match strategy {
         "naive retry" => 4.0,
         "lazybreaker pool + retry" | "tower retry + p2c" | "haproxy + retries" => 3.0,
+        "lazybreaker pool + hedge" | "tower hedge + p2c" => 2.0,
         _ => 1.0,
     }
 }

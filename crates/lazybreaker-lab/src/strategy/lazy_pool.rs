@@ -29,13 +29,14 @@ pub(super) struct LazyPool {
     http: Http,
     addrs: Arc<Vec<SocketAddr>>,
     pool: Pool<usize>,
-    /// With a retry: each attempt's timeout (within what is left of the deadline).
+    /// With a retry or a hedge: each attempt's timeout (within what is left of the
+    /// deadline).
     attempt: Option<Duration>,
 }
 
 impl LazyPool {
     pub(super) fn new(http: Http, addrs: Vec<SocketAddr>) -> Self {
-        Self::with(http, addrs, None)
+        Self::configured(http, addrs, None, |pool| pool)
     }
 
     /// The pool with `retry` ([`Pool::retry`]), each attempt within `attempt` and what is
@@ -46,10 +47,17 @@ impl LazyPool {
         retry: Retry,
         attempt: Duration,
     ) -> Self {
-        Self::with(http, addrs, Some((retry, attempt)))
+        Self::configured(http, addrs, Some(attempt), |pool| pool.retry(retry))
     }
 
-    fn with(http: Http, addrs: Vec<SocketAddr>, retry: Option<(Retry, Duration)>) -> Self {
+    /// The pool as `configure` leaves it (a hedge, a retry, a slow start), each attempt
+    /// within `attempt` (when given) and what is left of the call's deadline.
+    pub(super) fn configured(
+        http: Http,
+        addrs: Vec<SocketAddr>,
+        attempt: Option<Duration>,
+        configure: impl FnOnce(Pool<usize>) -> Pool<usize>,
+    ) -> Self {
         let addrs = Arc::new(addrs);
         let (checker, checked) = (http.clone(), Arc::clone(&addrs));
         let pool = Pool::new(|n: &usize| Breaker::builder().name(format!("n{n}")))
@@ -63,10 +71,7 @@ impl LazyPool {
                         .is_ok()
                 }
             });
-        let (pool, attempt) = match retry {
-            Some((retry, attempt)) => (pool.retry(retry), Some(attempt)),
-            None => (pool, None),
-        };
+        let pool = configure(pool);
         pool.set(0..addrs.len());
         Self {
             http,
@@ -74,6 +79,11 @@ impl LazyPool {
             pool,
             attempt,
         }
+    }
+
+    /// The pool.
+    pub(super) fn pool(&self) -> &Pool<usize> {
+        &self.pool
     }
 }
 

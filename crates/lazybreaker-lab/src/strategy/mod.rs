@@ -1,16 +1,18 @@
 //! The strategies a client can take against the same replicas, one at a time: no breaker,
-//! lazybreaker per node or as a pool (alone, behind a throttle, or retrying), the peers per
-//! node (tower's p2c with or without its retry budget), a naive retry, and a load balancer
-//! in front (with or without retries).
+//! lazybreaker per node or as a pool (alone, behind a throttle, retrying or hedging), the
+//! peers per node (tower's p2c alone, with its retry budget or with its hedge), a naive
+//! retry, and a load balancer in front (with or without retries).
 
 mod failsafe_per_node;
 mod haproxy;
 mod lazy_per_node;
 mod lazy_pool;
+mod lazy_pool_hedge;
 mod lazy_pool_retry;
 mod lazy_pool_throttled;
 mod naive_retry;
 mod no_breaker;
+mod tower_hedge;
 mod tower_p2c;
 mod tower_retry;
 
@@ -52,8 +54,10 @@ pub const NAMES: &[&str] = &[
     "lazybreaker pool",
     "lazybreaker pool + throttle",
     "lazybreaker pool + retry",
+    "lazybreaker pool + hedge",
     "tower-resilience p2c",
     "tower retry + p2c",
+    "tower hedge + p2c",
     "failsafe per node",
     "naive retry",
     "haproxy",
@@ -75,7 +79,11 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
         "lazybreaker pool + retry" => {
             Box::new(lazy_pool_retry::LazyPoolRetry::new(http.clone(), addrs))
         }
+        "lazybreaker pool + hedge" => {
+            Box::new(lazy_pool_hedge::LazyPoolHedge::new(http.clone(), addrs))
+        }
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
+        "tower hedge + p2c" => Box::new(tower_hedge::TowerHedge::new(http.clone(), addrs)),
         "tower retry + p2c" => Box::new(tower_retry::TowerRetry::new(http.clone(), addrs)),
         "naive retry" => Box::new(naive_retry::NaiveRetry::new(http.clone(), addrs)),
         "failsafe per node" => {
