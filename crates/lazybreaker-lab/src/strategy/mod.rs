@@ -1,5 +1,5 @@
 //! The strategies a client can take against the same replicas, one at a time: no breaker,
-//! lazybreaker per node or as a pool (alone, behind a throttle, retrying or hedging), the
+//! lazybreaker per node or as a pool (alone, behind a throttle, retrying, hedging or ramping up a returning replica), the
 //! peers per node (tower's p2c alone, with its retry budget or with its hedge), a naive
 //! retry, and a load balancer in front (with or without retries).
 
@@ -9,6 +9,7 @@ mod lazy_per_node;
 mod lazy_pool;
 mod lazy_pool_hedge;
 mod lazy_pool_retry;
+mod lazy_pool_slow_start;
 mod lazy_pool_throttled;
 mod naive_retry;
 mod no_breaker;
@@ -55,6 +56,7 @@ pub const NAMES: &[&str] = &[
     "lazybreaker pool + throttle",
     "lazybreaker pool + retry",
     "lazybreaker pool + hedge",
+    "lazybreaker pool + slow start",
     "tower-resilience p2c",
     "tower retry + p2c",
     "tower hedge + p2c",
@@ -82,6 +84,10 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
         "lazybreaker pool + hedge" => {
             Box::new(lazy_pool_hedge::LazyPoolHedge::new(http.clone(), addrs))
         }
+        "lazybreaker pool + slow start" => Box::new(lazy_pool_slow_start::LazyPoolSlowStart::new(
+            http.clone(),
+            addrs,
+        )),
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
         "tower hedge + p2c" => Box::new(tower_hedge::TowerHedge::new(http.clone(), addrs)),
         "tower retry + p2c" => Box::new(tower_retry::TowerRetry::new(http.clone(), addrs)),

@@ -1,0 +1,44 @@
+//! The `lazybreaker pool` strategy with slow start: `Pool::slow_start(SlowStart::new(3 s))`
+//! with its defaults (aggression 1.0: the weight of a returning replica grows linearly;
+//! at least 10 %), so that a replica that comes back (its breaker closed after a trip, a
+//! failed check, a hang) takes a share of the picks ramping up over 3 s instead of its
+//! whole share at once.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+
+use lazybreaker::pool::SlowStart;
+
+use super::lazy_pool::LazyPool;
+use super::Strategy;
+use crate::client::{Http, Sent};
+
+/// The ramp's window (the `cold-start` replica's warm-up).
+const WINDOW: Duration = Duration::from_secs(3);
+
+#[derive(Debug)]
+pub(super) struct LazyPoolSlowStart {
+    pool: LazyPool,
+}
+
+impl LazyPoolSlowStart {
+    pub(super) fn new(http: Http, addrs: Vec<SocketAddr>) -> Self {
+        Self {
+            pool: LazyPool::configured(http, addrs, None, |pool| {
+                pool.slow_start(SlowStart::new(WINDOW))
+            }),
+        }
+    }
+}
+
+impl Strategy for LazyPoolSlowStart {
+    fn name(&self) -> &'static str {
+        "lazybreaker pool + slow start"
+    }
+
+    fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
+        Box::pin(self.pool.send(at))
+    }
+}
