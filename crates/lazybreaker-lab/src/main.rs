@@ -13,7 +13,7 @@ use lazybreaker::human;
 use lazybreaker_lab::report::{self, Row};
 use lazybreaker_lab::run::{self, Setup};
 use lazybreaker_lab::scenario::{self, Scenario, Timeline};
-use lazybreaker_lab::strategy::{HaProxy, NAMES};
+use lazybreaker_lab::strategy::{HaProxy, NAMES, VARIANTS};
 use lazybreaker_lab::{plot, upstream};
 
 fn main() {
@@ -121,10 +121,11 @@ fn options(args: &[String]) -> Result<Options, String> {
         return Err("--replicas: at least 2 (one sick, one to fall back on)".into());
     }
     for s in &o.strategies {
-        if !NAMES.contains(&s.as_str()) {
+        if !NAMES.contains(&s.as_str()) && !VARIANTS.contains(&s.as_str()) {
             return Err(format!(
-                "unknown strategy {s:?}: one of {}",
-                NAMES.join(", ")
+                "unknown strategy {s:?}: one of {}, {}",
+                NAMES.join(", "),
+                VARIANTS.join(", ")
             ));
         }
     }

@@ -9,8 +9,9 @@ use crate::report::{self, Row, WINDOW};
 use crate::run::Sample;
 use crate::scenario::{Scenario, Timeline};
 
-/// Each strategy's colour, in [`crate::strategy::NAMES`]'s order.
-const COLOURS: [RGBColor; 7] = [
+/// Each strategy's colour, in [`crate::strategy::NAMES`]'s order (then the
+/// [`VARIANTS`](crate::strategy::VARIANTS)').
+const COLOURS: [RGBColor; 14] = [
     RGBColor(120, 120, 120),
     RGBColor(31, 95, 191),
     RGBColor(0, 140, 90),
@@ -18,6 +19,13 @@ const COLOURS: [RGBColor; 7] = [
     RGBColor(200, 120, 0),
     RGBColor(150, 60, 170),
     RGBColor(200, 40, 40),
+    RGBColor(0, 200, 60),
+    RGBColor(230, 180, 0),
+    RGBColor(120, 70, 20),
+    RGBColor(240, 110, 170),
+    RGBColor(20, 20, 120),
+    RGBColor(90, 160, 60),
+    RGBColor(0, 0, 0),
 ];
 
 /// The p99 is read over windows this long (enough calls for a 99th percentile).
@@ -29,6 +37,7 @@ pub type Runs<'a> = [(&'a str, Vec<Sample>)];
 fn colour(strategy: &str) -> RGBColor {
     let i = crate::strategy::NAMES
         .iter()
+        .chain(crate::strategy::VARIANTS)
         .position(|n| *n == strategy)
         .unwrap_or(0);
     COLOURS[i % COLOURS.len()]

@@ -66,6 +66,15 @@ pub const NAMES: &[&str] = &[
     "haproxy + retries",
 ];
 
+/// Variants of the strategies above, run only when named (`--strategies`): the hedge's
+/// settings, to tell what its percentile estimate and its wake by the picks cost.
+pub const VARIANTS: &[&str] = &[
+    "lazybreaker pool + hedge after 12ms",
+    "lazybreaker pool + hedge p99",
+    "lazybreaker pool + slow start 6s/0.5",
+    "lazybreaker pool + hedge + slow start",
+];
+
 /// The strategy named `name` over `addrs` (HAProxy, with or without retries, is started
 /// apart: [`HaProxy`]).
 pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn Strategy>> {
@@ -84,10 +93,40 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
         "lazybreaker pool + hedge" => {
             Box::new(lazy_pool_hedge::LazyPoolHedge::new(http.clone(), addrs))
         }
+        "lazybreaker pool + hedge after 12ms" => Box::new(lazy_pool_hedge::LazyPoolHedge::with(
+            http.clone(),
+            addrs,
+            lazybreaker::retry::Hedge::after(Duration::from_millis(12)),
+            "lazybreaker pool + hedge after 12ms",
+        )),
+        "lazybreaker pool + hedge p99" => Box::new(lazy_pool_hedge::LazyPoolHedge::with(
+            http.clone(),
+            addrs,
+            lazybreaker::retry::Hedge::at_percentile(0.99),
+            "lazybreaker pool + hedge p99",
+        )),
         "lazybreaker pool + slow start" => Box::new(lazy_pool_slow_start::LazyPoolSlowStart::new(
             http.clone(),
             addrs,
         )),
+        "lazybreaker pool + slow start 6s/0.5" => {
+            Box::new(lazy_pool_slow_start::LazyPoolSlowStart::with(
+                http.clone(),
+                addrs,
+                lazybreaker::pool::SlowStart::new(Duration::from_secs(6)).aggression(0.5),
+                None,
+                "lazybreaker pool + slow start 6s/0.5",
+            ))
+        }
+        "lazybreaker pool + hedge + slow start" => {
+            Box::new(lazy_pool_slow_start::LazyPoolSlowStart::with(
+                http.clone(),
+                addrs,
+                lazybreaker::pool::SlowStart::new(Duration::from_secs(3)),
+                Some(lazybreaker::retry::Hedge::at_percentile(0.95)),
+                "lazybreaker pool + hedge + slow start",
+            ))
+        }
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
         "tower hedge + p2c" => Box::new(tower_hedge::TowerHedge::new(http.clone(), addrs)),
         "tower retry + p2c" => Box::new(tower_retry::TowerRetry::new(http.clone(), addrs)),
@@ -130,5 +169,32 @@ fn rejected() -> Sent {
     Sent {
         answer: Answer::Rejected,
         node: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_and_variant_builds_under_its_own_name() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let _entered = runtime.enter();
+        let http = Http::new(Duration::from_millis(300));
+        let addrs: Vec<SocketAddr> = (1..=3)
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+            .collect();
+        for name in NAMES.iter().chain(VARIANTS) {
+            if HaProxy::NAMES.contains(name) {
+                assert!(build(name, &http, &addrs).is_none(), "{name}: started apart");
+                continue;
+            }
+            let strategy = build(name, &http, &addrs).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(strategy.name(), *name);
+        }
+        assert!(build("no such strategy", &http, &addrs).is_none());
     }
 }
