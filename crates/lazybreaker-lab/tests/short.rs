@@ -147,17 +147,19 @@ fn the_replicas_count_each_attempt_and_the_pool_retries_within_its_budget() {
             assert!(before.amplification >= 1.0, "{name}: {before:?}");
         }
     }
-    // A one-replica fault: the pool's retry goes elsewhere and saves calls the pool alone
-    // loses.
+    // A one-replica fault: the pool's retry, and its hedge (a failed attempt hedged at
+    // once), go elsewhere and save calls the pool alone loses.
     for scenario in ["errors", "hang", "refuse"] {
-        let (retrying, alone) = (
-            row(rows, scenario, "lazybreaker pool + retry"),
-            row(rows, scenario, "lazybreaker pool"),
-        );
-        assert!(
-            retrying.phases[1].failed <= alone.phases[1].failed,
-            "{scenario}: {retrying:?} against {alone:?}"
-        );
+        for strategy in ["lazybreaker pool + retry", "lazybreaker pool + hedge"] {
+            let (retrying, alone) = (
+                row(rows, scenario, strategy),
+                row(rows, scenario, "lazybreaker pool"),
+            );
+            assert!(
+                retrying.phases[1].failed <= alone.phases[1].failed,
+                "{scenario} / {strategy}: {retrying:?} against {alone:?}"
+            );
+        }
     }
     // A storm: the pool's retries stay within the default budget (20 % of the calls plus a
     // reserve of 10 a second over its 10 s ttl, which the short run does not outlast), where

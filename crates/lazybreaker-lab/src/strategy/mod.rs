@@ -189,7 +189,10 @@ mod tests {
             .collect();
         for name in NAMES.iter().chain(VARIANTS) {
             if HaProxy::NAMES.contains(name) {
-                assert!(build(name, &http, &addrs).is_none(), "{name}: started apart");
+                assert!(
+                    build(name, &http, &addrs).is_none(),
+                    "{name}: started apart"
+                );
                 continue;
             }
             let strategy = build(name, &http, &addrs).unwrap_or_else(|| panic!("{name}"));
