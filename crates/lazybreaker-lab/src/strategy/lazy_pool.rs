@@ -28,7 +28,7 @@ const CHECK_DEADLINE: Duration = Duration::from_millis(200);
 pub(super) struct LazyPool {
     http: Http,
     addrs: Arc<Vec<SocketAddr>>,
-    pool: Pool<usize>,
+    pool: Arc<Pool<usize>>,
     /// With a retry or a hedge: each attempt's timeout (within what is left of the
     /// deadline).
     attempt: Option<Duration>,
@@ -71,7 +71,7 @@ impl LazyPool {
                         .is_ok()
                 }
             });
-        let pool = configure(pool);
+        let pool = Arc::new(configure(pool));
         pool.set(0..addrs.len());
         Self {
             http,
@@ -82,7 +82,7 @@ impl LazyPool {
     }
 
     /// The pool.
-    pub(super) fn pool(&self) -> &Pool<usize> {
+    pub(super) fn pool(&self) -> &Arc<Pool<usize>> {
         &self.pool
     }
 }

@@ -67,10 +67,13 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// Variants of the strategies above, run only when named (`--strategies`): the hedge's
-/// settings, to tell what its percentile estimate and its wake by the picks cost.
+/// settings, to tell what its percentile estimate and its wake by the picks cost (the
+/// ticker: a pick every millisecond, dropped unused, wakes a waiting hedge as a timer
+/// would), and slow start's.
 pub const VARIANTS: &[&str] = &[
     "lazybreaker pool + hedge after 12ms",
     "lazybreaker pool + hedge p99",
+    "lazybreaker pool + hedge + 1ms ticker",
     "lazybreaker pool + slow start 6s/0.5",
     "lazybreaker pool + hedge + slow start",
 ];
@@ -109,6 +112,15 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
             http.clone(),
             addrs,
         )),
+        "lazybreaker pool + hedge + 1ms ticker" => {
+            Box::new(lazy_pool_hedge::LazyPoolHedge::ticking(
+                http.clone(),
+                addrs,
+                lazybreaker::retry::Hedge::at_percentile(0.95),
+                Duration::from_millis(1),
+                "lazybreaker pool + hedge + 1ms ticker",
+            ))
+        }
         "lazybreaker pool + slow start 6s/0.5" => {
             Box::new(lazy_pool_slow_start::LazyPoolSlowStart::with(
                 http.clone(),
