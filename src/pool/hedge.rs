@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use crate::breaker::gate;
 use crate::breaker::BreakerSeam;
 use crate::classify::Classify;
+use crate::clock::ClockSource;
 use crate::contain;
 use crate::error::{ConfigError, Error};
 use crate::nanos::Nanos;
@@ -304,8 +305,10 @@ where
     ///   no attempt is left in flight). The call's result is the first success, exclusion
     ///   or deferred verdict; with none, the last failure.
     ///
-    /// A setting for building the pool. A hedge whose settings are out of range hedges
-    /// nothing ([`try_hedge`](Pool::try_hedge) refuses it). Counted in
+    /// A setting for building the pool, before its first endpoint: a pool given no
+    /// [`clock`](Pool::clock) then reads the precise one (the processor's counter), as a
+    /// breaker that times its calls does, since the coarse one ticks every 1 to 4 ms. A
+    /// hedge whose settings are out of range hedges nothing ([`try_hedge`](Pool::try_hedge) refuses it). Counted in
     /// [`PoolStats`](super::PoolStats) (`hedges`, `hedges_won`, `hedges_cancelled`,
     /// `hedges_budget_denied`) and in the hedge's own [`stats`](Hedge::stats).
     ///
@@ -352,6 +355,13 @@ where
             .validate()
             .is_ok()
             .then(|| Arc::new(Hedging::new(hedge)));
+        // Delays of milliseconds want a clock finer than the coarse one (1 to 4 ms a tick):
+        // the precise one, unless the pool was given a clock.
+        if self.clock.is_none() && self.hedging.is_some() {
+            if let Some(shared) = Arc::get_mut(&mut self.shared) {
+                shared.clock = ClockSource::default_for(true, Duration::from_micros(10));
+            }
+        }
         self.latency_aware = self
             .hedging
             .as_ref()

@@ -298,7 +298,9 @@ fn lighter_by_latency<K, P: TripPolicy, O: Observer>(
     let (in_b, in_a) = (b.in_flight() as u64, a.in_flight() as u64);
     match (b.latency.nanos_now(), a.latency.nanos_now()) {
         (Some(lb), Some(la)) if r.rotate_left(7) & 31 != 0 => {
-            (in_b + 1).saturating_mul(lb) < (in_a + 1).saturating_mul(la)
+            // Equal costs: the faster one (a queue on a fast replica moves).
+            let (cost_b, cost_a) = ((in_b + 1).saturating_mul(lb), (in_a + 1).saturating_mul(la));
+            (cost_b, lb) < (cost_a, la)
         }
         _ => in_b < in_a,
     }

@@ -523,9 +523,11 @@ fn a_percentile_hedge_steers_the_first_attempts_away_from_a_slow_endpoint() {
             .unwrap()
     };
     // Its attempts are cut off when the hedge answers (about 20 ms in), each one above its
-    // estimate: it rises above the others' 10 ms.
-    assert!(estimate("a") > 13 * MS, "{:?}", estimate("a"));
-    assert!(estimate("b") <= 11 * MS, "{:?}", estimate("b"));
+    // estimate: it rises by a step (an eighth, times 0.95) with each, from about 10 ms.
+    if first_on_a >= 2 {
+        assert!(estimate("a") > 12 * MS, "{:?}", estimate("a"));
+    }
+    assert!(estimate("b") <= 12 * MS, "{:?}", estimate("b"));
     // Plain power of two choices would send a third of the first attempts to "a" (each then
     // hedged); weighed by latency, a few (one pick in 32 explores).
     assert!(first_on_a * 10 < calls, "{first_on_a} of {calls}");
