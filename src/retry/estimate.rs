@@ -72,13 +72,16 @@ impl LatencyEstimate {
         let next = if m == 0 {
             latency.max(1)
         } else if latency > m {
-            // Whole steps, not cut at the latency: a step cut short would move the estimate
-            // up less than `p` of a step on average, and settle it below its quantile.
+            // A whole step up, not cut at the latency: cut, the steps up would average less
+            // than `p` of a step, and settle the estimate below its quantile (the long tail
+            // above an estimate is mostly just above it).
             let up = ((m as u128 * (STEP as f64 * p) as u128) >> 16) as u64;
             m.saturating_add(up.max(1))
         } else {
+            // Down, not below the latency: a steady latency is its own estimate (the step
+            // down, `1 − p` of one, is small where a hedge's quantile is high).
             let down = ((m as u128 * (STEP as f64 * (1.0 - p)) as u128) >> 16) as u64;
-            m.saturating_sub(down).max(1)
+            m.saturating_sub(down).max(latency).max(1)
         };
         self.nanos.store(next, Ordering::Relaxed);
     }

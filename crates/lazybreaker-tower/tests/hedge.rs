@@ -325,20 +325,25 @@ async fn a_percentile_hedge_learns_its_delay() {
     assert_eq!(hedge.stats().hedges, 0);
     assert_eq!(layer.estimate().get(), Some(MS * 500), "the first latency");
 
-    // Calls of 20 ms bring the median down to them.
+    // Calls of 20 ms bring the median down to them (within a step: an eighth, times 0.5).
     for n in 0..100 {
         script.then(Some(20), true);
         service.ready().await.unwrap().call(n).await.unwrap();
     }
-    assert_eq!(layer.estimate().get(), Some(MS * 20));
+    let delay = layer.estimate().get().unwrap();
+    assert!(delay >= MS * 19 && delay <= MS * 22, "{delay:?}");
     assert_eq!(hedge.stats().hedges, 0);
 
-    // A slow one now is hedged after 20 ms.
+    // A slow one now is hedged after that delay, and the hedge answers 20 ms later.
     script.then(Some(1_000), true).then(Some(20), true);
     let started = Instant::now();
     let (_, index) = service.ready().await.unwrap().call(7).await.unwrap();
     assert_eq!(index, 102, "the hedge's answer");
-    assert_eq!(started.elapsed(), MS * 40);
+    let took = started.elapsed();
+    assert!(
+        took >= delay + MS * 20 && took <= delay + MS * 21,
+        "{took:?} {delay:?}"
+    );
     assert_eq!(hedge.stats().hedges, 1);
 }
 
