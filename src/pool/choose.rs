@@ -4,6 +4,11 @@
 
 use std::cell::Cell;
 
+use crate::observe::Observer;
+use crate::policy::TripPolicy;
+
+use super::endpoint::Endpoint;
+
 /// How a [`Pool`](super::Pool) chooses among the endpoints whose breakers admit a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -67,6 +72,31 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
         (a, b) = (b, a % b);
     }
     a
+}
+
+/// Whether `b` costs less than `a` by their calls in flight weighted by their latency (a
+/// pool that hedges at a percentile keeps a [`LatencyEstimate`](crate::retry::LatencyEstimate)
+/// per endpoint): `(in flight + 1) × estimate`, Finagle's power of two choices over peak
+/// latencies, so that a replica that answers slowly, whose calls a hedge cancels (and so
+/// takes out of its calls in flight), keeps being avoided. One pick in 32 (from the draw
+/// `r`) explores by calls in flight alone, so that a replica whose estimate is stale (it
+/// recovered, and lost every comparison since) still gets calls to learn from, with no
+/// timer to age its estimate. Without both estimates, by calls in flight alone.
+#[inline]
+pub(super) fn lighter_by_latency<K, P: TripPolicy, O: Observer>(
+    b: &Endpoint<K, P, O>,
+    a: &Endpoint<K, P, O>,
+    r: u64,
+) -> bool {
+    let (in_b, in_a) = (b.in_flight() as u64, a.in_flight() as u64);
+    match (b.latency.nanos_now(), a.latency.nanos_now()) {
+        (Some(lb), Some(la)) if r.rotate_left(7) & 31 != 0 => {
+            // Equal costs: the faster one (a queue on a fast replica moves).
+            let (cost_b, cost_a) = ((in_b + 1).saturating_mul(lb), (in_a + 1).saturating_mul(la));
+            (cost_b, lb) < (cost_a, la)
+        }
+        _ => in_b < in_a,
+    }
 }
 
 thread_local! {

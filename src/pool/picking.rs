@@ -15,7 +15,7 @@ use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
 use super::census::{census, walk};
-use super::choose::{allowed_isolated, random, Balance};
+use super::choose::{allowed_isolated, lighter_by_latency, random, Balance};
 use super::endpoint::Endpoint;
 use super::pick::Pick;
 use super::{Endpoints, Pool};
@@ -127,34 +127,6 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             },
             None => choices,
         }
-    }
-
-    /// With an endpoint ramping up ([`Pool::slow_start`]): the first choice is kept with a
-    /// chance of its weight, else the other one drawn goes first (round robin: the next
-    /// endpoint in turn).
-    #[cold]
-    #[inline(never)]
-    fn ramped(
-        &self,
-        endpoints: &Endpoints<K, P, O>,
-        [a, b]: [usize; 2],
-        r: u64,
-        now: crate::nanos::Nanos,
-    ) -> [usize; 2] {
-        let weight = self.weight_now(&endpoints[a], now);
-        if weight >= 1.0 {
-            return [a, b];
-        }
-        // 24 bits of the draw the two choices used least.
-        let chance = (r.rotate_left(20) & 0xFF_FFFF) as f64 / (1u64 << 24) as f64;
-        if chance < weight {
-            return [a, b];
-        }
-        let other = if a == b { (a + 1) % endpoints.len() } else { b };
-        if self.weight_now(&endpoints[other], now) < weight {
-            return [a, b];
-        }
-        [other, a]
     }
 
     /// The two endpoints drawn, before slow start.
@@ -278,31 +250,6 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             .no_endpoint
             .fetch_add(1, Ordering::Relaxed);
         Rejected::NoEndpoint { retry_after }
-    }
-}
-
-/// Whether `b` costs less than `a` by their calls in flight weighted by their latency (a
-/// pool that hedges at a percentile keeps a [`LatencyEstimate`](crate::retry::LatencyEstimate)
-/// per endpoint): `(in flight + 1) × estimate`, Finagle's power of two choices over peak
-/// latencies, so that a replica that answers slowly, whose calls a hedge cancels (and so
-/// takes out of its calls in flight), keeps being avoided. One pick in 32 (from the draw
-/// `r`) explores by calls in flight alone, so that a replica whose estimate is stale (it
-/// recovered, and lost every comparison since) still gets calls to learn from, with no
-/// timer to age its estimate. Without both estimates, by calls in flight alone.
-#[inline]
-fn lighter_by_latency<K, P: TripPolicy, O: Observer>(
-    b: &Endpoint<K, P, O>,
-    a: &Endpoint<K, P, O>,
-    r: u64,
-) -> bool {
-    let (in_b, in_a) = (b.in_flight() as u64, a.in_flight() as u64);
-    match (b.latency.nanos_now(), a.latency.nanos_now()) {
-        (Some(lb), Some(la)) if r.rotate_left(7) & 31 != 0 => {
-            // Equal costs: the faster one (a queue on a fast replica moves).
-            let (cost_b, cost_a) = ((in_b + 1).saturating_mul(lb), (in_a + 1).saturating_mul(la));
-            (cost_b, lb) < (cost_a, la)
-        }
-        _ => in_b < in_a,
     }
 }
 

@@ -10,7 +10,7 @@ use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
 use super::endpoint::Endpoint;
-use super::{Pool, Shared};
+use super::{Endpoints, Pool, Shared};
 
 /// Slow start for the endpoints of a [`Pool`]: an endpoint that comes back (its breaker
 /// closed after a trip, a passed health check or an ejection, or newly added to a pool that
@@ -233,6 +233,34 @@ where
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
+    /// With an endpoint ramping up ([`Pool::slow_start`]): the first choice is kept with a
+    /// chance of its weight, else the other one drawn goes first (round robin: the next
+    /// endpoint in turn).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn ramped(
+        &self,
+        endpoints: &Endpoints<K, P, O>,
+        [a, b]: [usize; 2],
+        r: u64,
+        now: crate::nanos::Nanos,
+    ) -> [usize; 2] {
+        let weight = self.weight_now(&endpoints[a], now);
+        if weight >= 1.0 {
+            return [a, b];
+        }
+        // 24 bits of the draw the two choices used least.
+        let chance = (r.rotate_left(20) & 0xFF_FFFF) as f64 / (1u64 << 24) as f64;
+        if chance < weight {
+            return [a, b];
+        }
+        let other = if a == b { (a + 1) % endpoints.len() } else { b };
+        if self.weight_now(&endpoints[other], now) < weight {
+            return [a, b];
+        }
+        [other, a]
+    }
+
     /// The weight of `endpoint` now (1 without slow start, or after its ramp).
     pub(super) fn weight_now(&self, endpoint: &Endpoint<K, P, O>, now: Nanos) -> f64 {
         match &self.ramp {

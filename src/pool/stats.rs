@@ -9,7 +9,14 @@ use crate::observe::{Ejection, Observer};
 use crate::policy::TripPolicy;
 use crate::snapshot::Snapshot;
 
-use super::Endpoint;
+use std::fmt;
+
+use crate::breaker::gate::{self, Ready};
+use crate::breaker::Breaker;
+use crate::error::Rejected;
+use crate::state::State;
+
+use super::{Endpoint, Pool};
 
 /// What a pool counts itself (its breakers count the rest).
 #[derive(Debug, Default)]
@@ -200,4 +207,146 @@ pub struct EndpointSnapshot<K> {
     /// [`Hedge::at_percentile`](crate::retry::Hedge::at_percentile)); `None` before any is
     /// known, and without such a hedge.
     pub latency: Option<std::time::Duration>,
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
+where
+    K: Clone + Eq + fmt::Display,
+{
+    /// The pool as it stands: each endpoint's breaker snapshot (as the next call would find
+    /// it: an open period that is over reads half-open) and picks in flight, and how many
+    /// are isolated. Read without moving any breaker, as [`Breaker::snapshot`] is.
+    pub fn snapshot(&self) -> PoolSnapshot<K> {
+        let now = self.shared.now();
+        let endpoints: Vec<EndpointSnapshot<K>> = self
+            .endpoints
+            .load()
+            .iter()
+            .map(|e| {
+                let snapshot = e.breaker.snapshot();
+                let open = snapshot.state == State::Open;
+                EndpointSnapshot {
+                    key: e.key.clone(),
+                    in_flight: e.in_flight(),
+                    ejected: e
+                        .outlier
+                        .last_ejection(now)
+                        .filter(|(_, running)| *running && open)
+                        .map(|(reason, _)| reason),
+                    ejections: e.outlier.multiplier(),
+                    down: open && e.breaker.is_down(),
+                    weight: self.weight_now(e, now),
+                    latency: e.latency.get(),
+                    snapshot,
+                }
+            })
+            .collect();
+        PoolSnapshot {
+            isolated: endpoints
+                .iter()
+                .filter(|e| e.snapshot.state == State::Open)
+                .count(),
+            ejected: endpoints.iter().filter(|e| e.ejected.is_some()).count(),
+            in_flight: endpoints.iter().map(|e| e.in_flight).sum(),
+            endpoints,
+            stats: self.stats(),
+        }
+    }
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
+    /// What the pool counted so far beyond its breakers. Takes a lock that discovery takes
+    /// to replace the endpoints (not while it builds a breaker), which picks never take.
+    pub fn stats(&self) -> PoolStats {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let s = &self.shared.stats;
+        let mut retired = self.retired.lock();
+        let compacted = retired.compact();
+        let picks = self
+            .endpoints
+            .load()
+            .iter()
+            .fold(retired.picks(), |sum, e| sum.saturating_add(e.picks()));
+        drop(retired);
+        drop(compacted);
+        PoolStats {
+            picks,
+            over_cap: n(&s.over_cap),
+            over_cap_successes: n(&s.over_cap_successes),
+            over_cap_failures: n(&s.over_cap_failures),
+            no_endpoint: n(&s.no_endpoint),
+            overloaded: n(&s.overloaded),
+            outliers_detected: n(&s.outliers_detected),
+            ejected_success_rate: n(&s.ejected_success_rate),
+            ejected_failure_percentage: n(&s.ejected_failure_percentage),
+            ejected_hung: n(&s.ejected_hung),
+            retries: n(&s.retries),
+            retries_budget_denied: n(&s.retries_budget_denied),
+            retries_exhausted: n(&s.retries_exhausted),
+            retries_throttled: n(&s.retries_throttled),
+            hedges: n(&s.hedges),
+            hedges_won: n(&s.hedges_won),
+            hedges_cancelled: n(&s.hedges_cancelled),
+            hedges_budget_denied: n(&s.hedges_budget_denied),
+        }
+    }
+
+    /// The pool's name ([`named`](Pool::named)); empty by default.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pool's own figures, without a breaker snapshot: what a scrape or a status page
+    /// reads (its endpoints, how many are isolated, ejected and down as the next pick finds
+    /// them, its picks in flight, its counts).
+    ///
+    /// # Panics
+    ///
+    /// If a breaker's user clock panics.
+    pub fn summary(&self) -> PoolSummary {
+        let now = self.shared.now();
+        let endpoints = self.endpoints.load();
+        let (mut isolated, mut ejected, mut down) = (0, 0, 0);
+        for e in endpoints.iter() {
+            let out = matches!(
+                gate::ready(&e.breaker),
+                Ready::CheckDue
+                    | Ready::Rejected(
+                        Rejected::Open { .. } | Rejected::ForcedOpen | Rejected::Checking
+                    )
+            );
+            if !out {
+                continue;
+            }
+            isolated += 1;
+            if e.outlier
+                .last_ejection(now)
+                .is_some_and(|(_, running)| running)
+            {
+                ejected += 1;
+            }
+            if e.breaker.is_down() {
+                down += 1;
+            }
+        }
+        PoolSummary {
+            endpoints: endpoints.len(),
+            isolated,
+            ejected,
+            down,
+            in_flight: endpoints.iter().map(|e| e.in_flight()).sum(),
+            warming: endpoints
+                .iter()
+                .filter(|e| self.weight_now(e, now) < 1.0)
+                .count(),
+            stats: self.stats(),
+        }
+    }
+
+    /// Runs `f` on every endpoint's breaker, in the pool's order, without a lock.
+    pub fn for_each(&self, mut f: impl FnMut(&Breaker<P, O>)) {
+        for endpoint in self.endpoints.load().iter() {
+            f(&endpoint.breaker);
+        }
+    }
 }
