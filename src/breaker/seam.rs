@@ -183,12 +183,16 @@ impl<P, O> Builder<P, O> {
     pub(crate) fn on_return(mut self, returned: impl Fn() + Send + Sync + 'static) -> Self {
         let user = self.on_state_change.take();
         self.on_state_change = Some(Arc::new(move |name: &str, from: State, to: State| {
+            // The pool's note may read a user clock, which may panic: the user's callback
+            // runs all the same, then the panic goes on.
+            let mut panics = FirstPanic::default();
             if to == State::Closed && from != State::Closed {
-                returned();
+                panics.catch((), &returned);
             }
             if let Some(user) = &user {
                 user(name, from, to);
             }
+            crate::contain::resume(panics);
         }));
         self
     }

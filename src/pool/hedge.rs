@@ -7,7 +7,7 @@
 use std::collections::BinaryHeap;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -18,7 +18,7 @@ use crate::breaker::gate;
 use crate::breaker::BreakerSeam;
 use crate::classify::Classify;
 use crate::clock::ClockSource;
-use crate::contain;
+use crate::contain::{self, FirstPanic};
 use crate::error::{ConfigError, Error};
 use crate::nanos::Nanos;
 use crate::observe::Observer;
@@ -88,7 +88,7 @@ impl Hedging {
             .filter_map(|e| e.latency.nanos_now())
             .collect();
         if estimates.is_empty() {
-            return None;
+            return (known != 0).then_some(known);
         }
         // The lower median: with two endpoints, the faster one's.
         let middle = (estimates.len() - 1) / 2;
@@ -113,9 +113,10 @@ pub(super) struct Wakes {
     waiting: Mutex<BinaryHeap<Waiting>>,
 }
 
-/// A waker due at a time (ordered by it, the earliest first in the heap).
+/// A waker due at a time (ordered by it, the earliest first in the heap), and its call's
+/// flag that says it waits in the heap (cleared when a pick pops it).
 #[derive(Debug)]
-struct Waiting(Nanos, Waker);
+struct Waiting(Nanos, Waker, Arc<AtomicBool>);
 
 impl PartialEq for Waiting {
     fn eq(&self, other: &Self) -> bool {
@@ -168,23 +169,29 @@ impl Wakes {
         {
             let mut waiting = self.waiting.lock();
             while waiting.peek().is_some_and(|w| w.0 <= now) {
-                if let Some(Waiting(_, waker)) = waiting.pop() {
+                if let Some(Waiting(_, waker, armed)) = waiting.pop() {
+                    armed.store(false, Ordering::Release);
                     due.push(waker);
                 }
             }
             let next = waiting.peek().map_or(Nanos::MAX, |w| w.0);
             self.next_due.store(next, Ordering::Release);
         }
-        // Outside the lock: a waker is the runtime's code.
+        // Outside the lock: a waker is the runtime's code. One that panics does not keep the
+        // others from their wake (their entries are gone): each is woken, then the first
+        // panic goes on.
+        let mut panics = FirstPanic::default();
         for waker in due {
-            waker.wake();
+            panics.catch((), || waker.wake());
         }
+        contain::resume(panics);
     }
 
-    /// Wakes `waker` at the first pick after `at`.
-    fn register(&self, at: Nanos, waker: &Waker) {
+    /// Wakes `waker` at the first pick after `at`; `armed` is set until a pick pops it.
+    fn register(&self, at: Nanos, waker: &Waker, armed: &Arc<AtomicBool>) {
         let mut waiting = self.waiting.lock();
-        waiting.push(Waiting(at, waker.clone()));
+        armed.store(true, Ordering::Release);
+        waiting.push(Waiting(at, waker.clone(), Arc::clone(armed)));
         self.next_due.fetch_min(at, Ordering::AcqRel);
     }
 
@@ -216,8 +223,9 @@ struct Hedged<'b, Fut, T, E, K, P: TripPolicy, O: Observer> {
     hurry: bool,
     /// No more attempts.
     done: bool,
-    /// The due time a waker was left for.
-    registered: Nanos,
+    /// The due time and waker left in the pool's heap, and whether they wait there still
+    /// (a pick that pops them clears it): a poll registers again when any of it changed.
+    registered: Option<(Nanos, Waker, Arc<AtomicBool>)>,
     last_failure: Option<Result<T, E>>,
     /// With a retry, its count of the call's attempts.
     attempts: Option<Attempts>,
@@ -254,8 +262,15 @@ impl<Fut, T, E, K: Clone, P: TripPolicy, O: Observer> Hedged<'_, Fut, T, E, K, P
     /// attempt that ran longer than its endpoint's estimate is one latency above it (its own
     /// is longer still), recorded as such, so that the estimate is not biased toward the
     /// attempts that win (a cancelled slow attempt would otherwise never be seen).
+    ///
+    /// The pick is dropped unreported, not reported excluded: it counts as excluded all the
+    /// same, but is no answer from its endpoint (a cancelled attempt on a replica that
+    /// never answers must not keep it from being judged hung). A future whose drop panics
+    /// (user code) does not turn the other picks into failures: each is settled, then the
+    /// first panic goes on.
     fn cancel_at(&mut self, at: Option<(Nanos, f64)>) -> u64 {
         let cancelled = self.running.len() as u64;
+        let mut panics = FirstPanic::default();
         for Attempt {
             running,
             pick,
@@ -263,7 +278,7 @@ impl<Fut, T, E, K: Clone, P: TripPolicy, O: Observer> Hedged<'_, Fut, T, E, K, P
             ..
         } in self.running.drain(..)
         {
-            drop(running);
+            panics.catch((), || drop(running));
             if let Some((now, p)) = at {
                 let ran = now.saturating_sub(sent_at);
                 let latency = &pick.endpoint().latency;
@@ -271,9 +286,25 @@ impl<Fut, T, E, K: Clone, P: TripPolicy, O: Observer> Hedged<'_, Fut, T, E, K, P
                     latency.record_nanos(ran, p);
                 }
             }
-            pick.exclude();
+            drop(pick);
         }
+        contain::resume(panics);
         cancelled
+    }
+
+    /// Leaves `waker` in the pool's heap for `due`, unless it waits there already.
+    fn wait_for(&mut self, due: Nanos, waker: &Waker, wakes: &Wakes) {
+        if let Some((at, left, armed)) = &self.registered {
+            if *at == due && left.will_wake(waker) && armed.load(Ordering::Acquire) {
+                return;
+            }
+        }
+        let armed = match self.registered.take() {
+            Some((_, _, armed)) => armed,
+            None => Arc::new(AtomicBool::new(false)),
+        };
+        wakes.register(due, waker, &armed);
+        self.registered = Some((due, waker.clone(), armed));
     }
 }
 
@@ -418,7 +449,7 @@ where
             last_sent: started,
             hurry: false,
             done: false,
-            registered: Nanos::MAX,
+            registered: None,
             last_failure: None,
             attempts,
             budget,
@@ -493,12 +524,18 @@ where
                     // refused (or with nowhere to go) ends the call.
                     (Some(retry), Some(attempts)) if h.running.is_empty() => {
                         h.done = true;
+                        // Another endpoint first, so that a retry with nowhere to go is not
+                        // paid for; the clock before the pick (a user clock may panic).
+                        let Some(other) = self.other_for_hedge(&h.tried) else {
+                            continue;
+                        };
                         let next = retry.next(attempts, Cause::Failure);
                         failed_on.count_retry(next);
                         self.shared.stats.count_retry(next);
                         if let Next::Retry { .. } = next {
-                            if let Some(pick) = self.pick_hedge(&h.tried) {
-                                h.send(pick, self.shared.now(), call);
+                            let now = self.shared.now();
+                            if let Some(pick) = self.admit_hedge(&other, &h.tried) {
+                                h.send(pick, now, call);
                                 continue;
                             }
                         }
@@ -518,11 +555,8 @@ where
                         }
                         None => h.done = true,
                     }
-                } else if let Some(due) = due {
-                    if due != h.registered {
-                        h.registered = due;
-                        hedging.wake.register(due, cx.waker());
-                    }
+                } else if let Some(due) = due.filter(|due| *due != Nanos::MAX) {
+                    h.wait_for(due, cx.waker(), &hedging.wake);
                 }
             }
             if h.running.is_empty() {
@@ -577,12 +611,6 @@ where
             _ => None,
         }
     }
-
-    /// A pick for a retry of a hedged call, on an endpoint it has not tried.
-    fn pick_hedge(&self, tried: &[K]) -> Option<Pick<K, P, O>> {
-        let other = self.other_for_hedge(tried)?;
-        self.admit_hedge(&other, tried)
-    }
 }
 
 impl Stats {
@@ -622,6 +650,39 @@ mod tests {
         }
     }
 
+    struct Panics;
+
+    impl Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a waker panics");
+        }
+    }
+
+    #[test]
+    fn a_waker_that_panics_keeps_no_other_from_its_wake() {
+        let wakes = Wakes::default();
+        let count = Arc::new(Count(AtomicU32::new(0)));
+        let (armed, other) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        wakes.register(10, &Waker::from(Arc::new(Panics)), &armed);
+        wakes.register(10, &Waker::from(Arc::clone(&count)), &other);
+        assert!(armed.load(Ordering::Relaxed) && other.load(Ordering::Relaxed));
+        let woke = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wakes.wake_due(10)));
+        assert!(woke.is_err(), "the panic goes on");
+        assert_eq!(
+            count.0.load(Ordering::Relaxed),
+            1,
+            "the other waker was woken"
+        );
+        assert!(
+            !armed.load(Ordering::Relaxed) && !other.load(Ordering::Relaxed),
+            "both popped"
+        );
+        assert_eq!(wakes.len(), 0);
+    }
+
     #[test]
     fn a_pick_wakes_only_the_calls_due_the_earliest_first() {
         let wakes = Wakes::default();
@@ -631,7 +692,8 @@ mod tests {
         );
         let counts: Vec<Arc<Count>> = (0..3).map(|_| Arc::new(Count(AtomicU32::new(0)))).collect();
         for (at, count) in [30, 10, 20].into_iter().zip(&counts) {
-            wakes.register(at, &Waker::from(Arc::clone(count)));
+            let armed = Arc::new(AtomicBool::new(false));
+            wakes.register(at, &Waker::from(Arc::clone(count)), &armed);
         }
         assert_eq!(wakes.any_due_by(|| 9), None);
         assert_eq!(wakes.any_due_by(|| 20), Some(20));

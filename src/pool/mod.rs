@@ -44,7 +44,7 @@
 //! admit a call: an isolated endpoint (its breaker open) is skipped, one whose open period
 //! is over is probed by the next pick that lands on it, a half-open one gets at most its
 //! probes. Nothing sweeps, nothing sleeps, no caller is parked: when nothing can take the
-//! call, the pick fails at once with [`Rejected::NoEndpoint`], saying when the first
+//! call, the pick fails at once with [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint), saying when the first
 //! isolated endpoint can be probed.
 //!
 //! By default, two endpoints are drawn at random and the one with fewer picks in flight is
@@ -81,7 +81,7 @@
 //!
 //! **Health checks never hold a caller up:** an async pick that wins a due check polls it
 //! once, and if it does not answer at once, sends its own call elsewhere (or, with every
-//! endpoint out, answers [`Rejected::NoEndpoint`] at once) and leaves the check running
+//! endpoint out, answers [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint) at once) and leaves the check running
 //! beside the calls, driven by the async picks that follow
 //! ([`pick_async`](Pool::pick_async)); only a pool of one endpoint waits for its check.
 //!
@@ -116,7 +116,7 @@
 //! An endpoint that is *down on its own evidence* (a failed health check, a hang) is out
 //! whatever the cap, as gRPC keeps an address whose health check failed out of its picker:
 //! sending to it would only make the caller wait. When no endpoint can take the call, the
-//! pool answers [`Rejected::NoEndpoint`] with the time to the first retry, so the caller
+//! pool answers [`Rejected::NoEndpoint`](crate::Rejected::NoEndpoint) with the time to the first retry, so the caller
 //! serves its fallback (a 503 with `Retry-After`) at once.
 //!
 //! | endpoints | isolated at most on the traffic's judgement (½) | all tripped (no check) | all down (checks failed, or all hang) |

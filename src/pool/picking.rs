@@ -122,7 +122,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         let choices = self.drawn(endpoints, r);
         match &self.ramp {
             Some(ramp) => match ramp.active(&self.shared, || self.shared.now()) {
-                Some(now) => self.ramped(endpoints, choices, r, now),
+                Some(now) => self.ramped(endpoints, choices, now),
                 None => choices,
             },
             None => choices,

@@ -9,6 +9,7 @@ use crate::nanos::{saturating_nanos, Nanos};
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
+use super::choose::random;
 use super::endpoint::Endpoint;
 use super::{Endpoints, Pool, Shared};
 
@@ -175,10 +176,11 @@ impl Ramp {
         now: Nanos,
     ) -> f64 {
         let returned = endpoint.returned_at.load(Ordering::Relaxed);
-        if returned == NOT_RETURNED || now < returned {
+        if returned == NOT_RETURNED {
             return 1.0;
         }
-        self.settings.weight(now - returned)
+        // A return noted by another thread after this pick read the clock: just back.
+        self.settings.weight(now.saturating_sub(returned))
     }
 }
 
@@ -242,15 +244,15 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         &self,
         endpoints: &Endpoints<K, P, O>,
         [a, b]: [usize; 2],
-        r: u64,
         now: crate::nanos::Nanos,
     ) -> [usize; 2] {
         let weight = self.weight_now(&endpoints[a], now);
         if weight >= 1.0 {
             return [a, b];
         }
-        // 24 bits of the draw the two choices used least.
-        let chance = (r.rotate_left(20) & 0xFF_FFFF) as f64 / (1u64 << 24) as f64;
+        // A fresh draw: the bits of `r` chose the endpoints, and would bias the chance by
+        // their index.
+        let chance = (random() >> 40) as f64 / (1u64 << 24) as f64;
         if chance < weight {
             return [a, b];
         }

@@ -533,3 +533,77 @@ fn a_percentile_hedge_steers_the_first_attempts_away_from_a_slow_endpoint() {
     assert!(first_on_a * 10 < calls, "{first_on_a} of {calls}");
     assert_eq!(pool.stats().hedges, first_on_a);
 }
+
+#[test]
+fn a_cancelled_attempt_is_no_answer_for_the_hang_watch() {
+    let clock = ManualClock::new();
+    let pool = Pool::new(|_: &&str| Breaker::builder())
+        .clock(clock.clone())
+        .balance(lazybreaker::pool::Balance::RoundRobin)
+        .deadline(100 * MS)
+        .hedge(Hedge::after(10 * MS));
+    pool.set(["x", "y"]);
+    // A call on "x" that never comes back, outside any hedge.
+    let held = pool.pick().unwrap();
+    assert_eq!(*held.key(), "x");
+    // Hedged calls take turns: those sent to "x" first are hedged to "y" and cancelled.
+    let latency = |key: &str| if key == "x" { 10_000 * MS } else { 5 * MS };
+    let mut cancelled_on_x = 0;
+    for _ in 0..4 {
+        let sent = Mutex::new(Vec::new());
+        let (got, _) = drive(
+            &clock,
+            pool.call(timed(&clock, latency, &sent), OkIsSuccess),
+            100,
+        );
+        assert_eq!(got.unwrap(), "y");
+        if sent.into_inner().unwrap()[0] == "x" {
+            cancelled_on_x += 1;
+        }
+    }
+    assert!(cancelled_on_x > 0);
+    assert!(clock.now() < 100 * MS, "{:?}", clock.now());
+    // A deadline after the held call went out, "x" has answered nothing: a cancelled
+    // attempt is no answer, so the next pick judges it hung.
+    clock.advance(100 * MS - clock.now() + MS);
+    let pick = pool.pick().unwrap();
+    assert_eq!(*pick.key(), "y");
+    assert_eq!(pool.stats().ejected_hung, 1);
+    drop((held, pick));
+}
+
+#[test]
+fn a_call_polled_with_another_waker_is_woken_through_it() {
+    struct Count(AtomicU32);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let clock = ManualClock::new();
+    let pool = pool(&clock, &["a", "b"]).hedge(Hedge::after(20 * MS));
+    let (first, second) = (
+        Arc::new(Count(AtomicU32::new(0))),
+        Arc::new(Count(AtomicU32::new(0))),
+    );
+    let sent = Mutex::new(Vec::new());
+    let mut call = pin!(pool.call(timed(&clock, |_| 100 * MS, &sent), OkIsSuccess));
+    let waker = Waker::from(Arc::clone(&first));
+    assert!(call
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    // Moved to another task (or executor) before its delay: polled with a new waker.
+    let waker = Waker::from(Arc::clone(&second));
+    assert!(call
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    clock.advance(20 * MS);
+    pool.pick().unwrap().success();
+    assert_eq!(
+        second.0.load(Ordering::Relaxed),
+        1,
+        "the waker of the last poll"
+    );
+}
