@@ -177,6 +177,7 @@ mod jitter;
 mod knobs;
 mod lane;
 mod last_calls;
+pub mod limit;
 mod machine;
 mod nanos;
 pub mod observe;

@@ -1,0 +1,17 @@
+//! Adaptive concurrency limits: how many calls a dependency may have in flight, learned
+//! from the calls themselves (their latency, the calls in flight when they started, whether
+//! they were dropped), lazily and without a timer: each algorithm is a value that takes the
+//! samples its callers report and gives a limit.
+//!
+//! - [`Aimd`]: additive increase, multiplicative decrease (Netflix's `AIMDLimit`): one more
+//!   while the calls in flight reach half the limit, a cut by the backoff ratio on a drop or
+//!   a timeout.
+//!
+//! A limit is an overload signal, not a failure: it says how many calls to send, not whether
+//! the dependency is broken.
+
+mod aimd;
+mod sample;
+
+pub use aimd::Aimd;
+pub use sample::Sample;
