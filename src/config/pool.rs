@@ -66,7 +66,7 @@ pub struct PoolSettings {
         feature = "serde",
         serde(
             skip_serializing_if = "Option::is_none",
-            serialize_with = "serialize_deadline"
+            serialize_with = "serialize_some_duration"
         )
     )]
     pub deadline: Option<Duration>,
@@ -86,12 +86,13 @@ pub struct PoolSettings {
     pub slow_start: Option<SlowStartSettings>,
 }
 
+/// An optional duration (`deadline`, `hedge.delay`) written as the crate writes durations.
 #[cfg(feature = "serde")]
-fn serialize_deadline<S: serde::Serializer>(
-    deadline: &Option<Duration>,
+fn serialize_some_duration<S: serde::Serializer>(
+    duration: &Option<Duration>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    match deadline {
+    match duration {
         Some(d) => crate::serde_duration::serialize(d, serializer),
         None => serializer.serialize_none(),
     }
@@ -107,7 +108,7 @@ pub struct HedgeSettings {
         feature = "serde",
         serde(
             skip_serializing_if = "Option::is_none",
-            serialize_with = "serialize_deadline"
+            serialize_with = "serialize_some_duration"
         )
     )]
     pub delay: Option<Duration>,

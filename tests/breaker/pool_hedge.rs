@@ -35,6 +35,15 @@ impl Future for Until {
     }
 }
 
+/// A waker that counts its wakes.
+struct Count(AtomicU32);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// A pool of `keys` on `clock`, each breaker tripping on one failure.
 fn pool(clock: &ManualClock, keys: &[&'static str]) -> Pool<&'static str> {
     let pool = Pool::new(|_: &&str| {
@@ -341,12 +350,6 @@ fn a_percentile_hedge_waits_for_what_the_endpoints_usually_take() {
 
 #[test]
 fn a_call_waiting_for_its_delay_is_woken_by_the_next_pick() {
-    struct Count(AtomicU32);
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let clock = ManualClock::new();
     let pool = pool(&clock, &["a", "b"]).hedge(Hedge::after(20 * MS));
     let woken = Arc::new(Count(AtomicU32::new(0)));
@@ -574,12 +577,6 @@ fn a_cancelled_attempt_is_no_answer_for_the_hang_watch() {
 
 #[test]
 fn a_call_polled_with_another_waker_is_woken_through_it() {
-    struct Count(AtomicU32);
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let clock = ManualClock::new();
     let pool = pool(&clock, &["a", "b"]).hedge(Hedge::after(20 * MS));
     let (first, second) = (
