@@ -71,6 +71,13 @@ pub enum Rejected {
         /// at that moment.
         probability: f64,
     },
+    /// An adaptive concurrency limit turned the call away: as many calls as the limit
+    /// allows are in flight ([`Limiter`](crate::limit::Limiter)), or, in a
+    /// [`Pool`](crate::pool::Pool) with a [limit](crate::pool::Pool::limit), every endpoint
+    /// that could take the call is at its limit. Overload, not a failure: no breaker
+    /// counts it. Retry elsewhere, or shortly: a place frees as soon as a call ends.
+    #[error("limited: as many calls as the concurrency limit allows are in flight")]
+    Limited,
 }
 
 impl PartialEq for Rejected {
@@ -80,7 +87,8 @@ impl PartialEq for Rejected {
             (Rejected::Open { retry_after: a }, Rejected::Open { retry_after: b }) => a == b,
             (Rejected::TooManyRequests, Rejected::TooManyRequests)
             | (Rejected::ForcedOpen, Rejected::ForcedOpen)
-            | (Rejected::Checking, Rejected::Checking) => true,
+            | (Rejected::Checking, Rejected::Checking)
+            | (Rejected::Limited, Rejected::Limited) => true,
             (Rejected::NoEndpoint { retry_after: a }, Rejected::NoEndpoint { retry_after: b }) => {
                 a == b
             }
@@ -101,7 +109,10 @@ impl std::hash::Hash for Rejected {
             Rejected::Open { retry_after } => retry_after.hash(state),
             Rejected::NoEndpoint { retry_after } => retry_after.hash(state),
             Rejected::Throttled { probability } => probability.to_bits().hash(state),
-            Rejected::TooManyRequests | Rejected::ForcedOpen | Rejected::Checking => {}
+            Rejected::TooManyRequests
+            | Rejected::ForcedOpen
+            | Rejected::Checking
+            | Rejected::Limited => {}
         }
     }
 }
@@ -144,7 +155,8 @@ impl Rejected {
             Rejected::TooManyRequests
             | Rejected::ForcedOpen
             | Rejected::Checking
-            | Rejected::Throttled { .. } => None,
+            | Rejected::Throttled { .. }
+            | Rejected::Limited => None,
         }
     }
 
@@ -285,6 +297,10 @@ impl fmt::Display for RejectedBy {
             Rejected::Throttled { probability } => write!(
                 f,
                 "circuit breaker `{name}` throttled the call (p = {probability:.3})"
+            ),
+            Rejected::Limited => write!(
+                f,
+                "`{name}`: as many calls as its concurrency limit allows are in flight"
             ),
         }
     }

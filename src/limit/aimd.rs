@@ -1,9 +1,10 @@
 //! [`Aimd`]: additive increase, multiplicative decrease of a concurrency limit.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use super::algorithm::Algorithm;
 use super::sample::Sample;
+use crate::atomic::{AtomicU64, Ordering};
 use crate::error::{ConfigError, Number};
 
 /// A concurrency limit that grows by one while the calls in flight reach half of it, and is
@@ -34,7 +35,8 @@ use crate::error::{ConfigError, Number};
 /// ```
 #[derive(Debug)]
 pub struct Aimd {
-    limit: AtomicU32,
+    /// The limit, a `u32` in a word the loom models can check.
+    limit: AtomicU64,
     min_limit: u32,
     max_limit: u32,
     backoff_ratio: f64,
@@ -52,7 +54,7 @@ impl Aimd {
     /// timeout.
     pub fn new() -> Self {
         Self {
-            limit: AtomicU32::new(20),
+            limit: AtomicU64::new(20),
             min_limit: 20,
             max_limit: 200,
             backoff_ratio: 0.9,
@@ -63,7 +65,7 @@ impl Aimd {
     /// The limit at first.
     #[must_use]
     pub fn initial_limit(self, limit: u32) -> Self {
-        self.limit.store(limit, Ordering::Relaxed);
+        self.limit.store(u64::from(limit), Ordering::Relaxed);
         self
     }
 
@@ -125,14 +127,15 @@ impl Aimd {
 
     /// The limit now.
     pub fn limit(&self) -> u32 {
-        self.limit.load(Ordering::Relaxed)
+        self.limit.load(Ordering::Relaxed) as u32
     }
 
     /// Learns from one call, and gives the limit it leaves: cut by the backoff ratio
     /// (rounded down) if the call was dropped or took longer than the timeout; else one more
     /// if the calls in flight when it started reach half the limit; within the bounds.
     pub fn on_sample(&self, sample: Sample) -> u32 {
-        let next = |limit: u32| -> u32 {
+        let next = |limit: u64| -> u64 {
+            let limit = limit as u32;
             let moved = if sample.dropped || sample.latency > self.timeout {
                 (f64::from(limit) * self.backoff_ratio) as u32
             } else if u64::from(sample.in_flight) * 2 >= u64::from(limit) {
@@ -140,15 +143,43 @@ impl Aimd {
             } else {
                 limit
             };
-            moved.clamp(self.min_limit.min(self.max_limit), self.max_limit)
+            u64::from(moved.clamp(self.min_limit.min(self.max_limit), self.max_limit))
         };
         match self
             .limit
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |limit| {
                 Some(next(limit))
             }) {
-            Ok(previous) | Err(previous) => next(previous),
+            Ok(previous) | Err(previous) => next(previous) as u32,
         }
+    }
+}
+
+impl Clone for Aimd {
+    /// The same settings, and the limit it has now.
+    fn clone(&self) -> Self {
+        Self {
+            limit: AtomicU64::new(self.limit.load(Ordering::Relaxed)),
+            ..*self
+        }
+    }
+}
+
+impl Algorithm for Aimd {
+    fn limit(&self) -> u32 {
+        Aimd::limit(self)
+    }
+
+    fn on_sample(&self, sample: Sample) -> u32 {
+        Aimd::on_sample(self, sample)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        Aimd::validate(self)
+    }
+
+    fn boxed_clone(&self) -> Box<dyn Algorithm> {
+        Box::new(self.clone())
     }
 }
 

@@ -7,11 +7,21 @@
 //!   while the calls in flight reach half the limit, a cut by the backoff ratio on a drop or
 //!   a timeout.
 //!
+//! - [`Fixed`]: a limit that does not move (a bulkhead; HAProxy's `maxconn`).
+//!
+//! A [`Limiter`] counts the calls in flight against one of them (a compare-and-swap per
+//! call that starts, no lock); [`Pool::limit`](crate::pool::Pool::limit) gives each
+//! endpoint of a pool its own.
+//!
 //! A limit is an overload signal, not a failure: it says how many calls to send, not whether
 //! the dependency is broken.
 
 mod aimd;
+mod algorithm;
+mod limiter;
 mod sample;
 
 pub use aimd::Aimd;
+pub use algorithm::{Algorithm, Fixed};
+pub use limiter::{LimitPermit, Limiter, OwnedLimitPermit};
 pub use sample::Sample;

@@ -148,8 +148,8 @@ impl<P: TripPolicy> Machine<P> {
             Rejected::ForcedOpen => self.totals.rejected_forced += 1,
             Rejected::Checking => self.totals.rejected_open += 1,
             Rejected::Throttled { .. } => self.totals.rejected_throttled += 1,
-            // A pool's, not a breaker's: nothing of this breaker's to count.
-            Rejected::NoEndpoint { .. } => {}
+            // A pool's or a limit's, not a breaker's: nothing of this breaker's to count.
+            Rejected::NoEndpoint { .. } | Rejected::Limited => {}
         }
     }
 
