@@ -53,7 +53,7 @@ pub fn pick_admitted<K, P: TripPolicy, O: Observer>(
     endpoint: Arc<Endpoint<K, P, O>>,
     permit: OwnedPermit<P, O>,
 ) -> Pick<K, P, O> {
-    Pick::admitted(endpoint, permit, None)
+    Pick::after_check(endpoint, permit)
 }
 
 /// The key of the endpoint a [`Beside::Wait`] names.

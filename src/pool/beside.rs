@@ -68,7 +68,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         match poll_fn(|cx| Poll::Ready(self.pick_beside(cx))).await? {
             Beside::Pick(pick) => Ok(pick),
             Beside::Wait(endpoint, gate) => match gate.await {
-                Ok(permit) => Ok(Pick::admitted(endpoint, permit, None)),
+                Ok(permit) => Ok(Pick::after_check(endpoint, permit)),
                 // The pool's one endpoint failed its check: out, and the pick says when to
                 // come back.
                 Err(_) => self.pick(),
@@ -95,7 +95,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 Choice::Check(endpoint, mut gate) => {
                     match Pin::new(&mut gate).poll(cx) {
                         Poll::Ready(Ok(permit)) => {
-                            return Ok(Beside::Pick(Pick::admitted(endpoint, permit, None)))
+                            return Ok(Beside::Pick(Pick::after_check(endpoint, permit)))
                         }
                         Poll::Ready(Err(_)) => continue,
                         Poll::Pending => {}
@@ -170,7 +170,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 self.shared.parked.fetch_sub(1, Ordering::Relaxed);
                 drop(slot);
                 if let Ok(permit) = probe {
-                    taken = Some(Pick::admitted(Arc::clone(endpoint), permit, None));
+                    taken = Some(Pick::after_check(Arc::clone(endpoint), permit));
                     break;
                 }
             }

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use crate::breaker::gate::Gate;
 use crate::breaker::Breaker;
+use crate::limit::Limiter;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
@@ -30,7 +31,7 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     calls: Calls,
     /// The pool's [`deadline`](super::Pool::deadline) in nanoseconds (0: none), kept here
     /// beside the calls in flight.
-    deadline: Nanos,
+    pub(super) deadline: Nanos,
     /// With a deadline: the calls in flight it tracks, and when it last answered.
     pub(super) progress: Progress,
     /// An estimate of its calls' latency at the pool's hedge's percentile
@@ -41,6 +42,9 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) returned_at: Arc<AtomicU64>,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
+    /// Its adaptive concurrency limit ([`Pool::limit`](super::Pool::limit)), if the pool
+    /// has one.
+    pub(super) limiter: Option<Limiter>,
     /// Its health check, started by an async pick that sent its own call elsewhere, for the
     /// async picks that follow to drive ([`Pool::pick_async`](super::Pool::pick_async)).
     pub(super) parked: Mutex<Option<Parked<P, O>>>,
@@ -62,6 +66,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             calls: Calls::default(),
             progress: Progress::default(),
             outlier: EndpointRecord::default(),
+            limiter: None,
             latency: LatencyEstimate::new(),
             returned_at: Arc::new(AtomicU64::new(NOT_RETURNED)),
             parked: Mutex::new(None),

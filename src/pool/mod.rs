@@ -193,6 +193,7 @@ mod choose;
 mod endpoint;
 mod hang_watch;
 mod hedge;
+mod limit;
 mod outlier;
 mod pick;
 mod picking;
@@ -297,6 +298,8 @@ pub struct Pool<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     latency_aware: bool,
     /// Slow start ([`Pool::slow_start`]), if set.
     ramp: Option<Ramp>,
+    /// The adaptive concurrency limit each endpoint gets a copy of ([`Pool::limit`]).
+    limit: Option<limit::Prototype>,
     shared: Arc<Shared>,
 }
 
@@ -378,6 +381,7 @@ where
             hedging: None,
             latency_aware: false,
             ramp: None,
+            limit: None,
             max_isolated: DEFAULT_MAX_ISOLATED,
             balance: Balance::default(),
             next: AtomicUsize::new(0),
@@ -859,6 +863,7 @@ where
             self.deadline,
         );
         endpoint.returned_at = returned_at;
+        endpoint.limiter = self.limit.as_ref().map(limit::limiter);
         Arc::new(endpoint)
     }
 

@@ -15,6 +15,7 @@ use crate::policy::{ConsecutiveFailures, TripPolicy};
 
 use super::endpoint::Endpoint;
 use super::hang_watch::Tracked;
+use super::limit::{Place, Said};
 use crate::nanos::Nanos;
 
 /// The endpoint a [`Pool`](super::Pool) chose for one call: send the call to
@@ -40,16 +41,19 @@ pub struct Pick<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     reported: bool,
     /// Its start slot on the endpoint, with a pool deadline.
     tracked: Option<Tracked>,
+    /// Its place under the endpoint's limit, with a pool limit, until given back.
+    place: Option<Place>,
 }
 
 impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     /// A pick the endpoint's breaker admitted with `permit`, going out at `at` on the pool's
     /// clock (read before the admission; `None`: read now, with a deadline, if no user code
     /// reads it).
-    pub(crate) fn admitted(
+    pub(super) fn admitted(
         endpoint: Arc<Endpoint<K, P, O>>,
         permit: OwnedPermit<P, O>,
         at: Option<Nanos>,
+        place: Option<Place>,
     ) -> Self {
         let tracked = endpoint.start(at);
         Self {
@@ -58,11 +62,28 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             over_cap: false,
             reported: false,
             tracked,
+            place,
         }
     }
 
+    /// A pick the endpoint's breaker admitted with `permit` after a passed health check: a
+    /// place under its limit if one is free (the endpoint was out: its calls are few), read
+    /// on the pool's clock if no user code reads it (a user clock's panic cannot be let out
+    /// here, the permit held); else the call goes without one.
+    pub(crate) fn after_check(endpoint: Arc<Endpoint<K, P, O>>, permit: OwnedPermit<P, O>) -> Self {
+        let place = match endpoint.shared.now_infallible() {
+            Some(now) => endpoint.take_place(Some(now)).ok().flatten(),
+            None => None,
+        };
+        Self::admitted(endpoint, permit, None, place)
+    }
+
     /// A pick of an isolated endpoint kept in rotation over the cap, going out at `at`.
-    pub(super) fn kept_in_rotation(endpoint: Arc<Endpoint<K, P, O>>, at: Option<Nanos>) -> Self {
+    pub(super) fn kept_in_rotation(
+        endpoint: Arc<Endpoint<K, P, O>>,
+        at: Option<Nanos>,
+        place: Option<Place>,
+    ) -> Self {
         let tracked = endpoint.start(at);
         let stats = &endpoint.shared.stats;
         stats.over_cap.fetch_add(1, Ordering::Relaxed);
@@ -72,6 +93,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             over_cap: true,
             reported: false,
             tracked,
+            place,
         }
     }
 
@@ -137,7 +159,16 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
         } else {
             Outcome::Excluded
         };
-        self.settle(outcome);
+        self.settle_saying(outcome, Said::Overloaded);
+    }
+
+    /// Gives its place under the endpoint's limit back, if it holds one, with what the
+    /// call's end says of the limit (last of a report: a user clock's panic continues from
+    /// here, everything else recorded).
+    fn give_back(&mut self, said: Said) {
+        if let Some(place) = self.place.take() {
+            self.endpoint.give_back(place, said);
+        }
     }
 
     /// The pick's own bookkeeping for `outcome` (its endpoint's picks in flight, the pool's
@@ -162,11 +193,16 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     }
 
     fn settle(&mut self, outcome: Outcome) {
+        self.settle_saying(outcome, Said::Outcome(outcome));
+    }
+
+    fn settle_saying(&mut self, outcome: Outcome, said: Said) {
         if self.book(outcome) {
             if let Some(permit) = self.permit.take() {
                 permit.record(outcome);
             }
             self.endpoint.answered(outcome, self.tracked);
+            self.give_back(said);
         }
     }
 }
@@ -187,12 +223,16 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             over_cap: self.over_cap,
             reported: false,
             tracked: self.tracked,
+            place: self.place.take(),
         })
     }
 }
 
 impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
     fn drop(&mut self) {
+        // A place still held (a report cut short by a panic, a pick dropped unreported)
+        // comes back saying nothing.
+        self.give_back(Said::Nothing);
         if self.reported {
             return;
         }
@@ -226,6 +266,8 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
                 permit.report_open_for(outcome, open_for);
             }
             self.endpoint.answered(outcome, self.tracked);
+            // The endpoint said when to come back: it is shedding load.
+            self.give_back(Said::Overloaded);
         }
     }
 

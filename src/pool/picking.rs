@@ -17,6 +17,7 @@ use crate::policy::TripPolicy;
 use super::census::{census, walk};
 use super::choose::{allowed_isolated, lighter_by_latency, random, Balance};
 use super::endpoint::Endpoint;
+use super::limit::{Place, Said};
 use super::pick::Pick;
 use super::{Endpoints, Pool};
 use crate::nanos::Nanos;
@@ -209,7 +210,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 return Ok(choice);
             }
         }
-        Err(self.no_endpoint(census.earliest))
+        Err(self.refuse(endpoints, census.earliest))
     }
 
     /// More endpoints isolated than the cap allows: the surplus, the ones closest to their
@@ -240,11 +241,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         isolated.sort_by_key(|(retry_after, endpoint)| (*retry_after, Arc::as_ptr(endpoint)));
         let kept = isolated.len().saturating_sub(allowed);
         share_over_cap(admitting, &isolated[..kept], r, checking, judge)
-            .ok_or_else(|| self.no_endpoint(census.earliest))
+            .ok_or_else(|| self.refuse(endpoints, census.earliest))
     }
 
     /// The rejection of a pick that found no endpoint, counted.
-    fn no_endpoint(&self, retry_after: Option<Duration>) -> Rejected {
+    pub(super) fn no_endpoint(&self, retry_after: Option<Duration>) -> Rejected {
         self.shared
             .stats
             .no_endpoint
@@ -304,14 +305,19 @@ fn share_over_cap<K, P: TripPolicy, O: Observer>(
     checking: bool,
     judge: Judge,
 ) -> Option<Choice<K, P, O>> {
+    // At its limit, an endpoint kept in rotation is skipped too.
     let kept_in_rotation = |endpoint: &Arc<Endpoint<K, P, O>>| {
-        Choice::Pick(Pick::kept_in_rotation(Arc::clone(endpoint), judge.at()))
+        let place = endpoint.take_place(judge.at()).ok()?;
+        let pick = Pick::kept_in_rotation(Arc::clone(endpoint), judge.at(), place);
+        Some(Choice::Pick(pick))
     };
     let mut r = r.rotate_left(29);
     if !rotation.is_empty() {
         let slot = (r % (admitting.len() + rotation.len()) as u64) as usize;
         if let Some((_, endpoint)) = slot.checked_sub(admitting.len()).map(|i| rotation[i]) {
-            return Some(kept_in_rotation(endpoint));
+            if let Some(choice) = kept_in_rotation(endpoint) {
+                return Some(choice);
+            }
         }
     }
     while !admitting.is_empty() {
@@ -328,8 +334,9 @@ fn share_over_cap<K, P: TripPolicy, O: Observer>(
         }
         admitting.swap_remove(i);
     }
-    let (_, endpoint) = rotation.iter().min_by_key(|(_, e)| e.in_flight())?;
-    Some(kept_in_rotation(endpoint))
+    let mut rotation: Vec<_> = rotation.iter().map(|(_, e)| *e).collect();
+    rotation.sort_by_key(|e| e.in_flight());
+    rotation.into_iter().find_map(kept_in_rotation)
 }
 
 /// The reading of the pool's clock a pick took, for the deadline of the call it admits
@@ -410,13 +417,28 @@ where
     O: Observer,
     H: Holder<P = P, O = O, Permit = OwnedPermit<P, O>>,
 {
+    // Its limit first (cheaper than the breaker's admission, and nothing to undo): at its
+    // limit, it is skipped as an isolated one is, its breaker not asked.
+    let place = endpoint.take_place(at).ok()?;
+    let unused = |place: Option<Place>| {
+        if let Some(place) = place {
+            endpoint.give_back(place, Said::Nothing);
+        }
+    };
     match gate::admit(holder, At::Now) {
         Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(
             Arc::clone(endpoint),
             permit,
             at,
+            place,
         ))),
-        Admit::Check(gate) => on_check(gate),
-        Admit::Rejected(..) => None,
+        Admit::Check(gate) => {
+            unused(place);
+            on_check(gate)
+        }
+        Admit::Rejected(..) => {
+            unused(place);
+            None
+        }
     }
 }

@@ -38,6 +38,7 @@ pub(crate) struct Stats {
     pub(crate) hedges_won: AtomicU64,
     pub(crate) hedges_cancelled: AtomicU64,
     pub(crate) hedges_budget_denied: AtomicU64,
+    pub(crate) limited: AtomicU64,
 }
 
 /// The endpoints removed from a pool whose picks it still counts: kept while a pick may
@@ -138,6 +139,12 @@ pub struct PoolStats {
     pub hedges_cancelled: u64,
     /// Hedges the budget (or the throttle) refused.
     pub hedges_budget_denied: u64,
+    /// Picks answered [`Rejected::Limited`](crate::error::Rejected::Limited): every endpoint
+    /// that could take the call at its limit ([`Pool::limit`](super::Pool::limit)).
+    pub limited: u64,
+    /// Times an endpoint's limit turned a pick away (the pick went elsewhere, or was
+    /// limited), the pool's endpoints now together.
+    pub limit_skips: u64,
 }
 
 /// A pool's own figures ([`Pool::summary`](super::Pool::summary)), for a scrape or a status page.
@@ -159,6 +166,8 @@ pub struct PoolSummary {
     /// Endpoints ramping up after coming back ([`Pool::slow_start`](super::Pool::slow_start)),
     /// their weight below 1.
     pub warming: usize,
+    /// Endpoints with as many picks in flight as their limit ([`Pool::limit`](super::Pool::limit)).
+    pub at_limit: usize,
     /// The pool's counts.
     pub stats: PoolStats,
 }
@@ -207,6 +216,11 @@ pub struct EndpointSnapshot<K> {
     /// [`Hedge::at_percentile`](crate::retry::Hedge::at_percentile)); `None` before any is
     /// known, and without such a hedge.
     pub latency: Option<std::time::Duration>,
+    /// Its adaptive concurrency limit now ([`Pool::limit`](super::Pool::limit)); `None`
+    /// without one.
+    pub limit: Option<u32>,
+    /// Picks its limit turned away.
+    pub limited: u64,
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O>
@@ -237,6 +251,8 @@ where
                     down: open && e.breaker.is_down(),
                     weight: self.weight_now(e, now),
                     latency: e.latency.get(),
+                    limit: e.limit_now().map(|(limit, _)| limit),
+                    limited: e.limited(),
                     snapshot,
                 }
             })
@@ -262,11 +278,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         let s = &self.shared.stats;
         let mut retired = self.retired.lock();
         let compacted = retired.compact();
-        let picks = self
-            .endpoints
-            .load()
+        let endpoints = self.endpoints.load();
+        let picks = endpoints
             .iter()
             .fold(retired.picks(), |sum, e| sum.saturating_add(e.picks()));
+        let limit_skips = endpoints.iter().map(|e| e.limited()).sum();
         drop(retired);
         drop(compacted);
         PoolStats {
@@ -288,6 +304,8 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             hedges_won: n(&s.hedges_won),
             hedges_cancelled: n(&s.hedges_cancelled),
             hedges_budget_denied: n(&s.hedges_budget_denied),
+            limited: n(&s.limited),
+            limit_skips,
         }
     }
 
@@ -339,6 +357,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
                 .iter()
                 .filter(|e| self.weight_now(e, now) < 1.0)
                 .count(),
+            at_limit: endpoints.iter().filter(|e| e.at_limit()).count(),
             stats: self.stats(),
         }
     }

@@ -33,6 +33,7 @@ mod pool_call;
 mod pool_hang;
 mod pool_hedge;
 mod pool_judgement;
+mod pool_limit;
 mod pool_picks;
 mod pool_retry;
 mod pool_slow_start;

@@ -1,0 +1,208 @@
+//! A pool's adaptive concurrency limits ([`Pool::limit`]): each endpoint its own, a pick
+//! skipping an endpoint at its limit as it skips an isolated one, and the pick's place given
+//! back, with what the call says of the limit, when the pick is reported.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::ClockSource;
+use crate::contain::{self, FirstPanic};
+use crate::error::{ConfigError, Rejected};
+use crate::limit::{Algorithm, Limiter, Sample};
+use crate::nanos::{instant, Nanos};
+use crate::observe::Observer;
+use crate::outcome::Outcome;
+use crate::policy::TripPolicy;
+
+use super::endpoint::Endpoint;
+use super::{Endpoints, Pool};
+
+/// An endpoint's place under its limit: when its call went out, and how many were out with
+/// it (itself included).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Place {
+    at: Nanos,
+    in_flight: u32,
+}
+
+/// What a call's end says of its endpoint's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Said {
+    /// Its outcome, as the pick reported it.
+    Outcome(Outcome),
+    /// The endpoint said it is overloaded ([`Pick::overloaded`](super::Pick::overloaded)).
+    Overloaded,
+    /// Nothing: the pick was dropped unreported (abandoned, cancelled by a hedge), or its
+    /// thread panics.
+    Nothing,
+}
+
+impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
+    /// A place under the endpoint's limit for a call going out at `at` (`None`: read the
+    /// pool's clock now), if it has a limit: `Err(())` at its limit (the pick skips it),
+    /// `Ok(None)` without a limit.
+    #[inline]
+    pub(super) fn take_place(&self, at: Option<Nanos>) -> Result<Option<Place>, ()> {
+        let Some(limiter) = &self.limiter else {
+            return Ok(None);
+        };
+        // The clock first: a user clock's panic leaves no place taken.
+        let at = at.unwrap_or_else(|| self.shared.now());
+        match limiter.try_start() {
+            Some(in_flight) => Ok(Some(Place { at, in_flight })),
+            None => Err(()),
+        }
+    }
+
+    /// Gives back a place [`take_place`](Self::take_place) gave, with the sample the call's
+    /// end makes: a success its latency; an overload answer a drop; a failure a drop if it
+    /// came after the pool's deadline (a timeout), else nothing (a failure of the
+    /// endpoint's own says nothing of its queue, and is the breaker's to judge); an
+    /// exclusion, an abandoned or cancelled call, nothing. A user clock's panic continues
+    /// from here, the place given back first.
+    pub(super) fn give_back(&self, place: Place, said: Said) {
+        let Some(limiter) = &self.limiter else {
+            return;
+        };
+        let dropped = match said {
+            Said::Outcome(Outcome::Success) => Some(false),
+            Said::Overloaded => Some(true),
+            Said::Outcome(Outcome::Failure) if self.deadline != 0 => None,
+            _ => {
+                limiter.end(None);
+                return;
+            }
+        };
+        let mut panics = FirstPanic::default();
+        let now = self.shared.clock.try_now(&mut panics);
+        let sample = now.and_then(|now| {
+            let latency = instant(now.saturating_sub(place.at));
+            let dropped = match dropped {
+                Some(dropped) => dropped,
+                // A failure: a drop if it took the deadline, else nothing.
+                None if latency.as_nanos() >= u128::from(self.deadline) => true,
+                None => return None,
+            };
+            Some(Sample {
+                latency,
+                in_flight: place.in_flight,
+                dropped,
+            })
+        });
+        limiter.end(sample);
+        contain::resume(panics);
+    }
+
+    /// Whether the endpoint has a limit and as many calls in flight under it as the limit.
+    pub(super) fn at_limit(&self) -> bool {
+        self.limiter
+            .as_ref()
+            .is_some_and(|l| l.in_flight() >= l.limit().max(1))
+    }
+
+    /// Its limit and the calls in flight under it, if it has one.
+    pub(super) fn limit_now(&self) -> Option<(u32, u32)> {
+        self.limiter.as_ref().map(|l| (l.limit(), l.in_flight()))
+    }
+
+    /// Picks its limit turned away so far.
+    pub(super) fn limited(&self) -> u64 {
+        self.limiter.as_ref().map_or(0, Limiter::limited)
+    }
+}
+
+/// The pool's limit: the algorithm every endpoint gets a copy of.
+pub(super) type Prototype = Arc<dyn Algorithm>;
+
+/// A limiter for a new endpoint, from the pool's prototype.
+pub(super) fn limiter(prototype: &Prototype) -> Limiter {
+    Limiter::new(prototype.boxed_clone())
+}
+
+impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
+    /// Gives each endpoint its own adaptive concurrency limit, a copy of `algorithm`
+    /// ([`Aimd`](crate::limit::Aimd), [`Fixed`](crate::limit::Fixed), or your own
+    /// [`Algorithm`]): a pick skips an endpoint with as many of its picks in flight as its
+    /// limit, as it skips an isolated one, and with every endpoint that could take the call
+    /// at its limit answers at once [`Rejected::Limited`] (counted in
+    /// [`PoolStats::limited`](super::PoolStats::limited)). A pick never waits for a place.
+    ///
+    /// Each endpoint's limit learns from its own calls: a success is a sample of its
+    /// latency, with the picks in flight when it went out; an overload answer
+    /// ([`Pick::overloaded`](super::Pick::overloaded)) a drop; a failure after the pool's
+    /// [`deadline`](Pool::deadline) a drop (a timeout); any other failure, an exclusion, a
+    /// pick dropped or cancelled by a hedge, nothing. A limit is an overload signal, not a
+    /// failure: a pick it turns away reaches no breaker, so it never trips one, and no
+    /// outlier detection sees it.
+    ///
+    /// A setting for building the pool, before its first endpoint. A pool given no
+    /// [`clock`](Pool::clock) then reads the precise one (the processor's counter): a
+    /// latency wants more than the coarse clock's 1 to 4 ms ticks. Out-of-range settings
+    /// are not checked here: see [`try_limit`](Pool::try_limit).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::limit::Fixed;
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::{Breaker, Rejected};
+    ///
+    /// let pool = Pool::new(|_: &&str| Breaker::builder()).limit(Fixed::new(1));
+    /// pool.set(["a", "b"]);
+    /// let first = pool.pick().unwrap();
+    /// let second = pool.pick().unwrap();
+    /// assert_ne!(first.key(), second.key(), "the one at its limit is skipped");
+    /// // Both at their limit: turned away at once, no breaker told.
+    /// assert_eq!(pool.pick().unwrap_err(), Rejected::Limited);
+    /// assert_eq!(pool.stats().limited, 1);
+    /// first.success();
+    /// assert!(pool.pick().is_ok(), "a place came back");
+    /// # drop(second);
+    /// ```
+    #[must_use]
+    pub fn limit(mut self, algorithm: impl Algorithm) -> Self {
+        self.limit = Some(Arc::new(algorithm));
+        // Latencies want a clock finer than the coarse one: the precise one, unless the
+        // pool was given a clock.
+        if self.clock.is_none() {
+            if let Some(shared) = Arc::get_mut(&mut self.shared) {
+                shared.clock = ClockSource::default_for(true, Duration::from_micros(10));
+            }
+        }
+        self
+    }
+
+    /// [`limit`](Pool::limit), refusing settings out of range.
+    ///
+    /// # Errors
+    ///
+    /// The algorithm's [`validate`](Algorithm::validate) error, naming the field
+    /// (`limit.backoff_ratio`, say).
+    pub fn try_limit(self, algorithm: impl Algorithm) -> Result<Self, ConfigError> {
+        algorithm.validate()?;
+        Ok(self.limit(algorithm))
+    }
+
+    /// The limit each endpoint gets a copy of, if set.
+    pub fn limit_algorithm(&self) -> Option<&dyn Algorithm> {
+        self.limit.as_deref()
+    }
+
+    /// The rejection of a pick that found no endpoint to take the call, counted:
+    /// [`Rejected::Limited`] if some endpoint is at its limit (the ones that could take the
+    /// call are full), else [`Rejected::NoEndpoint`] with `retry_after`.
+    pub(super) fn refuse(
+        &self,
+        endpoints: &Endpoints<K, P, O>,
+        retry_after: Option<Duration>,
+    ) -> Rejected {
+        if self.limit.is_some() && endpoints.iter().any(|e| e.at_limit()) {
+            let stats = &self.shared.stats;
+            stats
+                .limited
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Rejected::Limited;
+        }
+        self.no_endpoint(retry_after)
+    }
+}
