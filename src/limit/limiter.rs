@@ -32,9 +32,11 @@ use crate::error::{ConfigError, Rejected};
 /// let b = limiter.try_acquire(t0)?;
 /// // Two calls out, a limit of two: the third is turned away at once.
 /// assert_eq!(limiter.try_acquire(t0).unwrap_err(), Rejected::Limited);
-/// a.success(Duration::from_millis(5)); // answered in 5 ms, 1 call out when it started
-/// b.dropped(Duration::from_millis(9)); // overloaded: the limit is cut
-/// assert_eq!((limiter.in_flight(), limiter.limit()), (0, 1));
+/// // Answered in 5 ms, with 1 of 2 out when it started (half the limit): one more.
+/// assert_eq!(a.success(Duration::from_millis(5)), 3);
+/// // Overloaded: the limit is cut, 3 × 0.9 rounded down.
+/// assert_eq!(b.dropped(Duration::from_millis(9)), 2);
+/// assert_eq!(limiter.in_flight(), 0);
 /// # Ok::<(), Rejected>(())
 /// ```
 pub struct Limiter<A = Box<dyn Algorithm>> {
