@@ -1238,3 +1238,74 @@ fn two_retries_racing_for_the_last_room_get_one() {
         assert_eq!(budget.balance(), 0);
     });
 }
+
+/// An adaptive limit's calls in flight: two calls race for the last place under a limit of
+/// one, a third thread gives a place back meanwhile; never more calls hold a place than the
+/// limit, every try is either admitted or counted limited, and every place comes back.
+/// (Killed by admitting on a load and an increment apart, without the compare-and-swap:
+/// both see a free place, and two calls hold the one.)
+#[test]
+fn two_calls_racing_for_the_last_place_under_a_limit_get_one() {
+    use lazybreaker::limit::{Fixed, Limiter};
+    loom::model(|| {
+        let limiter = Arc::new(Limiter::new(Fixed::new(2)));
+        let first = limiter.try_start().expect("a free place");
+        assert_eq!(first, 1);
+        let holding = Arc::new(AtomicUsize::new(1));
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let (limiter, holding) = (limiter.clone(), holding.clone());
+                thread::spawn(move || match limiter.try_start() {
+                    Some(in_flight) => {
+                        assert!(in_flight <= 2, "in flight with it: {in_flight}");
+                        let held = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                        assert!(held <= 2, "{held} places held under a limit of 2");
+                        holding.fetch_sub(1, Ordering::SeqCst);
+                        limiter.end(None);
+                        true
+                    }
+                    None => false,
+                })
+            })
+            .collect();
+        let admitted = racers
+            .into_iter()
+            .map(|r| r.join().unwrap())
+            .filter(|&a| a)
+            .count() as u64;
+        assert!(admitted >= 1, "one place was free throughout");
+        assert_eq!(
+            admitted + limiter.limited(),
+            2,
+            "every try admitted or limited"
+        );
+        limiter.end(None);
+        assert_eq!(limiter.in_flight(), 0, "every place back");
+    });
+}
+
+/// An AIMD limit's samples from two threads: each grows the limit by one, with no update
+/// lost (its one word moves by compare-and-swap), and the calls in flight come back to zero.
+#[test]
+fn samples_from_two_calls_are_both_learned() {
+    use lazybreaker::limit::{Aimd, Limiter, Sample};
+    loom::model(|| {
+        let limiter = Arc::new(Limiter::new(Aimd::new().initial_limit(2).min_limit(1)));
+        let calls: Vec<_> = (0..2)
+            .map(|_| {
+                let limiter = limiter.clone();
+                thread::spawn(move || {
+                    let in_flight = limiter.try_start().expect("a limit of two");
+                    // Both report the limit reached: 2 in flight of at most 3.
+                    let sample = Sample::new(Duration::from_millis(1), in_flight.max(2));
+                    limiter.end(Some(sample))
+                })
+            })
+            .collect();
+        for c in calls {
+            c.join().unwrap();
+        }
+        assert_eq!(limiter.limit(), 4, "2, then one more per sample");
+        assert_eq!(limiter.in_flight(), 0);
+    });
+}
