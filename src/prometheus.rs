@@ -40,7 +40,8 @@
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
 //! | `circuit_breaker_pool_warming` | gauge | `pool` | its endpoints ramping up after coming back ([`Pool::slow_start`]) |
 //! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`]) |
-//! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded` ([`PoolStats`]) |
+//! | `circuit_breaker_pool_at_limit` | gauge | `pool` | its endpoints with as many picks in flight as their adaptive concurrency limit ([`Pool::limit`]) |
+//! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded`, `limited` (answered [`Rejected::Limited`](crate::Rejected::Limited)), `limit_skipped` (an endpoint's limit turned the pick elsewhere) ([`PoolStats`]) |
 //! | `circuit_breaker_pool_retries_total` | counter | `pool`, `decision` | what the pool's [retry](Pool::retry) decided after a failed call: `retried` (on another endpoint), `budget_denied`, `exhausted`, `throttled` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_hedges_total` | counter | `pool`, `decision` | what the pool's [hedge](Pool::hedge) did: `hedged` (an attempt sent), `won` (a call answered first by a hedge), `cancelled` (attempts cancelled, counted neither way), `budget_denied` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
@@ -638,6 +639,11 @@ fn encode_pool_gauges(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> f
              below a full one.",
             |s: &PoolSummary| s.warming,
         ),
+        (
+            "circuit_breaker_pool_at_limit",
+            "Endpoints with as many picks in flight as their adaptive concurrency limit.",
+            |s: &PoolSummary| s.at_limit,
+        ),
     ] {
         family(
             e,
@@ -674,6 +680,8 @@ fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fm
                 ("over_cap", s.over_cap),
                 ("no_endpoint", s.no_endpoint),
                 ("overloaded", s.overloaded),
+                ("limited", s.limited),
+                ("limit_skipped", s.limit_skips),
             ]
             .into_iter()
             .map(move |(result, n)| {

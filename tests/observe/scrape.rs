@@ -947,3 +947,41 @@ fn a_pools_hedges_and_warming_endpoints_are_scraped() {
         1.0
     );
 }
+
+#[test]
+fn a_pools_limit_is_scraped() {
+    use lazybreaker::limit::Fixed;
+    use lazybreaker::pool::Pool;
+    let pool = Arc::new(
+        Pool::new(|_: &&str| Breaker::builder())
+            .named("limited")
+            .limit(Fixed::new(1)),
+    );
+    pool.set(["a", "b"]);
+    let held: Vec<_> = (0..2).map(|_| pool.pick().unwrap()).collect();
+    for _ in 0..3 {
+        assert_eq!(pool.pick().unwrap_err(), lazybreaker::Rejected::Limited);
+    }
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(BreakerCollector::new().pool(Arc::clone(&pool))));
+    let mut text = String::new();
+    encode(&mut text, &registry).expect("a scrape");
+    let series = parse(&text);
+    let pool_label = [("pool", "limited")];
+    assert_eq!(
+        get(&series, "circuit_breaker_pool_at_limit", &pool_label),
+        2.0
+    );
+    let picks = |result| {
+        get(
+            &series,
+            "circuit_breaker_pool_picks_total",
+            &[("pool", "limited"), ("result", result)],
+        )
+    };
+    assert_eq!(picks("limited"), 3.0);
+    // Each limited pick tried both endpoints' limits at least once.
+    assert!(picks("limit_skipped") >= 6.0, "{}", picks("limit_skipped"));
+    assert_eq!(picks("no_endpoint"), 0.0);
+    drop(held);
+}

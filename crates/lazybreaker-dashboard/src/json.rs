@@ -114,6 +114,7 @@ struct Summary {
     down: usize,
     in_flight: usize,
     warming: usize,
+    at_limit: usize,
     stats: Stats,
 }
 
@@ -138,6 +139,8 @@ struct Stats {
     hedges_won: u64,
     hedges_cancelled: u64,
     hedges_budget_denied: u64,
+    limited: u64,
+    limit_skips: u64,
 }
 
 impl From<&PoolSummary> for Summary {
@@ -150,6 +153,7 @@ impl From<&PoolSummary> for Summary {
             down: s.down,
             in_flight: s.in_flight,
             warming: s.warming,
+            at_limit: s.at_limit,
             stats: Stats {
                 picks: t.picks,
                 over_cap: t.over_cap,
@@ -169,6 +173,8 @@ impl From<&PoolSummary> for Summary {
                 hedges_won: t.hedges_won,
                 hedges_cancelled: t.hedges_cancelled,
                 hedges_budget_denied: t.hedges_budget_denied,
+                limited: t.limited,
+                limit_skips: t.limit_skips,
             },
         }
     }

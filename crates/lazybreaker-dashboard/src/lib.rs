@@ -57,12 +57,13 @@
 //! [`PoolSummary`](lazybreaker::pool::PoolSummary), read at the request: `endpoints`,
 //! `isolated` (breakers open as the next pick finds them), `ejected` (of those, ejected by the
 //! pool, the ejection running), `down` (of those, out on their own evidence: a failed health
-//! check, a hang), `in_flight`, `warming` (ramping up after coming back: [`Pool::slow_start`](lazybreaker::pool::Pool::slow_start)), and `stats`, its
+//! check, a hang), `in_flight`, `warming` (ramping up after coming back: [`Pool::slow_start`](lazybreaker::pool::Pool::slow_start)), `at_limit` (endpoints at their adaptive concurrency limit: [`Pool::limit`](lazybreaker::pool::Pool::limit)), and `stats`, its
 //! [`PoolStats`](lazybreaker::pool::PoolStats): `picks`, `over_cap`, `over_cap_successes`,
 //! `over_cap_failures`, `no_endpoint`, `overloaded`, `outliers_detected`,
 //! `ejected_success_rate`, `ejected_failure_percentage`, `ejected_hung`, `retries`,
 //! `retries_budget_denied`, `retries_exhausted`, `retries_throttled` ([`Pool::retry`](lazybreaker::pool::Pool::retry)),
-//! `hedges`, `hedges_won`, `hedges_cancelled`, `hedges_budget_denied` ([`Pool::hedge`](lazybreaker::pool::Pool::hedge)). A pool whose figures
+//! `hedges`, `hedges_won`, `hedges_cancelled`, `hedges_budget_denied` ([`Pool::hedge`](lazybreaker::pool::Pool::hedge)),
+//! `limited`, `limit_skips` ([`Pool::limit`](lazybreaker::pool::Pool::limit)). A pool whose figures
 //! could not be read (its clock panicked) has `name` and `"unreadable": true` only.
 //!
 //! **Durations, one rule everywhere.** Every duration is written twice, under two names:

@@ -157,7 +157,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         "<h2>Pools</h2><table id=\"pools\"><thead><tr><th>pool</th><th>nodes</th>\
          <th>isolated</th><th>ejected</th><th>down</th><th>warming</th><th>in flight</th>\
          <th>picks</th><th>over the cap</th><th>no endpoint</th><th>outliers detected</th>\
-         <th>retries</th><th>hedges</th><th>ejections</th></tr></thead><tbody>",
+         <th>retries</th><th>hedges</th><th>limit</th><th>ejections</th></tr></thead><tbody>",
     );
     for pool in pools {
         let name = Escaped(&pool.name);
@@ -172,7 +172,7 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
         out.push_str("</td>");
         let Some(s) = &pool.summary else {
             out.push_str(
-                "<td colspan=\"13\" class=\"warn\" data-label=\"figures\">\
+                "<td colspan=\"14\" class=\"warn\" data-label=\"figures\">\
                  unreadable (its clock panicked)</td></tr>",
             );
             continue;
@@ -203,6 +203,11 @@ fn pools_html(out: &mut String, pools: &[PoolLine]) {
             "<td data-label=\"hedges\">{} hedged · {} won · {} cancelled · {} budget \
              denied</td>",
             t.hedges, t.hedges_won, t.hedges_cancelled, t.hedges_budget_denied,
+        );
+        let _ = write!(
+            out,
+            "<td data-label=\"limit\">{} at their limit · {} limited · {} skipped</td>",
+            s.at_limit, t.limited, t.limit_skips,
         );
         let _ = write!(
             out,

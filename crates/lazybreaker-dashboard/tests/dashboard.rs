@@ -841,6 +841,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "0 retried · 0 budget denied · 0 throttled · 0 exhausted",
                 ),
                 ("hedges", "0 hedged · 0 won · 0 cancelled · 0 budget denied"),
+                ("limit", "0 at their limit · 0 limited · 0 skipped"),
                 (
                     "ejections",
                     "0 success rate · 1 failure percentage · 0 hung",
@@ -864,6 +865,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "0 retried · 0 budget denied · 0 throttled · 0 exhausted",
                 ),
                 ("hedges", "0 hedged · 0 won · 0 cancelled · 0 budget denied"),
+                ("limit", "0 at their limit · 0 limited · 0 skipped"),
                 (
                     "ejections",
                     "0 success rate · 0 failure percentage · 2 hung",
@@ -899,6 +901,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 "down": 0,
                 "in_flight": 1,
                 "warming": 0,
+                "at_limit": 0,
                 "stats": {
                     // 500 calls, the pick that judged the interval, the one held.
                     "picks": 502,
@@ -918,7 +921,9 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "hedges": 0,
                     "hedges_won": 0,
                     "hedges_cancelled": 0,
-                    "hedges_budget_denied": 0
+                    "hedges_budget_denied": 0,
+                    "limited": 0,
+                    "limit_skips": 0
                 }
             },
             {
@@ -929,6 +934,7 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                 "down": 2,
                 "in_flight": 2,
                 "warming": 0,
+                "at_limit": 0,
                 "stats": {
                     "picks": 2,
                     "over_cap": 0,
@@ -947,7 +953,9 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
                     "hedges": 0,
                     "hedges_won": 0,
                     "hedges_cancelled": 0,
-                    "hedges_budget_denied": 0
+                    "hedges_budget_denied": 0,
+                    "limited": 0,
+                    "limit_skips": 0
                 }
             }
         ])
@@ -990,6 +998,37 @@ fn a_pool_with_an_ejected_endpoint_shows_its_figures_on_the_page_and_in_the_json
     assert_eq!(pool_cell(&get(&server, "/").body, "edge", "in flight"), "0");
     assert_eq!(get(&server, "/pools").json()[0]["in_flight"], 0);
     drop(hanging);
+}
+
+/// A pool with an adaptive concurrency limit: its endpoints at their limit, the picks it
+/// answered `Limited`, and those its limits turned elsewhere, on the page and in the JSON.
+#[test]
+fn a_pools_limit_shows_on_the_page_and_in_the_json() {
+    let pool = Arc::new(
+        Pool::new(|_: &u32| Breaker::builder())
+            .clock(ManualClock::new())
+            .named("bounded")
+            .limit(lazybreaker::limit::Fixed::new(1)),
+    );
+    pool.set([1, 2]);
+    let held: Vec<_> = (0..2).map(|_| pool.pick().unwrap()).collect();
+    assert_eq!(pool.pick().unwrap_err(), lazybreaker::Rejected::Limited);
+    let skipped = pool.stats().limit_skips;
+    assert!(
+        skipped >= 2,
+        "both endpoints' limits turned it away: {skipped}"
+    );
+    let server = serve(Dashboard::new().pool(Arc::clone(&pool)).router());
+    let html = get(&server, "/").body;
+    assert_eq!(
+        pool_cell(&html, "bounded", "limit"),
+        format!("2 at their limit · 1 limited · {skipped} skipped")
+    );
+    let pools = get(&server, "/pools").json();
+    assert_eq!(pools[0]["at_limit"], 2);
+    assert_eq!(pools[0]["stats"]["limited"], 1);
+    assert_eq!(pools[0]["stats"]["limit_skips"], skipped);
+    drop(held);
 }
 
 /// A pool's name is untrusted text: escaped on the page (its row, its endpoints' rows), kept
