@@ -145,12 +145,16 @@ impl Aimd {
             };
             u64::from(moved.clamp(self.min_limit.min(self.max_limit), self.max_limit))
         };
+        // A sample that moves nothing (the common one: a call answered in time, the limit
+        // not reached) writes nothing: no compare-and-swap, no cache line taken.
         match self
             .limit
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |limit| {
-                Some(next(limit))
+                let moved = next(limit);
+                (moved != limit).then_some(moved)
             }) {
-            Ok(previous) | Err(previous) => next(previous) as u32,
+            Ok(previous) => next(previous) as u32,
+            Err(unmoved) => unmoved as u32,
         }
     }
 }

@@ -36,6 +36,12 @@ pub trait Algorithm: Send + Sync + fmt::Debug + 'static {
 
     /// A copy, boxed: its settings, and its state as it is now.
     fn boxed_clone(&self) -> Box<dyn Algorithm>;
+
+    /// Whether it learns from samples at all: `false` spares the callers the clock reads
+    /// that time each call ([`Fixed`] says so). `true` by default.
+    fn learns(&self) -> bool {
+        true
+    }
 }
 
 impl Algorithm for Box<dyn Algorithm> {
@@ -54,6 +60,10 @@ impl Algorithm for Box<dyn Algorithm> {
     fn boxed_clone(&self) -> Box<dyn Algorithm> {
         (**self).boxed_clone()
     }
+
+    fn learns(&self) -> bool {
+        (**self).learns()
+    }
 }
 
 impl<A: Algorithm> Algorithm for Arc<A> {
@@ -71,6 +81,10 @@ impl<A: Algorithm> Algorithm for Arc<A> {
 
     fn boxed_clone(&self) -> Box<dyn Algorithm> {
         (**self).boxed_clone()
+    }
+
+    fn learns(&self) -> bool {
+        (**self).learns()
     }
 }
 
@@ -117,5 +131,9 @@ impl Algorithm for Fixed {
 
     fn boxed_clone(&self) -> Box<dyn Algorithm> {
         Box::new(*self)
+    }
+
+    fn learns(&self) -> bool {
+        false
     }
 }

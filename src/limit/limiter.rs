@@ -42,6 +42,8 @@ use crate::error::{ConfigError, Rejected};
 pub struct Limiter<A = Box<dyn Algorithm>> {
     in_flight: AtomicU64,
     limited: AtomicU64,
+    /// The algorithm's [`learns`](Algorithm::learns), read once.
+    learns: bool,
     algorithm: A,
 }
 
@@ -52,6 +54,7 @@ impl<A: Algorithm> Limiter<A> {
         Self {
             in_flight: AtomicU64::new(0),
             limited: AtomicU64::new(0),
+            learns: algorithm.learns(),
             algorithm,
         }
     }
@@ -69,6 +72,12 @@ impl<A: Algorithm> Limiter<A> {
     /// The algorithm.
     pub fn algorithm(&self) -> &A {
         &self.algorithm
+    }
+
+    /// Whether its algorithm learns from samples ([`Algorithm::learns`]): if not, its
+    /// callers need not time their calls.
+    pub fn learns(&self) -> bool {
+        self.learns
     }
 
     /// The limit now.
@@ -115,13 +124,14 @@ impl<A: Algorithm> Limiter<A> {
     /// own). Returns the limit it leaves.
     #[inline]
     pub fn end(&self, sample: Option<Sample>) -> u32 {
-        // Never below zero: a place given back twice is a caller's bug, not an underflow.
-        let _ = self
-            .in_flight
-            .fetch_update(Ordering::Release, Ordering::Relaxed, |n| n.checked_sub(1));
+        // Never below zero: a place given back twice is a caller's bug, not an underflow
+        // (undone at once; an admission meanwhile sees a count one low).
+        if self.in_flight.fetch_sub(1, Ordering::Release) == 0 {
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
+        }
         match sample {
-            Some(sample) => self.algorithm.on_sample(sample),
-            None => self.algorithm.limit(),
+            Some(sample) if self.learns => self.algorithm.on_sample(sample),
+            _ => self.algorithm.limit(),
         }
     }
 

@@ -46,8 +46,13 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         let Some(limiter) = &self.limiter else {
             return Ok(None);
         };
-        // The clock first: a user clock's panic leaves no place taken.
-        let at = at.unwrap_or_else(|| self.shared.now());
+        // The clock first (if the limit learns from latencies): a user clock's panic leaves
+        // no place taken.
+        let at = match at {
+            Some(at) => at,
+            None if limiter.learns() => self.shared.now(),
+            None => 0,
+        };
         match limiter.try_start() {
             Some(in_flight) => Ok(Some(Place { at, in_flight })),
             None => Err(()),
@@ -64,6 +69,10 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         let Some(limiter) = &self.limiter else {
             return;
         };
+        if !limiter.learns() {
+            limiter.end(None);
+            return;
+        }
         let dropped = match said {
             Said::Outcome(Outcome::Success) => Some(false),
             Said::Overloaded => Some(true),
@@ -137,7 +146,8 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     ///
     /// A setting for building the pool, before its first endpoint. A pool given no
     /// [`clock`](Pool::clock) then reads the precise one (the processor's counter): a
-    /// latency wants more than the coarse clock's 1 to 4 ms ticks. Out-of-range settings
+    /// latency wants more than the coarse clock's 1 to 4 ms ticks. A limit that learns
+    /// nothing ([`Fixed`](crate::limit::Fixed)) reads no clock. Out-of-range settings
     /// are not checked here: see [`try_limit`](Pool::try_limit).
     ///
     /// # Examples
@@ -161,10 +171,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// ```
     #[must_use]
     pub fn limit(mut self, algorithm: impl Algorithm) -> Self {
+        let learns = algorithm.learns();
         self.limit = Some(Arc::new(algorithm));
         // Latencies want a clock finer than the coarse one: the precise one, unless the
-        // pool was given a clock.
-        if self.clock.is_none() {
+        // pool was given a clock (or its limit learns nothing).
+        if self.clock.is_none() && learns {
             if let Some(shared) = Arc::get_mut(&mut self.shared) {
                 shared.clock = ClockSource::default_for(true, Duration::from_micros(10));
             }

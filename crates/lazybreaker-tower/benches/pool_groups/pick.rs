@@ -8,7 +8,7 @@ use criterion::Criterion;
 use lazybreaker::pool::{Balance, Pool};
 use lazybreaker::{Breaker, Rejected};
 
-use super::services::{hedging_pool, judging_pool, pool, ENDPOINTS};
+use super::services::{hedging_pool, judging_pool, limited_pool, pool, ENDPOINTS};
 use crate::support::{group, operation};
 
 /// One successful call through `pool`: a pick, the operation, the success reported.
@@ -38,7 +38,8 @@ fn spreads(pool: &Pool<SocketAddr>, name: &str) {
 /// adds; `lazybreaker_judging`: the default pool with outlier detection (both detectors)
 /// and a deadline, for what judging adds (a clock read per pick, one at each report);
 /// `lazybreaker_hedging`: the default pool with a hedge and slow start, neither due (one
-/// load each per pick).
+/// load each per pick); `lazybreaker_limited`: the default pool with `Aimd` limits per
+/// endpoint (a place taken and given back, a latency sample: two clock reads).
 pub(crate) fn pick_1t(c: &mut Criterion) {
     let mut g = group(c, "pool_pick_1t");
     for (name, pool) in [
@@ -46,6 +47,7 @@ pub(crate) fn pick_1t(c: &mut Criterion) {
         ("lazybreaker_round_robin", pool(Balance::RoundRobin)),
         ("lazybreaker_judging", judging_pool()),
         ("lazybreaker_hedging", hedging_pool()),
+        ("lazybreaker_limited", limited_pool()),
     ] {
         spreads(&pool, name);
         g.bench_function(name, |b| b.iter(|| call(&pool)));

@@ -8,6 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use lazybreaker::limit::Aimd;
 use lazybreaker::pool::{Balance, OutlierDetection, Pool, SlowStart};
 use lazybreaker::retry::Hedge;
 use lazybreaker::Breaker;
@@ -56,6 +57,15 @@ pub(crate) fn hedging_pool() -> Pool<SocketAddr> {
     let pool = Pool::new(|_: &SocketAddr| Breaker::builder())
         .hedge(Hedge::at_percentile(0.95))
         .slow_start(SlowStart::new(Duration::from_secs(30)));
+    pool.set(keys());
+    pool
+}
+
+/// The default pool with an adaptive concurrency limit per endpoint, `Aimd::new()`
+/// (Netflix's defaults: 20 to 200), never reached by one thread: a place taken and given
+/// back per call, with a latency sample (two clock reads).
+pub(crate) fn limited_pool() -> Pool<SocketAddr> {
+    let pool = Pool::new(|_: &SocketAddr| Breaker::builder()).limit(Aimd::new());
     pool.set(keys());
     pool
 }
