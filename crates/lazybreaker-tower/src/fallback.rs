@@ -1,5 +1,6 @@
-//! What a layer answers for a rejected request: an error ([`FailFast`], the default) or a
-//! response of its own ([`Fallback`], from [`BreakerLayer::fallback`](super::BreakerLayer::fallback)).
+//! What a layer answers for a rejected request: an error ([`FailFast`], the default; the
+//! inner service's own with [`IntoInner`]) or a response of its own ([`Fallback`], from
+//! [`BreakerLayer::fallback`](super::BreakerLayer::fallback)).
 
 use std::fmt;
 
@@ -11,7 +12,7 @@ use lazybreaker::{Error, Rejected};
 ///
 /// `T` and `E` are the inner service's response and error, `R` the rejection the layer
 /// has (a [`Rejected`], or a [`RejectedBy`](lazybreaker::RejectedBy) naming a keyed breaker).
-/// Implemented by this module's two types; the trait is public so that it can appear in
+/// Implemented by this module's three types; the trait is public so that it can appear in
 /// the services' bounds.
 pub trait OnRejected<T, E, R> {
     /// The error type of the breaker's service.
@@ -44,6 +45,39 @@ impl<T, E, R> OnRejected<T, E, R> for FailFast {
     #[inline]
     fn inner(error: E) -> Self::Error {
         Error::Inner(error)
+    }
+}
+
+/// Rejected requests fail with the inner service's own error, made from the rejection
+/// (`E: From<R>`): for a layer over another layer of this crate, whose
+/// [`Error<E>`](lazybreaker::Error) takes a [`Rejected`] as its own, so that the stack's error
+/// stays one `Error<E>` that carries the rejections of both (a
+/// [`LimitLayer`](super::LimitLayer) over a [`BreakerLayer`](super::BreakerLayer), with a
+/// [`RetryLayer`](https://docs.rs/lazybreaker-tower/latest/lazybreaker_tower/struct.RetryLayer.html)
+/// outside that tells them apart); or over a `BoxError` stack, which boxes it.
+///
+/// ```
+/// use lazybreaker::{Error, Rejected};
+/// use lazybreaker_tower::{IntoInner, OnRejected};
+///
+/// let answer: Result<(), Error<std::io::Error>> =
+///     OnRejected::<(), Error<std::io::Error>, Rejected>::answer(&IntoInner, Rejected::Limited);
+/// assert!(matches!(answer, Err(Error::Rejected(Rejected::Limited))));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct IntoInner;
+
+impl<T, E: From<R>, R> OnRejected<T, E, R> for IntoInner {
+    type Error = E;
+
+    #[inline]
+    fn answer(&self, rejected: R) -> Result<T, E> {
+        Err(E::from(rejected))
+    }
+
+    #[inline]
+    fn inner(error: E) -> E {
+        error
     }
 }
 

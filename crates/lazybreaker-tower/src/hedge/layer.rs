@@ -33,7 +33,9 @@ use crate::retry::replay::CloneRequest;
 ///   attempts are left (gRPC's non-fatal status, A6); an overload with a `Retry-After`
 ///   ([`Classify::open_for`](lazybreaker::classify::Classify::open_for)) holds the next one
 ///   until then. A breaker's rejection ([`MaybeRejected`](crate::MaybeRejected)) sends no
-///   other: the breaker would reject it too. With every attempt failed, the call's answer
+///   other: the breaker would reject it too; nor does a concurrency limit's
+///   ([`Rejected::Limited`](lazybreaker::Rejected::Limited)): a hedge adds load, which the
+///   limit just refused (an attempt already out goes on). With every attempt failed, the call's answer
 ///   is the last failure.
 /// - **Which requests.** Those [`Replay`](crate::Replay) copies: every `Clone` request with
 ///   [`new`](Self::new), HTTP's idempotent methods with [`http`](Self::http). Another is

@@ -18,7 +18,7 @@ use lazybreaker::door::BreakerSeam;
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::{Outcome, TripPolicy};
 use lazybreaker::retry::{Attempts, Cause, Next, Retry};
-use lazybreaker::Breaker;
+use lazybreaker::{Breaker, Rejected};
 
 /// A [`Retry`] as tower's retry [`Policy`]: each attempt's result judged by a [`Classify`],
 /// each retry paid for in the retry's budget, waited for on tokio's timer. Give it to
@@ -28,7 +28,10 @@ use lazybreaker::Breaker;
 ///   [`Outcome::Fatal`]); an overload ([`Classify::overloaded`]: a 503 or 429 with
 ///   `Retry-After` under [`StatusRules`](lazybreaker::http::StatusRules)) waits at least
 ///   what the server asked ([`Classify::open_for`]). Never a breaker's rejection
-///   ([`MaybeRejected`]): the breaker would reject the retry too. Successes and excluded
+///   ([`MaybeRejected`]): the breaker would reject the retry too. A concurrency limit's
+///   rejection ([`Rejected::Limited`], from a [`LimitLayer`](crate::LimitLayer) inside) is
+///   an overload: retried after a backoff (at once with [`elsewhere`](RetryPolicy::elsewhere)),
+///   paid for in the budget like any other retry. Successes and excluded
 ///   results (a 404) are returned as they are.
 /// - **Which requests**: those [`Replay`] copies ([`CloneRequest`], every request, by
 ///   default; HTTP's [`Idempotent`](super::Idempotent) methods with
@@ -171,7 +174,8 @@ impl<C, Q> RetryPolicy<C, Q> {
 
     /// Why an attempt with `result` should be retried, or `None` if it should not be (a
     /// success, an excluded result): a breaker's rejection is [`Cause::Rejected`] (never
-    /// retried), an overload [`Cause::Overload`] with the classifier's
+    /// retried), a concurrency limit's ([`Rejected::Limited`]) [`Cause::Overload`] with no
+    /// `Retry-After`, an overload [`Cause::Overload`] with the classifier's
     /// [`open_for`](Classify::open_for) as its `Retry-After`, any other failure
     /// [`Cause::Failure`].
     pub fn cause<Res, E>(&self, result: &Result<Res, E>) -> Option<Cause>
@@ -180,8 +184,12 @@ impl<C, Q> RetryPolicy<C, Q> {
         E: MaybeRejected,
     {
         if let Err(error) = result {
-            if error.rejection().is_some() {
-                return Some(Cause::Rejected);
+            match error.rejection() {
+                // A concurrency limit's: overload, not a broken dependency; a place frees as
+                // soon as a call ends, and a retry may go elsewhere.
+                Some(Rejected::Limited) => return Some(Cause::Overload { retry_after: None }),
+                Some(_) => return Some(Cause::Rejected),
+                None => {}
             }
         }
         match self.classify.classify(result) {

@@ -11,7 +11,11 @@ type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// An error that may be a breaker's rejection: the attempt was not made, and a retry would
 /// be rejected as well, so a [`RetryPolicy`](super::RetryPolicy) never retries it
-/// ([`Cause::Rejected`](lazybreaker::retry::Cause::Rejected)).
+/// ([`Cause::Rejected`](lazybreaker::retry::Cause::Rejected)), nor a `HedgeLayer` (feature
+/// `hedge`) hedges it again. A concurrency limit's
+/// [`Rejected::Limited`] is the exception for the retries: an overload, retried (a place
+/// frees as soon as a call ends); a hedge makes no other attempt after it (hedging adds
+/// load, which the limit just refused).
 ///
 /// Implemented for the layers' errors ([`Error`], a rejection plain or naming its breaker),
 /// for a `BoxError` and an `std::io::Error` (a rejection among their causes: a breaker
