@@ -1,6 +1,7 @@
 //! A tower middleware around a breaker: [`BreakerLayer`] and
-//! [`BreakerService`], with a named [`ResponseFuture`]. No async runtime and no timer (but
-//! for the retries and hedges, features `retry` and `hedge`, which wait on tokio's).
+//! [`BreakerService`], with a named [`ResponseFuture`]; an adaptive concurrency limit,
+//! [`LimitLayer`]. No async runtime and no timer (but for the retries and hedges, features
+//! `retry` and `hedge`, which wait on tokio's).
 //!
 //! # The recipe: how responses count, and where the deadline goes
 //!
@@ -152,6 +153,93 @@
 //! # fn main() {}
 //! ```
 //!
+//! # Concurrency limits
+//!
+//! [`LimitLayer`] keeps the calls in flight under an adaptive limit
+//! ([`lazybreaker::limit`]: [`Aimd`](lazybreaker::limit::Aimd), or a
+//! [`Fixed`](lazybreaker::limit::Fixed) bulkhead), learned from the calls themselves: a
+//! success is a sample of its latency, an overload answer (a 503 or 429 with
+//! `LimitLayer::http`, feature `http`) or a timeout cuts the limit. A call at the limit is turned away at
+//! once with [`Rejected::Limited`](lazybreaker::Rejected::Limited): a limit sheds, it never
+//! queues (`poll_ready` is the inner service's). No feature, no timer. From the outside in:
+//!
+//! ```
+//! # #[cfg(feature = "http")]
+//! # fn main() -> Result<(), lazybreaker::ConfigError> {
+//! use http::{Request, Response, StatusCode};
+//! use lazybreaker::http::StatusRules;
+//! use lazybreaker::limit::Aimd;
+//! use lazybreaker::retry::{Retry, RetryBudget};
+//! use lazybreaker::Breaker;
+//! use lazybreaker_tower::{BreakerLayer, IntoInner, LimitLayer, OverloadRules, RetryLayer};
+//! use std::{sync::Arc, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # let client = tower::service_fn(|_: Request<String>| async {
+//! #     Ok::<_, std::io::Error>(Response::new(String::new()))
+//! # });
+//! let breaker = Arc::new(Breaker::builder().name("upstream").build());
+//! let retry = Retry::new(3)?.budget(RetryBudget::default());
+//! // 20 calls in flight at first, within 20 to 200; a 503 or 429 cuts it; one error type
+//! // for the whole stack.
+//! let limit = LimitLayer::try_new(Aimd::new())?
+//!     .classify(OverloadRules::new())
+//!     .on_rejected(IntoInner);
+//! let service = ServiceBuilder::new()
+//!     // Outside the limit: each attempt takes a place of its own; a `Limited` attempt is
+//!     // an overload, retried after a backoff and paid for in the budget.
+//!     .layer(RetryLayer::http(retry).deadline(Duration::from_secs(2)))
+//!     .layer(limit.clone())
+//!     // Inside the limit: a call the limit turns away never reaches the breaker.
+//!     .layer(BreakerLayer::new(Arc::clone(&breaker)).classify(StatusRules::new()))
+//!     .timeout(Duration::from_millis(500)) // per attempt: a timeout cuts the limit
+//!     .service(client);
+//!
+//! # let runtime = tokio::runtime::Builder::new_current_thread()
+//! #     .enable_time().start_paused(true).build().unwrap();
+//! # runtime.block_on(async {
+//! let response = service.oneshot(Request::get("/").body(String::new()).unwrap()).await.unwrap();
+//! assert_eq!(response.status(), StatusCode::OK);
+//! # });
+//! assert_eq!((limit.limiter().in_flight(), limit.limiter().limit()), (0, 20));
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "http"))]
+//! # fn main() {}
+//! ```
+//!
+//! - **Retries and hedges outside the limit.** Each attempt takes its own place and gives
+//!   it back when it ends, so the limit counts what is really in flight towards the
+//!   dependency. A retry after a `Limited` rejection is an overload
+//!   ([`Cause::Overload`](lazybreaker::retry::Cause::Overload)): it waits a backoff (or,
+//!   with `.elsewhere(true)` over a pool, goes to another endpoint at once) and is paid
+//!   for in the retry budget, so shedding cannot turn into a retry storm. A hedge makes no
+//!   other attempt after a `Limited` one (it would add the load the limit just refused). A
+//!   retry inside the limit would hold one place across all its attempts and backoffs.
+//! - **The limit outside the breaker.** A call the limit turns away never reaches the
+//!   breaker: it is not counted in the breaker's [`Totals`](lazybreaker::Totals), cannot
+//!   trip it, and costs nothing but a compare-and-swap. Overload is not failure: the limit
+//!   answers overload, the breaker a broken dependency. (Inside the breaker, a `Limited`
+//!   rejection would be the breaker's inner error, a failure under the default classifier:
+//!   a burst above the limit would trip the breaker.) The breaker's own rejections pass
+//!   through the limit unsampled (excluded, or a failure that is not a timeout).
+//! - **One error type.** `on_rejected(IntoInner)` answers a rejection with the inner
+//!   service's own error: over a [`BreakerLayer`], its `Error<E>`, which then carries the
+//!   rejections of both (`Error::Rejected(Rejected::Limited)` or the breaker's), so the
+//!   retry outside tells them apart. With the default ([`FailFast`]) the stack's error
+//!   would be `Error<Error<E>>`, whose inner rejections the retry does not look into.
+//! - **The timeout inside.** A call cut by its timeout is a drop (tower's or tokio's
+//!   `Elapsed`, with the feature `retry`; an `io::ErrorKind::TimedOut`; or a failure that
+//!   took the layer's [`deadline`](LimitLayer::deadline)): the limit shrinks as the
+//!   dependency slows down.
+//! - **Over a pool, a limit per endpoint.** One [`LimitLayer`] outside a [`PoolService`]
+//!   limits the whole pool as if it were one dependency: a slow endpoint's calls fill the
+//!   places of the fast ones, and a drop by one endpoint cuts the limit for all. Prefer a
+//!   limit per endpoint, under the pool's pick (the pool's own `Pool::limit`, or a
+//!   `LimitLayer` in each endpoint's service, made by the `PoolService`'s `make`, with a
+//!   limiter kept per key). Keep a single limit outside the pool only to bound the caller's
+//!   own concurrency.
+//!
 //! # Conventions
 //!
 //! Following tower's conventions (for [`KeyedBreakerLayer`], see its service for `poll_ready`):
@@ -214,13 +302,18 @@ mod fallback;
 mod future;
 mod keyed;
 mod layer;
+mod limit;
 mod pool;
 mod service;
 
-pub use fallback::{FailFast, Fallback, OnRejected};
+pub use fallback::{FailFast, Fallback, IntoInner, OnRejected};
 pub use future::{Deferred, DeferredCall, NoCall, Rejection, ResponseFuture};
 pub use keyed::{KeyedBreakerLayer, KeyedBreakerService};
 pub use layer::BreakerLayer;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use limit::OverloadRules;
+pub use limit::{LimitFuture, LimitLayer, LimitService};
 pub use pool::{PoolFuture, PoolService};
 pub use service::BreakerService;
 
