@@ -7,6 +7,10 @@
 //!   while the calls in flight reach half the limit, a cut by the backoff ratio on a drop or
 //!   a timeout.
 //!
+//! - [`Gradient2`]: the limit follows the ratio of a long-run latency to the latest one
+//!   (Netflix's `Gradient2Limit`): it grows by a queue size while calls stay within a
+//!   tolerance of the long-run latency, and shrinks by the ratio (at most by half) when not.
+//!
 //! - [`Fixed`]: a limit that does not move (a bulkhead; HAProxy's `maxconn`).
 //!
 //! A [`Limiter`] counts the calls in flight against one of them (a compare-and-swap per
@@ -18,10 +22,12 @@
 
 mod aimd;
 mod algorithm;
+mod gradient2;
 mod limiter;
 mod sample;
 
 pub use aimd::Aimd;
 pub use algorithm::{Algorithm, Fixed};
+pub use gradient2::Gradient2;
 pub use limiter::{LimitPermit, Limiter, OwnedLimitPermit};
 pub use sample::Sample;
