@@ -11,6 +11,10 @@
 //!   (Netflix's `Gradient2Limit`): it grows by a queue size while calls stay within a
 //!   tolerance of the long-run latency, and shrinks by the ratio (at most by half) when not.
 //!
+//! - [`Vegas`]: the queue a call's latency implies against the least latency seen (TCP
+//!   Vegas; Netflix's `VegasLimit`): a short queue grows the limit, a long one or a drop
+//!   shrinks it; the least latency is probed again now and then, at seeded times.
+//!
 //! - [`Fixed`]: a limit that does not move (a bulkhead; HAProxy's `maxconn`).
 //!
 //! A [`Limiter`] counts the calls in flight against one of them (a compare-and-swap per
@@ -25,9 +29,11 @@ mod algorithm;
 mod gradient2;
 mod limiter;
 mod sample;
+mod vegas;
 
 pub use aimd::Aimd;
 pub use algorithm::{Algorithm, Fixed};
 pub use gradient2::Gradient2;
 pub use limiter::{LimitPermit, Limiter, OwnedLimitPermit};
 pub use sample::Sample;
+pub use vegas::Vegas;
