@@ -235,7 +235,7 @@
 //! - **Over a pool, a limit per endpoint.** One [`LimitLayer`] outside a [`PoolService`]
 //!   limits the whole pool as if it were one dependency: a slow endpoint's calls fill the
 //!   places of the fast ones, and a drop by one endpoint cuts the limit for all. Prefer a
-//!   limit per endpoint, under the pool's pick (the pool's own `Pool::limit`, or a
+//!   limit per endpoint, under the pool's pick (the pool's own [`Pool::limit`](lazybreaker::pool::Pool::limit), or a
 //!   `LimitLayer` in each endpoint's service, made by the `PoolService`'s `make`, with a
 //!   limiter kept per key). Keep a single limit outside the pool only to bound the caller's
 //!   own concurrency.
