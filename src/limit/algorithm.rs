@@ -37,6 +37,15 @@ pub trait Algorithm: Send + Sync + fmt::Debug + 'static {
     /// A copy, boxed: its settings, and its state as it is now.
     fn boxed_clone(&self) -> Box<dyn Algorithm>;
 
+    /// A copy for one of several callers that should not move in step (each endpoint of a
+    /// [`Pool`](crate::pool::Pool), `salt` from its key): for an algorithm that draws
+    /// random numbers, its seed mixed with `salt` (the same salt gives the same draws:
+    /// replayable); for the others, [`boxed_clone`](Algorithm::boxed_clone).
+    fn boxed_clone_salted(&self, salt: u64) -> Box<dyn Algorithm> {
+        let _ = salt;
+        self.boxed_clone()
+    }
+
     /// Whether it learns from samples at all: `false` spares the callers the clock reads
     /// that time each call ([`Fixed`] says so). `true` by default.
     fn learns(&self) -> bool {
@@ -61,6 +70,10 @@ impl Algorithm for Box<dyn Algorithm> {
         (**self).boxed_clone()
     }
 
+    fn boxed_clone_salted(&self, salt: u64) -> Box<dyn Algorithm> {
+        (**self).boxed_clone_salted(salt)
+    }
+
     fn learns(&self) -> bool {
         (**self).learns()
     }
@@ -81,6 +94,10 @@ impl<A: Algorithm> Algorithm for Arc<A> {
 
     fn boxed_clone(&self) -> Box<dyn Algorithm> {
         (**self).boxed_clone()
+    }
+
+    fn boxed_clone_salted(&self, salt: u64) -> Box<dyn Algorithm> {
+        (**self).boxed_clone_salted(salt)
     }
 
     fn learns(&self) -> bool {

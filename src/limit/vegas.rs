@@ -445,6 +445,13 @@ impl Algorithm for Vegas {
     fn boxed_clone(&self) -> Box<dyn Algorithm> {
         Box::new(self.clone())
     }
+
+    /// A copy whose seed is this one's mixed with `salt` (a pool's endpoint's key): the
+    /// endpoints re-probe at times of their own, each replayable.
+    fn boxed_clone_salted(&self, salt: u64) -> Box<dyn Algorithm> {
+        let seed = draw(self.seed ^ salt, 0);
+        Box::new(self.clone().seed(seed))
+    }
 }
 
 #[cfg(test)]
@@ -727,6 +734,21 @@ mod tests {
         assert_ne!(a, c);
         assert!(state(&other).draws > 0);
         assert!(a.iter().any(|&l| l != a[0]));
+    }
+
+    #[test]
+    fn salted_copies_draw_their_own_probes_and_replay() {
+        let settings = Vegas::new().probe_multiplier(1).max_limit(200).seed(11);
+        let run = |salt| -> Vec<u32> {
+            let limit = settings.boxed_clone_salted(salt);
+            samples(5).map(|s| limit.on_sample(s)).collect()
+        };
+        assert_eq!(run(1), run(1), "the same salt: the same limits");
+        assert_ne!(run(1), run(2), "another salt: other probe times");
+        // Unsalted copies keep the seed as given.
+        let plain = settings.boxed_clone();
+        let plain: Vec<u32> = samples(5).map(|s| plain.on_sample(s)).collect();
+        assert_eq!(plain, replay(&settings.clone(), 5));
     }
 
     #[test]

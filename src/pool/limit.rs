@@ -123,9 +123,10 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
 /// The pool's limit: the algorithm every endpoint gets a copy of.
 pub(super) type Prototype = Arc<dyn Algorithm>;
 
-/// A limiter for a new endpoint, from the pool's prototype.
-pub(super) fn limiter(prototype: &Prototype) -> Limiter {
-    Limiter::new(prototype.boxed_clone())
+/// A limiter for a new endpoint named `name`, from the pool's prototype (salted with the
+/// name, so that endpoints whose limits draw random numbers do not draw in step).
+pub(super) fn limiter(prototype: &Prototype, name: &str) -> Limiter {
+    Limiter::new(prototype.boxed_clone_salted(crate::jitter::seed_of(name)))
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {

@@ -863,7 +863,10 @@ where
             self.deadline,
         );
         endpoint.returned_at = returned_at;
-        endpoint.limiter = self.limit.as_ref().map(limit::limiter);
+        endpoint.limiter = self
+            .limit
+            .as_ref()
+            .map(|prototype| limit::limiter(prototype, endpoint.breaker.name()));
         Arc::new(endpoint)
     }
 
