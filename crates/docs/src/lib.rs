@@ -28,6 +28,11 @@ pub struct RetriesDoctests;
 #[doc = include_str!("../../../docs/hedging.md")]
 pub struct HedgingDoctests;
 
+/// The examples of docs/limits.md.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/limits.md")]
+pub struct LimitsDoctests;
+
 /// The examples of docs/throttle.md.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/throttle.md")]

@@ -57,3 +57,14 @@ fn every_integration_hedges_by_its_crate_path() {
     let hedging = grpc.config().hedging("/any.Service/Method").unwrap();
     assert_eq!(hedging.hedge().attempts(), 3);
 }
+
+#[test]
+fn every_integration_limits_by_its_crate_path() {
+    let layer = lazybreaker_tower::LimitLayer::try_new(lazybreaker::limit::Gradient2::new())
+        .expect("Netflix's defaults");
+    assert_eq!(layer.limiter().limit(), 20);
+    let pool = lazybreaker::pool::Pool::new(|_: &String| Breaker::builder())
+        .try_limit(lazybreaker::limit::Vegas::new())
+        .expect("Netflix's defaults");
+    assert_eq!(pool.limit_algorithm().map(|a| a.limit()), Some(20));
+}

@@ -156,7 +156,8 @@
 //! # Concurrency limits
 //!
 //! [`LimitLayer`] keeps the calls in flight under an adaptive limit
-//! ([`lazybreaker::limit`]: [`Aimd`](lazybreaker::limit::Aimd), or a
+//! ([`lazybreaker::limit`]: [`Aimd`](lazybreaker::limit::Aimd),
+//! [`Gradient2`](lazybreaker::limit::Gradient2), [`Vegas`](lazybreaker::limit::Vegas), or a
 //! [`Fixed`](lazybreaker::limit::Fixed) bulkhead), learned from the calls themselves: a
 //! success is a sample of its latency, an overload answer (a 503 or 429 with
 //! `LimitLayer::http`, feature `http`) or a timeout cuts the limit. A call at the limit is turned away at
