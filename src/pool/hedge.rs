@@ -589,12 +589,13 @@ where
         }
     }
 
-    /// An endpoint the call has not tried that admits a call now.
+    /// An endpoint the call has not tried that admits a call now (its breaker, and its
+    /// limit: a hedge with no place to go is not paid for).
     fn other_for_hedge(&self, tried: &[K]) -> Option<Arc<Endpoint<K, P, O>>> {
         let endpoints = self.endpoints.load();
         let found = walk(&endpoints, random())
             .filter(|e| !tried.contains(&e.key))
-            .find(|e| gate::ready(&e.breaker) == Ready::Passes)
+            .find(|e| gate::ready(&e.breaker) == Ready::Passes && !e.at_limit())
             .cloned();
         found
     }

@@ -121,7 +121,9 @@ where
     pub(super) fn other_for_retry(&self, tried: &[K]) -> Option<Arc<Endpoint<K, P, O>>> {
         let endpoints = self.endpoints.load();
         let r = random();
-        let admits = |e: &&Arc<Endpoint<K, P, O>>| gate::ready(&e.breaker) == Ready::Passes;
+        // Its breaker and its limit: a retry with no place to go is not paid for.
+        let admits =
+            |e: &&Arc<Endpoint<K, P, O>>| gate::ready(&e.breaker) == Ready::Passes && !e.at_limit();
         let fresh = walk(&endpoints, r)
             .filter(|e| !tried.contains(&e.key))
             .find(admits);

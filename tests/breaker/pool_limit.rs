@@ -2,6 +2,7 @@
 //! at its limit as it skips an isolated one, answers `Rejected::Limited` at once when every
 //! endpoint is at its limit, and a limit never trips a breaker or ejects an endpoint.
 
+use std::future::Future;
 use std::time::Duration;
 
 use lazybreaker::classify::OkIsSuccess;
@@ -244,4 +245,76 @@ fn without_a_limit_nothing_is_limited() {
     assert_eq!(pool.snapshot().endpoints[0].limit, None);
     drop(picks);
     assert_eq!(pool.stats().limited, 0);
+}
+
+#[test]
+fn a_hedge_never_goes_past_a_limit_and_the_call_still_answers() {
+    use lazybreaker::retry::Hedge;
+    use std::task::{Context, Poll, Waker};
+    let clock = ManualClock::new();
+    let pool = pool(&clock)
+        .limit(Fixed::new(1))
+        .hedge(Hedge::after(Duration::from_millis(20)));
+    pool.set(["a", "b"]);
+    let answer = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut call = std::pin::pin!(pool.call(
+        |_| {
+            let answer = std::sync::Arc::clone(&answer);
+            std::future::poll_fn(move |_| {
+                if answer.load(std::sync::atomic::Ordering::Relaxed) {
+                    Poll::Ready(Ok::<_, ()>(()))
+                } else {
+                    Poll::Pending
+                }
+            })
+        },
+        OkIsSuccess,
+    ));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(call.as_mut().poll(&mut cx).is_pending());
+    // The other endpoint taken by another caller: the hedge finds no place.
+    let other = pool.pick().unwrap();
+    clock.advance(Duration::from_millis(25));
+    assert!(call.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(pool.stats().hedges, 0, "no place for a hedge");
+    assert_eq!(pool.summary().in_flight, 2, "never past either limit");
+    answer.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(matches!(call.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+    drop(other);
+    assert_eq!(pool.summary().in_flight, 0);
+}
+
+#[test]
+fn a_retry_with_every_other_endpoint_at_its_limit_is_not_paid_for() {
+    use lazybreaker::retry::Retry;
+    let clock = ManualClock::new();
+    let pool = Pool::new(|_: &&str| Breaker::builder())
+        .clock(clock.clone())
+        .limit(Fixed::new(1))
+        .retry(Retry::new(3).unwrap());
+    pool.set(["a", "b"]);
+    let held = pool.pick().unwrap();
+    let busy = *held.key();
+    let got = block_on(pool.call(|_| async { Err::<(), _>("500") }, OkIsSuccess));
+    assert!(
+        matches!(got, Err(Error::Inner("500"))),
+        "the failure is the answer"
+    );
+    let stats = pool.stats();
+    assert_eq!(stats.retries, 0, "nowhere to go: {stats:?}");
+    let decided = pool.retry_policy().unwrap().stats();
+    assert_eq!(
+        (decided.retries, decided.budget_denied),
+        (0, 0),
+        "not asked"
+    );
+    // The failed attempt went to the one with a free place.
+    let failed = pool
+        .breakers()
+        .into_iter()
+        .find(|(k, _)| *k != busy)
+        .unwrap()
+        .1;
+    assert_eq!(failed.totals().failures, 1);
+    drop(held);
 }
