@@ -185,7 +185,16 @@ impl Algorithm for Aimd {
     fn boxed_clone(&self) -> Box<dyn Algorithm> {
         Box::new(self.clone())
     }
+
+    /// A latency only compared with the timeout: fine only for a timeout under 100 ms.
+    fn fine_latency(&self) -> bool {
+        self.timeout < COARSE_ENOUGH
+    }
 }
+
+/// The least timeout a coarse clock (a tick of 1 to 4 ms) times well enough: a tick is under
+/// 4 % of it.
+const COARSE_ENOUGH: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {
@@ -254,6 +263,22 @@ mod tests {
             assert_eq!(aimd.validate().unwrap_err().field(), field);
         }
         assert!(Aimd::new().validate().is_ok());
+    }
+
+    #[test]
+    fn only_a_short_timeout_needs_the_precise_clock() {
+        assert!(
+            !Algorithm::fine_latency(&Aimd::new()),
+            "5 s: the coarse clock times it"
+        );
+        assert!(!Algorithm::fine_latency(
+            &Aimd::new().timeout(Duration::from_millis(100))
+        ));
+        assert!(Algorithm::fine_latency(
+            &Aimd::new().timeout(Duration::from_millis(99))
+        ));
+        assert!(Algorithm::fine_latency(&super::super::Gradient2::new()));
+        assert!(!Algorithm::learns(&super::super::Fixed::new(3)));
     }
 
     #[test]

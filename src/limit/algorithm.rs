@@ -51,6 +51,15 @@ pub trait Algorithm: Send + Sync + fmt::Debug + 'static {
     fn learns(&self) -> bool {
         true
     }
+
+    /// Whether it tells latencies apart finer than a coarse clock's tick (1 to 4 ms): a
+    /// [`Pool`](crate::pool::Pool) then times its calls on the precise clock (about 10 ns a
+    /// read) rather than the coarse one (about 4 ns). `true` by default; [`Aimd`](super::Aimd)
+    /// with a timeout of 100 ms or more says `false` (it only compares a latency with its
+    /// timeout: a tick is under 4 % of it).
+    fn fine_latency(&self) -> bool {
+        true
+    }
 }
 
 impl Algorithm for Box<dyn Algorithm> {
@@ -77,6 +86,10 @@ impl Algorithm for Box<dyn Algorithm> {
     fn learns(&self) -> bool {
         (**self).learns()
     }
+
+    fn fine_latency(&self) -> bool {
+        (**self).fine_latency()
+    }
 }
 
 impl<A: Algorithm> Algorithm for Arc<A> {
@@ -102,6 +115,10 @@ impl<A: Algorithm> Algorithm for Arc<A> {
 
     fn learns(&self) -> bool {
         (**self).learns()
+    }
+
+    fn fine_latency(&self) -> bool {
+        (**self).fine_latency()
     }
 }
 

@@ -146,9 +146,12 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// outlier detection sees it.
     ///
     /// A setting for building the pool, before its first endpoint. A pool given no
-    /// [`clock`](Pool::clock) then reads the precise one (the processor's counter): a
-    /// latency wants more than the coarse clock's 1 to 4 ms ticks. A limit that learns
-    /// nothing ([`Fixed`](crate::limit::Fixed)) reads no clock. Out-of-range settings
+    /// [`clock`](Pool::clock) then times its calls on the precise one (the processor's
+    /// counter) if the limit tells latencies apart finer than the coarse clock's 1 to 4 ms
+    /// ticks ([`Algorithm::fine_latency`]: [`Gradient2`](crate::limit::Gradient2),
+    /// [`Vegas`](crate::limit::Vegas), an [`Aimd`](crate::limit::Aimd) timeout under
+    /// 100 ms), else on the coarse one. A limit that learns nothing
+    /// ([`Fixed`](crate::limit::Fixed)) reads no clock. Out-of-range settings
     /// are not checked here: see [`try_limit`](Pool::try_limit).
     ///
     /// # Examples
@@ -172,11 +175,11 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     /// ```
     #[must_use]
     pub fn limit(mut self, algorithm: impl Algorithm) -> Self {
-        let learns = algorithm.learns();
+        let fine = algorithm.learns() && algorithm.fine_latency();
         self.limit = Some(Arc::new(algorithm));
-        // Latencies want a clock finer than the coarse one: the precise one, unless the
-        // pool was given a clock (or its limit learns nothing).
-        if self.clock.is_none() && learns {
+        // Latencies told apart finer than the coarse clock's tick want the precise one,
+        // unless the pool was given a clock.
+        if self.clock.is_none() && fine {
             if let Some(shared) = Arc::get_mut(&mut self.shared) {
                 shared.clock = ClockSource::default_for(true, Duration::from_micros(10));
             }
