@@ -20,7 +20,11 @@
 //!   of them and attributes an error inside an entry to that entry's breaker. A breaker is
 //!   named by its `name`, or else by its key.
 //!
-//! (A [`Registry`](crate::Registry) has its own: [`RegistrySettings`].)
+//! (A [`Registry`](crate::Registry) has its own: [`RegistrySettings`]. So has a
+//! [`Pool`](crate::pool::Pool): [`PoolSettings`], its endpoints' [`Settings`] with its
+//! `deadline`, `max_isolated`, `jitter`, `hedge` ([`HedgeSettings`]), `slow_start`
+//! ([`SlowStartSettings`]) and adaptive concurrency `limit` ([`LimitSettings`]: `aimd`,
+//! `gradient2`, `vegas` or `fixed`).)
 //!
 //! Each pair below says one thing twice, in code and in a file (with the `serde` feature).
 //!
@@ -430,6 +434,7 @@
 
 #[cfg(feature = "serde")]
 mod de;
+mod limit;
 mod map;
 mod policy;
 mod pool;
@@ -452,6 +457,7 @@ pub type DynBuilder<O = ()> = Builder<Box<dyn TripPolicy>, O>;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub use de::DeserializeError;
+pub use limit::LimitSettings;
 pub use map::{build_all, SettingsMap};
 pub use policy::PolicyConfig;
 pub use pool::{HedgeSettings, PoolSettings, SlowStartSettings};

@@ -1,5 +1,5 @@
 //! [`PoolSettings`]: a [`Pool`] described by plain values: its endpoints' breakers, its
-//! deadline and cap, its hedge and its slow start.
+//! deadline and cap, its hedge, its slow start and its adaptive concurrency limit.
 
 use std::fmt;
 use std::time::Duration;
@@ -10,6 +10,7 @@ use crate::policy::{ConsecutiveFailures, TripPolicy};
 use crate::pool::{Pool, SlowStart};
 use crate::retry::Hedge;
 
+use super::limit::LimitSettings;
 use super::Settings;
 
 /// A [`Pool`] keyed by endpoint (an address): every endpoint's breaker from `endpoint`
@@ -24,6 +25,7 @@ use super::Settings;
 /// jitter = 0.1
 /// hedge = { percentile = 0.95, max_attempts = 2 }
 /// slow_start = { window = "30s", aggression = 1.0, min_weight_percent = 10.0 }
+/// limit = { kind = "aimd", initial_limit = 20, max_limit = 100, timeout = "2s" }
 ///
 /// [endpoint]
 /// policy = { kind = "consecutive_failures", threshold = 5 }
@@ -40,9 +42,11 @@ use super::Settings;
 ///     deadline = "300ms"
 ///     hedge = { percentile = 0.95 }
 ///     slow_start = { window = "30s" }
+///     limit = { kind = "gradient2", initial_limit = 40 }
 /// "#)?;
 /// let pool = settings.build::<String>()?;
 /// assert_eq!(pool.hedge_policy().unwrap().percentile(), Some(0.95));
+/// assert_eq!(pool.limit_algorithm().unwrap().limit(), 40);
 ///
 /// // A value out of range is refused, naming its field.
 /// let settings: PoolSettings = toml::from_str("hedge = { percentile = 1.5 }")?;
@@ -50,6 +54,8 @@ use super::Settings;
 /// assert_eq!(err.field(), "hedge.percentile");
 /// let err = toml::from_str::<PoolSettings>("slow_start = { window = 30 }").unwrap_err();
 /// assert!(err.message().contains("`slow_start.window`"));
+/// let settings: PoolSettings = toml::from_str(r#"limit = { kind = "aimd", backoff_ratio = 1.5 }"#)?;
+/// assert_eq!(settings.validate().unwrap_err().field(), "limit.backoff_ratio");
 /// # Ok(())
 /// # }
 /// # #[cfg(not(feature = "serde"))]
@@ -84,11 +90,15 @@ pub struct PoolSettings {
     /// Slow start ([`Pool::slow_start`]); none by default.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub slow_start: Option<SlowStartSettings>,
+    /// Each endpoint's adaptive concurrency limit ([`Pool::limit`]); none by default.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub limit: Option<LimitSettings>,
 }
 
-/// An optional duration (`deadline`, `hedge.delay`) written as the crate writes durations.
+/// An optional duration (`deadline`, `hedge.delay`, `limit.timeout`) written as the crate
+/// writes durations.
 #[cfg(feature = "serde")]
-fn serialize_some_duration<S: serde::Serializer>(
+pub(super) fn serialize_some_duration<S: serde::Serializer>(
     duration: &Option<Duration>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
@@ -216,13 +226,14 @@ impl SlowStartSettings {
 
 impl PoolSettings {
     /// Checks every setting's range: the endpoint's as [`Settings::validate`] does (under
-    /// `endpoint`), `max_isolated` and `jitter` within [0, 1], the hedge's and the slow
-    /// start's.
+    /// `endpoint`), `max_isolated` and `jitter` within [0, 1], the hedge's, the slow
+    /// start's and the limit's ([`LimitSettings::to_algorithm`]).
     ///
     /// # Errors
     ///
     /// The first setting out of range, named by its path (`endpoint.policy.ratio`,
-    /// `max_isolated`, `jitter`, `hedge.percentile`, `slow_start.aggression`).
+    /// `max_isolated`, `jitter`, `hedge.percentile`, `slow_start.aggression`,
+    /// `limit.backoff_ratio`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.endpoint
             .validate()
@@ -244,6 +255,9 @@ impl PoolSettings {
         }
         if let Some(slow_start) = &self.slow_start {
             slow_start.to_slow_start()?;
+        }
+        if let Some(limit) = &self.limit {
+            limit.to_algorithm()?;
         }
         Ok(())
     }
@@ -284,6 +298,9 @@ impl PoolSettings {
         }
         if let Some(slow_start) = &self.slow_start {
             pool = pool.slow_start(slow_start.to_slow_start()?);
+        }
+        if let Some(limit) = &self.limit {
+            pool = pool.limit(limit.to_algorithm()?);
         }
         Ok(pool)
     }
