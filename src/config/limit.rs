@@ -132,8 +132,9 @@ pub enum LimitSettings {
         /// ([`Vegas::probe_multiplier`]), at least 1; 30 when left out.
         #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         probe_multiplier: Option<u32>,
-        /// The seed of the probes' jitter ([`Vegas::seed`]); 0 when left out. Every endpoint
-        /// of a pool gets a copy of the same algorithm, and so the same seed.
+        /// The seed of the probes' jitter ([`Vegas::seed`]); 0 when left out. Each endpoint
+        /// of a pool gets a copy whose seed is this one mixed with its key, so that the
+        /// endpoints re-probe at times of their own (replayable).
         #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
         seed: Option<u64>,
     },
