@@ -28,11 +28,21 @@ pub enum Answer {
     Io,
     /// Never sent: the strategy's breaker or balancer turned it away.
     Rejected,
+    /// Shed: a concurrency limit refused it, at once (lazybreaker's `Rejected::Limited`:
+    /// every replica at its limit), or HAProxy with `maxconn` answered its own 503, naming
+    /// no server (the call waited in its queue past `timeout queue`). Never sent to a
+    /// replica: a fast failure, to be served elsewhere or later.
+    Shed,
 }
 
 impl Answer {
     pub fn is_ok(self) -> bool {
         self == Self::Ok
+    }
+
+    /// Whether a replica received it: neither turned away nor shed before it was sent.
+    pub fn reached_a_replica(self) -> bool {
+        !matches!(self, Self::Rejected | Self::Shed)
     }
 }
 

@@ -186,12 +186,15 @@ impl Replicas {
     /// Sets `node` to shed what it receives beyond `capacity` requests a second
     /// ([`Mode::Storm`]).
     pub async fn storm(&self, node: usize, capacity: u64) -> std::io::Result<()> {
+        self.set_with(node, Mode::Storm, capacity).await
+    }
+
+    /// Sets `node`'s behaviour to `mode` with `capacity` requests a second (what a storming
+    /// replica serves before it sheds, what a queueing one's workers serve).
+    pub async fn set_with(&self, node: usize, mode: Mode, capacity: u64) -> std::io::Result<()> {
         control(
             self.addr(node),
-            &format!(
-                "POST /_lab/mode?set={}&capacity={capacity}",
-                Mode::Storm.as_str()
-            ),
+            &format!("POST /_lab/mode?set={}&capacity={capacity}", mode.as_str()),
         )
         .await?;
         Ok(())

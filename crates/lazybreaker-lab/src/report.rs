@@ -31,6 +31,14 @@ pub struct Row {
     pub success: f64,
     /// Successful calls per second over the run.
     pub goodput: f64,
+    /// Calls shed by a concurrency limit ([`Answer::Shed`](crate::client::Answer::Shed)):
+    /// refused at once by the client's limit, or by HAProxy's queue.
+    #[serde(default)]
+    pub shed: u64,
+    /// Calls that reached their deadline without an answer
+    /// ([`Answer::Timeout`](crate::client::Answer::Timeout)): a hang, or a wait in a queue.
+    #[serde(default)]
+    pub timed_out: u64,
     /// The attempts the replicas received for the run's calls (a refused connection, or
     /// one never accepted, is not received).
     pub attempts: u64,
@@ -83,6 +91,9 @@ pub struct Phase {
     pub failed: u64,
     /// Of those, the calls the strategy turned away unsent (failing fast).
     pub unsent: u64,
+    /// Of those, the calls a concurrency limit shed ([`Row::shed`]).
+    #[serde(default)]
+    pub shed: u64,
 }
 
 /// The phases' names, in order.
@@ -152,6 +163,10 @@ fn phase(name: &str, from: Duration, to: Duration, samples: &[Sample], attempts:
             .iter()
             .filter(|s| s.answer == crate::client::Answer::Rejected)
             .count() as u64,
+        shed: within
+            .iter()
+            .filter(|s| s.answer == crate::client::Answer::Shed)
+            .count() as u64,
     }
 }
 
@@ -205,7 +220,7 @@ pub fn row(
         }
     });
     let in_fault = |s: &&Sample| s.at >= timeline.fault_at && s.at < timeline.recover_at;
-    let sick = |s: &&Sample| s.node == Some(0) && s.answer != crate::client::Answer::Rejected;
+    let sick = |s: &&Sample| s.node == Some(0) && s.answer.reached_a_replica();
     let sick_calls = one.then(|| samples.iter().filter(in_fault).filter(sick).count() as u64);
     let sick_after_isolation = one.then(|| {
         let from = isolated_at.map_or(timeline.recover_at, |i| WINDOW * i as u32);
@@ -232,6 +247,14 @@ pub fn row(
             100.0 * ok as f64 / calls as f64
         },
         goodput: ok as f64 / timeline.end.as_secs_f64(),
+        shed: samples
+            .iter()
+            .filter(|s| s.answer == crate::client::Answer::Shed)
+            .count() as u64,
+        timed_out: samples
+            .iter()
+            .filter(|s| s.answer == crate::client::Answer::Timeout)
+            .count() as u64,
         attempts: attempted,
         amplification: per(attempted, calls),
         extra: per(attempted, calls) - 1.0,
@@ -285,7 +308,7 @@ pub fn windows(samples: &[Sample], end: Duration) -> Vec<Window> {
         };
         w.calls += 1;
         w.ok += u64::from(s.answer.is_ok());
-        let sent = s.answer != crate::client::Answer::Rejected;
+        let sent = s.answer.reached_a_replica();
         w.sent += u64::from(sent);
         w.sick += u64::from(sent && s.node == Some(0));
     }
@@ -295,8 +318,8 @@ pub fn windows(samples: &[Sample], end: Duration) -> Vec<Window> {
 /// The rows as a markdown table.
 pub fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | success | goodput/s | attempts/call | extra/call | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| scenario | strategy | success | goodput/s | shed | at deadline | attempts/call | extra/call | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let secs = |s: Option<f64>, never: &str| {
         s.map_or(never.to_owned(), |s| {
@@ -307,11 +330,13 @@ pub fn table(rows: &[Row]) -> String {
     let count = |n: Option<u64>| n.map_or("all".to_owned(), |n| n.to_string());
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {:.2} % | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {:.2} % | {:.0} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             r.success,
             r.goodput,
+            r.shed,
+            r.timed_out,
             r.amplification,
             signed(r.extra),
             ms(r.p50_ms),
@@ -331,15 +356,15 @@ pub fn table(rows: &[Row]) -> String {
 /// during it and after the recovery.
 pub fn phase_table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| scenario | strategy | attempts/call | goodput/s | p99 | p999 | failed calls | of which unsent |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| scenario | strategy | attempts/call | goodput/s | p99 | p999 | failed calls | of which unsent | of which shed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
     for r in rows {
         let cells =
             |f: &dyn Fn(&Phase) -> String| r.phases.iter().map(f).collect::<Vec<_>>().join(" · ");
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.scenario,
             r.strategy,
             cells(&|p| format!("{:.2}", p.amplification)),
@@ -348,6 +373,7 @@ pub fn phase_table(rows: &[Row]) -> String {
             cells(&|p| ms(p.p999_ms)),
             cells(&|p| p.failed.to_string()),
             cells(&|p| p.unsent.to_string()),
+            cells(&|p| p.shed.to_string()),
         ));
     }
     out
@@ -404,6 +430,7 @@ mod tests {
         let mut samples: Vec<Sample> = (0..1_000).map(|i| sample(i, 5, Answer::Ok)).collect();
         samples[999].latency = Duration::from_millis(250);
         samples[500].answer = Answer::Rejected;
+        samples[501].answer = Answer::Shed;
         let attempts = vec![110; 10];
         let p = phase(
             "x",
@@ -413,8 +440,8 @@ mod tests {
             &attempts,
         );
         assert_eq!(
-            (p.calls, p.attempts, p.failed, p.unsent),
-            (1_000, 1_100, 1, 1)
+            (p.calls, p.attempts, p.failed, p.unsent, p.shed),
+            (1_000, 1_100, 2, 1, 1)
         );
         assert!((p.amplification - 1.1).abs() < 1e-9);
         assert!((p.extra - 0.1).abs() < 1e-9);

@@ -12,7 +12,9 @@ use tokio::time::Instant;
 
 use crate::client::{Answer, Http, Sent};
 use crate::replicas::Replicas;
-use crate::scenario::{Fault, Hit, Scenario, Timeline, RESTART_DOWN, STORM_CAPACITY};
+use crate::scenario::{
+    Fault, Hit, Scenario, Timeline, QUEUE_CAPACITY, RESTART_DOWN, STORM_CAPACITY,
+};
 use crate::strategy::{self, HaProxy, Strategy};
 use crate::upstream::Mode;
 
@@ -60,11 +62,13 @@ pub async fn run(setup: &Setup, scenario: &Scenario, strategy_name: &str) -> std
     // A storming replica serves a share of its fair share of the load.
     let capacity =
         (f64::from(setup.rate) / setup.replicas.max(1) as f64 * STORM_CAPACITY).round() as u64;
+    // A queueing replica's workers serve a share of its fair share.
+    let queue_capacity =
+        (f64::from(setup.rate) / setup.replicas.max(1) as f64 * QUEUE_CAPACITY).round() as u64;
     let strategy: Arc<dyn Strategy> = match strategy_name {
         name if HaProxy::NAMES.contains(&name) => {
-            let retries = name == HaProxy::NAMES[1];
             let dir = haproxy_dir(&setup.dir);
-            Arc::new(HaProxy::start(http, &replicas.addrs(), &dir, retries).await?)
+            Arc::new(HaProxy::start(http, &replicas.addrs(), &dir, name).await?)
         }
         name => Arc::from(
             strategy::build(name, &http, &replicas.addrs())
@@ -91,6 +95,11 @@ pub async fn run(setup: &Setup, scenario: &Scenario, strategy_name: &str) -> std
                 }
                 Fault::FullQueue => replicas.blackhole(node).await,
                 Fault::Storm => replicas.storm(node, capacity).await,
+                Fault::Queueing => {
+                    replicas
+                        .set_with(node, Mode::Queueing, queue_capacity)
+                        .await
+                }
                 Fault::ColdRestart => {
                     replicas.kill(node).await;
                     Ok(())
@@ -111,7 +120,7 @@ pub async fn run(setup: &Setup, scenario: &Scenario, strategy_name: &str) -> std
         tokio::time::sleep_until(start + timeline.recover_at).await;
         for &node in &hit {
             let done = match fault {
-                Fault::Mode(_) | Fault::Storm | Fault::ColdRestart => {
+                Fault::Mode(_) | Fault::Storm | Fault::Queueing | Fault::ColdRestart => {
                     replicas.set(node, Mode::Healthy).await
                 }
                 Fault::Refuse | Fault::FullQueue => replicas.restart(node).await,

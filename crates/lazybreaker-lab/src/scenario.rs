@@ -17,6 +17,9 @@ pub enum Fault {
     /// The replica sheds (503, [`Mode::Storm`]) what it receives beyond
     /// [`STORM_CAPACITY`] of its fair share of the load.
     Storm,
+    /// The replica queues its calls for [`WORKERS`](crate::upstream::WORKERS) workers
+    /// ([`Mode::Queueing`]) that serve [`QUEUE_CAPACITY`] of its fair share of the load.
+    Queueing,
     /// The replica's process is killed (connections refused) and restarted
     /// [`RESTART_DOWN`] later, cold ([`Mode::Cold`]): slow at first, warming up over
     /// [`COLD_WARMUP`](crate::upstream::COLD_WARMUP).
@@ -29,6 +32,11 @@ pub const RESTART_DOWN: Duration = Duration::from_millis(500);
 /// A storming replica's capacity, as a share of its fair share of the load (the rate over
 /// the replicas): 80 %, so that even without a retry a fifth of the calls are shed.
 pub const STORM_CAPACITY: f64 = 0.8;
+
+/// A queueing replica's capacity, as a share of its fair share of the load: 80 %, as the
+/// storm's, so that a client that sends it its share (round robin) builds its queue by a
+/// fifth of that share each second, until the waits reach the deadline.
+pub const QUEUE_CAPACITY: f64 = 0.8;
 
 /// Which replicas a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +130,13 @@ pub const ALL: &[Scenario] = &[
         what: "every replica serves 80 % of its share of the load and answers 503 to the rest, a share rising with every extra attempt, then recovers",
         fault: Fault::Storm,
         hit: Hit::All,
+        isolate: false,
+    },
+    Scenario {
+        name: "queueing",
+        what: "one replica queues its calls for 4 workers (first in, first out, no bound) that serve 80 % of its share of the load, each call waiting its turn, then recovers",
+        fault: Fault::Queueing,
+        hit: Hit::One,
         isolate: false,
     },
     Scenario {

@@ -47,7 +47,22 @@ pub enum Mode {
     /// Flapping: answers 500 to everything (its `/health` too) for [`FLAP_PERIOD`], then is
     /// healthy for as long, and so on, from when the mode was set.
     Flapping,
+    /// Queueing: [`WORKERS`] workers behind a FIFO queue without a bound, each call served
+    /// in the healthy latency scaled so that the workers serve `capacity` calls a second
+    /// (`/_lab/mode?set=queueing&capacity=N`): a call's latency is its wait in the queue
+    /// plus its service, so it grows with the calls the replica holds, and once it is sent
+    /// more than it serves the queue builds until the waits reach the client's deadline. A
+    /// call whose client gives up leaves the queue (its connection closed, the server drops
+    /// it). `/health` answers at once (the process is up, a readiness check passes).
+    Queueing,
 }
+
+/// A queueing replica's workers ([`Mode::Queueing`]): the calls it serves at once.
+pub const WORKERS: usize = 4;
+
+/// The mean of the healthy latency ([`Mode::Healthy`]: 2 ms plus an exponential of mean
+/// 3 ms), which a queueing replica's service time scales.
+const HEALTHY_MEAN: Duration = Duration::from_millis(5);
 
 /// A cold replica's latency factor when it returns.
 pub const COLD_FACTOR: f64 = 15.0;
@@ -61,6 +76,16 @@ pub const FLAP_PERIOD: Duration = Duration::from_secs(1);
 pub fn cold_factor(since: Duration) -> f64 {
     let left = 1.0 - (since.as_secs_f64() / COLD_WARMUP.as_secs_f64()).min(1.0);
     1.0 + (COLD_FACTOR - 1.0) * left
+}
+
+/// How much a queueing replica's service time scales the healthy latency so that its
+/// [`WORKERS`] serve `capacity` calls a second: the mean service `WORKERS / capacity` over
+/// the healthy mean (1 for no capacity given).
+pub fn service_scale(capacity: u64) -> f64 {
+    if capacity == 0 || capacity == u64::MAX {
+        return 1.0;
+    }
+    WORKERS as f64 / capacity as f64 / HEALTHY_MEAN.as_secs_f64()
 }
 
 /// Whether a flapping replica fails `since` the mode was set: the first [`FLAP_PERIOD`]
@@ -82,6 +107,7 @@ impl Mode {
             Self::Storm => "storm",
             Self::Cold => "cold",
             Self::Flapping => "flapping",
+            Self::Queueing => "queueing",
         }
     }
 
@@ -96,6 +122,7 @@ impl Mode {
             Self::Storm,
             Self::Cold,
             Self::Flapping,
+            Self::Queueing,
         ]
         .get(usize::from(n))
         .copied()
@@ -104,7 +131,7 @@ impl Mode {
 
     /// The mode named `name` on the control endpoint.
     pub fn parse(name: &str) -> Option<Self> {
-        (0..9).map(Self::from_u8).find(|m| m.as_str() == name)
+        (0..10).map(Self::from_u8).find(|m| m.as_str() == name)
     }
 }
 
@@ -121,8 +148,12 @@ struct Replica {
     failed_last: AtomicBool,
     /// Overloaded: arrivals in the current 100 ms window and the last one.
     window: arrivals::Window,
-    /// Storm: the requests per second it serves before it sheds.
+    /// Storm: the requests per second it serves before it sheds; queueing: the requests per
+    /// second its workers serve.
     capacity: AtomicU64,
+    /// Queueing: the workers, a permit each; tokio's semaphore queues its waiters first in,
+    /// first out, without a bound.
+    workers: tokio::sync::Semaphore,
     /// `/work` requests received, per 100 ms of the calls' due times.
     attempts: std::sync::Mutex<Vec<u64>>,
     rng: std::sync::Mutex<fastrand::Rng>,
@@ -285,6 +316,16 @@ async fn work(State(replica): State<Arc<Replica>>, Query(due): Query<Due>) -> Re
                 replica.tagged(StatusCode::OK)
             }
         }
+        Mode::Queueing => {
+            // Waits its turn (first in, first out); dropped with the connection when the
+            // client gives up, its place in the queue given back.
+            let Ok(_worker) = replica.workers.acquire().await else {
+                return replica.tagged(StatusCode::SERVICE_UNAVAILABLE);
+            };
+            let capacity = replica.capacity.load(Ordering::Relaxed);
+            tokio::time::sleep(replica.latency().mul_f64(service_scale(capacity))).await;
+            replica.tagged(StatusCode::OK)
+        }
         Mode::Storm => {
             let capacity = replica.capacity.load(Ordering::Relaxed) as f64;
             let share = if rate > 0.0 {
@@ -372,6 +413,7 @@ pub fn serve(node: usize, port: u16, seed: u64, mode: Mode) -> std::io::Result<(
             failed_last: AtomicBool::new(false),
             window: arrivals::Window::new(),
             capacity: AtomicU64::new(u64::MAX),
+            workers: tokio::sync::Semaphore::new(WORKERS),
             attempts: std::sync::Mutex::new(Vec::new()),
             rng: std::sync::Mutex::new(fastrand::Rng::with_seed(seed)),
         });
@@ -437,9 +479,12 @@ mod tests {
         assert!(!flap_fails(FLAP_PERIOD));
         assert!(!flap_fails(FLAP_PERIOD * 3 / 2));
         assert!(flap_fails(FLAP_PERIOD * 2));
-        for mode in (0..9).map(Mode::from_u8) {
+        for mode in (0..10).map(Mode::from_u8) {
             assert_eq!(Mode::parse(mode.as_str()), Some(mode));
         }
         assert_eq!(Mode::parse("no such mode"), None);
+        // Four workers serving 80 calls a second: 50 ms each, ten times the healthy mean.
+        assert!((service_scale(80) - 10.0).abs() < 1e-9);
+        assert!((service_scale(u64::MAX) - 1.0).abs() < 1e-9);
     }
 }

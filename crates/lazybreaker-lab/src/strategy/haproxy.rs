@@ -10,6 +10,19 @@
 //! conn-failure empty-response response-timeout 500 502 503 504`, and a server timeout of
 //! 140 ms (so that a retry after a hang fits in the deadline); the connect timeout stays at
 //! the deadline.
+//!
+//! With `maxconn` (`haproxy maxconn`), as an operator tunes it for replicas of a known
+//! capacity: each server line `maxconn 4`, the replica's workers
+//! ([`WORKERS`](crate::upstream::WORKERS)), so that HAProxy holds at most that many calls on
+//! a server and sends the next one to a server with a free slot (round robin skips a full
+//! server), queueing it in the backend only when every server is full; and `timeout queue
+//! 100ms` (a third of the client's deadline: a call that waited that long for a slot gets
+//! HAProxy's 503 while its client still has the time for a fallback, instead of waiting
+//! until the deadline; unset, it would be the connect timeout, the whole deadline). No
+//! `maxqueue`: it bounds a server's own queue, which holds only the calls bound to that
+//! server (persistence, which the lab does not use); the backend's queue is bounded by
+//! `timeout queue`. HAProxy's own 503 (naming no server) counts as shed
+//! ([`Answer::Shed`](crate::client::Answer::Shed)). The checks are `haproxy`'s.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -21,8 +34,12 @@ use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
 use super::{work, Strategy};
-use crate::client::{Http, Sent};
+use crate::client::{Answer, Http, Sent};
 use crate::replicas::free_port;
+use crate::upstream::WORKERS;
+
+/// HAProxy's `timeout queue` with `maxconn`: a third of the client's deadline.
+const QUEUE_SHARE_OF_DEADLINE: u32 = 3;
 
 /// A running HAProxy, killed when dropped.
 #[derive(Debug)]
@@ -44,18 +61,27 @@ impl HaProxy {
             .is_ok_and(|s| s.success())
     }
 
-    /// The strategies HAProxy runs: without retries and with them.
-    pub const NAMES: [&'static str; 2] = ["haproxy", "haproxy + retries"];
+    /// The strategies HAProxy runs: alone, with retries, with `maxconn` on each server.
+    pub const NAMES: [&'static str; 3] = ["haproxy", "haproxy + retries", "haproxy maxconn"];
 
-    /// Starts HAProxy over `addrs` with its configuration written in `dir`, and waits
-    /// until it accepts connections (at most 10 s); `retries`: set up to retry on another
-    /// server.
+    /// Starts HAProxy set up as the strategy `name` (one of [`NAMES`](Self::NAMES)) over
+    /// `addrs`, its configuration written in `dir`, and waits until it accepts connections
+    /// (at most 10 s).
+    ///
+    /// # Errors
+    ///
+    /// `name` is not one of [`NAMES`](Self::NAMES), or HAProxy did not start.
     pub async fn start(
         http: Http,
         addrs: &[SocketAddr],
         dir: &Path,
-        retries: bool,
+        name: &str,
     ) -> std::io::Result<Self> {
+        let name = *Self::NAMES
+            .iter()
+            .find(|n| **n == name)
+            .ok_or_else(|| std::io::Error::other(format!("no haproxy strategy {name:?}")))?;
+        let (retries, maxconn) = (name == Self::NAMES[1], name == Self::NAMES[2]);
         let port = free_port()?;
         let deadline = http.deadline.as_millis();
         let mut config = format!(
@@ -74,8 +100,17 @@ impl HaProxy {
                  timeout server 140ms\n",
             );
         }
+        let server = if maxconn {
+            config.push_str(&format!(
+                "  timeout queue {}ms\n",
+                http.deadline.as_millis() / u128::from(QUEUE_SHARE_OF_DEADLINE)
+            ));
+            format!(" maxconn {WORKERS}")
+        } else {
+            String::new()
+        };
         for (n, addr) in addrs.iter().enumerate() {
-            config.push_str(&format!("  server n{n} {addr}\n"));
+            config.push_str(&format!("  server n{n} {addr}{server}\n"));
         }
         std::fs::create_dir_all(dir)?;
         let path = dir.join("haproxy.cfg");
@@ -98,7 +133,7 @@ impl HaProxy {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         Ok(Self {
-            name: Self::NAMES[usize::from(retries)],
+            name,
             http,
             front,
             _process: process,
@@ -112,6 +147,20 @@ impl Strategy for HaProxy {
     }
 
     fn call(&self, at: Duration) -> Pin<Box<dyn Future<Output = Sent> + Send + '_>> {
-        Box::pin(async move { self.http.get(self.front, &work(at), None).await })
+        Box::pin(async move {
+            let sent = self.http.get(self.front, &work(at), None).await;
+            match sent {
+                // HAProxy's own 503, no server named: with `maxconn`, the call waited in its
+                // queue past `timeout queue`.
+                Sent {
+                    answer: Answer::Status { code: 503, .. },
+                    node: None,
+                } if self.name == Self::NAMES[2] => Sent {
+                    answer: Answer::Shed,
+                    node: None,
+                },
+                sent => sent,
+            }
+        })
     }
 }

@@ -64,6 +64,7 @@ pub const NAMES: &[&str] = &[
     "naive retry",
     "haproxy",
     "haproxy + retries",
+    "haproxy maxconn",
 ];
 
 /// Variants of the strategies above, run only when named (`--strategies`): the hedge's
@@ -172,7 +173,7 @@ fn outcome(answer: Answer) -> Outcome {
             http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
         ),
         Answer::Refused => Outcome::Fatal,
-        Answer::Timeout | Answer::Io | Answer::Rejected => Outcome::Failure,
+        Answer::Timeout | Answer::Io | Answer::Rejected | Answer::Shed => Outcome::Failure,
     }
 }
 
