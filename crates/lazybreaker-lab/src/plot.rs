@@ -11,7 +11,7 @@ use crate::scenario::{Scenario, Timeline};
 
 /// Each strategy's colour, in [`crate::strategy::NAMES`]'s order (then the
 /// [`VARIANTS`](crate::strategy::VARIANTS)').
-const COLOURS: [RGBColor; 14] = [
+const COLOURS: [RGBColor; 17] = [
     RGBColor(120, 120, 120),
     RGBColor(31, 95, 191),
     RGBColor(0, 140, 90),
@@ -26,6 +26,9 @@ const COLOURS: [RGBColor; 14] = [
     RGBColor(20, 20, 120),
     RGBColor(90, 160, 60),
     RGBColor(0, 0, 0),
+    RGBColor(170, 0, 110),
+    RGBColor(0, 110, 170),
+    RGBColor(160, 160, 40),
 ];
 
 /// The p99 is read over windows this long (enough calls for a 99th percentile).

@@ -34,8 +34,12 @@ pub const RESTART_DOWN: Duration = Duration::from_millis(500);
 pub const STORM_CAPACITY: f64 = 0.8;
 
 /// A queueing replica's capacity, as a share of its fair share of the load: 80 %, as the
-/// storm's, so that a client that sends it its share (round robin) builds its queue by a
-/// fifth of that share each second, until the waits reach the deadline.
+/// storm's, so that the queues of a client that sends every replica its share grow by a
+/// fifth of that share each second, until the waits reach the deadline. `queueing` hits
+/// every replica: with one alone, a pick that weighs latencies and calls in flight (the
+/// pool's, HAProxy's round robin skipping a server at its `maxconn`) sends the excess to
+/// the others, and no limit is needed; with all of them over their capacity, no routing
+/// helps, and only a limit keeps the queues short.
 pub const QUEUE_CAPACITY: f64 = 0.8;
 
 /// Which replicas a fault hits.
@@ -62,6 +66,13 @@ pub struct Scenario {
 
 /// Every scenario, in the report's order.
 pub const ALL: &[Scenario] = &[
+    Scenario {
+        name: "healthy",
+        what: "nothing goes wrong: the baseline, what each strategy costs a healthy pool",
+        fault: Fault::Mode(Mode::Healthy),
+        hit: Hit::All,
+        isolate: false,
+    },
     Scenario {
         name: "errors",
         what: "one replica answers 500 to everything, then recovers",
@@ -134,9 +145,9 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "queueing",
-        what: "one replica queues its calls for 4 workers (first in, first out, no bound) that serve 80 % of its share of the load, each call waiting its turn, then recovers",
+        what: "every replica queues its calls for 4 workers (first in, first out, no bound) that serve 80 % of its share of the load (50 ms a call), each call waiting its turn until the waits reach the deadline; then all recover",
         fault: Fault::Queueing,
-        hit: Hit::One,
+        hit: Hit::All,
         isolate: false,
     },
     Scenario {

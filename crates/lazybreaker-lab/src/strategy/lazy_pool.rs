@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use lazybreaker::policy::Outcome;
 use lazybreaker::pool::Pool;
 use lazybreaker::retry::Retry;
-use lazybreaker::{Breaker, Classify};
+use lazybreaker::{Breaker, Classify, Rejected};
 
 use super::{outcome, rejected, work, Strategy};
 use crate::client::{Answer, Http, Sent};
@@ -109,6 +109,11 @@ impl LazyPool {
         };
         match self.pool.call(call, Answers).await {
             Ok(sent) => sent,
+            // Every replica at its limit (a pool with one): shed, at once.
+            Err(lazybreaker::Error::Rejected(Rejected::Limited)) => Sent {
+                answer: Answer::Shed,
+                node: None,
+            },
             Err(_) => rejected(),
         }
     }

@@ -8,6 +8,7 @@ mod haproxy;
 mod lazy_per_node;
 mod lazy_pool;
 mod lazy_pool_hedge;
+mod lazy_pool_limit;
 mod lazy_pool_retry;
 mod lazy_pool_slow_start;
 mod lazy_pool_throttled;
@@ -57,6 +58,7 @@ pub const NAMES: &[&str] = &[
     "lazybreaker pool + retry",
     "lazybreaker pool + hedge",
     "lazybreaker pool + slow start",
+    "lazybreaker pool + aimd",
     "tower-resilience p2c",
     "tower retry + p2c",
     "tower hedge + p2c",
@@ -70,13 +72,15 @@ pub const NAMES: &[&str] = &[
 /// Variants of the strategies above, run only when named (`--strategies`): the hedge's
 /// settings, to tell what its percentile estimate and its wake by the picks cost (the
 /// ticker: a pick every millisecond, dropped unused, wakes a waiting hedge as a timer
-/// would), and slow start's.
+/// would), and slow start's; and a fixed limit of 4 a replica (`limit::Fixed`: HAProxy's
+/// `maxconn 4` on the client's side, the baseline of the adaptive limits).
 pub const VARIANTS: &[&str] = &[
     "lazybreaker pool + hedge after 12ms",
     "lazybreaker pool + hedge p99",
     "lazybreaker pool + hedge + 1ms ticker",
     "lazybreaker pool + slow start 6s/0.5",
     "lazybreaker pool + hedge + slow start",
+    "lazybreaker pool + fixed 4",
 ];
 
 /// The strategy named `name` over `addrs` (HAProxy, with or without retries, is started
@@ -140,6 +144,18 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
                 "lazybreaker pool + hedge + slow start",
             ))
         }
+        "lazybreaker pool + aimd" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
+            http.clone(),
+            addrs,
+            lazy_pool_limit::aimd(),
+            "lazybreaker pool + aimd",
+        )),
+        "lazybreaker pool + fixed 4" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
+            http.clone(),
+            addrs,
+            lazybreaker::limit::Fixed::new(crate::upstream::WORKERS as u32),
+            "lazybreaker pool + fixed 4",
+        )),
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
         "tower hedge + p2c" => Box::new(tower_hedge::TowerHedge::new(http.clone(), addrs)),
         "tower retry + p2c" => Box::new(tower_retry::TowerRetry::new(http.clone(), addrs)),
