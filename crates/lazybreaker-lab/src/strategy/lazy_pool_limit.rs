@@ -15,13 +15,18 @@
 //!   the rest of Netflix's defaults (20 at first, at most 200, a ratio of 0.9). A healthy
 //!   replica holds one or two calls at 100 calls a second: it never reaches half of 20, so
 //!   its limit stays 20 and never turns a call away.
+//! - `lazybreaker pool + gradient2`: [`Gradient2`] with `min_limit(4)` (the workers, as
+//!   AIMD's: Netflix's floor of 20 would never bind here) and Netflix's other defaults (20
+//!   at first, at most 200, smoothing 0.2, a queue size of 4, a tolerance of 1.5, a long
+//!   window of 600 calls): no timeout to choose, the limit follows the ratio of the long-run
+//!   latency to the latest one.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::time::Duration;
 
-use lazybreaker::limit::{Aimd, Algorithm};
+use lazybreaker::limit::{Aimd, Algorithm, Gradient2};
 
 use super::lazy_pool::LazyPool;
 use super::Strategy;
@@ -35,6 +40,14 @@ pub(super) const AIMD_TIMEOUT: Duration = Duration::from_millis(100);
 /// The AIMD limit of `lazybreaker pool + aimd`.
 pub(super) fn aimd() -> Aimd {
     Aimd::new().min_limit(AIMD_MIN_LIMIT).timeout(AIMD_TIMEOUT)
+}
+
+/// Gradient2's floor: the workers, as AIMD's.
+pub(super) const GRADIENT2_MIN_LIMIT: u32 = 4;
+
+/// The Gradient2 limit of `lazybreaker pool + gradient2`.
+pub(super) fn gradient2() -> Gradient2 {
+    Gradient2::new().min_limit(GRADIENT2_MIN_LIMIT)
 }
 
 #[derive(Debug)]

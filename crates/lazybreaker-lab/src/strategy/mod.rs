@@ -1,7 +1,8 @@
 //! The strategies a client can take against the same replicas, one at a time: no breaker,
-//! lazybreaker per node or as a pool (alone, behind a throttle, retrying, hedging or ramping up a returning replica), the
+//! lazybreaker per node or as a pool (alone, behind a throttle, retrying, hedging, ramping up a returning replica or
+//! under a concurrency limit per replica), the
 //! peers per node (tower's p2c alone, with its retry budget or with its hedge), a naive
-//! retry, and a load balancer in front (with or without retries).
+//! retry, and a load balancer in front (with or without retries, or `maxconn`).
 
 mod failsafe_per_node;
 mod haproxy;
@@ -59,6 +60,7 @@ pub const NAMES: &[&str] = &[
     "lazybreaker pool + hedge",
     "lazybreaker pool + slow start",
     "lazybreaker pool + aimd",
+    "lazybreaker pool + gradient2",
     "tower-resilience p2c",
     "tower retry + p2c",
     "tower hedge + p2c",
@@ -149,6 +151,12 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
             addrs,
             lazy_pool_limit::aimd(),
             "lazybreaker pool + aimd",
+        )),
+        "lazybreaker pool + gradient2" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
+            http.clone(),
+            addrs,
+            lazy_pool_limit::gradient2(),
+            "lazybreaker pool + gradient2",
         )),
         "lazybreaker pool + fixed 4" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
             http.clone(),
