@@ -5,9 +5,9 @@
 //! span of the run and then lets them recover; a client sends an open-loop load (a fixed
 //! arrival rate, each call with a deadline) through one strategy at a time ([`strategy`]):
 //! no breaker, lazybreaker per node, lazybreaker's pool with a health check (and with a
-//! retry, a hedge or slow start), tower's power of two choices over tower-resilience's
+//! retry, a hedge, slow start, or a concurrency limit per replica), tower's power of two choices over tower-resilience's
 //! breaker (and with tower's retry budget or its hedge), failsafe per node, a naive retry, and HAProxy in front (and with its
-//! retries). [`report`] reduces each run to what a user of the client sees, what the sick
+//! retries, or `maxconn`). [`report`] reduces each run to what a user of the client sees, what the sick
 //! node received and how many attempts per call the replicas received; [`plot`] draws them
 //! over time. Nothing leaves the loopback; every process is
 //! stopped when its run ends.
