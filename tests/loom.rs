@@ -1309,3 +1309,66 @@ fn samples_from_two_calls_are_both_learned() {
         assert_eq!(limiter.in_flight(), 0);
     });
 }
+
+/// A pool's endpoint counts its places under its limit on its own picks started and ended
+/// (`Limiter::try_start_on`): three calls race for the one place a limit of one leaves
+/// beside a call in flight that ends meanwhile; never two calls in flight at once, every
+/// try admitted or counted limited, and the counters end level. (Killed by giving a refused
+/// try back on `ended` rather than `started`: a later try subtracts an end whose start it
+/// never counted, and a second call gets the one place.)
+#[test]
+fn calls_counted_on_an_endpoints_picks_never_pass_its_limit() {
+    use lazybreaker::limit::{Fixed, Limiter};
+    use loom::sync::atomic::AtomicU64;
+    loom::model(|| {
+        let limiter = Arc::new(Limiter::new(Fixed::new(1)));
+        let counters = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let holding = Arc::new(AtomicUsize::new(0));
+        let first = limiter
+            .try_start_on(&counters.0, &counters.1)
+            .expect("the place is free");
+        assert_eq!(first, 1);
+        holding.fetch_add(1, Ordering::SeqCst);
+        let ender = {
+            let (counters, holding) = (counters.clone(), holding.clone());
+            thread::spawn(move || {
+                holding.fetch_sub(1, Ordering::SeqCst);
+                counters.1.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let (limiter, counters, holding) =
+                    (limiter.clone(), counters.clone(), holding.clone());
+                thread::spawn(
+                    move || match limiter.try_start_on(&counters.0, &counters.1) {
+                        Some(_) => {
+                            let held = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                            assert!(held <= 1, "{held} calls in flight under a limit of 1");
+                            holding.fetch_sub(1, Ordering::SeqCst);
+                            counters.1.fetch_add(1, Ordering::SeqCst);
+                            true
+                        }
+                        None => false,
+                    },
+                )
+            })
+            .collect();
+        ender.join().unwrap();
+        let admitted = racers
+            .into_iter()
+            .map(|r| r.join().unwrap())
+            .filter(|&a| a)
+            .count() as u64;
+        assert_eq!(
+            admitted + limiter.limited(),
+            2,
+            "every try admitted or limited"
+        );
+        let (started, ended) = (
+            counters.0.load(Ordering::SeqCst),
+            counters.1.load(Ordering::SeqCst),
+        );
+        assert_eq!(started, ended, "every start ended or given back");
+    });
+}

@@ -119,6 +119,40 @@ impl<A: Algorithm> Limiter<A> {
         }
     }
 
+    /// A place for one call counted on two counters kept elsewhere instead of the limiter's
+    /// own (a pool's endpoint counts its picks started and ended anyway): one more on
+    /// `started` (a read-modify-write, whose value counts every call started before), then
+    /// the calls in flight are `started − ended` (`ended` read after: a stale read only
+    /// overcounts). Over the limit, `started` is given its one back (so that a later reader
+    /// never subtracts an end it did not count the start of) and the try is counted limited.
+    /// The place is given back by one more on `ended` (the caller's, at the call's end); the
+    /// sample, if any, with [`learn`](Limiter::learn). The calls in flight with it, itself
+    /// included, or `None` at the limit. Sequentially consistent, so that two calls never
+    /// both take the last place (a loom model checks it: `tests/loom.rs`).
+    #[inline]
+    pub fn try_start_on(&self, started: &AtomicU64, ended: &AtomicU64) -> Option<u32> {
+        let limit = u64::from(self.algorithm.limit().max(1));
+        let after = started.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        let in_flight = after.saturating_sub(ended.load(Ordering::SeqCst));
+        if in_flight > limit {
+            started.fetch_sub(1, Ordering::SeqCst);
+            self.limited.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(in_flight.min(u64::from(u32::MAX)) as u32)
+    }
+
+    /// Learns from a call counted elsewhere ([`try_start_on`](Limiter::try_start_on)): the
+    /// limit it leaves.
+    #[inline]
+    pub fn learn(&self, sample: Sample) -> u32 {
+        if self.learns {
+            self.algorithm.on_sample(sample)
+        } else {
+            self.algorithm.limit()
+        }
+    }
+
     /// Gives back a place [`try_start`](Limiter::try_start) gave, with what the call says
     /// of the limit (`None`: nothing, as for a call cancelled or failed for a reason of its
     /// own). Returns the limit it leaves.

@@ -1,10 +1,11 @@
 //! [`Endpoint`]: one member of a pool, its breaker and its calls in flight.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::atomic::{AtomicU64, Ordering};
 use crate::breaker::gate::Gate;
 use crate::breaker::Breaker;
 use crate::limit::Limiter;
@@ -39,7 +40,7 @@ pub struct Endpoint<K, P: TripPolicy, O: Observer> {
     pub(super) latency: LatencyEstimate,
     /// When it came back, for the pool's slow start ([`NOT_RETURNED`]: not since it was
     /// made), written by its breaker's return (shared with the callback that notes it).
-    pub(super) returned_at: Arc<AtomicU64>,
+    pub(super) returned_at: Arc<StdAtomicU64>,
     /// What the pool's outlier detection keeps of it.
     pub(super) outlier: EndpointRecord,
     /// Its adaptive concurrency limit ([`Pool::limit`](super::Pool::limit)), if the pool
@@ -68,7 +69,7 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             outlier: EndpointRecord::default(),
             limiter: None,
             latency: LatencyEstimate::new(),
-            returned_at: Arc::new(AtomicU64::new(NOT_RETURNED)),
+            returned_at: Arc::new(StdAtomicU64::new(NOT_RETURNED)),
             parked: Mutex::new(None),
             shared,
         }
@@ -101,12 +102,15 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
 
     /// One more pick, in flight, going out at `at` (the pool's clock, read before the
     /// admission; `None` when the pool has no deadline or could not read it without user
-    /// code): with a deadline, the call takes a free start slot if one is left, and the slot
-    /// it took comes back ([`Tracked`]); a tracked call due before the pool's next look for
-    /// hangs brings that look forward.
+    /// code), counted among the picks started unless its place under the endpoint's limit
+    /// counted it already (`counted`): with a deadline, the call takes a free start slot if
+    /// one is left, and the slot it took comes back ([`Tracked`]); a tracked call due before
+    /// the pool's next look for hangs brings that look forward.
     #[inline]
-    pub(super) fn start(&self, at: Option<Nanos>) -> Option<Tracked> {
-        self.calls.started.fetch_add(1, Ordering::Relaxed);
+    pub(super) fn start(&self, at: Option<Nanos>, counted: bool) -> Option<Tracked> {
+        if !counted {
+            self.calls.started.fetch_add(1, Ordering::Relaxed);
+        }
         if self.deadline == 0 {
             return None;
         }
@@ -121,7 +125,15 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
         if let Some(t) = tracked {
             self.progress.end(t);
         }
-        self.calls.ended.fetch_add(1, Ordering::Release);
+        // Sequentially consistent, as the limit's count of its places reads it
+        // (`Limiter::try_start_on`).
+        self.calls.ended.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Its picks started and ended, for its limit to count its places on.
+    #[inline]
+    pub(super) fn counters(&self) -> (&AtomicU64, &AtomicU64) {
+        (&self.calls.started, &self.calls.ended)
     }
 
     /// A pick's call came back with `outcome`, everything of it recorded (a dropped pick is

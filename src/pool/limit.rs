@@ -18,11 +18,27 @@ use super::endpoint::Endpoint;
 use super::{Endpoints, Pool};
 
 /// An endpoint's place under its limit: when its call went out, and how many were out with
-/// it (itself included).
-#[derive(Debug, Clone, Copy)]
+/// it (itself included); [`Place::NONE`] (no call counted) for a pick without a limit. Two
+/// words, copied whole (a pick carries it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Place {
     at: Nanos,
-    in_flight: u32,
+    /// 0 for no place.
+    in_flight: u64,
+}
+
+impl Place {
+    /// No place: the endpoint has no limit.
+    pub(super) const NONE: Place = Place {
+        at: 0,
+        in_flight: 0,
+    };
+
+    /// Whether it holds a place (its pick was counted when the place was taken).
+    #[inline]
+    pub(super) fn held(self) -> bool {
+        self.in_flight != 0
+    }
 }
 
 /// What a call's end says of its endpoint's limit.
@@ -39,12 +55,15 @@ pub(super) enum Said {
 
 impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
     /// A place under the endpoint's limit for a call going out at `at` (`None`: read the
-    /// pool's clock now), if it has a limit: `Err(())` at its limit (the pick skips it),
-    /// `Ok(None)` without a limit.
+    /// pool's clock now), if it has a limit: `None` at its limit (the pick skips it),
+    /// [`Place::NONE`] without a limit. The place is counted on the endpoint's own picks started
+    /// and ended ([`Limiter::try_start_on`]): the pick it becomes is counted started here,
+    /// its end gives the place back; a place not used (the breaker refused the call) is
+    /// given back with [`unused`](Self::unused).
     #[inline]
-    pub(super) fn take_place(&self, at: Option<Nanos>) -> Result<Option<Place>, ()> {
+    pub(super) fn take_place(&self, at: Option<Nanos>) -> Option<Place> {
         let Some(limiter) = &self.limiter else {
-            return Ok(None);
+            return Some(Place::NONE);
         };
         // The clock first (if the limit learns from latencies): a user clock's panic leaves
         // no place taken.
@@ -53,37 +72,46 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             None if limiter.learns() => self.shared.now(),
             None => 0,
         };
-        match limiter.try_start() {
-            Some(in_flight) => Ok(Some(Place { at, in_flight })),
-            None => Err(()),
+        let (started, ended) = self.counters();
+        limiter.try_start_on(started, ended).map(|in_flight| Place {
+            at,
+            in_flight: u64::from(in_flight),
+        })
+    }
+
+    /// A place taken and not used (no pick made): not a pick, uncounted.
+    pub(super) fn unused(&self, place: Place) {
+        if place.held() {
+            let (started, _) = self.counters();
+            started.fetch_sub(1, crate::atomic::Ordering::SeqCst);
         }
     }
 
-    /// Gives back a place [`take_place`](Self::take_place) gave, with the sample the call's
-    /// end makes: a success its latency; an overload answer a drop; a failure a drop if it
-    /// came after the pool's deadline (a timeout), else nothing (a failure of the
-    /// endpoint's own says nothing of its queue, and is the breaker's to judge); an
-    /// exclusion, an abandoned or cancelled call, nothing. A user clock's panic continues
-    /// from here, the place given back first.
-    pub(super) fn give_back(&self, place: Place, said: Said) {
+    /// Learns from the end of a pick that held a place (the place itself comes back with
+    /// the pick's end, [`Endpoint::end`]), the sample the call's end makes: a success its
+    /// latency; an overload answer a drop; a failure a drop if it came after the pool's
+    /// deadline (a timeout), else nothing (a failure of the endpoint's own says nothing of
+    /// its queue, and is the breaker's to judge); an exclusion, an abandoned or cancelled
+    /// call, nothing. A user clock's panic continues from here, the place given back first.
+    pub(super) fn learn(&self, place: Place, said: Said) {
         let Some(limiter) = &self.limiter else {
             return;
         };
         if !limiter.learns() {
-            limiter.end(None);
             return;
         }
         let dropped = match said {
             Said::Outcome(Outcome::Success) => Some(false),
             Said::Overloaded => Some(true),
             Said::Outcome(Outcome::Failure) if self.deadline != 0 => None,
-            _ => {
-                limiter.end(None);
-                return;
-            }
+            _ => return,
         };
+        // A built-in clock read directly; a user clock through its panic's containment.
         let mut panics = FirstPanic::default();
-        let now = self.shared.clock.try_now(&mut panics);
+        let now = match self.shared.clock.now_infallible() {
+            Some(now) => Some(now),
+            None => self.shared.clock.try_now(&mut panics),
+        };
         let sample = now.and_then(|now| {
             let latency = instant(now.saturating_sub(place.at));
             let dropped = match dropped {
@@ -94,24 +122,26 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             };
             Some(Sample {
                 latency,
-                in_flight: place.in_flight,
+                in_flight: place.in_flight as u32,
                 dropped,
             })
         });
-        limiter.end(sample);
+        if let Some(sample) = sample {
+            limiter.learn(sample);
+        }
         contain::resume(panics);
     }
 
-    /// Whether the endpoint has a limit and as many calls in flight under it as the limit.
+    /// Whether the endpoint has a limit and as many picks in flight as the limit.
     pub(super) fn at_limit(&self) -> bool {
         self.limiter
             .as_ref()
-            .is_some_and(|l| l.in_flight() >= l.limit().max(1))
+            .is_some_and(|l| self.in_flight() >= l.limit().max(1) as usize)
     }
 
-    /// Its limit and the calls in flight under it, if it has one.
-    pub(super) fn limit_now(&self) -> Option<(u32, u32)> {
-        self.limiter.as_ref().map(|l| (l.limit(), l.in_flight()))
+    /// Its limit, if it has one.
+    pub(super) fn limit_now(&self) -> Option<u32> {
+        self.limiter.as_ref().map(|l| l.limit())
     }
 
     /// Picks its limit turned away so far.

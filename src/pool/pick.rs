@@ -42,7 +42,7 @@ pub struct Pick<K, P: TripPolicy = ConsecutiveFailures, O: Observer = ()> {
     /// Its start slot on the endpoint, with a pool deadline.
     tracked: Option<Tracked>,
     /// Its place under the endpoint's limit, with a pool limit, until given back.
-    place: Option<Place>,
+    place: Place,
 }
 
 impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
@@ -53,9 +53,9 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
         endpoint: Arc<Endpoint<K, P, O>>,
         permit: OwnedPermit<P, O>,
         at: Option<Nanos>,
-        place: Option<Place>,
+        place: Place,
     ) -> Self {
-        let tracked = endpoint.start(at);
+        let tracked = endpoint.start(at, place.held());
         Self {
             endpoint,
             permit: Some(permit),
@@ -72,8 +72,8 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     /// here, the permit held); else the call goes without one.
     pub(crate) fn after_check(endpoint: Arc<Endpoint<K, P, O>>, permit: OwnedPermit<P, O>) -> Self {
         let place = match endpoint.shared.now_infallible() {
-            Some(now) => endpoint.take_place(Some(now)).ok().flatten(),
-            None => None,
+            Some(now) => endpoint.take_place(Some(now)).unwrap_or(Place::NONE),
+            None => Place::NONE,
         };
         Self::admitted(endpoint, permit, None, place)
     }
@@ -82,9 +82,9 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
     pub(super) fn kept_in_rotation(
         endpoint: Arc<Endpoint<K, P, O>>,
         at: Option<Nanos>,
-        place: Option<Place>,
+        place: Place,
     ) -> Self {
-        let tracked = endpoint.start(at);
+        let tracked = endpoint.start(at, place.held());
         let stats = &endpoint.shared.stats;
         stats.over_cap.fetch_add(1, Ordering::Relaxed);
         Self {
@@ -162,12 +162,13 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
         self.settle_saying(outcome, Said::Overloaded);
     }
 
-    /// Gives its place under the endpoint's limit back, if it holds one, with what the
-    /// call's end says of the limit (last of a report: a user clock's panic continues from
-    /// here, everything else recorded).
-    fn give_back(&mut self, said: Said) {
-        if let Some(place) = self.place.take() {
-            self.endpoint.give_back(place, said);
+    /// Tells the endpoint's limit what the call's end says of it, if the pick held a place
+    /// under it (the place itself comes back with the pick's end, counted by `book`); last
+    /// of a report: a user clock's panic continues from here, everything else recorded.
+    fn learn(&mut self, said: Said) {
+        let place = std::mem::replace(&mut self.place, Place::NONE);
+        if place.held() {
+            self.endpoint.learn(place, said);
         }
     }
 
@@ -202,7 +203,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
                 permit.record(outcome);
             }
             self.endpoint.answered(outcome, self.tracked);
-            self.give_back(said);
+            self.learn(said);
         }
     }
 }
@@ -223,16 +224,16 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
             over_cap: self.over_cap,
             reported: false,
             tracked: self.tracked,
-            place: self.place.take(),
+            place: std::mem::replace(&mut self.place, Place::NONE),
         })
     }
 }
 
 impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
     fn drop(&mut self) {
-        // A place still held (a report cut short by a panic, a pick dropped unreported)
-        // comes back saying nothing.
-        self.give_back(Said::Nothing);
+        // A pick dropped unreported, or a report cut short by a panic: its limit learns
+        // nothing (its place comes back with its end, below).
+        self.learn(Said::Nothing);
         if self.reported {
             return;
         }
@@ -267,7 +268,7 @@ impl<K, P: TripPolicy, O: Observer> Report for Pick<K, P, O> {
             }
             self.endpoint.answered(outcome, self.tracked);
             // The endpoint said when to come back: it is shedding load.
-            self.give_back(Said::Overloaded);
+            self.learn(Said::Overloaded);
         }
     }
 

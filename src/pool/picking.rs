@@ -17,7 +17,6 @@ use crate::policy::TripPolicy;
 use super::census::{census, walk};
 use super::choose::{allowed_isolated, lighter_by_latency, random, Balance};
 use super::endpoint::Endpoint;
-use super::limit::{Place, Said};
 use super::pick::Pick;
 use super::{Endpoints, Pool};
 use crate::nanos::Nanos;
@@ -307,7 +306,7 @@ fn share_over_cap<K, P: TripPolicy, O: Observer>(
 ) -> Option<Choice<K, P, O>> {
     // At its limit, an endpoint kept in rotation is skipped too.
     let kept_in_rotation = |endpoint: &Arc<Endpoint<K, P, O>>| {
-        let place = endpoint.take_place(judge.at()).ok()?;
+        let place = endpoint.take_place(judge.at())?;
         let pick = Pick::kept_in_rotation(Arc::clone(endpoint), judge.at(), place);
         Some(Choice::Pick(pick))
     };
@@ -419,12 +418,7 @@ where
 {
     // Its limit first (cheaper than the breaker's admission, and nothing to undo): at its
     // limit, it is skipped as an isolated one is, its breaker not asked.
-    let place = endpoint.take_place(at).ok()?;
-    let unused = |place: Option<Place>| {
-        if let Some(place) = place {
-            endpoint.give_back(place, Said::Nothing);
-        }
-    };
+    let place = endpoint.take_place(at)?;
     match gate::admit(holder, At::Now) {
         Admit::Call(permit, _) => Some(Choice::Pick(Pick::admitted(
             Arc::clone(endpoint),
@@ -433,11 +427,11 @@ where
             place,
         ))),
         Admit::Check(gate) => {
-            unused(place);
+            endpoint.unused(place);
             on_check(gate)
         }
         Admit::Rejected(..) => {
-            unused(place);
+            endpoint.unused(place);
             None
         }
     }

@@ -251,7 +251,7 @@ where
                     down: open && e.breaker.is_down(),
                     weight: self.weight_now(e, now),
                     latency: e.latency.get(),
-                    limit: e.limit_now().map(|(limit, _)| limit),
+                    limit: e.limit_now(),
                     limited: e.limited(),
                     snapshot,
                 }

@@ -40,7 +40,7 @@ pub const STORM_CAPACITY: f64 = 0.8;
 /// pool's, HAProxy's round robin skipping a server at its `maxconn`) sends the excess to
 /// the others, and no limit is needed; with all of them over their capacity, no routing
 /// helps, and only a limit keeps the queues short.
-pub const QUEUE_CAPACITY: f64 = 0.8;
+pub const QUEUE_CAPACITY: f64 = 0.9;
 
 /// Which replicas a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

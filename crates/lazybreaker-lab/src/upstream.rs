@@ -58,7 +58,7 @@ pub enum Mode {
 }
 
 /// A queueing replica's workers ([`Mode::Queueing`]): the calls it serves at once.
-pub const WORKERS: usize = 4;
+pub const WORKERS: usize = 1;
 
 /// The mean of the healthy latency ([`Mode::Healthy`]: 2 ms plus an exponential of mean
 /// 3 ms), which a queueing replica's service time scales.

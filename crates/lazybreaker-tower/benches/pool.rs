@@ -12,6 +12,7 @@
 //! | `pool_pick_1t` | lazybreaker_judging | the default pool with `.outlier_detection(OutlierDetection::new().success_rate(1.9, 5, 100).failure_percentage(85, 5, 50))` and `.deadline(300 ms)`: a clock read per pick and per report |
 //! | `pool_pick_1t` | lazybreaker_hedging | the default pool with `.hedge(Hedge::at_percentile(0.95))` and `.slow_start(SlowStart::new(30 s))`: a pick with no hedge due and no endpoint ramping up |
 //! | `pool_pick_1t` | lazybreaker_limited | the default pool with `.limit(Aimd::new())` (Netflix's defaults, 20 to 200 per endpoint): a place taken and given back per call, the latency sampled (the precise clock read at the pick and at the report) |
+//! | `pool_pick_1t` | lazybreaker_bulkhead | the default pool with `.limit(Fixed::new(64))`: a place taken and given back per call, no clock read |
 //! | `pool_pick_1t` | bare | one endpoint's breaker alone (`Arc<Breaker>`, gobreaker's defaults), admitted as the pool admits it: `allow_owned()`, `operation(true)`, `success()` |
 //! | `pool_service_1t` | lazybreaker | `PoolService::new(Arc::new(pool), \|_: &SocketAddr\| Inner)` over the pool of `pool_pick_1t` |
 //! | `pool_service_1t` | lazybreaker_round_robin | the same over the round-robin pool |

@@ -33,7 +33,7 @@ use super::Strategy;
 use crate::client::{Http, Sent};
 
 /// AIMD's floor: the queueing replica's workers ([`WORKERS`](crate::upstream::WORKERS)).
-pub(super) const AIMD_MIN_LIMIT: u32 = 4;
+pub(super) const AIMD_MIN_LIMIT: u32 = crate::upstream::WORKERS as u32;
 /// AIMD's timeout: a third of the lab's 300 ms deadline.
 pub(super) const AIMD_TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -43,7 +43,7 @@ pub(super) fn aimd() -> Aimd {
 }
 
 /// Gradient2's floor: the workers, as AIMD's.
-pub(super) const GRADIENT2_MIN_LIMIT: u32 = 4;
+pub(super) const GRADIENT2_MIN_LIMIT: u32 = crate::upstream::WORKERS as u32;
 
 /// The Gradient2 limit of `lazybreaker pool + gradient2`.
 pub(super) fn gradient2() -> Gradient2 {

@@ -74,15 +74,19 @@ pub const NAMES: &[&str] = &[
 /// Variants of the strategies above, run only when named (`--strategies`): the hedge's
 /// settings, to tell what its percentile estimate and its wake by the picks cost (the
 /// ticker: a pick every millisecond, dropped unused, wakes a waiting hedge as a timer
-/// would), and slow start's; and a fixed limit of 4 a replica (`limit::Fixed`: HAProxy's
-/// `maxconn 4` on the client's side, the baseline of the adaptive limits).
+/// would), and slow start's; a fixed limit of the replica's workers (`limit::Fixed`: HAProxy's
+/// `maxconn` on the client's side, the baseline of the adaptive limits), and the adaptive
+/// limits held tighter (AIMD with a 40 ms timeout, twice the healthy p99; Gradient2 with a
+/// queue size of 1 and no tolerance).
 pub const VARIANTS: &[&str] = &[
     "lazybreaker pool + hedge after 12ms",
     "lazybreaker pool + hedge p99",
     "lazybreaker pool + hedge + 1ms ticker",
     "lazybreaker pool + slow start 6s/0.5",
     "lazybreaker pool + hedge + slow start",
-    "lazybreaker pool + fixed 4",
+    "lazybreaker pool + fixed",
+    "lazybreaker pool + aimd 40ms",
+    "lazybreaker pool + gradient2 q1",
 ];
 
 /// The strategy named `name` over `addrs` (HAProxy, with or without retries, is started
@@ -158,11 +162,25 @@ pub fn build(name: &str, http: &Http, addrs: &[SocketAddr]) -> Option<Box<dyn St
             lazy_pool_limit::gradient2(),
             "lazybreaker pool + gradient2",
         )),
-        "lazybreaker pool + fixed 4" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
+        "lazybreaker pool + fixed" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
             http.clone(),
             addrs,
             lazybreaker::limit::Fixed::new(crate::upstream::WORKERS as u32),
-            "lazybreaker pool + fixed 4",
+            "lazybreaker pool + fixed",
+        )),
+        "lazybreaker pool + aimd 40ms" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
+            http.clone(),
+            addrs,
+            lazy_pool_limit::aimd().timeout(Duration::from_millis(40)),
+            "lazybreaker pool + aimd 40ms",
+        )),
+        "lazybreaker pool + gradient2 q1" => Box::new(lazy_pool_limit::LazyPoolLimit::new(
+            http.clone(),
+            addrs,
+            lazy_pool_limit::gradient2()
+                .queue_size(1.0)
+                .rtt_tolerance(1.0),
+            "lazybreaker pool + gradient2 q1",
         )),
         "tower-resilience p2c" => Box::new(tower_p2c::TowerP2c::new(http.clone(), addrs)),
         "tower hedge + p2c" => Box::new(tower_hedge::TowerHedge::new(http.clone(), addrs)),

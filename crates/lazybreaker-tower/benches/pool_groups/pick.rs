@@ -8,7 +8,7 @@ use criterion::Criterion;
 use lazybreaker::pool::{Balance, Pool};
 use lazybreaker::{Breaker, Rejected};
 
-use super::services::{hedging_pool, judging_pool, limited_pool, pool, ENDPOINTS};
+use super::services::{bulkhead_pool, hedging_pool, judging_pool, limited_pool, pool, ENDPOINTS};
 use crate::support::{group, operation};
 
 /// One successful call through `pool`: a pick, the operation, the success reported.
@@ -39,7 +39,8 @@ fn spreads(pool: &Pool<SocketAddr>, name: &str) {
 /// and a deadline, for what judging adds (a clock read per pick, one at each report);
 /// `lazybreaker_hedging`: the default pool with a hedge and slow start, neither due (one
 /// load each per pick); `lazybreaker_limited`: the default pool with `Aimd` limits per
-/// endpoint (a place taken and given back, a latency sample: two clock reads).
+/// endpoint (a place taken and given back, a latency sample: two clock reads);
+/// `lazybreaker_bulkhead`: a `Fixed` limit (a place, no clock read).
 pub(crate) fn pick_1t(c: &mut Criterion) {
     let mut g = group(c, "pool_pick_1t");
     for (name, pool) in [
@@ -48,6 +49,7 @@ pub(crate) fn pick_1t(c: &mut Criterion) {
         ("lazybreaker_judging", judging_pool()),
         ("lazybreaker_hedging", hedging_pool()),
         ("lazybreaker_limited", limited_pool()),
+        ("lazybreaker_bulkhead", bulkhead_pool()),
     ] {
         spreads(&pool, name);
         g.bench_function(name, |b| b.iter(|| call(&pool)));

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use lazybreaker::limit::Aimd;
+use lazybreaker::limit::{Aimd, Fixed};
 use lazybreaker::pool::{Balance, OutlierDetection, Pool, SlowStart};
 use lazybreaker::retry::Hedge;
 use lazybreaker::Breaker;
@@ -66,6 +66,14 @@ pub(crate) fn hedging_pool() -> Pool<SocketAddr> {
 /// back per call, with a latency sample (two clock reads).
 pub(crate) fn limited_pool() -> Pool<SocketAddr> {
     let pool = Pool::new(|_: &SocketAddr| Breaker::builder()).limit(Aimd::new());
+    pool.set(keys());
+    pool
+}
+
+/// The default pool with a fixed limit per endpoint, `Fixed::new(64)` (a bulkhead, never
+/// reached by one thread): a place taken and given back per call, no clock read.
+pub(crate) fn bulkhead_pool() -> Pool<SocketAddr> {
+    let pool = Pool::new(|_: &SocketAddr| Breaker::builder()).limit(Fixed::new(64));
     pool.set(keys());
     pool
 }
