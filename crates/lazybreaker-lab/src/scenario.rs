@@ -33,9 +33,10 @@ pub const RESTART_DOWN: Duration = Duration::from_millis(500);
 /// the replicas): 80 %, so that even without a retry a fifth of the calls are shed.
 pub const STORM_CAPACITY: f64 = 0.8;
 
-/// A queueing replica's capacity, as a share of its fair share of the load: 80 %, as the
-/// storm's, so that the queues of a client that sends every replica its share grow by a
-/// fifth of that share each second, until the waits reach the deadline. `queueing` hits
+/// A queueing replica's capacity, as a share of its fair share of the load: 90 %, so that
+/// the queues of a client that sends every replica its share grow by a tenth of that share
+/// each second, until the waits reach the deadline, while a call's service stays near the
+/// healthy latency (2.2 times it, with one worker). `queueing` hits
 /// every replica: with one alone, a pick that weighs latencies and calls in flight (the
 /// pool's, HAProxy's round robin skipping a server at its `maxconn`) sends the excess to
 /// the others, and no limit is needed; with all of them over their capacity, no routing
@@ -145,7 +146,7 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "queueing",
-        what: "every replica queues its calls for 4 workers (first in, first out, no bound) that serve 80 % of its share of the load (50 ms a call), each call waiting its turn until the waits reach the deadline; then all recover",
+        what: "every replica queues its calls for one worker (first in, first out, no bound) that serves 90 % of its share of the load (11 ms a call), each call waiting its turn until the waits reach the deadline; then all recover",
         fault: Fault::Queueing,
         hit: Hit::All,
         isolate: false,

@@ -483,8 +483,8 @@ mod tests {
             assert_eq!(Mode::parse(mode.as_str()), Some(mode));
         }
         assert_eq!(Mode::parse("no such mode"), None);
-        // Four workers serving 80 calls a second: 50 ms each, ten times the healthy mean.
-        assert!((service_scale(80) - 10.0).abs() < 1e-9);
+        // One worker serving 90 calls a second: 11.1 ms each, 20/9 of the healthy mean.
+        assert!((service_scale(90) - 20.0 / 9.0).abs() < 1e-9);
         assert!((service_scale(u64::MAX) - 1.0).abs() < 1e-9);
     }
 }

@@ -12,7 +12,7 @@
 //! the deadline.
 //!
 //! With `maxconn` (`haproxy maxconn`), as an operator tunes it for replicas of a known
-//! capacity: each server line `maxconn 4`, the replica's workers
+//! capacity: each server line `maxconn` the replica's workers (one)
 //! ([`WORKERS`](crate::upstream::WORKERS)), so that HAProxy holds at most that many calls on
 //! a server and sends the next one to a server with a free slot (round robin skips a full
 //! server), queueing it in the backend only when every server is full; and `timeout queue

@@ -4,18 +4,18 @@
 //! limit the call is refused at once (`Rejected::Limited`), counted as shed
 //! ([`Answer::Shed`](crate::client::Answer::Shed)): a fast failure the caller serves its fallback for.
 //!
-//! The settings, as a user would choose them from the docs for replicas of four workers
+//! The settings, as a user would choose them from the docs for replicas of one worker
 //! and a 300 ms deadline:
 //!
-//! - `lazybreaker pool + aimd`: [`Aimd`] with `min_limit(4)` (the replica's workers: a
-//!   limit below them would leave a worker idle, and AIMD's cut would otherwise take it
-//!   down to Netflix's minimum of 20, above a worker pool this small to matter),
+//! - `lazybreaker pool + aimd`: [`Aimd`] with `min_limit(1)` (the replica's worker:
+//!   a limit of at least one keeps it busy, and Netflix's minimum of 20 would be far above
+//!   a worker pool this small to matter),
 //!   `timeout(100 ms)` (a third of the deadline: a call that took that long is a drop, the
 //!   limit cut by 0.9, while a call that queued still has room before the deadline), and
 //!   the rest of Netflix's defaults (20 at first, at most 200, a ratio of 0.9). A healthy
 //!   replica holds one or two calls at 100 calls a second: it never reaches half of 20, so
 //!   its limit stays 20 and never turns a call away.
-//! - `lazybreaker pool + gradient2`: [`Gradient2`] with `min_limit(4)` (the workers, as
+//! - `lazybreaker pool + gradient2`: [`Gradient2`] with `min_limit(1)` (the worker, as
 //!   AIMD's: Netflix's floor of 20 would never bind here) and Netflix's other defaults (20
 //!   at first, at most 200, smoothing 0.2, a queue size of 4, a tolerance of 1.5, a long
 //!   window of 600 calls): no timeout to choose, the limit follows the ratio of the long-run
