@@ -1342,7 +1342,8 @@ fn calls_counted_on_an_endpoints_picks_never_pass_its_limit() {
                     (limiter.clone(), counters.clone(), holding.clone());
                 thread::spawn(
                     move || match limiter.try_start_on(&counters.0, &counters.1) {
-                        Some(_) => {
+                        Some(in_flight) => {
+                            assert!(in_flight >= 1, "the count includes the call itself");
                             let held = holding.fetch_add(1, Ordering::SeqCst) + 1;
                             assert!(held <= 1, "{held} calls in flight under a limit of 1");
                             holding.fetch_sub(1, Ordering::SeqCst);

@@ -123,7 +123,8 @@ impl<A: Algorithm> Limiter<A> {
     /// own (a pool's endpoint counts its picks started and ended anyway): one more on
     /// `started` (a read-modify-write, whose value counts every call started before), then
     /// the calls in flight are `started − ended` (`ended` read after: a stale read only
-    /// overcounts). Over the limit, `started` is given its one back (so that a later reader
+    /// overcounts; the end of a call counted since, which saw this one and is gone, only
+    /// lowers it, and the count given is at least 1). Over the limit, `started` is given its one back (so that a later reader
     /// never subtracts an end it did not count the start of) and the try is counted limited.
     /// The place is given back by one more on `ended` (the caller's, at the call's end); the
     /// sample, if any, with [`learn`](Limiter::learn). The calls in flight with it, itself
@@ -139,7 +140,9 @@ impl<A: Algorithm> Limiter<A> {
             self.limited.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        Some(in_flight.min(u64::from(u32::MAX)) as u32)
+        // At least itself: `ended` may count the end of a call that started after this
+        // one's count was taken (it saw this one, and is gone), which only lowers the count.
+        Some(in_flight.clamp(1, u64::from(u32::MAX)) as u32)
     }
 
     /// Learns from a call counted elsewhere ([`try_start_on`](Limiter::try_start_on)): the
@@ -158,11 +161,10 @@ impl<A: Algorithm> Limiter<A> {
     /// own). Returns the limit it leaves.
     #[inline]
     pub fn end(&self, sample: Option<Sample>) -> u32 {
-        // Never below zero: a place given back twice is a caller's bug, not an underflow
-        // (undone at once; an admission meanwhile sees a count one low).
-        if self.in_flight.fetch_sub(1, Ordering::Release) == 0 {
-            self.in_flight.fetch_add(1, Ordering::Relaxed);
-        }
+        // Never below zero: a place given back twice is a caller's bug, not an underflow.
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |n| n.checked_sub(1));
         match sample {
             Some(sample) if self.learns => self.algorithm.on_sample(sample),
             _ => self.algorithm.limit(),
@@ -368,6 +370,24 @@ mod tests {
         let late = limiter.try_acquire(Duration::ZERO).unwrap();
         // A latency past Aimd's timeout is a drop: 5 × 0.9 = 4.
         assert_eq!(late.success(Duration::from_secs(6)), 4);
+    }
+
+    #[test]
+    fn a_count_on_counters_kept_elsewhere_includes_the_call_itself() {
+        let limiter = Limiter::new(Fixed::new(2));
+        // The end of a call that started after this one's count was taken, seen already.
+        let (started, ended) = (AtomicU64::new(0), AtomicU64::new(1));
+        assert_eq!(limiter.try_start_on(&started, &ended), Some(1));
+        assert_eq!(started.load(Ordering::Relaxed), 1);
+        let ended = AtomicU64::new(0);
+        assert_eq!(limiter.try_start_on(&started, &ended), Some(2));
+        assert_eq!(limiter.try_start_on(&started, &ended), None);
+        assert_eq!(
+            started.load(Ordering::Relaxed),
+            2,
+            "a refused try takes its count back"
+        );
+        assert_eq!(limiter.limited(), 1);
     }
 
     #[test]

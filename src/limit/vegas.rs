@@ -290,7 +290,10 @@ impl Vegas {
     /// leaves.
     fn next(&self, mut state: State, rtt: f64, sample: Sample) -> State {
         state.count = (state.count + 1).min(COUNT_MAX);
-        let due = self.jitter(state.draws) * f64::from(self.probe_multiplier) * state.limit;
+        // A limit below one (an initial limit of 0) probes as a limit of one would, so that
+        // the samples that follow bring it within the bounds.
+        let due =
+            self.jitter(state.draws) * f64::from(self.probe_multiplier) * state.limit.max(1.0);
         if state.count == COUNT_MAX || due <= state.count as f64 {
             state.count = 0;
             state.draws = (state.draws + 1) & DRAWS_MASK;
@@ -734,6 +737,16 @@ mod tests {
         assert_ne!(a, c);
         assert!(state(&other).draws > 0);
         assert!(a.iter().any(|&l| l != a[0]));
+    }
+
+    #[test]
+    fn an_initial_limit_of_zero_is_brought_within_the_bounds() {
+        let limit = Vegas::new().initial_limit(0).seed(1);
+        assert_eq!(limit.limit(), 0);
+        for _ in 0..200 {
+            limit.on_sample(Sample::new(Duration::from_millis(10), 1_000));
+        }
+        assert!(limit.limit() >= 1, "{}", limit.limit());
     }
 
     #[test]

@@ -120,7 +120,8 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     }
 
     /// A pick of an endpoint other than `checked` (whose check this pick holds) if one
-    /// admits the call now, counting nothing when none does.
+    /// admits the call now, counting no rejection when none does (an endpoint's limit
+    /// counts the tries it refuses).
     fn other(&self, checked: &Arc<Endpoint<K, P, O>>) -> Option<Pick<K, P, O>> {
         let endpoints = self.endpoints.load();
         let r = random();

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::breaker::gate::{self, Ready};
 use crate::clock::ClockSource;
 use crate::contain::{self, FirstPanic};
 use crate::error::{ConfigError, Rejected};
@@ -73,10 +74,16 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
             None => 0,
         };
         let (started, ended) = self.counters();
-        limiter.try_start_on(started, ended).map(|in_flight| Place {
+        let place = limiter.try_start_on(started, ended).map(|in_flight| Place {
             at,
             in_flight: u64::from(in_flight),
-        })
+        });
+        if place.is_none() {
+            // The pool's count, kept whatever becomes of the endpoint.
+            let skips = &self.shared.stats.limit_skips;
+            skips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        place
     }
 
     /// A place taken and not used (no pick made): not a pick, uncounted.
@@ -153,10 +160,10 @@ impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {
 /// The pool's limit: the algorithm every endpoint gets a copy of.
 pub(super) type Prototype = Arc<dyn Algorithm>;
 
-/// A limiter for a new endpoint named `name`, from the pool's prototype (salted with the
-/// name, so that endpoints whose limits draw random numbers do not draw in step).
-pub(super) fn limiter(prototype: &Prototype, name: &str) -> Limiter {
-    Limiter::new(prototype.boxed_clone_salted(crate::jitter::seed_of(name)))
+/// A limiter for a new endpoint keyed `key`, from the pool's prototype (salted with the
+/// key, so that endpoints whose limits draw random numbers do not draw in step).
+pub(super) fn limiter(prototype: &Prototype, key: &str) -> Limiter {
+    Limiter::new(prototype.boxed_clone_salted(crate::jitter::seed_of(key)))
 }
 
 impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
@@ -234,14 +241,18 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
     }
 
     /// The rejection of a pick that found no endpoint to take the call, counted:
-    /// [`Rejected::Limited`] if some endpoint is at its limit (the ones that could take the
-    /// call are full), else [`Rejected::NoEndpoint`] with `retry_after`.
+    /// [`Rejected::Limited`] if some endpoint whose breaker admits calls is at its limit
+    /// (the ones that could take the call are full), else [`Rejected::NoEndpoint`] with
+    /// `retry_after` (every endpoint is out, whatever its calls in flight).
     pub(super) fn refuse(
         &self,
         endpoints: &Endpoints<K, P, O>,
         retry_after: Option<Duration>,
     ) -> Rejected {
-        if self.limit.is_some() && endpoints.iter().any(|e| e.at_limit()) {
+        let full = |e: &&std::sync::Arc<Endpoint<K, P, O>>| {
+            e.at_limit() && gate::ready(&e.breaker) == Ready::Passes
+        };
+        if self.limit.is_some() && endpoints.iter().any(|e| full(&e)) {
             let stats = &self.shared.stats;
             stats
                 .limited

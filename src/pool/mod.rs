@@ -856,6 +856,12 @@ where
             );
             builder = builder.on_return(move || slow_start::returned(&shared, &at, window));
         }
+        // Each endpoint's limit salted with its key (not its breaker's name, which the
+        // factory may give every endpoint alike).
+        let limiter = self
+            .limit
+            .as_ref()
+            .map(|prototype| limit::limiter(prototype, &key.to_string()));
         let mut endpoint = Endpoint::new(
             key,
             Arc::new(builder.build()),
@@ -863,10 +869,7 @@ where
             self.deadline,
         );
         endpoint.returned_at = returned_at;
-        endpoint.limiter = self
-            .limit
-            .as_ref()
-            .map(|prototype| limit::limiter(prototype, endpoint.breaker.name()));
+        endpoint.limiter = limiter;
         Arc::new(endpoint)
     }
 

@@ -39,6 +39,9 @@ pub(crate) struct Stats {
     pub(crate) hedges_cancelled: AtomicU64,
     pub(crate) hedges_budget_denied: AtomicU64,
     pub(crate) limited: AtomicU64,
+    pub(crate) limit_skips: AtomicU64,
+    /// The most picks [`Pool::stats`](super::Pool::stats) reported: it never reports fewer.
+    pub(crate) picks_reported: AtomicU64,
 }
 
 /// The endpoints removed from a pool whose picks it still counts: kept while a pick may
@@ -99,7 +102,9 @@ impl Stats {
 pub struct PoolStats {
     /// Picks made: each endpoint the pool chose for a call (those kept in rotation over the
     /// cap included), counted when the pick is made; those of endpoints removed since
-    /// included, a pick made on an endpoint after its removal too. It never goes down. A
+    /// included, a pick made on an endpoint after its removal too. It never goes down (a
+    /// try an endpoint's limit refuses may be counted for the instant it takes, by a read
+    /// made meanwhile: at most one a thread). A
     /// call made directly on an endpoint's breaker ([`Pool::breaker`](super::Pool::breaker)) is not a pick.
     pub picks: u64,
     /// Picks of an endpoint kept in rotation over the isolation cap, its breaker open.
@@ -142,8 +147,8 @@ pub struct PoolStats {
     /// Picks answered [`Rejected::Limited`](crate::error::Rejected::Limited): every endpoint
     /// that could take the call at its limit ([`Pool::limit`](super::Pool::limit)).
     pub limited: u64,
-    /// Times an endpoint's limit turned a pick away (the pick went elsewhere, or was
-    /// limited), the pool's endpoints now together.
+    /// Times an endpoint's limit turned a pick's try away (the pick tried another, or was
+    /// limited): one pick may count several, one per endpoint it tried.
     pub limit_skips: u64,
 }
 
@@ -282,7 +287,12 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
         let picks = endpoints
             .iter()
             .fold(retired.picks(), |sum, e| sum.saturating_add(e.picks()));
-        let limit_skips = endpoints.iter().map(|e| e.limited()).sum();
+        // A try its limit is refusing counts among its endpoint's picks for an instant (see
+        // `Limiter::try_start_on`): never report fewer picks than before.
+        let picks = s
+            .picks_reported
+            .fetch_max(picks, Ordering::Relaxed)
+            .max(picks);
         drop(retired);
         drop(compacted);
         PoolStats {
@@ -305,7 +315,7 @@ impl<K, P: TripPolicy, O: Observer> Pool<K, P, O> {
             hedges_cancelled: n(&s.hedges_cancelled),
             hedges_budget_denied: n(&s.hedges_budget_denied),
             limited: n(&s.limited),
-            limit_skips,
+            limit_skips: n(&s.limit_skips),
         }
     }
 

@@ -318,3 +318,70 @@ fn a_retry_with_every_other_endpoint_at_its_limit_is_not_paid_for() {
     assert_eq!(failed.totals().failures, 1);
     drop(held);
 }
+
+#[test]
+fn an_endpoint_with_its_breakers_out_says_no_endpoint_even_with_its_limit_full() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock).limit(Fixed::new(1)).max_isolated(1.0);
+    pool.set(["a", "b"]);
+    pool.breaker(&"a").unwrap().allow().unwrap().failure();
+    let held = pool.pick().unwrap();
+    assert_eq!(*held.key(), "b");
+    // "b" trips while its one call is still out: full, but out; so is "a".
+    pool.breaker(&"b").unwrap().allow().unwrap().failure();
+    assert!(matches!(
+        pool.pick().unwrap_err(),
+        Rejected::NoEndpoint {
+            retry_after: Some(_)
+        }
+    ));
+    assert_eq!(pool.stats().limited, 0);
+    drop(held);
+}
+
+#[test]
+fn limit_skips_outlive_the_endpoint_that_made_them() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock).limit(Fixed::new(1));
+    pool.set(["a"]);
+    let held = pool.pick().unwrap();
+    assert_eq!(pool.pick().unwrap_err(), Rejected::Limited);
+    let skips = pool.stats().limit_skips;
+    assert!(skips >= 1);
+    drop(held);
+    pool.set(["b"]);
+    assert_eq!(
+        pool.stats().limit_skips,
+        skips,
+        "a counter: it never goes down"
+    );
+}
+
+#[test]
+fn threads_picking_at_once_leave_no_place_behind() {
+    let pool = std::sync::Arc::new(Pool::new(|_: &&str| Breaker::builder()).limit(Fixed::new(4)));
+    pool.set(["only"]);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = std::sync::Arc::clone(&pool);
+            std::thread::spawn(move || {
+                let mut admitted = 0u64;
+                for _ in 0..20_000 {
+                    if let Ok(pick) = pool.pick() {
+                        admitted += 1;
+                        pick.success();
+                    }
+                }
+                admitted
+            })
+        })
+        .collect();
+    let admitted: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(admitted > 0);
+    assert_eq!(pool.summary().in_flight, 0, "every place came back");
+    // All four places are free again.
+    let held: Vec<_> = (0..4).map(|_| pool.pick().unwrap()).collect();
+    assert_eq!(pool.pick().unwrap_err(), Rejected::Limited);
+    assert_eq!(pool.stats().picks, admitted + 4, "a pick counted once");
+    drop(held);
+}

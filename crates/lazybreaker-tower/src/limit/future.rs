@@ -115,6 +115,11 @@ where
                     }
                 };
                 let permit = permit.take().expect(DONE);
+                if !permit.limiter().learns() {
+                    // Nothing to learn (`Fixed`): the place back, no clock read.
+                    permit.ignore();
+                    return Poll::Ready(result.map_err(J::inner));
+                }
                 let now = clock.now();
                 // A panic of the classifier drops the permit: given back unsampled.
                 match verdict(&*classify, &result, now.saturating_sub(*started), *deadline) {

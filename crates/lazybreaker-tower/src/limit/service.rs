@@ -80,7 +80,12 @@ where
 
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        let started = self.clock.now();
+        // A limit that learns nothing (`Fixed`) needs no time: no clock read.
+        let started = if self.limiter.learns() {
+            self.clock.now()
+        } else {
+            Duration::ZERO
+        };
         match self.limiter.try_acquire_owned(started) {
             Ok(permit) => LimitFuture::running(
                 self.inner.call(request),
