@@ -14,6 +14,7 @@
 //! [`Settings::from_deserializer`]: crate::config::Settings::from_deserializer
 //! [`SettingsMap`]: crate::config::SettingsMap
 
+mod pool;
 mod schema;
 mod value;
 
