@@ -489,6 +489,54 @@ fn checks() -> Vec<Check> {
             drop(breakers);
             stats
         }),
+        ("memory/an_idle_default_breaker_is_small", || {
+            // An idle default breaker: its inline size, and nothing on the heap (no
+            // stripes, no slow-call slots, no bucket ring, no name); in an `Arc` (a
+            // registry's), the `Arc`'s two counts and nothing else besides.
+            let inline = std::mem::size_of::<Breaker>();
+            assert!(inline <= 960, "a breaker takes {inline} bytes inline");
+            let region = Region::new(GLOBAL);
+            let breaker = black_box(Breaker::builder().build());
+            let built = region.change();
+            assert_eq!(
+                (built.allocations, built.bytes_allocated),
+                (0, 0),
+                "an idle default breaker allocated"
+            );
+            let region = Region::new(GLOBAL);
+            let shared = black_box(Arc::new(breaker));
+            let boxed = region.change();
+            assert_eq!(boxed.allocations, 1);
+            assert!(
+                boxed.bytes_allocated <= inline + 16,
+                "a breaker in an `Arc` takes {} bytes",
+                boxed.bytes_allocated
+            );
+            drop(shared);
+            built
+        }),
+        ("memory/a_registry_key_is_small", || {
+            // A registry of idle keys: the breaker in its `Arc`, the slot, the name (the key's
+            // `Display`) and the map's share, per key.
+            const KEYS: u64 = 100_000;
+            let region = Region::new(GLOBAL);
+            let registry = lazybreaker::Registry::new(|_: &u64| Breaker::builder());
+            for key in 0..KEYS {
+                black_box(registry.execute(&key, ok)).unwrap();
+            }
+            let stats = region.change();
+            let held = (stats.bytes_allocated as i64 + stats.bytes_reallocated as i64
+                - stats.bytes_deallocated as i64) as u64;
+            println!("  (a registry holds {} bytes a key)", held / KEYS);
+            assert!(
+                held / KEYS <= 1_100,
+                "a registry holds {} bytes a key",
+                held / KEYS
+            );
+            drop(registry);
+            // Counted for the assertions above, not for the per-call figure.
+            Stats::default()
+        }),
         ("cycle/history_records_every_change", || {
             // A history smaller than the changes made: its ring wraps many times, and a
             // breaker name as long as a slot keeps (64 bytes) is copied into the slot.

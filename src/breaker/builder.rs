@@ -907,7 +907,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
                 outbox: Outbox::new(observes),
             }),
             clock,
-            name: self.knobs.name,
+            name: self.knobs.name.into_boxed_str(),
             observes,
             observers,
             needs_latency: plan.needs_latency(),

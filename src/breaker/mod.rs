@@ -105,26 +105,30 @@ use txn::Inner;
 /// assert_eq!(breaker.execute(|| Ok::<_, &str>(1)).unwrap(), 1); // the half-open probe
 /// assert_eq!(breaker.state(), State::Closed);
 /// ```
-// Aligned to a cache-line pair, so that in an `Arc` (a registry's, a tower layer's) the
-// counts an `Arc` clone writes sit on a line of their own, not on the one every call reads.
-#[repr(align(128))]
+// Laid out in this order (`repr(C)`), not aligned to a cache line: the state lock and the
+// machine first, then the lane, so that in an `Arc` (a registry's, a tower layer's) the
+// counts an `Arc` clone writes sit before the lock's 700-odd bytes, never on a line the
+// lane's words share, without padding every breaker to a multiple of 128 bytes (which cost
+// 72 bytes inline and 112 more in an `Arc`).
+#[repr(C)]
 pub struct Breaker<P = ConsecutiveFailures, O = ()> {
+    /// The state lock and what it guards; written only by lock holders.
+    inner: Mutex<Inner<P>>,
     /// What a call may do without the lock; published by every lock holder.
     lane: Lane,
-    inner: Mutex<Inner<P>>,
     clock: ClockSource,
-    name: String,
+    /// The recorder of a policy's closed-state successes, when the lane counts them for it:
+    /// a success the lane counted is handed to it, outside the lock, and not to the policy.
+    recorder: Option<Arc<dyn SuccessRecorder>>,
+    /// The health check that revives it, if any ([`Builder::health_check`]); none in dry
+    /// run, which never runs one.
+    health_check: Option<Arc<HealthCheck>>,
+    name: Box<str>,
     observers: Observers<O>,
     /// Whether anyone observes state changes (otherwise they are not even queued).
     observes: bool,
     /// Whether the policy measures latency: then every admission reads the clock.
     needs_latency: bool,
-    /// The policy's record of closed-state successes, when the lane counts them for it: a
-    /// success the lane counted is handed to it, outside the lock, and not to the policy.
-    recorder: Option<Arc<dyn SuccessRecorder>>,
-    /// The health check that revives it, if any ([`Builder::health_check`]); none in dry
-    /// run, which never runs one.
-    health_check: Option<Arc<HealthCheck>>,
     /// Dry run ([`Builder::dry_run`]): what it would reject, it admits as a shadow call.
     dry_run: bool,
 }
@@ -234,7 +238,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             });
             panics.merge(m.take_panic());
             Snapshot {
-                name: self.name.clone(),
+                name: String::from(&*self.name),
                 at: crate::nanos::instant(now.max(m.latest())),
                 state: peek.state,
                 forced: m.forced(),
