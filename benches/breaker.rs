@@ -31,6 +31,7 @@ criterion_group! {
         groups::floor::floor_2t,
         groups::registry::lookup_1t,
         groups::registry::lookup_2t,
+        groups::scale::registry_scale_1t,
         groups::throttle::healthy_1t,
         groups::throttle::healthy_2t,
         groups::throttle::shedding_1t,

@@ -48,6 +48,7 @@ BREAKER = [
     "floor_2t",
     "registry_1t",
     "registry_2t",
+    "registry_scale_1t",
     "ratio_windows_success_1t",
     "ratio_windows_success_2t",
     "ratio_windows_1pct_1t",
@@ -65,6 +66,7 @@ TOWER = [
 POOL = [
     "pool_pick_1t",
     "pool_service_1t",
+    "pool_scale_1t",
 ]
 BINARIES = {"breaker": BREAKER, "tower": TOWER, "pool": POOL}
 ORDER = BREAKER + TOWER + POOL

@@ -1,6 +1,6 @@
-//! The scenarios, one file per state (plus policies, the windowed ratio breakers and the
-//! floor references). Each group holds one bench per implementation or variant, so criterion
-//! prints them side by side.
+//! The scenarios, one file per state (plus policies, the windowed ratio breakers, the
+//! floor references and the registry at scale). Each group holds one bench per
+//! implementation or variant, so criterion prints them side by side.
 
 pub(crate) mod closed;
 pub(crate) mod floor;
@@ -9,5 +9,6 @@ pub(crate) mod open;
 pub(crate) mod policies;
 pub(crate) mod registry;
 pub(crate) mod retry;
+pub(crate) mod scale;
 pub(crate) mod throttle;
 pub(crate) mod windows;

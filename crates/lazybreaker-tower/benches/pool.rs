@@ -3,7 +3,8 @@
 //!
 //! Every group compares its implementations in the same run, time per call, around the same
 //! `#[inline(never)]` operation as `benches/breaker.rs` (`support::operation`), on
-//! [`pool_groups::services::ENDPOINTS`] (16) endpoints, every breaker closed.
+//! [`pool_groups::services::ENDPOINTS`] (16) endpoints (`pool_scale_1t`: 3, 100 and 1 000),
+//! every breaker closed.
 //!
 //! | group | bench | what one call is |
 //! |---|---|---|
@@ -19,6 +20,9 @@
 //! | `pool_service_1t` | lazybreaker_judging | the same over the judging pool of `pool_pick_1t` |
 //! | `pool_service_1t` | tower_p2c | tower 0.5's `balance::p2c::Balance::new(ServiceList::new(..))` over the 16 `Inner`s, each in `load::PendingRequests` (`CompleteOnResponse`) |
 //! | `pool_service_1t` | bare | one `Inner` alone |
+//! | `pool_scale_1t` | lazybreaker/N | `pool_pick_1t`'s `lazybreaker` on the default pool of N = 3, 100, 1 000 endpoints |
+//! | `pool_scale_1t` | lazybreaker_service/N | `pool_service_1t`'s `lazybreaker` over that pool |
+//! | `pool_scale_1t` | tower_p2c/N | `pool_service_1t`'s `tower_p2c` over N `PendingRequests<Inner>` |
 //!
 //! A tower call is `ready().await`, `call(true)`, the response awaited, driven without a
 //! runtime by `tower_groups::exec::block_on` (the same loop as `benches/tower.rs`). `Inner`
@@ -42,5 +46,6 @@ criterion_group! {
     targets =
         pool_groups::pick::pick_1t,
         pool_groups::service::service_1t,
+        pool_groups::scale::scale_1t,
 }
 criterion_main!(benches);
