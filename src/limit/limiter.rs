@@ -130,6 +130,19 @@ impl<A: Algorithm> Limiter<A> {
     /// sample, if any, with [`learn`](Limiter::learn). The calls in flight with it, itself
     /// included, or `None` at the limit. Sequentially consistent, so that two calls never
     /// both take the last place (a loom model checks it: `tests/loom.rs`).
+    ///
+    /// ```
+    /// use lazybreaker::limit::{Fixed, Limiter};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// let limiter = Limiter::new(Fixed::new(1));
+    /// let (started, ended) = (AtomicU64::new(0), AtomicU64::new(0));
+    /// assert_eq!(limiter.try_start_on(&started, &ended), Some(1));
+    /// assert_eq!(limiter.try_start_on(&started, &ended), None); // full: its count taken back
+    /// assert_eq!(started.load(Ordering::SeqCst), 1);
+    /// ended.fetch_add(1, Ordering::SeqCst); // the call ended: its place is free
+    /// assert_eq!(limiter.try_start_on(&started, &ended), Some(1));
+    /// ```
     #[inline]
     pub fn try_start_on(&self, started: &AtomicU64, ended: &AtomicU64) -> Option<u32> {
         let limit = u64::from(self.algorithm.limit().max(1));

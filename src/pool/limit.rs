@@ -49,9 +49,6 @@ pub(super) enum Said {
     Outcome(Outcome),
     /// The endpoint said it is overloaded ([`Pick::overloaded`](super::Pick::overloaded)).
     Overloaded,
-    /// Nothing: the pick was dropped unreported (abandoned, cancelled by a hedge), or its
-    /// thread panics.
-    Nothing,
 }
 
 impl<K, P: TripPolicy, O: Observer> Endpoint<K, P, O> {

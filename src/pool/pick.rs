@@ -232,8 +232,7 @@ impl<K, P: TripPolicy, O: Observer> Pick<K, P, O> {
 impl<K, P: TripPolicy, O: Observer> Drop for Pick<K, P, O> {
     fn drop(&mut self) {
         // A pick dropped unreported, or a report cut short by a panic: its limit learns
-        // nothing (its place comes back with its end, below).
-        self.learn(Said::Nothing);
+        // nothing, and its place (if it holds one) comes back with its end, below.
         if self.reported {
             return;
         }
