@@ -148,6 +148,13 @@ pub struct Knobs {
     /// when `true`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
     pub dry_run: bool,
+    /// Whether a success is judged at the latest time the breaker saw rather than at a clock
+    /// reading of its own (see [`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest)):
+    /// a call in a time window then reads the clock once, at its admission. `false` by
+    /// default (gobreaker's: a success whose window ended while it ran is stale); written
+    /// out only when `true`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
+    pub verdict_at_latest: bool,
     /// How long a health check ([`Builder::health_check`](crate::Builder::health_check)) may
     /// run before the next call treats it as lost and runs the check itself. Zero (the
     /// default) means 500 ms, brpc's `health_check_timeout_ms`; ignored without a check.

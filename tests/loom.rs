@@ -33,6 +33,9 @@ type Log = Arc<Mutex<Vec<(State, State)>>>;
 struct Truth {
     trips: ConsecutiveFailures,
     log: Log,
+    /// Whether the policy says it reads the requests (else `execute` counts a call's
+    /// request with its success, one compare-and-swap: see the models at the end).
+    reads_requests: bool,
 }
 
 impl TripPolicy for Truth {
@@ -46,7 +49,9 @@ impl TripPolicy for Truth {
 
     // Like the counting policies: closed-state calls go through the lock-free lane.
     fn capabilities(&self) -> lazybreaker::policy::Capabilities {
-        lazybreaker::policy::Capabilities::default().needs_successes(false)
+        lazybreaker::policy::Capabilities::default()
+            .needs_successes(false)
+            .reads_requests(self.reads_requests)
     }
 }
 
@@ -55,6 +60,15 @@ type Tested = Breaker<Truth>;
 /// A breaker that trips on its first failure; returns it with the log of the changes that
 /// happened and the log of the changes `on_state_change` received.
 fn logged(max_requests: u32, clock: &ManualClock) -> (StdArc<Tested>, Log, Log) {
+    logged_reading(max_requests, clock, true)
+}
+
+/// [`logged`], its policy reading the requests or not.
+fn logged_reading(
+    max_requests: u32,
+    clock: &ManualClock,
+    reads_requests: bool,
+) -> (StdArc<Tested>, Log, Log) {
     let (happened, delivered) = (new_log(), new_log());
     let breaker = {
         let delivered = delivered.clone();
@@ -64,6 +78,7 @@ fn logged(max_requests: u32, clock: &ManualClock) -> (StdArc<Tested>, Log, Log) 
             .policy(Truth {
                 trips: ConsecutiveFailures::new(1).unwrap(),
                 log: happened.clone(),
+                reads_requests,
             })
             .on_state_change(move |_, from, to| delivered.lock().unwrap().push((from, to)))
             .clock(clock.clone())
@@ -204,6 +219,7 @@ fn callbacks_are_serial_ordered_and_may_reenter() {
                 .policy(Truth {
                     trips: ConsecutiveFailures::new(1).unwrap(),
                     log: happened.clone(),
+                    reads_requests: true,
                 })
                 .on_state_change(move |_, from, to| {
                     assert!(
@@ -1372,4 +1388,119 @@ fn calls_counted_on_an_endpoints_picks_never_pass_its_limit() {
         );
         assert_eq!(started, ended, "every start ended or given back");
     });
+}
+
+/// 19. `execute`'s uncounted admission (a policy that reads no requests): two calls on two
+///     threads, each counting its request with its success in one compare-and-swap, while
+///     the main thread reads the counts (a lock holder closing and reopening the cells),
+///     with and without stripes: a read never shows a success without its request, and no
+///     count is lost or doubled.
+#[test]
+fn uncounted_admissions_count_with_their_successes() {
+    for striped in [true, false] {
+        loom::model(move || {
+            let clock = ManualClock::new();
+            let (breaker, _, _) = logged_reading(1, &clock, false);
+            if striped {
+                breaker.loom_make_stripes();
+                assert_eq!(breaker.state(), State::Closed);
+            }
+            let callers: Vec<_> = (0..2)
+                .map(|_| {
+                    let breaker = breaker.clone();
+                    thread::spawn(move || breaker.execute(|| Ok::<_, ()>(())).is_ok())
+                })
+                .collect();
+            let c = breaker.counts();
+            assert!(c.requests >= c.total_successes, "{c:?}");
+            for caller in callers {
+                assert!(caller.join().unwrap(), "closed: admitted");
+            }
+            let c = breaker.counts();
+            assert_eq!((c.requests, c.total_successes), (2, 2), "striped {striped}");
+            let t = breaker.totals();
+            assert_eq!(
+                (t.admitted, t.successes),
+                (2, 2),
+                "striped {striped}: {t:?}"
+            );
+        });
+    }
+}
+
+/// 20. An uncounted admission whose breaker trips while it runs: its success lands in the
+///     closed generation with its request (before the trip) or is dropped as stale with its
+///     request in the totals only (after it), never in the open generation, never lost.
+#[test]
+fn an_uncounted_success_never_leaks_across_a_trip() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let (breaker, happened, delivered) = logged_reading(1, &clock, false);
+        let succeeding = {
+            let breaker = breaker.clone();
+            thread::spawn(move || match breaker.execute(|| Ok::<_, ()>(())) {
+                Ok(()) => true,
+                Err(lazybreaker::Error::Rejected(Rejected::Open { .. })) => false,
+                Err(other) => panic!("{other:?}"),
+            })
+        };
+        let failing = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().map(|p| p.failure()).is_ok())
+        };
+        let admitted = [succeeding.join().unwrap(), failing.join().unwrap()];
+        assert!(admitted[1], "the failing call came first or alongside");
+        let admitted = admitted.iter().filter(|&&a| a).count() as u64;
+        let totals = breaker.totals();
+        assert_eq!(totals.admitted, admitted, "{totals:?}");
+        assert_eq!(totals.failures, 1);
+        assert_eq!(
+            totals.successes + totals.dropped,
+            admitted - 1,
+            "{totals:?}"
+        );
+        assert_eq!(breaker.counts(), Default::default(), "the open generation");
+        assert_eq!(changes(&happened), vec![(State::Closed, State::Open)]);
+        assert_eq!(changes(&delivered), changes(&happened));
+    });
+}
+
+/// 21. `execute`'s uncounted admission in a fixed window (one clock read at admission; with
+///     `verdict_at_latest`, none at the success), racing the window's end seen by another
+///     thread: the call's request and success land together in one generation or the
+///     success is dropped as stale with its request in the totals: never one without the
+///     other in the counts, never lost.
+#[test]
+fn an_uncounted_call_racing_its_windows_end_counts_whole_or_stale() {
+    for latest in [false, true] {
+        loom::model(move || {
+            let clock = ManualClock::new();
+            let breaker = StdArc::new(
+                Breaker::builder()
+                    .interval(TIMEOUT)
+                    .timeout(TIMEOUT)
+                    .verdict_at_latest(latest)
+                    .policy(Truth {
+                        trips: ConsecutiveFailures::new(1).unwrap(),
+                        log: new_log(),
+                        reads_requests: false,
+                    })
+                    .clock(clock.clone())
+                    .build(),
+            );
+            let caller = {
+                let breaker = breaker.clone();
+                thread::spawn(move || breaker.execute(|| Ok::<_, ()>(())).is_ok())
+            };
+            clock.advance(TIMEOUT + Duration::from_nanos(1));
+            assert_eq!(breaker.state(), State::Closed, "the window rolled over");
+            assert!(caller.join().unwrap(), "closed: admitted");
+            let c = breaker.counts();
+            assert_eq!(c.requests, c.total_successes, "latest {latest}: {c:?}");
+            assert!(c.requests <= 1);
+            let t = breaker.totals();
+            assert_eq!(t.admitted, 1, "latest {latest}: {t:?}");
+            assert_eq!(t.successes + t.dropped, 1, "latest {latest}: {t:?}");
+        });
+    }
 }

@@ -33,7 +33,7 @@ pub(crate) fn success_2t(c: &mut Criterion) {
 
 /// `closed_windows_1t`: lazybreaker only, `execute` succeeding in the closed state with the
 /// default never-cleared counts, a fixed 10 s window, and a 10 s window rolling in 1 s
-/// buckets.
+/// buckets; the two windows again with `verdict_at_latest` (one clock read a call).
 pub(crate) fn windows_1t(c: &mut Criterion) {
     let mut g = group(c, "closed_windows_1t");
     let variants = [
@@ -47,6 +47,21 @@ pub(crate) fn windows_1t(c: &mut Criterion) {
             Breaker::builder()
                 .interval(Duration::from_secs(10))
                 .bucket_period(Duration::from_secs(1))
+                .build(),
+        ),
+        (
+            "interval_10s_latest",
+            Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .verdict_at_latest(true)
+                .build(),
+        ),
+        (
+            "rolling_10s_1s_latest",
+            Breaker::builder()
+                .interval(Duration::from_secs(10))
+                .bucket_period(Duration::from_secs(1))
+                .verdict_at_latest(true)
                 .build(),
         ),
     ];

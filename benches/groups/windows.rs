@@ -17,7 +17,8 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 
 use crate::support::window_peers::{
-    BreakerWindow, FailsafeWindow, LazyCount, LazyFixed, LazyRolling, RecloserRing, Windowed,
+    BreakerWindow, FailsafeWindow, LazyCount, LazyFixed, LazyFixedLatest, LazyRolling,
+    LazyRollingLatest, RecloserRing, Windowed,
 };
 use crate::support::{contended, group, group_2t};
 
@@ -32,6 +33,8 @@ pub(crate) fn success_1t(c: &mut Criterion) {
     let mut g = group(c, "ratio_windows_success_1t");
     success_one_thread::<LazyRolling>(&mut g);
     success_one_thread::<LazyFixed>(&mut g);
+    success_one_thread::<LazyRollingLatest>(&mut g);
+    success_one_thread::<LazyFixedLatest>(&mut g);
     success_one_thread::<LazyCount>(&mut g);
     success_one_thread::<FailsafeWindow>(&mut g);
     success_one_thread::<RecloserRing>(&mut g);
@@ -57,6 +60,7 @@ pub(crate) fn one_pct_1t(c: &mut Criterion) {
     let mut g = group(c, "ratio_windows_1pct_1t");
     one_pct_one_thread::<LazyRolling>(&mut g);
     one_pct_one_thread::<LazyFixed>(&mut g);
+    one_pct_one_thread::<LazyRollingLatest>(&mut g);
     one_pct_one_thread::<LazyCount>(&mut g);
     one_pct_one_thread::<FailsafeWindow>(&mut g);
     one_pct_one_thread::<RecloserRing>(&mut g);

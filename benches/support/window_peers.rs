@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | lazybreaker_rolling | `Breaker::builder().policy(FailureRatio::new(0.5, 20)).interval(10 s).bucket_period(1 s)`: ≥ 50 % failures once ≥ 20 requests are counted, the clock the builder picks | 10 s, rolling in 1 s buckets |
 //! | lazybreaker_fixed | the same policy with `.interval(10 s)` and no bucket period | 10 s, fixed (cleared when it expires) |
+//! | lazybreaker_rolling_latest, lazybreaker_fixed_latest | the same two with `.verdict_at_latest(true)`: a success judged at the latest time the breaker saw, one clock read a call | as above |
 //! | lazybreaker_count | the same policy with `.count_window(100)` | the last 100 calls |
 //! | failsafe 1.3 | `success_rate_over_time_window(0.5, 20, 10 s, equal_jittered(10 s, 300 s))`: trips when its EMA success rate is below 0.5 with ≥ 20 requests in the window, and not before 10 s since it was built; no instrument | 10 s: an EMA, and a request counter in 5 slices |
 //! | recloser 1.4 | `Recloser::custom().error_rate(0.5).closed_len(100).build()`: failure rate ≥ 0.5 once the ring is full, open 30 s | a ring of the last 100 calls |
@@ -96,6 +97,14 @@ lazy_windows! {
     LazyRolling = "lazybreaker_rolling", |b| b.interval(WINDOW).bucket_period(BUCKET);
     /// lazybreaker, failure ratio over a fixed 10 s window.
     LazyFixed = "lazybreaker_fixed", |b| b.interval(WINDOW);
+    /// `lazybreaker_rolling`, its successes judged at the latest time the breaker saw (one
+    /// clock read a call).
+    LazyRollingLatest = "lazybreaker_rolling_latest", |b| b
+        .interval(WINDOW)
+        .bucket_period(BUCKET)
+        .verdict_at_latest(true);
+    /// `lazybreaker_fixed`, its successes judged at the latest time the breaker saw.
+    LazyFixedLatest = "lazybreaker_fixed_latest", |b| b.interval(WINDOW).verdict_at_latest(true);
     /// lazybreaker, failure ratio over the last 100 calls.
     LazyCount = "lazybreaker_count", |b| b.count_window(WINDOW_CALLS);
 }

@@ -731,6 +731,42 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         self
     }
 
+    /// Whether a success is judged at the latest time the breaker saw (its own admission's,
+    /// or a later step's) rather than at a clock reading of its own. A call in a closed-state
+    /// time window ([`interval`](Builder::interval), fixed or rolling) then reads the clock
+    /// once, when it is admitted, instead of once more when it succeeds: the cost of a
+    /// windowed call drops to that of a call without a window but for that one reading.
+    /// Failures still read the clock (a trip's open period starts at its reading), and a
+    /// policy that measures latency reads it for the latency anyway (this is ignored then).
+    ///
+    /// The cost against gobreaker: a success whose window (or bucket) ended while the call
+    /// ran still counts in it, unless a step since saw the end (gobreaker reads the clock in
+    /// `afterRequest` and drops such a success as stale; the conformance vectors are replayed
+    /// with the default, `false`). Worth it where windows are long next to calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::{Breaker, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let breaker = Breaker::builder()
+    ///     .interval(Duration::from_secs(10))
+    ///     .verdict_at_latest(true)
+    ///     .clock(clock.clone())
+    ///     .build();
+    /// let permit = breaker.allow().unwrap();
+    /// clock.advance(Duration::from_secs(11)); // the window ends while the call runs
+    /// permit.success();
+    /// // Judged at the latest time the breaker saw (the admission's): counted in its window.
+    /// assert_eq!(breaker.counts().total_successes, 1);
+    /// ```
+    pub fn verdict_at_latest(mut self, yes: bool) -> Self {
+        self.knobs.verdict_at_latest = yes;
+        self
+    }
+
     /// Replaces every plain-value knob at once (the name included) with `knobs`; the policy,
     /// observer, clock and callback stay. [`Knobs::default`] holds the builder's defaults, so
     /// `Knobs { timeout, ..Knobs::default() }` sets one knob and resets the others.
@@ -872,7 +908,8 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             .with_capabilities(&caps)
             .health_check(self.health_check.is_some(), self.knobs.check_timeout);
         // What the lane may do, decided once from them.
-        let plan = Plan::of(&caps, rules.rolls(), rules.by_count(), recorder.is_some());
+        let plan = Plan::of(&caps, rules.rolls(), rules.by_count(), recorder.is_some())
+            .verdict_at_latest(self.knobs.verdict_at_latest);
         // The recorder takes the closed-state successes only if the lane counts them.
         let recorder = recorder.filter(|_| plan.counts_closed() && caps.needs_successes);
         let clock = self.clock.unwrap_or_else(|| {

@@ -28,6 +28,7 @@ mod outbox;
 mod permit;
 pub(crate) mod seam;
 mod txn;
+mod uncounted;
 
 pub use builder::Builder;
 use check::HealthCheck;
@@ -394,6 +395,15 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// A panic in `call` is recorded as a failure and then continues to unwind: it is never
     /// swallowed.
     ///
+    /// With a policy whose decisions never read [`Counts::requests`] (the default
+    /// [`ConsecutiveFailures`]; see
+    /// [`Capabilities::reads_requests`](crate::policy::Capabilities::reads_requests)), no
+    /// window and no throttle, a closed breaker counts the call's request together with its
+    /// success when it returns, in one atomic step, rather than one at each end: the counts
+    /// after every call are gobreaker's, but [`counts`](Breaker::counts) read while the call
+    /// runs does not show its request yet. [`allow`](Breaker::allow) always counts at
+    /// admission.
+    ///
     /// # Errors
     ///
     /// [`Error::Rejected`] when the call was not made, [`Error::Inner`] with the call's own
@@ -406,6 +416,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         // `allow()` spelled out: the fast path builds the permit in place rather than through
         // a `Result`, whose layout (shared with `Rejected`) makes the compiler copy the permit
         // in pieces that stall the loads after the call.
+        if let Some(ticket) = self.lane.admit_uncounted(
+            #[inline(always)]
+            || self.clock.now(),
+        ) {
+            return self.run_uncounted(ticket, call);
+        }
         let mut at = 0;
         match self.lane_admit(&mut at) {
             Entry::Admitted { ticket } => {
@@ -699,6 +715,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let now = match now {
             Some(now) => Some(now),
             None if panics.is_some() => None,
+            // Judged at the latest time the machine saw (`Builder::verdict_at_latest`).
+            None if verdict == Verdict::Reported(Outcome::Success)
+                && self.lane.latest_successes() =>
+            {
+                None
+            }
             None => self.clock.try_now(panics),
         };
         let needs_latency = self.needs_latency;

@@ -482,6 +482,7 @@ pub use registry::RegistrySettings;
 /// | `timeout` | `"0s"` (means 60 s) | [`Knobs::timeout`]: the open duration of the counting policies |
 /// | `abandoned_as` | `{ closed = "exclusion", half_open = "exclusion" }` | [`Knobs::abandoned_as`]: how a call abandoned without a verdict counts, per state (`"exclusion"` or `"failure"`) |
 /// | `never_trips` | `false` | [`Knobs::never_trips`]: nothing trips the breaker, not even a fatal result |
+/// | `verdict_at_latest` | `false` | [`Knobs::verdict_at_latest`]: a success is judged at the latest time the breaker saw, not at a clock reading of its own (one clock read a windowed call) |
 /// | `dry_run` | `false` | [`Knobs::dry_run`]: dry run, or shadow mode: the breaker admits every call and counts those it would have rejected in [`Totals::would_reject`](crate::Totals::would_reject) |
 /// | `check_timeout` | `"0s"` (means 500 ms) | [`Knobs::check_timeout`]: how long a health check may run before the next call takes it over (the check itself is code: [`Builder::health_check`](crate::Builder::health_check)) |
 /// | `probe_timeout` | `"0s"` (no probe deadline: after `timeout`, the probes out are relieved of their slots but keep their verdicts) | [`Knobs::probe_timeout`]: how long a half-open probe may be out before the next call writes it off and starts the trial again |

@@ -141,8 +141,9 @@
 //!
 //! Admission and results are here; beside them `plan.rs` (what the lane may do),
 //! `cell.rs` (the word and its two layouts, and what the cells counted), `stripes.rs`,
-//! `publish.rs` (a lock holder's close and publish), `shed.rs` (a throttle) and
-//! `tracked.rs` (a slow-call threshold's calls in flight).
+//! `publish.rs` (a lock holder's close and publish), `shed.rs` (a throttle),
+//! `tracked.rs` (a slow-call threshold's calls in flight) and `uncounted.rs` (`execute`'s
+//! admission counted with its success, one compare-and-swap a call).
 
 mod cell;
 mod plan;
@@ -150,6 +151,7 @@ mod publish;
 mod shed;
 mod stripes;
 mod tracked;
+mod uncounted;
 
 pub(crate) use plan::Plan;
 
@@ -287,6 +289,10 @@ impl Lane {
         throttle: Option<Arc<Throttling>>,
         tracked: Option<(Arc<InFlightSlots>, Nanos)>,
     ) -> Self {
+        let plan = Plan {
+            defers: plan.defers && throttle.is_none(),
+            ..plan
+        };
         let lane = Self {
             plan,
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
@@ -442,6 +448,17 @@ impl Lane {
         }
     }
 
+    /// Whether a success reported now is judged at the latest time the breaker saw, without
+    /// a clock reading of its own ([`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest)):
+    /// only while the lane counts closed-state calls (a closed breaker, whose only
+    /// time-based change a verdict could make is the end of its window); in every other
+    /// state a verdict reads the clock, so that, say, an open period that ended is ended by
+    /// it as by gobreaker's.
+    #[inline(always)]
+    pub(crate) fn latest_successes(&self) -> bool {
+        self.plan.latest_successes() && self.word.load(Ordering::Acquire) >> MODE_SHIFT == COUNTING
+    }
+
     /// What the lane says of the next call, without admitting it (see [`Peek`]): one load
     /// of the mode word, and one clock read while open.
     #[inline]
@@ -463,7 +480,9 @@ impl Lane {
 
     /// Records a success lock-free in the common case only: this thread's cell counts for
     /// `ticket`, has room, and is uncontended, and either is fast (no clock read) or is
-    /// windowed and `clock` (read then, once) is within its window. `clock` gives `None`
+    /// windowed and `clock` (read then, once) is within its window (not read where
+    /// successes are judged at the latest time the breaker saw: [`Plan`]'s
+    /// `latest_successes`). `clock` gives `None`
     /// when it cannot be read here (a user clock, which may panic). `false`: try
     /// [`succeed`](Lane::succeed), or for a call tracked in flight
     /// [`succeed_tracked`](Lane::succeed_tracked) (never counted here: its slot goes with
@@ -488,7 +507,8 @@ impl Lane {
         c.is_windowed()
             && !ticket.tracked()
             && self.counts_for(c, ticket)
-            && clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire))
+            && (self.plan.latest_successes
+                || clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire)))
             && Self::count(cell, c, c.with_success())
     }
 
@@ -514,7 +534,9 @@ impl Lane {
             let c = Cell(cell.load(Ordering::Acquire));
             let counting = c.is_open() && c.has_success_room() && self.counts_for(c, ticket);
             if !counting
-                || (c.is_windowed() && now.get() > self.window_until.load(Ordering::Acquire))
+                || (c.is_windowed()
+                    && !self.plan.latest_successes
+                    && now.get() > self.window_until.load(Ordering::Acquire))
             {
                 return Err(now.read);
             }

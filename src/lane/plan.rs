@@ -18,6 +18,17 @@ pub(crate) struct Plan {
     /// Whether the policy has a slow-call threshold over a time window: the lane then tracks
     /// the calls it admits in its in-flight slots.
     pub(super) tracks: bool,
+    /// Whether [`Breaker::execute`](crate::Breaker::execute) may admit a closed-state call
+    /// on a fast cell without counting it, and count its request with its success (see
+    /// `uncounted.rs`): a fast lane (no window, no latency, no recorder) for a policy whose
+    /// decisions never read the requests. A throttle's lane never does (its cells' request
+    /// counters hold the throttle's room): [`Lane::new`](super::Lane::new) clears it.
+    pub(super) defers: bool,
+    /// Whether a success is judged at the latest time the breaker saw, not at a clock
+    /// reading of its own ([`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest)):
+    /// a windowed success then counts in its cell without reading the clock. Never for a
+    /// policy that measures latency (its successes read the clock for the latency).
+    pub(super) latest_successes: bool,
 }
 
 impl Plan {
@@ -37,12 +48,37 @@ impl Plan {
         // slots, and counts a fast success while the policy says none can trip it. Over a
         // count window (which counts a slow call when it returns) every call takes the lock.
         let tracks = slow && !by_count;
+        let counts_closed = (successes_here && !slow) || tracks;
         Self {
-            counts_closed: (successes_here && !slow) || tracks,
+            counts_closed,
             epochs: rolls || tracks,
             needs_latency: caps.needs_latency,
             tracks,
+            defers: counts_closed
+                && !caps.reads_requests
+                && !caps.needs_latency
+                && !caps.needs_successes
+                && !records_successes
+                && !rolls
+                && !tracks,
+            latest_successes: false,
         }
+    }
+
+    /// This plan, its successes judged at the latest time the breaker saw if `yes` and the
+    /// policy measures no latency.
+    pub(crate) fn verdict_at_latest(self, yes: bool) -> Self {
+        Self {
+            latest_successes: yes && self.counts_closed && !self.needs_latency && !self.tracks,
+            ..self
+        }
+    }
+
+    /// Whether a success is judged at the latest time the breaker saw (no clock reading of
+    /// its own, on the lane or under the lock).
+    #[inline(always)]
+    pub(crate) fn latest_successes(&self) -> bool {
+        self.latest_successes
     }
 
     /// Whether the lane tracks the calls it admits in in-flight slots (a slow-call

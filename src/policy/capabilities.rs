@@ -18,6 +18,7 @@ use std::time::Duration;
 /// | [`slow_call_threshold`](Self::slow_call_threshold) | `None` | results slower than this count as slow ([`Counts::slow_calls`](crate::Counts::slow_calls)) |
 /// | [`probes_on_latency_alone`](Self::probes_on_latency_alone) | `false` | half-open probes are judged on latency alone |
 /// | [`latency_resolution`](Self::latency_resolution) | zero | the coarsest clock tick the latencies may have: the default clock is the coarse one when its tick is at most this |
+/// | [`reads_requests`](Self::reads_requests) | `true` | [`on_result`](super::TripPolicy::on_result)'s decision reads [`Counts::requests`](crate::Counts::requests), which counts calls still in flight |
 ///
 /// # Examples
 ///
@@ -75,6 +76,17 @@ pub struct Capabilities {
     /// precise clock is used whatever this says. [`SlowCalls`](super::SlowCalls) tolerates a
     /// hundredth of its threshold.
     pub latency_resolution: Duration,
+    /// Whether [`on_result`](super::TripPolicy::on_result)'s decision in the closed state
+    /// may depend on [`Counts::requests`](crate::Counts::requests), which counts every
+    /// admitted call, those still in flight included (a failure ratio does; a run or a count
+    /// of failures does not). A policy that says `false` lets
+    /// [`Breaker::execute`](crate::Breaker::execute) count a call's request together with
+    /// its success when it returns, in one atomic step on the lock-free lane, rather than
+    /// one at its admission and one at its result: the counts after every call are the
+    /// same, only a reading taken while a call is in flight (from another thread, or from
+    /// inside the call) does not show its request yet. The two-step API
+    /// ([`Breaker::allow`](crate::Breaker::allow)) always counts at admission.
+    pub reads_requests: bool,
 }
 
 impl Default for Capabilities {
@@ -86,6 +98,7 @@ impl Default for Capabilities {
             slow_call_threshold: None,
             probes_on_latency_alone: false,
             latency_resolution: Duration::ZERO,
+            reads_requests: true,
         }
     }
 }
@@ -145,11 +158,31 @@ impl Capabilities {
         self
     }
 
+    /// These capabilities with [`reads_requests`](Self::reads_requests) set to `yes`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::policy::{Capabilities, ConsecutiveFailures, TripPolicy};
+    ///
+    /// // A run of failures never looks at how many calls were admitted.
+    /// assert!(!ConsecutiveFailures::default().capabilities().reads_requests);
+    /// assert!(Capabilities::default().reads_requests, "unless a policy says otherwise");
+    /// let caps = Capabilities::default().needs_successes(false).reads_requests(false);
+    /// assert!(!caps.reads_requests);
+    /// ```
+    #[must_use]
+    pub const fn reads_requests(mut self, yes: bool) -> Self {
+        self.reads_requests = yes;
+        self
+    }
+
     /// What a policy that trips when either of two trips needs
     /// ([`AnyOf`](super::AnyOf)): whatever either needs (latencies, successes), the lower
     /// slow-call threshold (a call slow for either is slow), probes judged on latency alone
     /// only if both judge them so (a failed probe still fails for the other), and the finer
-    /// latency resolution of the two that measure latency.
+    /// latency resolution of the two that measure latency; the requests read if either reads
+    /// them.
     ///
     /// # Examples
     ///
@@ -184,6 +217,7 @@ impl Capabilities {
                 (false, true) => other.latency_resolution,
                 (false, false) => Duration::ZERO,
             },
+            reads_requests: self.reads_requests || other.reads_requests,
         }
     }
 

@@ -74,7 +74,9 @@ impl TripPolicy for ConsecutiveFailures {
 
     /// Only the counts after a failure matter: successes may be counted without the lock.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::default().needs_successes(false)
+        Capabilities::default()
+            .needs_successes(false)
+            .reads_requests(false)
     }
 
     /// Each failure adds one to the run at most: the run may grow to one below the threshold.

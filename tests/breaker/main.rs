@@ -42,3 +42,4 @@ mod slow_calls;
 mod slow_dependency;
 mod snapshot;
 mod throttle;
+mod uncounted;

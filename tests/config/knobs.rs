@@ -165,6 +165,33 @@ mod from_files {
     }
 
     #[test]
+    fn verdict_at_latest_from_a_file_counts_a_success_whose_window_ended() {
+        let clock = ManualClock::new();
+        for (text, dropped) in [("verdict_at_latest = true", 0), ("", 1)] {
+            let breaker = from_toml(&format!("interval = \"10s\"\n{text}"), &clock);
+            let permit = breaker.allow().unwrap();
+            clock.advance(Duration::from_secs(11));
+            permit.success();
+            assert_eq!(breaker.totals().dropped, dropped, "{text:?}");
+        }
+        let settings: Settings = toml::from_str("verdict_at_latest = true").unwrap();
+        assert!(settings.knobs.verdict_at_latest);
+        let text = toml::to_string(&settings).unwrap();
+        assert!(text.contains("verdict_at_latest = true"), "{text}");
+        let plain = toml::to_string(&Settings::default()).unwrap();
+        assert!(
+            !plain.contains("verdict_at_latest"),
+            "written only when set: {plain}"
+        );
+        let err = toml::from_str::<Settings>("verdict_at_latest = 1").unwrap_err();
+        assert!(
+            err.message().contains("verdict_at_latest"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
     fn a_registry_entry_may_set_never_trips_itself() {
         let settings: RegistrySettings = toml::from_str(
             r#"
@@ -265,7 +292,7 @@ mod from_files {
             err.message().ends_with(
                 "unknown field, expected one of `name`, `max_requests`, `interval`, \
                  `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, \
-                 `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, `jitter_seed`, `throttle`"
+                 `dry_run`, `verdict_at_latest`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, `jitter_seed`, `throttle`"
             ),
             "{}",
             err.message()

@@ -771,7 +771,7 @@ fn json_reports_the_same_shape_errors() {
     for (json, message) in [
         (
             r#"{"intervall": "10s"}"#,
-            r#"invalid `intervall` = "10s": unknown field, expected one of `name`, `max_requests`, `interval`, `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, `jitter_seed`, `throttle`, `policy`, `open_duration`"#,
+            r#"invalid `intervall` = "10s": unknown field, expected one of `name`, `max_requests`, `interval`, `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, `never_trips`, `dry_run`, `verdict_at_latest`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, `jitter_seed`, `throttle`, `policy`, `open_duration`"#,
         ),
         (
             r#"{"name": "search", "policy": {"kind": "ema", "epsilonn": 0.1}}"#,

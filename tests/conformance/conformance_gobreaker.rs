@@ -178,11 +178,16 @@ impl From<String> for Divergence {
 /// Replays one scenario with gobreaker's settings (no probe timeout); `Err` describes the
 /// first divergence.
 fn replay(scenario: &Scenario) -> Result<(), String> {
-    replay_with(scenario, Some(Duration::MAX)).map_err(|d| d.what)
+    replay_with(scenario, Some(Duration::MAX), false).map_err(|d| d.what)
 }
 
-/// Replays one scenario with `probe_timeout` (`None`: the breaker's default).
-fn replay_with(scenario: &Scenario, probe_timeout: Option<Duration>) -> Result<(), Divergence> {
+/// Replays one scenario with `probe_timeout` (`None`: the breaker's default), successes
+/// judged at the latest time the breaker saw if `verdict_at_latest`.
+fn replay_with(
+    scenario: &Scenario,
+    probe_timeout: Option<Duration>,
+    verdict_at_latest: bool,
+) -> Result<(), Divergence> {
     let s = &scenario.settings;
     let clock = ManualClock::new();
     let step_index = Arc::new(AtomicUsize::new(0));
@@ -197,6 +202,7 @@ fn replay_with(scenario: &Scenario, probe_timeout: Option<Duration>) -> Result<(
             .bucket_period(Duration::from_millis(s.bucket_period_ms))
             .timeout(Duration::from_millis(s.timeout_ms))
             .probe_timeout(probe_timeout.unwrap_or_default())
+            .verdict_at_latest(verdict_at_latest)
             .policy(policy(&s.trip))
             .on_state_change(move |_, from, to| {
                 fired.push((step_index.load(Ordering::SeqCst), from, to));
@@ -317,7 +323,7 @@ fn the_default_probe_timeout_departs_only_where_a_probe_was_held_past_it() {
         let scenarios: Vec<Scenario> = support::load("gobreaker", file);
         let before = diverged;
         for scenario in &scenarios {
-            if let Err(d) = replay_with(scenario, None) {
+            if let Err(d) = replay_with(scenario, None, false) {
                 diverged += 1;
                 assert!(
                     d.took_over && d.what.ends_with("got Ok, want TooManyRequests"),
@@ -336,5 +342,44 @@ fn the_default_probe_timeout_departs_only_where_a_probe_was_held_past_it() {
     assert!(
         diverged > 0,
         "some vectors hold a probe past the timeout: the takeover is exercised"
+    );
+}
+
+/// Successes judged at the latest time the breaker saw (`Builder::verdict_at_latest`, one
+/// clock read a windowed call) depart from gobreaker only where gobreaker drops a success
+/// because its window (or its bucket's) ended while it ran: the first divergence of every
+/// diverging vector is such a success, counted. A vector without a window never diverges.
+#[test]
+fn verdicts_at_the_latest_time_depart_only_on_a_success_whose_window_ended() {
+    let mut diverged = 0;
+    for file in [
+        "handwritten.json",
+        "random_a.json.gz",
+        "random_bucket.json.gz",
+    ] {
+        let scenarios: Vec<Scenario> = support::load("gobreaker", file);
+        let before = diverged;
+        for scenario in &scenarios {
+            if let Err(d) = replay_with(scenario, Some(Duration::MAX), true) {
+                diverged += 1;
+                assert!(
+                    scenario.settings.interval_ms > 0
+                        && (d.what.ends_with("dropped = false, want Stale")
+                            || d.what.ends_with("dropped = false, want OutOfWindow")),
+                    "{file} {}: {}",
+                    scenario.name,
+                    d.what
+                );
+            }
+        }
+        println!(
+            "gobreaker {file}, verdicts at the latest time: {} of {} count a success gobreaker drops",
+            diverged - before,
+            scenarios.len()
+        );
+    }
+    assert!(
+        diverged > 0,
+        "some vectors end a call after its window: exercised"
     );
 }

@@ -248,7 +248,7 @@ macro_rules! ema_fields {
 }
 
 /// The knobs, as a settings table holds them (flat). One row per [`Knobs`] field.
-static KNOB_FIELDS: [Field<Settings>; 16] = [
+static KNOB_FIELDS: [Field<Settings>; 17] = [
     Field::optional("name", |s, v, p| set(&mut s.knobs.name, string(v, p))),
     Field::optional("max_requests", |s, v, p| {
         set(&mut s.knobs.max_requests, u32_of(v, p))
@@ -276,6 +276,9 @@ static KNOB_FIELDS: [Field<Settings>; 16] = [
     }),
     Field::optional("dry_run", |s, v, p| {
         set(&mut s.knobs.dry_run, bool_of(v, p))
+    }),
+    Field::optional("verdict_at_latest", |s, v, p| {
+        set(&mut s.knobs.verdict_at_latest, bool_of(v, p))
     }),
     Field::optional("check_timeout", |s, v, p| {
         set(&mut s.knobs.check_timeout, duration(v, p))
@@ -311,7 +314,7 @@ pub(super) static SETTINGS: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, \
+        `never_trips`, `dry_run`, `verdict_at_latest`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, \
         `jitter_seed`, `throttle`, `policy`, `open_duration`",
     missing: "",
 };
@@ -322,7 +325,7 @@ static KNOBS_ONLY: Table<Settings> = Table {
     tag: None,
     unknown: "unknown field, expected one of `name`, `max_requests`, `interval`, \
         `bucket_period`, `count_window`, `timeout`, `max_open_duration`, `abandoned_as`, \
-        `never_trips`, `dry_run`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, \
+        `never_trips`, `dry_run`, `verdict_at_latest`, `check_timeout`, `probe_timeout`, `backoff`, `jitter`, \
         `jitter_seed`, `throttle`",
     missing: "",
 };
