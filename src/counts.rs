@@ -554,6 +554,21 @@ impl Window {
         self.record_slow(age, outcome, false)
     }
 
+    /// Counts a request admitted at `age` (a rolling window: in its bucket, if that is still
+    /// in the window; else nowhere).
+    pub(crate) fn on_request_at(&mut self, age: u64) {
+        if !self.is_rolling() {
+            self.on_request();
+            return;
+        }
+        if age > self.age || self.age - age >= self.buckets.len() as u64 {
+            return;
+        }
+        self.counts.on_request();
+        let i = self.bucket_index(age);
+        self.buckets[i].on_request();
+    }
+
     /// Counts a call admitted at `age`, still in flight, as slow (if its bucket is still in
     /// the window).
     pub(crate) fn add_slow(&mut self, age: u64) {

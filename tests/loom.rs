@@ -1465,19 +1465,26 @@ fn an_uncounted_success_never_leaks_across_a_trip() {
     });
 }
 
-/// 21. `execute`'s uncounted admission in a fixed window (one clock read at admission; with
+/// 21. `execute`'s uncounted admission in a fixed or rolling window (one clock read at
+///     admission; with
 ///     `verdict_at_latest`, none at the success), racing the window's end seen by another
 ///     thread: the call's request and success land together in one generation or the
 ///     success is dropped as stale with its request in the totals: never one without the
 ///     other in the counts, never lost.
 #[test]
 fn an_uncounted_call_racing_its_windows_end_counts_whole_or_stale() {
-    for latest in [false, true] {
+    for (latest, bucket) in [
+        (false, Duration::ZERO),
+        (true, Duration::ZERO),
+        (false, TIMEOUT / 2),
+        (true, TIMEOUT / 2),
+    ] {
         loom::model(move || {
             let clock = ManualClock::new();
             let breaker = StdArc::new(
                 Breaker::builder()
                     .interval(TIMEOUT)
+                    .bucket_period(bucket)
                     .timeout(TIMEOUT)
                     .verdict_at_latest(latest)
                     .policy(Truth {

@@ -738,11 +738,18 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// windowed call drops to that of a call without a window but for that one reading.
     /// Failures still read the clock (a trip's open period starts at its reading), and a
     /// policy that measures latency reads it for the latency anyway (this is ignored then).
+    /// Only while the breaker is closed: a verdict that finds it open or half-open reads the
+    /// clock as any step. And [`Breaker::execute`] counts a call's request with its success
+    /// (one atomic step) whatever the policy, as it does by default only for a policy that
+    /// reads no requests ([`Capabilities::reads_requests`]).
     ///
-    /// The cost against gobreaker: a success whose window (or bucket) ended while the call
+    /// The costs against gobreaker: a success whose window (or bucket) ended while the call
     /// ran still counts in it, unless a step since saw the end (gobreaker reads the clock in
     /// `afterRequest` and drops such a success as stale; the conformance vectors are replayed
-    /// with the default, `false`). Worth it where windows are long next to calls.
+    /// with the default, `false`: with `true`, 143 of the 400 random fixed-window vectors and
+    /// 116 of the 400 rolling ones depart, each first at such a success); and a policy that
+    /// reads the requests (a failure ratio) does not see an `execute` call in flight until
+    /// it returns. Worth it where windows are long next to calls.
     ///
     /// # Examples
     ///

@@ -402,7 +402,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// success when it returns, in one atomic step, rather than one at each end: the counts
     /// after every call are gobreaker's, but [`counts`](Breaker::counts) read while the call
     /// runs does not show its request yet. [`allow`](Breaker::allow) always counts at
-    /// admission.
+    /// admission. With [`Builder::verdict_at_latest`] it counts so whatever the policy.
     ///
     /// # Errors
     ///

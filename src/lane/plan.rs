@@ -19,11 +19,14 @@ pub(crate) struct Plan {
     /// the calls it admits in its in-flight slots.
     pub(super) tracks: bool,
     /// Whether [`Breaker::execute`](crate::Breaker::execute) may admit a closed-state call
-    /// on a fast cell without counting it, and count its request with its success (see
-    /// `uncounted.rs`): a fast lane (no window, no latency, no recorder) for a policy whose
-    /// decisions never read the requests. A throttle's lane never does (its cells' request
+    /// without counting it, and count its request with its success (see `uncounted.rs`):
+    /// a closed-state lane (no latency, no recorder, no slow-call tracking) for a policy
+    /// whose decisions never read the requests. A throttle's lane never does (its cells' request
     /// counters hold the throttle's room): [`Lane::new`](super::Lane::new) clears it.
     pub(super) defers: bool,
+    /// Whether the lane could defer as [`defers`](Self::defers) says but for a policy that
+    /// reads the requests: what [`verdict_at_latest`](Plan::verdict_at_latest) allows.
+    pub(super) could_defer: bool,
     /// Whether a success is judged at the latest time the breaker saw, not at a clock
     /// reading of its own ([`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest)):
     /// a windowed success then counts in its cell without reading the clock. Never for a
@@ -49,27 +52,29 @@ impl Plan {
         // count window (which counts a slow call when it returns) every call takes the lock.
         let tracks = slow && !by_count;
         let counts_closed = (successes_here && !slow) || tracks;
+        let could_defer = counts_closed
+            && !caps.needs_latency
+            && !caps.needs_successes
+            && !records_successes
+            && !tracks;
         Self {
             counts_closed,
             epochs: rolls || tracks,
             needs_latency: caps.needs_latency,
             tracks,
-            defers: counts_closed
-                && !caps.reads_requests
-                && !caps.needs_latency
-                && !caps.needs_successes
-                && !records_successes
-                && !rolls
-                && !tracks,
+            defers: could_defer && !caps.reads_requests,
+            could_defer,
             latest_successes: false,
         }
     }
 
     /// This plan, its successes judged at the latest time the breaker saw if `yes` and the
-    /// policy measures no latency.
+    /// policy measures no latency, and `execute`'s requests counted with their results even
+    /// for a policy that reads the requests.
     pub(crate) fn verdict_at_latest(self, yes: bool) -> Self {
         Self {
             latest_successes: yes && self.counts_closed && !self.needs_latency && !self.tracks,
+            defers: self.defers || (yes && self.could_defer),
             ..self
         }
     }

@@ -1,9 +1,10 @@
 //! Uncounted admissions: [`Breaker::execute`](crate::Breaker::execute)'s one atomic step.
 //!
-//! A closed breaker's call made through `execute` on a lane that allows it (no rolling
-//! window, no throttle, no latency, a policy that reads no requests) is admitted by a
-//! *load* of its cell (and, in a fixed window, one clock reading against the window's end)
-//! without counting anything: it holds the cell's generation as its ticket. When it
+//! A closed breaker's call made through `execute` on a lane that allows it (no throttle, no
+//! latency, a policy that reads no requests) is admitted by a *load* of its cell (and, in a
+//! window, one clock reading against the window's end, or its bucket's) without counting
+//! anything: it holds the cell's generation (a rolling lane: the key, generation and
+//! age) as its ticket. When it
 //! succeeds, its request and its success are counted together, in one compare-and-swap on
 //! the cell it then finds, if that cell is still open for the same generation (and, in a
 //! window, the success is within it: see [`Lane::succeed_uncounted`]). Any other end (a
@@ -23,10 +24,10 @@
 //! ([`Capabilities::reads_requests`](crate::policy::Capabilities::reads_requests)), and the
 //! two-step API, whose permits may be held as long as the caller likes, never uses it.
 //!
-//! A fixed window's admission reads the window's end after loading the cell, then loads the
-//! cell again: the same open tag proves the end read was that generation's (a lock holder
-//! closes the cells before it stores another end), as a counted admission's
-//! compare-and-swap does.
+//! A windowed admission reads the window's end (and a rolling lane's key) after loading the
+//! cell, then loads the cell again: the same open tag proves what it read was that
+//! generation's (or epoch's: a lock holder closes the cells before it stores another end
+//! or key), as a counted admission's compare-and-swap does.
 
 use crate::machine::Ticket;
 use crate::nanos::Nanos;
@@ -51,16 +52,17 @@ impl Lane {
             return Some(Ticket::unaged(c.generation()));
         }
         if c.is_windowed() && clock() <= self.window_until.load(Ordering::Acquire) {
+            let ticket = self.ticket_in(c);
             let again = Cell(cell.load(Ordering::Acquire));
             if again.tag() == c.tag() {
-                return Some(Ticket::unaged(c.generation()));
+                return Some(ticket);
             }
         }
         None
     }
 
     /// Counts an uncounted admission's request and its success in one compare-and-swap, if
-    /// this thread's cell is still open for `ticket`'s generation with room for both and,
+    /// this thread's cell is still open for `ticket` with room for both and,
     /// windowed, the success is within the window (`clock`, read then, once; `None`: it
     /// cannot be read here; not read at all where successes are judged at the latest time
     /// the breaker saw); retries under contention. `false`: count the request first
@@ -73,7 +75,7 @@ impl Lane {
     ) -> bool {
         let (cell, base) = self.cell();
         let c = Cell(cell.load(Ordering::Acquire));
-        if !Self::open_for(c, ticket) || !c.has_request_room() || !c.has_success_room() {
+        if !self.open_for(c, ticket) || !c.has_request_room() || !c.has_success_room() {
             return false;
         }
         let within = !c.is_windowed()
@@ -93,7 +95,7 @@ impl Lane {
     }
 
     /// Counts an uncounted admission's request lock-free, if a cell is still open for
-    /// `ticket`'s generation with room, retrying under contention: its result is then
+    /// `ticket` with room, retrying under contention: its result is then
     /// reported as a counted admission's. No clock: the request was admitted within its
     /// generation's window. `false`: the lock counts it (see
     /// [`Machine::count_request`](crate::machine::Machine::count_request)).
@@ -102,11 +104,11 @@ impl Lane {
         self.count_uncounted(ticket, false)
     }
 
-    /// Whether open cell `c` counts for `ticket`: a lane that defers has no epochs, so its
-    /// cells are tagged with the generation.
+    /// Whether cell `c`, just loaded, is open and counts for `ticket` (its generation, or
+    /// in a rolling lane its key: see [`counts_for`](Lane::counts_for)).
     #[inline(always)]
-    fn open_for(c: Cell, ticket: Ticket) -> bool {
-        c.is_open() && c.generation() == ticket.generation()
+    fn open_for(&self, c: Cell, ticket: Ticket) -> bool {
+        c.is_open() && self.counts_for(c, ticket)
     }
 
     /// Counts the request of an uncounted admission for `ticket`, and its success if
@@ -116,7 +118,7 @@ impl Lane {
         loop {
             let (cell, base) = self.cell();
             let c = Cell(cell.load(Ordering::Acquire));
-            if !Self::open_for(c, ticket)
+            if !self.open_for(c, ticket)
                 || !c.has_request_room()
                 || (success && !c.has_success_room())
             {

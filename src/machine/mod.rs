@@ -411,12 +411,13 @@ impl<P: TripPolicy> Machine<P> {
     /// Counts the request of a call the lane admitted without counting it
     /// ([`Breaker::execute`](crate::Breaker::execute)'s one-step count), which the lane
     /// could not count when the call returned: in the current generation if it was admitted
-    /// in it (a fast lane's generation, closed), else in the totals only (that generation's
-    /// counts are gone, as they are for a counted admission whose result comes back stale).
+    /// in it (closed: a lane's generation), at its window age (a rolling window: in its
+    /// bucket, if still in the window), else in the totals only (that generation's counts
+    /// are gone, as they are for a counted admission whose result comes back stale).
     pub(crate) fn count_request(&mut self, ticket: Ticket) {
         self.totals.admitted += 1;
         if self.state == State::Closed && ticket.generation() == self.generation {
-            self.window.on_request();
+            self.window.on_request_at(ticket.age());
         }
     }
 

@@ -86,6 +86,8 @@ pub struct Capabilities {
     /// same, only a reading taken while a call is in flight (from another thread, or from
     /// inside the call) does not show its request yet. The two-step API
     /// ([`Breaker::allow`](crate::Breaker::allow)) always counts at admission.
+    /// [`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest) makes `execute`
+    /// count so whatever this says.
     pub reads_requests: bool,
 }
 

@@ -13,6 +13,8 @@ use lazybreaker::throttle::Throttle;
 use lazybreaker::{Breaker, Error, ManualClock, State};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// A script's short wait.
+const TICK: Duration = Duration::from_millis(2_500);
 
 fn breaker<P: TripPolicy>(policy: P, clock: &ManualClock) -> Breaker<P> {
     Breaker::builder()
@@ -29,6 +31,8 @@ enum Step {
     Fail,
     Panic,
     Wait,
+    /// A few seconds: a window's bucket, or the window, may end meanwhile.
+    Tick,
 }
 
 /// A reproducible script of `len` steps from `seed` (xorshift): mostly successes, with runs
@@ -40,11 +44,12 @@ fn script(seed: u64, len: usize) -> Vec<Step> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            match x % 20 {
+            match x % 24 {
                 0..=10 => Step::Succeed,
                 11..=16 => Step::Fail,
                 17 => Step::Panic,
-                _ => Step::Wait,
+                18..=19 => Step::Wait,
+                _ => Step::Tick,
             }
         })
         .collect()
@@ -71,6 +76,10 @@ fn by_execute<P: TripPolicy>(b: &Breaker<P>, clock: &ManualClock, step: Step) {
             clock.advance(TIMEOUT + Duration::from_millis(1));
             Ok(())
         }
+        Step::Tick => {
+            clock.advance(TICK);
+            Ok(())
+        }
     };
 }
 
@@ -79,6 +88,7 @@ fn by_execute<P: TripPolicy>(b: &Breaker<P>, clock: &ManualClock, step: Step) {
 fn by_permit<P: TripPolicy>(b: &Breaker<P>, clock: &ManualClock, step: Step) {
     match step {
         Step::Wait => clock.advance(TIMEOUT + Duration::from_millis(1)),
+        Step::Tick => clock.advance(TICK),
         _ => {
             let Ok(permit) = b.allow() else { return };
             match step {
@@ -96,38 +106,62 @@ fn by_permit<P: TripPolicy>(b: &Breaker<P>, clock: &ManualClock, step: Step) {
     }
 }
 
+/// The windows a differential script runs in: none, fixed, rolling (each window 20 s, the
+/// rolling one in 5 s buckets), with and without `verdict_at_latest` (which changes nothing
+/// here: no call spans a step of the clock); three failures in a row trip it, or with
+/// `ratio` a failure ratio of a quarter over at least 8 requests (a policy that reads them).
+fn windowed(
+    window: (u64, u64),
+    latest: bool,
+    ratio: bool,
+    clock: &ManualClock,
+) -> Breaker<Box<dyn TripPolicy>> {
+    let policy: Box<dyn TripPolicy> = if ratio {
+        Box::new(FailureRatio::new(0.25, 8).unwrap())
+    } else {
+        Box::new(ConsecutiveFailures::new(3).unwrap())
+    };
+    Breaker::builder()
+        .timeout(TIMEOUT)
+        .interval(Duration::from_secs(window.0))
+        .bucket_period(Duration::from_secs(window.1))
+        .verdict_at_latest(latest)
+        .policy(policy)
+        .clock(clock.clone())
+        .build()
+}
+
 #[test]
 fn execute_counts_what_the_two_step_api_counts_after_every_call() {
-    for seed in [1_u64, 7, 42, 2026] {
-        let (one_clock, two_clock) = (ManualClock::new(), ManualClock::new());
-        let one = breaker(ConsecutiveFailures::new(3).unwrap(), &one_clock);
-        let two = breaker(ConsecutiveFailures::new(3).unwrap(), &two_clock);
-        let mut opened = 0;
-        for (i, step) in script(seed, 2_000).into_iter().enumerate() {
-            by_execute(&one, &one_clock, step);
-            by_permit(&two, &two_clock, step);
-            assert_eq!(one.state(), two.state(), "seed {seed}, step {i} ({step:?})");
-            assert_eq!(
-                one.counts(),
-                two.counts(),
-                "seed {seed}, step {i} ({step:?})"
-            );
-            assert_eq!(
-                one.totals(),
-                two.totals(),
-                "seed {seed}, step {i} ({step:?})"
-            );
-            opened += usize::from(one.state() == State::Open);
+    for window in [(0, 0), (20, 0), (20, 5)] {
+        for (latest, ratio) in [(false, false), (true, false), (true, true)] {
+            for seed in [1_u64, 7, 42, 2026] {
+                let (one_clock, two_clock) = (ManualClock::new(), ManualClock::new());
+                let one = windowed(window, latest, ratio, &one_clock);
+                let two = windowed(window, false, ratio, &two_clock);
+                let mut opened = 0;
+                for (i, step) in script(seed, 2_000).into_iter().enumerate() {
+                    by_execute(&one, &one_clock, step);
+                    by_permit(&two, &two_clock, step);
+                    let at = format!(
+                        "{window:?} latest {latest} ratio {ratio} seed {seed}, step {i} ({step:?})"
+                    );
+                    assert_eq!(one.state(), two.state(), "{at}");
+                    assert_eq!(one.counts(), two.counts(), "{at}");
+                    assert_eq!(one.totals(), two.totals(), "{at}");
+                    opened += usize::from(one.state() == State::Open);
+                }
+                assert!(
+                    opened > 0,
+                    "seed {seed}: the script never tripped the breaker"
+                );
+                assert!(
+                    one.totals().admitted > 500,
+                    "seed {seed}: {:?}",
+                    one.totals()
+                );
+            }
         }
-        assert!(
-            opened > 0,
-            "seed {seed}: the script never tripped the breaker"
-        );
-        assert!(
-            one.totals().admitted > 500,
-            "seed {seed}: {:?}",
-            one.totals()
-        );
     }
 }
 
@@ -166,7 +200,12 @@ fn a_reading_inside_the_call_shows_its_request_only_where_the_policy_reads_reque
         .clock(clock.clone())
         .build();
     let inside = rolling.execute(|| Ok::<_, ()>(rolling.counts().requests));
-    assert_eq!(inside.unwrap(), 1, "a rolling window counts at admission");
+    assert_eq!(
+        inside.unwrap(),
+        0,
+        "a rolling window counts with the success too"
+    );
+    assert_eq!(rolling.counts().requests, 1);
 
     let throttled = Breaker::builder()
         .throttle(Throttle::new(2.0).unwrap())
