@@ -298,17 +298,6 @@ impl serde::Serialize for Transitions {
     }
 }
 
-impl Totals {
-    /// Counts a result (a fatal one as a failure).
-    pub(crate) fn on_result(&mut self, outcome: Outcome) {
-        match outcome.counted() {
-            Outcome::Success => self.successes += 1,
-            Outcome::Excluded => self.exclusions += 1,
-            _ => self.failures += 1,
-        }
-    }
-}
-
 /// The counts of one generation, with the buckets of a rolling window, or the ring of a
 /// count window, when there is one.
 ///

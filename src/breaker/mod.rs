@@ -245,12 +245,12 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 forced: m.forced(),
                 dry_run: m.dry_run(),
                 counts: peek.counts,
-                totals: *m.totals(),
+                totals: m.totals(),
                 retry_after: peek.retry_after,
                 check: peek.check,
                 health_checked: m.health_checked(),
                 throttle_probability: m.throttle_probability_at(peek.state, &peek.counts),
-                transitions: *m.transitions(),
+                transitions: m.transitions(),
                 times_opened: m.totals().opened,
                 recent_failures: m.recent_failures(),
                 policy,
@@ -261,7 +261,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// Lifetime counters since the breaker was built, for metrics: see [`Totals`]. A pure
     /// read, like [`counts`](Breaker::counts).
     pub fn totals(&self) -> Totals {
-        self.read(|m| *m.totals())
+        self.read(|m| m.totals())
     }
 
     /// Asks to make a call: a [`Permit`] to report the call's result through, or why not.

@@ -76,20 +76,20 @@ impl<P: TripPolicy> Machine<P> {
         }
         match self.state {
             State::Open => true,
-            State::HalfOpen => self.half_open_in_flight() >= self.probes,
+            State::HalfOpen => self.half_open_in_flight() >= self.probes(),
             State::Closed => false,
         }
     }
 
     /// The lease in force at `now`, if one is: a lease older than `check_timeout` is lost.
     fn live_lease(&self, now: Nanos) -> Option<Lease> {
-        self.lease
+        self.lease()
             .filter(|lease| now.saturating_sub(lease.since()) <= self.rules.check_timeout)
     }
 
     /// The rejection of a call that finds a check under way.
     fn rejected_checking(&mut self) -> Rejected {
-        self.totals.rejected_open += 1;
+        self.cold().totals.rejected_open += 1;
         Rejected::Checking
     }
 
@@ -108,9 +108,10 @@ impl<P: TripPolicy> Machine<P> {
         if self.live_lease(now).is_some() {
             return (Err(self.rejected_checking()), None);
         }
-        self.leases = self.leases.saturating_add(1);
-        let lease = Lease::new(self.leases, now);
-        self.lease = Some(lease);
+        let cold = self.cold();
+        cold.leases = cold.leases.saturating_add(1);
+        let lease = Lease::new(cold.leases, now);
+        cold.lease = Some(lease);
         (
             Ok(Admission::Check(CheckTicket { id: lease.id.get() })),
             None,
@@ -134,7 +135,7 @@ impl<P: TripPolicy> Machine<P> {
     /// late but before anyone took over still counts). Every state change ends the lease,
     /// so holding it means the same open period.
     fn holds(&self, ticket: CheckTicket) -> bool {
-        self.lease.is_some_and(|lease| lease.is(ticket))
+        self.lease().is_some_and(|lease| lease.is(ticket))
     }
 
     /// The check of `ticket` passed: an open breaker goes half-open (a change marked
@@ -154,8 +155,9 @@ impl<P: TripPolicy> Machine<P> {
             }
             return self.admit(now);
         }
-        self.lease = None;
-        self.totals.health_checks += 1;
+        let cold = self.cold();
+        cold.lease = None;
+        cold.totals.health_checks += 1;
         let change = (self.state == State::Open)
             .then(|| self.enter(State::HalfOpen, now, None, Origin::HealthCheck));
         let (admitted, made) = self.admit(now);
@@ -183,25 +185,26 @@ impl<P: TripPolicy> Machine<P> {
         if !self.holds(ticket) {
             return (self.rejection_now(now), None);
         }
-        self.lease = None;
-        self.totals.health_checks += 1;
-        self.totals.health_checks_failed += 1;
+        let cold = self.cold();
+        cold.lease = None;
+        cold.totals.health_checks += 1;
+        cold.totals.health_checks_failed += 1;
         if self.state == State::HalfOpen {
             let reopened = self.enter(State::Open, now, None, Origin::HealthCheck);
             self.down = true;
-            self.totals.rejected_open += u64::from(rejects_caller);
+            self.cold().totals.rejected_open += u64::from(rejects_caller);
             return (Rejected::open_until(self.expiry, now), Some(reopened));
         }
         let counts = *self.window.counts();
         self.expiry = self.expiry_of(State::Open, now);
         self.down = true;
-        self.totals.rejected_open += u64::from(rejects_caller);
+        self.cold().totals.rejected_open += u64::from(rejects_caller);
         let rearmed = Change {
             from: State::Open,
             to: State::Open,
             at: now,
             counts,
-            totals: self.totals,
+            totals: self.totals(),
             origin: Origin::HealthCheck,
             open_for: (self.expiry != Nanos::MAX).then(|| self.expiry.saturating_sub(now)),
             forced: self.forced,
@@ -244,8 +247,8 @@ impl<P: TripPolicy> Machine<P> {
     /// The call that held `ticket` was dropped before its check settled: the lease is
     /// released with no verdict, so the next call runs the check again.
     pub(crate) fn check_dropped(&mut self, ticket: CheckTicket) {
-        if self.lease.is_some_and(|lease| lease.is(ticket)) {
-            self.lease = None;
+        if self.holds(ticket) {
+            self.end_lease();
         }
     }
 

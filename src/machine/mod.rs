@@ -9,6 +9,7 @@
 //! state allows, from which the lane decides what it can do without the lock.
 
 mod check;
+mod cold;
 mod guarded;
 mod judge;
 mod overrides;
@@ -35,6 +36,7 @@ use crate::throttle::{Throttle, Throttling};
 
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
+use cold::{Cold, Tally};
 use guarded::Guarded;
 use judge::{judge, Judged};
 pub use peek::Ready;
@@ -131,47 +133,19 @@ pub(crate) struct Machine<P> {
     /// probe's admission). All expire strictly after this instant. `Nanos::MAX` when nothing
     /// expires.
     expiry: Nanos,
-    /// Half-open: how many probes it admits and how many successes close it, asked of the
-    /// policy once, when the half-open period starts.
-    probes: u64,
-    /// Half-open: the first generation of the trial running. A takeover that relieves the
-    /// probes out of their slots (the default `probe_timeout`: see
-    /// [`take_over_probes`](Machine::take_over_probes)) starts a generation of probes within
-    /// the same trial, so a result of any generation from this one on still counts; every
-    /// other new generation starts a new trial.
-    trial_from: Generation,
-    /// Half-open: the probe slots given back by relieving takeovers whose probes are still
-    /// out (a relieved probe that comes back excluded has its slot given back already).
-    relieved: u64,
     window: Window,
-    totals: Totals,
+    /// The totals an idle closed breaker counts (the rest are the cold part's).
+    totals: Tally,
     /// The latest time an operation was given: the time of a step whose clock reading failed.
     latest: Nanos,
     /// A manual override, until released.
     forced: Option<Forced>,
-    /// `totals.failures` when the breaker last closed after being open (brpc's `RecentErr`
-    /// counts from there).
-    failures_at_recovery: u64,
-    /// The backoff's exponent: failed probes, and trips that came soon after a recovery
-    /// (brpc's isolation: a relapse within the backoff's longest period of the last
-    /// recovery doubles the period; a trip after that starts over).
-    failed_recoveries: u32,
-    /// When the breaker last closed after being open (none yet: never).
-    recovered_at: Option<Nanos>,
-    /// The open periods the machine computed itself so far: the index of the next one's
-    /// draw of the spread ([`Rules::jitter`]), so that the same inputs give the same times.
-    open_draws: u64,
     /// Whether the breaker's own evidence says its dependency is down, for this open period:
     /// a failed health check, or a pool's judgement that it hangs. A pool keeps such an
     /// endpoint out whatever its isolation cap. Cleared by every state change.
     down: bool,
-    transitions: Transitions,
-    /// The calls in flight, when there is a slow-call threshold (else always empty).
-    in_flight: InFlight,
-    /// The health-check lease in force, if a call holds one (see [`check`]).
-    lease: Option<Lease>,
-    /// Leases handed out so far: the next one's id.
-    leases: u64,
+    /// What an idle closed breaker never touches (see [`Cold`]), built on its first need.
+    cold: Option<Box<Cold>>,
     /// The closed-state throttle and its generator, shared with the lock-free lane (none
     /// without a throttle: an idle breaker allocates nothing more).
     throttle: Option<Arc<Throttling>>,
@@ -198,26 +172,16 @@ impl<P: TripPolicy> Machine<P> {
             generation: Generation::default(),
             start: now,
             expiry: Nanos::MAX,
-            probes: rules.max_requests,
-            trial_from: Generation::default(),
-            relieved: 0,
             window: match rules.count_window {
                 0 => Window::rolling(rules.buckets as usize),
                 // At most `MAX_COUNT_WINDOW`: it fits a usize.
                 n => Window::last(n as usize),
             },
-            totals: Totals::default(),
+            totals: Tally::default(),
             latest: now,
             forced: None,
-            failures_at_recovery: 0,
-            failed_recoveries: 0,
-            recovered_at: None,
-            open_draws: 0,
             down: false,
-            transitions: Transitions::default(),
-            in_flight: InFlight::default(),
-            lease: None,
-            leases: 0,
+            cold: None,
             throttle: None,
             throttling: false,
             failure_room: 0,
@@ -225,7 +189,7 @@ impl<P: TripPolicy> Machine<P> {
             quiet: false,
         };
         if machine.rules.slow_threshold.is_some() {
-            machine.in_flight = InFlight::with_capacity(64);
+            machine.cold().in_flight = InFlight::with_capacity(64);
         }
         machine.new_generation(now);
         machine
@@ -249,6 +213,31 @@ impl<P: TripPolicy> Machine<P> {
         self.throttle.as_ref().map(|t| t.settings)
     }
 
+    /// The cold part, built now if it was not yet.
+    fn cold(&mut self) -> &mut Cold {
+        self.cold
+            .get_or_insert_with(|| Box::new(Cold::new(self.rules.max_requests)))
+    }
+
+    /// Half-open: how many probes it admits and how many successes close it.
+    fn probes(&self) -> u64 {
+        self.cold
+            .as_ref()
+            .map_or(self.rules.max_requests, |c| c.probes)
+    }
+
+    /// The health-check lease in force, if a call holds one.
+    fn lease(&self) -> Option<Lease> {
+        self.cold.as_ref().and_then(|c| c.lease)
+    }
+
+    /// Ends the health-check lease in force, if any.
+    fn end_lease(&mut self) {
+        if let Some(cold) = self.cold.as_deref_mut() {
+            cold.lease = None;
+        }
+    }
+
     pub(crate) fn state(&self) -> State {
         self.state
     }
@@ -257,13 +246,17 @@ impl<P: TripPolicy> Machine<P> {
         self.window.counts()
     }
 
-    pub(crate) fn totals(&self) -> &Totals {
-        &self.totals
+    pub(crate) fn totals(&self) -> Totals {
+        (self.totals).over(
+            self.cold
+                .as_ref()
+                .map_or_else(Totals::default, |c| c.totals),
+        )
     }
 
     /// Counts a retry layer's decision after a failed attempt through this breaker.
     pub(crate) fn tally_retry(&mut self, tally: RetryTally) {
-        self.totals.tally_retry(tally);
+        self.cold().totals.tally_retry(tally);
     }
 
     pub(crate) fn policy(&self) -> &P {
@@ -373,7 +366,7 @@ impl<P: TripPolicy> Machine<P> {
         let oldest = slots
             .oldest(|key| Generation::from_bits(key) == generation)
             .into_iter()
-            .chain(self.in_flight.oldest())
+            .chain(self.cold.as_ref().and_then(|c| c.in_flight.oldest()))
             .fold(self.latest, Nanos::min);
         Some(oldest.saturating_add(threshold))
     }
@@ -428,14 +421,16 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// How many times the machine went from each state to each other.
-    pub(crate) fn transitions(&self) -> &Transitions {
-        &self.transitions
+    pub(crate) fn transitions(&self) -> Transitions {
+        self.cold
+            .as_ref()
+            .map_or_else(Transitions::default, |c| c.transitions)
     }
 
     /// Failures counted since the breaker last recovered (closed after being open), or since
     /// it was built: brpc's `RecentErr`.
     pub(crate) fn recent_failures(&self) -> u64 {
-        self.totals.failures - self.failures_at_recovery
+        self.totals.failures - self.cold.as_ref().map_or(0, |c| c.failures_at_recovery)
     }
 
     /// Lazy evaluation of everything time-based (gobreaker's `currentState`): a closed fixed
@@ -496,7 +491,7 @@ impl<P: TripPolicy> Machine<P> {
             State::Open if self.forced == Some(Forced::Open) => self.refuse(Rejected::ForcedOpen),
             State::Open => self.refuse(Rejected::open_until(self.expiry, now)),
             State::HalfOpen => {
-                if self.half_open_in_flight() >= self.probes && !self.take_over_probes(now) {
+                if self.half_open_in_flight() >= self.probes() && !self.take_over_probes(now) {
                     return self.refuse(Rejected::TooManyRequests);
                 }
                 // The slots held expire strictly after `probe_timeout` without an admission.
@@ -519,7 +514,7 @@ impl<P: TripPolicy> Machine<P> {
         self.totals.admitted += 1;
         let age = self.window.age();
         if self.rules.slow_threshold.is_some() {
-            self.in_flight.admit(now, age);
+            self.cold().in_flight.admit(now, age);
             return Ticket::aged(self.generation, age).by_machine();
         }
         Ticket::aged(self.generation, age)
@@ -542,10 +537,11 @@ impl<P: TripPolicy> Machine<P> {
         if now <= self.expiry {
             return false;
         }
-        self.totals.probes_taken_over += 1;
+        self.cold().totals.probes_taken_over += 1;
         if self.rules.relieves_probes() {
             let c = self.window.counts();
-            self.relieved = c.requests.saturating_sub(c.total_exclusions);
+            let relieved = c.requests.saturating_sub(c.total_exclusions);
+            self.cold().relieved = relieved;
             self.generation = self.generation.next();
         } else {
             self.start_generation(now, Nanos::MAX);
@@ -558,14 +554,16 @@ impl<P: TripPolicy> Machine<P> {
     fn counts_generation(&self, generation: Generation) -> bool {
         generation == self.generation
             || (self.state == State::HalfOpen
-                && generation.since(self.trial_from) < self.generation.since(self.trial_from))
+                && self.cold.as_ref().is_some_and(|c| {
+                    generation.since(c.trial_from) < self.generation.since(c.trial_from)
+                }))
     }
 
     /// Turns a call away, counting it by its reason; in dry run, admits it as a shadow call
     /// instead ([`Ticket::SHADOW`]), counted as one it would have rejected.
     fn refuse(&mut self, rejected: Rejected) -> Result<Ticket, Rejected> {
         if self.rules.dry_run {
-            self.totals.would_reject += 1;
+            self.cold().totals.would_reject += 1;
             return Ok(Ticket::SHADOW);
         }
         self.count_rejection(rejected);
@@ -592,9 +590,12 @@ impl<P: TripPolicy> Machine<P> {
             return None;
         }
         let window = &mut self.window;
-        let mut marked = self
-            .in_flight
-            .take_overdue(now, threshold, |age| window.add_slow(age));
+        let mut marked = match self.cold.as_deref_mut() {
+            Some(cold) => cold
+                .in_flight
+                .take_overdue(now, threshold, |age| window.add_slow(age)),
+            None => 0,
+        };
         if let Some(slots) = self.slots.as_deref() {
             // The lane's calls (its cells are closed: see `InFlightSlots`).
             let generation = self.generation;
@@ -631,7 +632,7 @@ impl<P: TripPolicy> Machine<P> {
         let c = self.window.counts();
         c.requests
             .saturating_sub(c.total_exclusions)
-            .saturating_sub(self.relieved)
+            .saturating_sub(self.cold.as_ref().map_or(0, |c| c.relieved))
     }
 
     /// Records the result of a request admitted with `ticket`. A result from an older
@@ -674,7 +675,7 @@ impl<P: TripPolicy> Machine<P> {
             _ if lane_counted.is_some() => lane_counted == Some(true),
             (Some(_), Some(latency)) => {
                 let admitted = now.saturating_sub(saturating_nanos(latency));
-                !self.in_flight.complete(admitted)
+                !self.cold().in_flight.complete(admitted)
             }
             _ => false,
         };
@@ -708,7 +709,8 @@ impl<P: TripPolicy> Machine<P> {
                 }
                 if relieved && outcome.counted() == Outcome::Excluded {
                     // Its slot was given back by the takeover: not a second time.
-                    self.relieved = self.relieved.saturating_sub(1);
+                    let cold = self.cold();
+                    cold.relieved = cold.relieved.saturating_sub(1);
                 }
                 let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
                     .with_fatal(fatal);
@@ -716,7 +718,7 @@ impl<P: TripPolicy> Machine<P> {
                 match outcome {
                     Outcome::Failure => Some(self.set_state(State::Open, now)),
                     Outcome::Success
-                        if self.window.counts().consecutive_successes >= self.probes =>
+                        if self.window.counts().consecutive_successes >= self.probes() =>
                     {
                         Some(self.set_state(State::Closed, now))
                     }
@@ -757,23 +759,26 @@ impl<P: TripPolicy> Machine<P> {
         let from = self.state;
         debug_assert_ne!(from, to);
         // Every change ends the health-check lease in force: a check settled after it is stale.
-        self.lease = None;
+        self.end_lease();
         let counts = *self.window.counts();
         let expiry = match expiry {
             Some(expiry) => expiry,
             None => self.expiry_of(to, now),
         };
         if to == State::HalfOpen {
-            self.probes = self.policy.half_open_probes(self.rules.max_requests);
+            let probes = self.policy.half_open_probes(self.rules.max_requests);
+            self.cold().probes = probes;
         }
         self.state = to;
-        self.transitions.count(from, to);
+        let failures = self.totals.failures;
+        let cold = self.cold();
+        cold.transitions.count(from, to);
         if to == State::Open {
-            self.totals.opened += 1;
+            cold.totals.opened += 1;
         }
         if to == State::Closed {
-            self.failures_at_recovery = self.totals.failures;
-            self.recovered_at = Some(now);
+            cold.failures_at_recovery = failures;
+            cold.recovered_at = Some(now);
         }
         self.down = false;
         self.start_generation(now, expiry);
@@ -785,7 +790,7 @@ impl<P: TripPolicy> Machine<P> {
             to,
             at: now,
             counts,
-            totals: self.totals,
+            totals: self.totals(),
             origin,
             open_for,
             forced: self.forced,
@@ -804,34 +809,36 @@ impl<P: TripPolicy> Machine<P> {
             State::Closed if self.rules.interval > 0 => now.saturating_add(self.rules.interval),
             State::Closed | State::HalfOpen => Nanos::MAX,
             State::Open => {
-                match self.state {
+                let (from, backoff) = (self.state, self.rules.backoff);
+                let cold = self.cold();
+                match from {
                     // A failed probe: a failed recovery. (A failed health check, open to
                     // open, re-arms the period at the level it has: checks keep a steady
                     // cadence.)
                     State::HalfOpen => {
-                        self.failed_recoveries = self.failed_recoveries.saturating_add(1);
+                        cold.failed_recoveries = cold.failed_recoveries.saturating_add(1);
                     }
                     // A trip: a relapse soon after the last recovery backs off further,
                     // one after a long healthy spell starts over.
                     State::Closed => {
-                        let relapse = self
+                        let relapse = cold
                             .recovered_at
-                            .is_some_and(|at| now.saturating_sub(at) < self.rules.backoff);
-                        self.failed_recoveries = if relapse {
-                            self.failed_recoveries.saturating_add(1)
+                            .is_some_and(|at| now.saturating_sub(at) < backoff);
+                        cold.failed_recoveries = if relapse {
+                            cold.failed_recoveries.saturating_add(1)
                         } else {
                             0
                         };
                     }
                     State::Open => {}
                 }
-                let timeout = Duration::from_nanos(self.rules.backed_off(self.failed_recoveries));
+                let (failed, draw) = (cold.failed_recoveries, cold.open_draws);
+                cold.open_draws = draw.wrapping_add(1);
+                let timeout = Duration::from_nanos(self.rules.backed_off(failed));
                 let open_for = saturating_nanos(self.policy.open_duration(timeout, now));
                 // The spread shortens it, never lengthens it: the configured period (and
                 // the longest one) stays an upper bound.
-                let open_for =
-                    (self.rules.jitter).spread(open_for.min(self.rules.max_open), self.open_draws);
-                self.open_draws = self.open_draws.wrapping_add(1);
+                let open_for = (self.rules.jitter).spread(open_for.min(self.rules.max_open), draw);
                 now.saturating_add(open_for)
             }
         }
@@ -839,11 +846,13 @@ impl<P: TripPolicy> Machine<P> {
 
     fn start_generation(&mut self, now: Nanos, expiry: Nanos) {
         self.generation = self.generation.next();
-        self.trial_from = self.generation;
-        self.relieved = 0;
+        if let Some(cold) = self.cold.as_deref_mut() {
+            cold.trial_from = self.generation;
+            cold.relieved = 0;
+            cold.in_flight.clear();
+        }
         self.start = now;
         self.window.restart(self.state == State::Closed);
-        self.in_flight.clear();
         self.expiry = expiry;
     }
 }

@@ -22,7 +22,7 @@ impl<P: TripPolicy> Machine<P> {
         self.latest = self.latest.max(now);
         self.forced = Some(forced);
         // An override ends a health check under way: its verdict, when it comes, is stale.
-        self.lease = None;
+        self.end_lease();
         match (forced, self.state) {
             (Forced::Open, State::Open) => {
                 self.expiry = Nanos::MAX;
@@ -42,7 +42,10 @@ impl<P: TripPolicy> Machine<P> {
         self.latest = self.latest.max(now);
         self.forced = None;
         // A manual reset is a recovery too: `RecentErr` counts from here.
-        self.failures_at_recovery = self.totals.failures;
+        let failures = self.totals.failures;
+        if failures != 0 || self.cold.is_some() {
+            self.cold().failures_at_recovery = failures;
+        }
         if self.state == State::Closed {
             self.new_generation(now);
             None
@@ -148,7 +151,7 @@ impl<P: TripPolicy> Machine<P> {
     fn open_until(&mut self, until: Nanos, now: Nanos, origin: Origin) -> Option<Change> {
         self.latest = self.latest.max(now);
         // A new open period (or a longer one) ends a health check under way.
-        self.lease = None;
+        self.end_lease();
         // No open period lasts longer than the rules allow, whoever asks for it.
         let until = until.min(now.saturating_add(self.rules.max_open));
         if self.forced.is_some() {

@@ -85,7 +85,7 @@ impl<P: TripPolicy> Machine<P> {
             // held back until it settles.
             (State::Open | State::HalfOpen, _)
                 if self.check_due(now)
-                    && self.lease.is_some_and(|l| {
+                    && self.lease().is_some_and(|l| {
                         now.saturating_sub(l.since()) <= self.rules.check_timeout
                     }) =>
             {
@@ -107,7 +107,7 @@ impl<P: TripPolicy> Machine<P> {
             // Half-open with every probe out (and not for longer than `probe_timeout`): the
             // next call would be turned away.
             None if self.state == State::HalfOpen
-                && self.half_open_in_flight() >= self.probes
+                && self.half_open_in_flight() >= self.probes()
                 && now <= self.expiry =>
             {
                 Ready::Rejected(Rejected::TooManyRequests)
@@ -126,7 +126,7 @@ impl<P: TripPolicy> Machine<P> {
         let now = now.max(self.latest);
         if self.state != State::HalfOpen
             || self.forced.is_some()
-            || self.half_open_in_flight() < self.probes
+            || self.half_open_in_flight() < self.probes()
         {
             return None;
         }
@@ -143,11 +143,11 @@ impl<P: TripPolicy> Machine<P> {
     /// Counts a rejection answered elsewhere (by the tower layer, from a peek).
     pub(crate) fn count_rejection(&mut self, rejected: Rejected) {
         match rejected {
-            Rejected::Open { .. } => self.totals.rejected_open += 1,
-            Rejected::TooManyRequests => self.totals.rejected_half_open += 1,
-            Rejected::ForcedOpen => self.totals.rejected_forced += 1,
-            Rejected::Checking => self.totals.rejected_open += 1,
-            Rejected::Throttled { .. } => self.totals.rejected_throttled += 1,
+            Rejected::Open { .. } => self.cold().totals.rejected_open += 1,
+            Rejected::TooManyRequests => self.cold().totals.rejected_half_open += 1,
+            Rejected::ForcedOpen => self.cold().totals.rejected_forced += 1,
+            Rejected::Checking => self.cold().totals.rejected_open += 1,
+            Rejected::Throttled { .. } => self.cold().totals.rejected_throttled += 1,
             // A pool's or a limit's, not a breaker's: nothing of this breaker's to count.
             Rejected::NoEndpoint { .. } | Rejected::Limited => {}
         }
@@ -155,6 +155,8 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Counts `rejected` open-state rejections made elsewhere (the lock-free lane).
     pub(crate) fn absorb_rejections(&mut self, rejected: u64) {
-        self.totals.rejected_open += rejected;
+        if rejected > 0 {
+            self.cold().totals.rejected_open += rejected;
+        }
     }
 }

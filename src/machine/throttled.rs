@@ -66,7 +66,7 @@ impl<P: TripPolicy> Machine<P> {
             return None;
         }
         self.throttling = on;
-        Some((on, p, self.totals.rejected_throttled))
+        Some((on, p, self.totals().rejected_throttled))
     }
 
     /// The throttle and its generator, for the lock-free lane to shed with.
@@ -80,7 +80,7 @@ impl<P: TripPolicy> Machine<P> {
         if n == 0 {
             return;
         }
-        self.totals.rejected_throttled += n;
+        self.cold().totals.rejected_throttled += n;
         if self.throttle().is_some_and(|t| t.count_throttled) {
             self.window.on_throttled(n);
         }
