@@ -43,6 +43,11 @@ impl Jitter {
         }
     }
 
+    /// Whether it spreads nothing: every period exact, whatever its seed.
+    pub(crate) fn is_exact(&self) -> bool {
+        self.fraction == 0.0
+    }
+
     /// The `n`-th open period (counted from 0) of length `period`: drawn uniformly from
     /// `[period − ⌊period × fraction⌋, period]`, to the nanosecond; `period` itself without a
     /// spread.

@@ -22,6 +22,7 @@ use crate::throttle::Throttle;
 
 use super::check::HealthCheck;
 use super::outbox::{Observers, Outbox, StateChangeFn};
+use super::shared_rules::shared;
 use super::txn::Inner;
 use super::Breaker;
 
@@ -934,7 +935,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
                     saturating_nanos(threshold),
                 )
             });
-        let mut machine = Machine::new(rules, self.policy, now)
+        let mut machine = Machine::new(shared(rules), self.policy, now)
             .with_throttle(self.knobs.throttle)
             .with_slots(tracked.as_ref().map(|(slots, _)| Arc::clone(slots)));
         machine.update_lane_room();

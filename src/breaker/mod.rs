@@ -27,6 +27,7 @@ pub(crate) mod holder;
 mod outbox;
 mod permit;
 pub(crate) mod seam;
+mod shared_rules;
 mod txn;
 mod uncounted;
 

@@ -122,7 +122,8 @@ pub(crate) enum Phase {
 /// gobreaker's state machine over a trip policy.
 #[derive(Debug)]
 pub(crate) struct Machine<P> {
-    rules: Rules,
+    /// Shared by the breakers built by the same rules.
+    rules: Arc<Rules>,
     policy: Guarded<P>,
     state: State,
     generation: Generation,
@@ -164,7 +165,13 @@ pub(crate) struct Machine<P> {
 impl<P: TripPolicy> Machine<P> {
     /// A closed machine in generation 1, started at `now`, over `policy`, by `rules` (which
     /// carry what the policy's capabilities ask of the machine).
-    pub(crate) fn new(rules: Rules, policy: P, now: Nanos) -> Self {
+    pub(crate) fn new(rules: impl Into<Arc<Rules>>, policy: P, now: Nanos) -> Self {
+        let rules: Arc<Rules> = rules.into();
+        let window = match rules.count_window {
+            0 => Window::rolling(rules.buckets as usize),
+            // At most `MAX_COUNT_WINDOW`: it fits a usize.
+            n => Window::last(n as usize),
+        };
         let mut machine = Self {
             rules,
             policy: Guarded::new(policy),
@@ -172,11 +179,7 @@ impl<P: TripPolicy> Machine<P> {
             generation: Generation::default(),
             start: now,
             expiry: Nanos::MAX,
-            window: match rules.count_window {
-                0 => Window::rolling(rules.buckets as usize),
-                // At most `MAX_COUNT_WINDOW`: it fits a usize.
-                n => Window::last(n as usize),
-            },
+            window,
             totals: Tally::default(),
             latest: now,
             forced: None,

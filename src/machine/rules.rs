@@ -146,7 +146,14 @@ impl Rules {
     /// These rules, with each open period the machine computes itself drawn from
     /// `[period × (1 − fraction), period]` ([`Jitter`]; a fraction of zero: none).
     pub(crate) fn jitter(mut self, fraction: f64, seed: u64) -> Self {
-        self.jitter = Jitter::new(fraction, seed);
+        let jitter = Jitter::new(fraction, seed);
+        // Without a spread, no seed: the rules of breakers built alike are equal whatever
+        // their names, and shared.
+        self.jitter = if jitter.is_exact() {
+            Jitter::NONE
+        } else {
+            jitter
+        };
         self
     }
 
