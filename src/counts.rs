@@ -330,8 +330,8 @@ pub(crate) struct Window {
     age: u64,
     /// Empty for a fixed window; otherwise at least two buckets, indexed by `age % len`.
     buckets: Box<[Counts]>,
-    /// A count window's ring (capacity zero without one).
-    last: LastCalls,
+    /// A count window's ring (none without one: a time window pays nothing for it).
+    last: Option<Box<LastCalls>>,
     /// Whether the ring counts (a count window, in the closed state).
     by_count: bool,
 }
@@ -345,7 +345,7 @@ impl Window {
             counts: Counts::default(),
             age: 0,
             buckets: vec![Counts::default(); buckets].into_boxed_slice(),
-            last: LastCalls::new(0),
+            last: None,
             by_count: false,
         }
     }
@@ -353,7 +353,7 @@ impl Window {
     /// A count window of the last `n` results (allocated here, once; zero: a fixed window).
     pub(crate) fn last(n: usize) -> Self {
         Self {
-            last: LastCalls::new(n),
+            last: (n > 0).then(|| Box::new(LastCalls::new(n))),
             ..Self::rolling(0)
         }
     }
@@ -367,7 +367,7 @@ impl Window {
     /// the closed state only).
     pub(crate) fn restart(&mut self, closed: bool) {
         self.clear();
-        self.by_count = closed && self.last.capacity() > 0;
+        self.by_count = closed && self.last.is_some();
     }
 
     pub(crate) fn counts(&self) -> &Counts {
@@ -387,7 +387,9 @@ impl Window {
         self.counts = Counts::default();
         self.age = 0;
         self.buckets.fill(Counts::default());
-        self.last.clear();
+        if let Some(last) = self.last.as_deref_mut() {
+            last.clear();
+        }
     }
 
     fn bucket_index(&self, age: u64) -> usize {
@@ -484,13 +486,17 @@ impl Window {
         if n == 0 {
             return;
         }
+        // Counting by count: the ring is there.
+        let Some(last) = self.last.as_deref_mut() else {
+            return;
+        };
         let success = last_calls::Result {
             failed: false,
             slow: false,
         };
-        if n >= self.last.capacity() as u64 {
-            self.last.fill(success);
-            let len = self.last.len() as u64;
+        if n >= last.capacity() as u64 {
+            last.fill(success);
+            let len = last.len() as u64;
             self.counts.requests = len;
             self.counts.total_successes = len;
             self.counts.total_failures = 0;
@@ -500,8 +506,8 @@ impl Window {
             return;
         }
         // Fewer than the ring holds (so `n` fits a usize).
-        let (failed, slow) = self.last.push_many(success, n as usize);
-        let len = self.last.len() as u64;
+        let (failed, slow) = last.push_many(success, n as usize);
+        let len = last.len() as u64;
         let c = &mut self.counts;
         c.total_failures -= failed;
         c.slow_calls -= slow;
@@ -514,9 +520,13 @@ impl Window {
     /// Pushes a success or a failure into a count window, taking out the result it pushes
     /// out; the runs never outgrow the results held.
     fn push(&mut self, outcome: Outcome, slow: bool) {
+        // Counting by count: the ring is there.
+        let Some(last) = self.last.as_deref_mut() else {
+            return;
+        };
         let failed = outcome != Outcome::Success;
         let c = &mut self.counts;
-        if let Some(oldest) = self.last.push(last_calls::Result { failed, slow }) {
+        if let Some(oldest) = last.push(last_calls::Result { failed, slow }) {
             if oldest.failed {
                 c.total_failures -= 1;
             } else {
@@ -530,7 +540,7 @@ impl Window {
             c.on_success();
         }
         c.slow_calls += u64::from(slow);
-        let len = self.last.len() as u64;
+        let len = last.len() as u64;
         c.requests = len;
         c.consecutive_successes = c.consecutive_successes.min(len);
         c.consecutive_failures = c.consecutive_failures.min(len);

@@ -20,28 +20,41 @@ use crate::state::State;
 /// State changes not yet delivered, oldest first, and whether a thread is delivering.
 #[derive(Debug)]
 pub(super) struct Outbox {
-    queue: VecDeque<Change>,
+    /// Boxed: a breaker nothing observes never queues a change, and pays a pointer for it
+    /// rather than a `VecDeque`'s four words.
+    #[allow(clippy::box_collection)]
+    queue: Option<Box<VecDeque<Change>>>,
+    /// Whether the queue holds a change (read without reaching for the queue).
+    waiting: bool,
     delivering: bool,
 }
 
+/// Changes an outbox holds without allocating again: a burst (closed → open → half-open →
+/// closed while one slow observer runs).
+const BURST: usize = 4;
+
 impl Outbox {
-    /// An outbox; with room for a burst of changes without allocating (closed → open →
-    /// half-open → closed while one slow observer runs) when anyone `observes` them.
+    /// An outbox; with room for a burst of changes without allocating when anyone
+    /// `observes` them.
     pub(super) fn new(observes: bool) -> Self {
         Self {
-            queue: VecDeque::with_capacity(if observes { 4 } else { 0 }),
+            queue: observes.then(|| Box::new(VecDeque::with_capacity(BURST))),
+            waiting: false,
             delivering: false,
         }
     }
 
     pub(super) fn push(&mut self, change: Change) {
-        self.queue.push_back(change);
+        self.queue
+            .get_or_insert_with(|| Box::new(VecDeque::with_capacity(BURST)))
+            .push_back(change);
+        self.waiting = true;
     }
 
     /// Claims delivery for the calling thread: `true` if changes are waiting and nobody is
     /// delivering them.
     pub(super) fn claim(&mut self) -> bool {
-        let claim = !self.delivering && !self.queue.is_empty();
+        let claim = !self.delivering && self.waiting;
         self.delivering |= claim;
         claim
     }
@@ -49,7 +62,8 @@ impl Outbox {
     /// The next change for the thread that claimed delivery; `None` when none is left, which
     /// gives up delivery in the same step.
     pub(super) fn next(&mut self) -> Option<Change> {
-        let next = self.queue.pop_front();
+        let next = self.queue.as_deref_mut().and_then(VecDeque::pop_front);
+        self.waiting = self.queue.as_deref().is_some_and(|q| !q.is_empty());
         self.delivering = next.is_some();
         next
     }
