@@ -318,7 +318,8 @@ pub(crate) enum ClockSource {
     Coarse(CoarseMonotonicClock),
     /// A [`ManualClock`] given to the builder: read directly, and known not to panic.
     Manual(ManualClock),
-    Custom(StdArc<dyn Clock>),
+    /// A thin pointer: a wide one would make every breaker's clock field a word larger.
+    Custom(StdArc<Box<dyn Clock>>),
 }
 
 impl ClockSource {
@@ -336,7 +337,7 @@ impl ClockSource {
         } else if let Some(clock) = any.downcast_ref::<PreciseClock>() {
             ClockSource::Precise(Box::new(clock.clone()))
         } else {
-            ClockSource::Custom(StdArc::new(clock))
+            ClockSource::Custom(StdArc::new(Box::new(clock)))
         }
     }
 

@@ -44,6 +44,7 @@ pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Payload> {
 #[inline]
 pub fn resume(panic: FirstPanic) {
     if let Some(payload) = panic.0 {
+        let payload = *payload;
         if thread::panicking() {
             // Leaked, not dropped: a destructor that panicked here would abort the process.
             std::mem::forget(payload);
@@ -58,7 +59,7 @@ pub fn resume(panic: FirstPanic) {
 /// the caller's own frame, which `catch` caught only to finish the breaker's bookkeeping.
 pub(crate) fn resume_now(panic: FirstPanic) -> ! {
     match panic.0 {
-        Some(payload) => panic::resume_unwind(payload),
+        Some(payload) => panic::resume_unwind(*payload),
         None => unreachable!("resume_now is called with a caught panic"),
     }
 }
@@ -68,10 +69,11 @@ pub fn resume_payload(payload: Payload) -> ! {
     panic::resume_unwind(payload)
 }
 
-/// The first panic caught during one operation; later ones are dropped.
+/// The first panic caught during one operation; later ones are dropped. Boxed again: one
+/// word, not two, in every machine that keeps one (a panic pays the allocation).
 #[derive(Default)]
 #[must_use = "a caught panic must be resumed"]
-pub struct FirstPanic(Option<Payload>);
+pub struct FirstPanic(Option<Box<Payload>>);
 
 impl FirstPanic {
     /// Keeps `payload` unless a panic is already kept. A losing payload is leaked, not
@@ -80,15 +82,17 @@ impl FirstPanic {
     /// the safe price.
     pub fn keep(&mut self, payload: Payload) {
         match self.0 {
-            None => self.0 = Some(payload),
+            None => self.0 = Some(Box::new(payload)),
             Some(_) => std::mem::forget(payload),
         }
     }
 
     /// Adds the panics of `other`, keeping the first.
     pub fn merge(&mut self, other: FirstPanic) {
-        if let Some(payload) = other.0 {
-            self.keep(payload);
+        match (&self.0, other.0) {
+            (None, payload) => self.0 = payload,
+            (Some(_), Some(payload)) => std::mem::forget(payload),
+            (Some(_), None) => {}
         }
     }
 
@@ -145,7 +149,7 @@ mod tests {
     use super::*;
 
     fn message(panic: FirstPanic) -> String {
-        let payload = panic.0.expect("a panic was kept");
+        let payload = *panic.0.expect("a panic was kept");
         payload.downcast_ref::<&str>().unwrap().to_string()
     }
 

@@ -942,7 +942,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         contain::resume(machine.take_panic());
         let observers = Observers {
             observer: self.observer,
-            on_state_change: self.on_state_change,
+            on_state_change: self.on_state_change.map(Box::new),
         };
         let observes = observers.observes_transitions();
         Breaker {

@@ -1,9 +1,9 @@
 //! What an idle closed machine never touches, built on its first need ([`Cold`]), and the
 //! totals every machine counts in place ([`Tally`]).
 //!
-//! A breaker that stays closed and sees only successes and failures counts in the
-//! [`Tally`] and never builds its [`Cold`]: the first trip, forced state, health-check
-//! lease, rejection, abandoned call, retry tally or slow-call threshold does. Every read of
+//! A breaker that stays closed and sees only results in time counts in the [`Tally`] and
+//! never builds its [`Cold`]: the first trip, forced state, health-check lease, rejection,
+//! abandoned call, dropped result, retry tally or slow-call threshold does. Every read of
 //! an absent [`Cold`] answers what a fresh one holds.
 
 use crate::counts::{Totals, Transitions};
@@ -21,8 +21,6 @@ pub(super) struct Tally {
     pub(super) successes: u64,
     pub(super) failures: u64,
     pub(super) exclusions: u64,
-    pub(super) dropped: u64,
-    pub(super) abandoned: u64,
 }
 
 impl Tally {
@@ -42,8 +40,6 @@ impl Tally {
             successes: self.successes,
             failures: self.failures,
             exclusions: self.exclusions,
-            dropped: self.dropped,
-            abandoned: self.abandoned,
             ..rest
         }
     }
@@ -52,7 +48,7 @@ impl Tally {
 /// The machine's state beyond an idle closed breaker's (see the module's docs).
 #[derive(Debug)]
 pub(super) struct Cold {
-    /// The totals not in the [`Tally`] (its own fields unused here: always zero).
+    /// The totals not in the [`Tally`] (the [`Tally`]'s own fields unused here: zero).
     pub(super) totals: Totals,
     pub(super) transitions: Transitions,
     /// Half-open: how many probes it admits and how many successes close it, asked of the

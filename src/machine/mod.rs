@@ -663,10 +663,14 @@ impl<P: TripPolicy> Machine<P> {
         // An abandoned call is counted as abandoned in the totals, whatever else happens to
         // it; a reported one as its outcome, or as dropped.
         let abandoned = verdict == Verdict::Abandoned;
-        self.totals.abandoned += u64::from(abandoned);
+        if abandoned {
+            self.cold().totals.abandoned += 1;
+        }
         if change.is_some() || !self.counts_generation(ticket.generation()) {
             // Stale: every state change starts a new generation, this very one included.
-            self.totals.dropped += u64::from(!abandoned);
+            if !abandoned {
+                self.cold().totals.dropped += 1;
+            }
             return change;
         }
         // A probe relieved of its slot by a takeover (see `take_over_probes`).
@@ -732,7 +736,7 @@ impl<P: TripPolicy> Machine<P> {
             // starts a new generation. Dropping the result is the safe answer.
             State::Open => {
                 if totals {
-                    self.totals.dropped += 1;
+                    self.cold().totals.dropped += 1;
                 }
                 None
             }
@@ -746,7 +750,7 @@ impl<P: TripPolicy> Machine<P> {
         match (totals, counted) {
             (false, _) => {}
             (true, true) => self.totals.on_result(outcome),
-            (true, false) => self.totals.dropped += 1,
+            (true, false) => self.cold().totals.dropped += 1,
         }
     }
 
