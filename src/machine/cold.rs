@@ -3,14 +3,18 @@
 //!
 //! A breaker that stays closed and sees only results in time counts in the [`Tally`] and
 //! never builds its [`Cold`]: the first trip, forced state, health-check lease, rejection,
-//! abandoned call, dropped result, retry tally or slow-call threshold does. Every read of
+//! abandoned call, dropped result, retry tally, slow-call threshold or throttle does. Every read of
 //! an absent [`Cold`] answers what a fresh one holds.
+
+use std::sync::Arc;
 
 use crate::counts::{Totals, Transitions};
 use crate::generation::Generation;
 use crate::in_flight::InFlight;
+use crate::in_flight_slots::InFlightSlots;
 use crate::nanos::Nanos;
 use crate::outcome::Outcome;
+use crate::throttle::Throttling;
 
 use super::check::Lease;
 
@@ -82,6 +86,12 @@ pub(super) struct Cold {
     pub(super) leases: u64,
     /// The calls in flight, when there is a slow-call threshold (else always empty).
     pub(super) in_flight: InFlight,
+    /// The closed-state throttle and its generator, shared with the lock-free lane (none
+    /// without a throttle).
+    pub(super) throttle: Option<Arc<Throttling>>,
+    /// The lane's in-flight slots, shared with it: a slow-call threshold's calls admitted
+    /// lock-free (none otherwise).
+    pub(super) slots: Option<Arc<InFlightSlots>>,
 }
 
 impl Cold {
@@ -100,6 +110,8 @@ impl Cold {
             lease: None,
             leases: 0,
             in_flight: InFlight::default(),
+            throttle: None,
+            slots: None,
         }
     }
 }

@@ -147,16 +147,15 @@ pub(crate) struct Machine<P> {
     down: bool,
     /// What an idle closed breaker never touches (see [`Cold`]), built on its first need.
     cold: Option<Box<Cold>>,
-    /// The closed-state throttle and its generator, shared with the lock-free lane (none
-    /// without a throttle: an idle breaker allocates nothing more).
-    throttle: Option<Arc<Throttling>>,
+    /// Whether the cold part holds a throttle (read without reaching for it).
+    has_throttle: bool,
     /// Whether the throttle was turning calls away when last told ([`Machine::throttle_note`]).
     throttling: bool,
     /// What [`Phase::Closed`] publishes as `failure_room` (see there).
     failure_room: u64,
-    /// The lane's in-flight slots, shared with it: a slow-call threshold's calls admitted
-    /// lock-free (none otherwise).
-    slots: Option<Arc<InFlightSlots>>,
+    /// Whether the cold part holds the lane's in-flight slots (read without reaching for
+    /// them).
+    has_slots: bool,
     /// Whether the policy said fast successes cannot trip it, at the last
     /// [`update_lane_room`](Machine::update_lane_room) (with slots only).
     quiet: bool,
@@ -185,10 +184,10 @@ impl<P: TripPolicy> Machine<P> {
             forced: None,
             down: false,
             cold: None,
-            throttle: None,
+            has_throttle: false,
             throttling: false,
             failure_room: 0,
-            slots: None,
+            has_slots: false,
             quiet: false,
         };
         if machine.rules.slow_threshold.is_some() {
@@ -200,20 +199,42 @@ impl<P: TripPolicy> Machine<P> {
 
     /// This machine with `throttle` in its closed state ([`Throttling::new`] sanitizes it).
     pub(crate) fn with_throttle(mut self, throttle: Option<Throttle>) -> Self {
-        self.throttle = throttle.map(|t| Arc::new(Throttling::new(t)));
+        if let Some(throttle) = throttle {
+            self.cold().throttle = Some(Arc::new(Throttling::new(throttle)));
+            self.has_throttle = true;
+        }
         self
     }
 
     /// This machine sharing `slots` with its lane, which tracks the calls it admits in
     /// them (a slow-call threshold over a time window).
     pub(crate) fn with_slots(mut self, slots: Option<Arc<InFlightSlots>>) -> Self {
-        self.slots = slots;
+        if let Some(slots) = slots {
+            self.cold().slots = Some(slots);
+            self.has_slots = true;
+        }
         self
+    }
+
+    /// The closed-state throttle and its generator, shared with the lock-free lane.
+    fn throttling(&self) -> Option<&Arc<Throttling>> {
+        if !self.has_throttle {
+            return None;
+        }
+        self.cold.as_deref()?.throttle.as_ref()
+    }
+
+    /// The lane's in-flight slots, shared with it.
+    fn slots(&self) -> Option<&InFlightSlots> {
+        if !self.has_slots {
+            return None;
+        }
+        self.cold.as_deref()?.slots.as_deref()
     }
 
     /// The throttle's settings, as it runs them.
     fn throttle(&self) -> Option<Throttle> {
-        self.throttle.as_ref().map(|t| t.settings)
+        self.throttling().map(|t| t.settings)
     }
 
     /// The cold part, built now if it was not yet.
@@ -300,12 +321,12 @@ impl<P: TripPolicy> Machine<P> {
             && self.rules.slow_threshold.is_none()
             && !self.window.is_by_count()
             // A throttle tells its observers when a result starts or stops it: it sees them.
-            && self.throttle.is_none();
-        let lane_may_succeed = self.slots.is_some()
+            && !self.has_throttle;
+        let lane_may_succeed = self.has_slots
             && self.state == State::Closed
             && self.forced.is_none()
             && !self.rules.dry_run
-            && self.throttle.is_none();
+            && !self.has_throttle;
         let room = if lane_may_fail || lane_may_succeed {
             self.policy.lane_room(self.window.counts())
         } else {
@@ -351,7 +372,7 @@ impl<P: TripPolicy> Machine<P> {
                     failure_room: self.failure_room,
                     shed_from: self.shed_from(room),
                     since,
-                    locked: self.slots.is_some() && !self.quiet,
+                    locked: self.has_slots && !self.quiet,
                 }
             }
             State::Open => Phase::Open { until: self.expiry },
@@ -363,7 +384,7 @@ impl<P: TripPolicy> Machine<P> {
     /// machine's, the slots', or one the lane admits from now on, which starts no earlier
     /// than the latest time the machine saw) can be overdue. Call with the lane closed.
     fn overdue_check_at(&self) -> Option<Nanos> {
-        let slots = self.slots.as_deref()?;
+        let slots = self.slots()?;
         let threshold = saturating_nanos(self.rules.slow_threshold?);
         let generation = self.generation;
         let oldest = slots
@@ -593,13 +614,12 @@ impl<P: TripPolicy> Machine<P> {
             return None;
         }
         let window = &mut self.window;
-        let mut marked = match self.cold.as_deref_mut() {
-            Some(cold) => cold
-                .in_flight
-                .take_overdue(now, threshold, |age| window.add_slow(age)),
-            None => 0,
-        };
-        if let Some(slots) = self.slots.as_deref() {
+        // None: nothing in flight (a threshold builds the cold part).
+        let cold = self.cold.as_deref_mut()?;
+        let mut marked = cold
+            .in_flight
+            .take_overdue(now, threshold, |age| window.add_slow(age));
+        if let Some(slots) = cold.slots.as_deref() {
             // The lane's calls (its cells are closed: see `InFlightSlots`).
             let generation = self.generation;
             marked += slots.mark_overdue(
@@ -656,8 +676,7 @@ impl<P: TripPolicy> Machine<P> {
         // A call the lane tracked gives its slot back, whatever its result: whether it was
         // counted as slow while in flight.
         let lane_counted = ticket.slot().map(|i| {
-            self.slots
-                .as_deref()
+            self.slots()
                 .is_some_and(|slots| slots.release(i) == Released::Counted)
         });
         // An abandoned call is counted as abandoned in the totals, whatever else happens to

@@ -38,7 +38,10 @@ impl<P: TripPolicy> Machine<P> {
         if self.forced.is_some() {
             return None; // forced closed: every call goes through, as an operator asked
         }
-        let throttling = self.throttle.as_ref()?;
+        if !self.has_throttle {
+            return None;
+        }
+        let throttling = self.cold.as_deref()?.throttle.as_ref()?;
         let throttle = throttling.settings;
         let (requests, accepts) = self.window.throttle_counts(throttle.count_throttled);
         let Decision::Shed(p) = throttle.decide(requests, accepts, || throttling.draws.next())
@@ -55,7 +58,7 @@ impl<P: TripPolicy> Machine<P> {
     /// with whether it now does, the probability the next call meets, and the calls turned
     /// away so far. Asked by the lock holder after each step.
     pub(crate) fn throttle_note(&mut self) -> Option<(bool, f64, u64)> {
-        self.throttle.as_ref()?;
+        self.throttling()?;
         let p = if self.state == State::Closed && self.forced.is_none() {
             self.throttle_probability()
         } else {
@@ -71,7 +74,7 @@ impl<P: TripPolicy> Machine<P> {
 
     /// The throttle and its generator, for the lock-free lane to shed with.
     pub(crate) fn lane_throttle(&self) -> Option<Arc<Throttling>> {
-        self.throttle.clone()
+        self.throttling().cloned()
     }
 
     /// Counts `n` calls the lock-free lane's throttle turned away: rejected, and requests of
