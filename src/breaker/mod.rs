@@ -109,7 +109,7 @@ use txn::Inner;
 /// ```
 // Laid out in this order (`repr(C)`), not aligned to a cache line: the state lock and the
 // machine first, then the lane, so that in an `Arc` (a registry's, a tower layer's) the
-// counts an `Arc` clone writes sit before the lock's 700-odd bytes, never on a line the
+// counts an `Arc` clone writes sit before the lock's 200-odd bytes, never on a line the
 // lane's words share, without padding every breaker to a multiple of 128 bytes (which cost
 // 72 bytes inline and 112 more in an `Arc`).
 #[repr(C)]

@@ -1,9 +1,10 @@
 //! What an idle closed machine never touches, built on its first need ([`Cold`]), and the
 //! totals every machine counts in place ([`Tally`]).
 //!
-//! A breaker that stays closed and sees only results in time counts in the [`Tally`] and
-//! never builds its [`Cold`]: the first trip, forced state, health-check lease, rejection,
-//! abandoned call, dropped result, retry tally, slow-call threshold or throttle does. Every read of
+//! A breaker that stays closed and sees only successes and failures in time counts in the
+//! [`Tally`] and never builds its [`Cold`]: the first trip, forced state, health-check
+//! lease, rejection, excluded, abandoned or dropped result, retry tally, slow-call threshold
+//! or throttle does. Every read of
 //! an absent [`Cold`] answers what a fresh one holds.
 
 use std::sync::Arc;
@@ -13,7 +14,6 @@ use crate::generation::Generation;
 use crate::in_flight::InFlight;
 use crate::in_flight_slots::InFlightSlots;
 use crate::nanos::Nanos;
-use crate::outcome::Outcome;
 use crate::throttle::Throttling;
 
 use super::check::Lease;
@@ -24,26 +24,15 @@ pub(super) struct Tally {
     pub(super) admitted: u64,
     pub(super) successes: u64,
     pub(super) failures: u64,
-    pub(super) exclusions: u64,
 }
 
 impl Tally {
-    /// Counts a result (a fatal one as a failure), as [`Totals`] does.
-    pub(super) fn on_result(&mut self, outcome: Outcome) {
-        match outcome.counted() {
-            Outcome::Success => self.successes += 1,
-            Outcome::Excluded => self.exclusions += 1,
-            _ => self.failures += 1,
-        }
-    }
-
     /// `rest` (the [`Cold`]'s totals, or none) with these counts in place.
     pub(super) fn over(&self, rest: Totals) -> Totals {
         Totals {
             admitted: self.admitted,
             successes: self.successes,
             failures: self.failures,
-            exclusions: self.exclusions,
             ..rest
         }
     }

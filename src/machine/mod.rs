@@ -728,7 +728,7 @@ impl<P: TripPolicy> Machine<P> {
             State::HalfOpen => {
                 if outcome == Outcome::Failure {
                     if totals {
-                        self.totals.on_result(outcome);
+                        self.total_result(outcome);
                     }
                 } else {
                     self.record(ticket.age(), outcome, totals, slow);
@@ -768,8 +768,17 @@ impl<P: TripPolicy> Machine<P> {
         let counted = self.window.record_slow(age, outcome, slow);
         match (totals, counted) {
             (false, _) => {}
-            (true, true) => self.totals.on_result(outcome),
+            (true, true) => self.total_result(outcome),
             (true, false) => self.cold().totals.dropped += 1,
+        }
+    }
+
+    /// Counts a result in the totals (a fatal one as a failure).
+    fn total_result(&mut self, outcome: Outcome) {
+        match outcome.counted() {
+            Outcome::Success => self.totals.successes += 1,
+            Outcome::Excluded => self.cold().totals.exclusions += 1,
+            _ => self.totals.failures += 1,
         }
     }
 
