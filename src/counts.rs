@@ -2,6 +2,7 @@
 //! of buckets.
 
 use crate::last_calls::{self, LastCalls};
+use crate::nanos::Nanos;
 use crate::outcome::Outcome;
 use crate::state::State;
 
@@ -328,24 +329,42 @@ pub(crate) enum Tail {
 pub(crate) struct Window {
     counts: Counts,
     age: u64,
-    /// Empty for a fixed window; otherwise at least two buckets, indexed by `age % len`.
-    buckets: Box<[Counts]>,
-    /// A count window's ring (none without one: a time window pays nothing for it).
-    last: Option<Box<LastCalls>>,
+    /// What a rolling or a count window holds beyond its counts; none for a fixed window,
+    /// which pays a pointer for it.
+    ring: Option<Box<Ring>>,
+    /// Whether it rolls (read without reaching for the buckets).
+    rolling: bool,
     /// Whether the ring counts (a count window, in the closed state).
     by_count: bool,
+}
+
+/// A rolling window's buckets, or a count window's ring.
+#[derive(Debug)]
+enum Ring {
+    Rolling {
+        /// When the generation started: the buckets' ages count from it.
+        start: Nanos,
+        /// At least two buckets, indexed by `age % len`.
+        buckets: Box<[Counts]>,
+    },
+    Last(LastCalls),
 }
 
 impl Window {
     /// A rolling window of `buckets` buckets (0 or 1 makes a fixed window). The only
     /// allocation the breaker makes after it is built happens here, once.
     pub(crate) fn rolling(buckets: usize) -> Self {
-        let buckets = if buckets >= 2 { buckets } else { 0 };
+        let rolling = buckets >= 2;
         Self {
             counts: Counts::default(),
             age: 0,
-            buckets: vec![Counts::default(); buckets].into_boxed_slice(),
-            last: None,
+            ring: rolling.then(|| {
+                Box::new(Ring::Rolling {
+                    start: 0,
+                    buckets: vec![Counts::default(); buckets].into_boxed_slice(),
+                })
+            }),
+            rolling,
             by_count: false,
         }
     }
@@ -353,8 +372,33 @@ impl Window {
     /// A count window of the last `n` results (allocated here, once; zero: a fixed window).
     pub(crate) fn last(n: usize) -> Self {
         Self {
-            last: (n > 0).then(|| Box::new(LastCalls::new(n))),
+            ring: (n > 0).then(|| Box::new(Ring::Last(LastCalls::new(n)))),
             ..Self::rolling(0)
+        }
+    }
+
+    /// A rolling window's buckets (none for another).
+    fn buckets(&self) -> &[Counts] {
+        match self.ring.as_deref() {
+            Some(Ring::Rolling { buckets, .. }) => buckets,
+            _ => &[],
+        }
+    }
+
+    /// A rolling window's buckets, to change (none for another).
+    fn buckets_mut(&mut self) -> &mut [Counts] {
+        match self.ring.as_deref_mut() {
+            Some(Ring::Rolling { buckets, .. }) => buckets,
+            _ => &mut [],
+        }
+    }
+
+    /// When a rolling window's generation started (its buckets' ages count from it); zero
+    /// for another window.
+    pub(crate) fn start(&self) -> Nanos {
+        match self.ring.as_deref() {
+            Some(Ring::Rolling { start, .. }) => *start,
+            _ => 0,
         }
     }
 
@@ -363,11 +407,16 @@ impl Window {
         self.by_count
     }
 
-    /// Forgets everything for a new generation, `closed` or not (a count window counts in
-    /// the closed state only).
-    pub(crate) fn restart(&mut self, closed: bool) {
+    /// Forgets everything for a new generation started at `now`, `closed` or not (a count
+    /// window counts in the closed state only).
+    pub(crate) fn restart(&mut self, closed: bool, now: Nanos) {
         self.clear();
-        self.by_count = closed && self.last.is_some();
+        match self.ring.as_deref_mut() {
+            Some(Ring::Rolling { start, .. }) => *start = now,
+            Some(Ring::Last(_)) => {}
+            None => {}
+        }
+        self.by_count = closed && matches!(self.ring.as_deref(), Some(Ring::Last(_)));
     }
 
     pub(crate) fn counts(&self) -> &Counts {
@@ -379,22 +428,23 @@ impl Window {
     }
 
     pub(crate) fn is_rolling(&self) -> bool {
-        !self.buckets.is_empty()
+        self.rolling
     }
 
     /// Forgets everything: a new generation starts at age zero.
     pub(crate) fn clear(&mut self) {
         self.counts = Counts::default();
         self.age = 0;
-        self.buckets.fill(Counts::default());
-        if let Some(last) = self.last.as_deref_mut() {
-            last.clear();
+        match self.ring.as_deref_mut() {
+            Some(Ring::Rolling { buckets, .. }) => buckets.fill(Counts::default()),
+            Some(Ring::Last(last)) => last.clear(),
+            None => {}
         }
     }
 
     fn bucket_index(&self, age: u64) -> usize {
         // `buckets.len() >= 2` here, and the remainder is below it, so it fits a usize.
-        (age % self.buckets.len() as u64) as usize
+        (age % self.buckets().len() as u64) as usize
     }
 
     pub(crate) fn on_request(&mut self) {
@@ -404,7 +454,7 @@ impl Window {
         self.counts.on_request();
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
-            self.buckets[i].on_request();
+            self.buckets_mut()[i].on_request();
         }
     }
 
@@ -417,7 +467,7 @@ impl Window {
         self.counts.throttled += n;
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
-            self.buckets[i].throttled += n;
+            self.buckets_mut()[i].throttled += n;
         }
     }
 
@@ -476,7 +526,7 @@ impl Window {
         add(&mut self.counts);
         if self.is_rolling() {
             let i = self.bucket_index(self.age);
-            add(&mut self.buckets[i]);
+            add(&mut self.buckets_mut()[i]);
         }
     }
 
@@ -487,7 +537,7 @@ impl Window {
             return;
         }
         // Counting by count: the ring is there.
-        let Some(last) = self.last.as_deref_mut() else {
+        let Some(last) = last_of(&mut self.ring) else {
             return;
         };
         let success = last_calls::Result {
@@ -521,7 +571,7 @@ impl Window {
     /// out; the runs never outgrow the results held.
     fn push(&mut self, outcome: Outcome, slow: bool) {
         // Counting by count: the ring is there.
-        let Some(last) = self.last.as_deref_mut() else {
+        let Some(last) = last_of(&mut self.ring) else {
             return;
         };
         let failed = outcome != Outcome::Success;
@@ -560,12 +610,12 @@ impl Window {
             self.on_request();
             return;
         }
-        if age > self.age || self.age - age >= self.buckets.len() as u64 {
+        if age > self.age || self.age - age >= self.buckets().len() as u64 {
             return;
         }
         self.counts.on_request();
         let i = self.bucket_index(age);
-        self.buckets[i].on_request();
+        self.buckets_mut()[i].on_request();
     }
 
     /// Counts a call admitted at `age`, still in flight, as slow (if its bucket is still in
@@ -579,12 +629,12 @@ impl Window {
             self.counts.slow_calls += 1;
             return;
         }
-        if age > self.age || self.age - age >= self.buckets.len() as u64 {
+        if age > self.age || self.age - age >= self.buckets().len() as u64 {
             return;
         }
         self.counts.slow_calls += 1;
         let i = self.bucket_index(age);
-        self.buckets[i].slow_calls += 1;
+        self.buckets_mut()[i].slow_calls += 1;
     }
 
     /// [`record`](Window::record), also counting the result as slow if `slow`.
@@ -608,12 +658,12 @@ impl Window {
             apply(&mut self.counts);
             return true;
         }
-        if age > self.age || self.age - age >= self.buckets.len() as u64 {
+        if age > self.age || self.age - age >= self.buckets().len() as u64 {
             return false;
         }
         apply(&mut self.counts);
         let i = self.bucket_index(age);
-        apply(&mut self.buckets[i]);
+        apply(&mut self.buckets_mut()[i]);
         true
     }
 
@@ -624,7 +674,7 @@ impl Window {
             return self.counts;
         }
         let steps = age - self.age;
-        if steps >= self.buckets.len() as u64 {
+        if steps >= self.buckets().len() as u64 {
             return Counts::default();
         }
         // Each step drops a different bucket (fewer steps than buckets), as `roll` would.
@@ -632,7 +682,7 @@ impl Window {
         for step in 1..=steps {
             roll_out(
                 &mut counts,
-                &self.buckets[self.bucket_index(self.age + step)],
+                &self.buckets()[self.bucket_index(self.age + step)],
             );
         }
         counts
@@ -646,7 +696,7 @@ impl Window {
             return;
         }
         let steps = age - self.age;
-        if steps >= self.buckets.len() as u64 {
+        if steps >= self.buckets().len() as u64 {
             self.clear();
             self.age = age;
             return;
@@ -660,8 +710,16 @@ impl Window {
     fn roll(&mut self) {
         self.age += 1;
         let i = self.bucket_index(self.age);
-        let oldest = std::mem::take(&mut self.buckets[i]);
+        let oldest = std::mem::take(&mut self.buckets_mut()[i]);
         roll_out(&mut self.counts, &oldest);
+    }
+}
+
+/// A count window's ring, in what a window holds (borrowed apart from its counts).
+fn last_of(ring: &mut Option<Box<Ring>>) -> Option<&mut LastCalls> {
+    match ring.as_deref_mut() {
+        Some(Ring::Last(last)) => Some(last),
+        _ => None,
     }
 }
 
@@ -697,7 +755,7 @@ mod tests {
 
     fn sum(w: &Window) -> Counts {
         let mut s = Counts::default();
-        for b in w.buckets.iter() {
+        for b in w.buckets().iter() {
             s.requests += b.requests;
             s.total_successes += b.total_successes;
             s.total_failures += b.total_failures;

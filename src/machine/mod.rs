@@ -127,8 +127,6 @@ pub(crate) struct Machine<P> {
     policy: Guarded<P>,
     state: State,
     generation: Generation,
-    /// When the current generation started.
-    start: Nanos,
     /// Closed with a fixed window: when the window ends. Open: when the open period ends.
     /// Half-open: when the probe slots held are taken over (`probe_timeout` after the latest
     /// probe's admission). All expire strictly after this instant. `Nanos::MAX` when nothing
@@ -176,7 +174,6 @@ impl<P: TripPolicy> Machine<P> {
             policy: Guarded::new(policy),
             state: State::Closed,
             generation: Generation::default(),
-            start: now,
             expiry: Nanos::MAX,
             window,
             totals: Tally::default(),
@@ -404,7 +401,7 @@ impl<P: TripPolicy> Machine<P> {
         }
         self.window.is_rolling().then(|| {
             let next_age = self.window.age().saturating_add(1);
-            self.start
+            (self.window.start())
                 .saturating_add(next_age.saturating_mul(self.rules.bucket_period))
                 .saturating_sub(1)
         })
@@ -467,7 +464,7 @@ impl<P: TripPolicy> Machine<P> {
                 if now > self.expiry {
                     self.new_generation(now);
                 } else if self.window.is_rolling() {
-                    let age = now.saturating_sub(self.start) / self.rules.bucket_period;
+                    let age = now.saturating_sub(self.window.start()) / self.rules.bucket_period;
                     self.window.advance_to(age);
                 }
                 None
@@ -886,8 +883,7 @@ impl<P: TripPolicy> Machine<P> {
             cold.relieved = 0;
             cold.in_flight.clear();
         }
-        self.start = now;
-        self.window.restart(self.state == State::Closed);
+        self.window.restart(self.state == State::Closed, now);
         self.expiry = expiry;
     }
 }

@@ -48,7 +48,7 @@ impl<P: TripPolicy> Machine<P> {
             }
             State::Closed if now > self.expiry => (State::Closed, Counts::default()),
             State::Closed if self.window.is_rolling() => {
-                let age = now.saturating_sub(self.start) / self.rules.bucket_period;
+                let age = now.saturating_sub(self.window.start()) / self.rules.bucket_period;
                 (State::Closed, self.window.counts_at(age))
             }
             state => (state, *self.window.counts()),
