@@ -328,7 +328,6 @@ pub(crate) enum Tail {
 #[derive(Debug)]
 pub(crate) struct Window {
     counts: Counts,
-    age: u64,
     /// What a rolling or a count window holds beyond its counts; none for a fixed window,
     /// which pays a pointer for it.
     ring: Option<Box<Ring>>,
@@ -344,6 +343,8 @@ enum Ring {
     Rolling {
         /// When the generation started: the buckets' ages count from it.
         start: Nanos,
+        /// The bucket periods since `start` the window was advanced to.
+        age: u64,
         /// At least two buckets, indexed by `age % len`.
         buckets: Box<[Counts]>,
     },
@@ -357,10 +358,10 @@ impl Window {
         let rolling = buckets >= 2;
         Self {
             counts: Counts::default(),
-            age: 0,
             ring: rolling.then(|| {
                 Box::new(Ring::Rolling {
                     start: 0,
+                    age: 0,
                     buckets: vec![Counts::default(); buckets].into_boxed_slice(),
                 })
             }),
@@ -423,8 +424,23 @@ impl Window {
         &self.counts
     }
 
+    /// The window's age: the bucket periods since the generation started that a rolling
+    /// window was advanced to (always zero for another window).
     pub(crate) fn age(&self) -> u64 {
-        self.age
+        if !self.rolling {
+            return 0;
+        }
+        match self.ring.as_deref() {
+            Some(Ring::Rolling { age, .. }) => *age,
+            _ => 0,
+        }
+    }
+
+    /// Sets a rolling window's age.
+    fn set_age(&mut self, to: u64) {
+        if let Some(Ring::Rolling { age, .. }) = self.ring.as_deref_mut() {
+            *age = to;
+        }
     }
 
     pub(crate) fn is_rolling(&self) -> bool {
@@ -434,9 +450,11 @@ impl Window {
     /// Forgets everything: a new generation starts at age zero.
     pub(crate) fn clear(&mut self) {
         self.counts = Counts::default();
-        self.age = 0;
         match self.ring.as_deref_mut() {
-            Some(Ring::Rolling { buckets, .. }) => buckets.fill(Counts::default()),
+            Some(Ring::Rolling { buckets, age, .. }) => {
+                buckets.fill(Counts::default());
+                *age = 0;
+            }
             Some(Ring::Last(last)) => last.clear(),
             None => {}
         }
@@ -453,7 +471,7 @@ impl Window {
         }
         self.counts.on_request();
         if self.is_rolling() {
-            let i = self.bucket_index(self.age);
+            let i = self.bucket_index(self.age());
             self.buckets_mut()[i].on_request();
         }
     }
@@ -466,7 +484,7 @@ impl Window {
         }
         self.counts.throttled += n;
         if self.is_rolling() {
-            let i = self.bucket_index(self.age);
+            let i = self.bucket_index(self.age());
             self.buckets_mut()[i].throttled += n;
         }
     }
@@ -525,7 +543,7 @@ impl Window {
         }
         add(&mut self.counts);
         if self.is_rolling() {
-            let i = self.bucket_index(self.age);
+            let i = self.bucket_index(self.age());
             add(&mut self.buckets_mut()[i]);
         }
     }
@@ -610,7 +628,8 @@ impl Window {
             self.on_request();
             return;
         }
-        if age > self.age || self.age - age >= self.buckets().len() as u64 {
+        let current = self.age();
+        if age > current || current - age >= self.buckets().len() as u64 {
             return;
         }
         self.counts.on_request();
@@ -629,7 +648,8 @@ impl Window {
             self.counts.slow_calls += 1;
             return;
         }
-        if age > self.age || self.age - age >= self.buckets().len() as u64 {
+        let current = self.age();
+        if age > current || current - age >= self.buckets().len() as u64 {
             return;
         }
         self.counts.slow_calls += 1;
@@ -658,7 +678,8 @@ impl Window {
             apply(&mut self.counts);
             return true;
         }
-        if age > self.age || self.age - age >= self.buckets().len() as u64 {
+        let current = self.age();
+        if age > current || current - age >= self.buckets().len() as u64 {
             return false;
         }
         apply(&mut self.counts);
@@ -670,10 +691,11 @@ impl Window {
     /// The counts as they would be once advanced to `age`, without advancing: what a
     /// snapshot reports of a rolling window that no call has rolled yet.
     pub(crate) fn counts_at(&self, age: u64) -> Counts {
-        if !self.is_rolling() || age <= self.age {
+        let current = self.age();
+        if !self.is_rolling() || age <= current {
             return self.counts;
         }
-        let steps = age - self.age;
+        let steps = age - current;
         if steps >= self.buckets().len() as u64 {
             return Counts::default();
         }
@@ -682,7 +704,7 @@ impl Window {
         for step in 1..=steps {
             roll_out(
                 &mut counts,
-                &self.buckets()[self.bucket_index(self.age + step)],
+                &self.buckets()[self.bucket_index(current + step)],
             );
         }
         counts
@@ -692,13 +714,14 @@ impl Window {
     /// from the totals. A jump of a whole window or more clears everything at once, so the
     /// work under the lock is bounded by the number of buckets whatever the idle time.
     pub(crate) fn advance_to(&mut self, age: u64) {
-        if !self.is_rolling() || age <= self.age {
+        let current = self.age();
+        if !self.is_rolling() || age <= current {
             return;
         }
-        let steps = age - self.age;
+        let steps = age - current;
         if steps >= self.buckets().len() as u64 {
             self.clear();
-            self.age = age;
+            self.set_age(age);
             return;
         }
         for _ in 0..steps {
@@ -708,8 +731,9 @@ impl Window {
 
     /// Moves to the next age, dropping the oldest bucket (gobreaker v2 `rollingCounts.roll`).
     fn roll(&mut self) {
-        self.age += 1;
-        let i = self.bucket_index(self.age);
+        let age = self.age() + 1;
+        self.set_age(age);
+        let i = self.bucket_index(age);
         let oldest = std::mem::take(&mut self.buckets_mut()[i]);
         roll_out(&mut self.counts, &oldest);
     }
