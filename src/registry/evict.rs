@@ -32,7 +32,7 @@ use crate::nanos::Nanos;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 
-use super::{Registry, Slot};
+use super::{Registry, Slot, REFERENCED};
 
 /// At most this share of the bound is evicted per full insertion (at least one breaker):
 /// one scan then makes room for many insertions.
@@ -41,7 +41,7 @@ const BATCH_DIVISOR: usize = 16;
 impl<P: TripPolicy, O: Observer> Slot<P, O> {
     /// The last use as the latest scan recorded it.
     fn seen(&self) -> Nanos {
-        self.seen.load(Ordering::Relaxed)
+        self.used.load(Ordering::Relaxed) & !REFERENCED
     }
 
     /// Whether the breaker can be evicted: see the module documentation.

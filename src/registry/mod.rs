@@ -20,7 +20,7 @@ mod evict;
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,31 +116,33 @@ pub struct Registry<K, P = ConsecutiveFailures, O = (), S = RegistryHasher> {
 /// A key's breaker, and when it was last seen in use.
 ///
 /// Use is tracked the CLOCK way, so that a lookup reads no clock and, in the steady state,
-/// writes nothing: a lookup sets `referenced` (only if it is not set already); a sweep or an
-/// eviction scan at time `now` moves a set flag into `seen = now` and clears it. A breaker's
-/// last use is therefore known to the granularity of those scans, and never later than it
-/// was: `seen` is the insertion or the latest scan that found it referenced.
+/// writes nothing: a lookup sets the `referenced` flag (only if it is not set already); a
+/// sweep or an eviction scan at time `now` moves a set flag into `seen = now` and clears it.
+/// A breaker's last use is therefore known to the granularity of those scans, and never
+/// later than it was: `seen` is the insertion or the latest scan that found it referenced.
 struct Slot<P, O> {
     breaker: Arc<Breaker<P, O>>,
-    referenced: AtomicBool,
-    /// On the registry's clock.
-    seen: AtomicU64,
+    /// `[referenced: 1 bit][seen: 63 bits]`, `seen` on the registry's clock (saturated to
+    /// 63 bits): one word, so that a key's slot is two.
+    used: AtomicU64,
 }
+
+/// The flag of [`Slot::used`]: used since the last scan.
+const REFERENCED: u64 = 1 << 63;
 
 impl<P: TripPolicy, O: Observer> Slot<P, O> {
     fn new(breaker: Arc<Breaker<P, O>>, now: Nanos) -> Self {
         Self {
             breaker,
-            referenced: AtomicBool::new(false),
-            seen: AtomicU64::new(now),
+            used: AtomicU64::new(now.min(!REFERENCED)),
         }
     }
 
     /// The breaker, its use recorded (a write only when the flag is not set already).
     #[inline]
     fn lend(&self) -> &Breaker<P, O> {
-        if !self.referenced.load(Ordering::Relaxed) {
-            self.referenced.store(true, Ordering::Relaxed);
+        if self.used.load(Ordering::Relaxed) & REFERENCED == 0 {
+            self.used.fetch_or(REFERENCED, Ordering::Relaxed);
         }
         &self.breaker
     }
@@ -153,10 +155,19 @@ impl<P: TripPolicy, O: Observer> Slot<P, O> {
 
     /// The last use known at `now`, moving a reference since the last scan into it.
     fn last_used(&self, now: Nanos) -> Nanos {
-        if self.referenced.swap(false, Ordering::Relaxed) {
-            self.seen.fetch_max(now, Ordering::Relaxed);
+        let now = now.min(!REFERENCED);
+        let mut used = self.used.load(Ordering::Relaxed);
+        while used & REFERENCED != 0 {
+            let seen = (used & !REFERENCED).max(now);
+            match self
+                .used
+                .compare_exchange_weak(used, seen, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return seen,
+                Err(now_used) => used = now_used,
+            }
         }
-        self.seen.load(Ordering::Relaxed)
+        used
     }
 }
 
