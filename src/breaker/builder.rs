@@ -21,7 +21,7 @@ use crate::sync::Mutex;
 use crate::throttle::Throttle;
 
 use super::check::HealthCheck;
-use super::outbox::{Observers, Outbox, StateChangeFn};
+use super::outbox::{Hooks, Observers, Outbox, StateChangeFn};
 use super::shared_rules::shared;
 use super::txn::Inner;
 use super::Breaker;
@@ -940,9 +940,11 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             .with_slots(tracked.as_ref().map(|(slots, _)| Arc::clone(slots)));
         machine.update_lane_room();
         contain::resume(machine.take_panic());
+        let health_check = self.health_check.filter(|_| !self.knobs.dry_run);
+        let checked = health_check.is_some();
         let observers = Observers {
             observer: self.observer,
-            on_state_change: self.on_state_change.map(Box::new),
+            hooks: Hooks::of(self.on_state_change, health_check),
         };
         let observes = observers.observes_transitions();
         Breaker {
@@ -957,7 +959,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observers,
             needs_latency: plan.needs_latency(),
             recorder,
-            health_check: self.health_check.filter(|_| !self.knobs.dry_run),
+            checked,
             dry_run: self.knobs.dry_run,
         }
     }

@@ -72,8 +72,8 @@ impl<B: Holder> CheckLease<B> {
         let check = self
             .breaker
             .breaker()
-            .health_check
-            .as_ref()
+            .observers
+            .health_check()
             .expect("a lease is only handed out when a check is configured");
         (check.0)()
     }

@@ -60,7 +60,7 @@ pub fn ready<P: TripPolicy, O: Observer>(breaker: &Breaker<P, O>) -> Ready {
         Peek::Open(_) if breaker.dry_run => Ready::Passes,
         Peek::Open(rejected) => Ready::Rejected(rejected),
         Peek::Passes => Ready::Passes,
-        Peek::Expired if breaker.health_check.is_none() => Ready::Passes,
+        Peek::Expired if !breaker.checked => Ready::Passes,
         Peek::Expired | Peek::AskTheLock => ready_locked(breaker),
     }
 }
@@ -157,7 +157,7 @@ pub(crate) fn allow_into<H: Holder, X, R>(
 #[inline(never)]
 fn admit_locked<H: Holder>(holder: H, entry: Entry) -> Admit<H> {
     let breaker = holder.breaker();
-    if breaker.health_check.is_none() {
+    if !breaker.checked {
         return match breaker.admit_slow(entry, |m| m.state() == State::HalfOpen) {
             Ok((grant, probe)) => Admit::Call(holder.permit(grant), probe),
             Err(refused) => Admit::Rejected(holder, refused),

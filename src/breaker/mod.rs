@@ -32,7 +32,6 @@ mod txn;
 mod uncounted;
 
 pub use builder::Builder;
-use check::HealthCheck;
 use permit::Grant;
 pub use permit::{Handing, Report};
 pub use permit::{OwnedPermit, Permit};
@@ -122,9 +121,6 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     /// The recorder of a policy's closed-state successes, when the lane counts them for it:
     /// a success the lane counted is handed to it, outside the lock, and not to the policy.
     recorder: Option<Arc<dyn SuccessRecorder>>,
-    /// The health check that revives it, if any ([`Builder::health_check`]); none in dry
-    /// run, which never runs one.
-    health_check: Option<Arc<HealthCheck>>,
     name: Box<str>,
     observers: Observers<O>,
     /// Whether anyone observes state changes (otherwise they are not even queued).
@@ -133,6 +129,9 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     needs_latency: bool,
     /// Dry run ([`Builder::dry_run`]): what it would reject, it admits as a shadow call.
     dry_run: bool,
+    /// Whether a health check revives it ([`Builder::health_check`]; the check is in the
+    /// observers' hooks): never in dry run, which never runs one.
+    checked: bool,
 }
 
 impl Breaker<ConsecutiveFailures> {

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 
+use super::check::HealthCheck;
 use crate::contain::FirstPanic;
 use crate::machine::Change;
 use crate::observe::{Observer, ThrottleEvent, Transition};
@@ -73,11 +74,34 @@ impl Outbox {
 pub(super) type StateChangeFn = dyn Fn(&str, State, State) + Send + Sync;
 
 /// Whom the outbox delivers to: the breaker's observer and its `on_state_change` callback,
-/// which is an observer too.
+/// which is an observer too (in the [`Hooks`]).
 pub(super) struct Observers<O> {
     pub(super) observer: O,
-    /// Boxed: a thin pointer, a word less in every breaker (a callback pays for the box).
-    pub(super) on_state_change: Option<Box<Arc<StateChangeFn>>>,
+    pub(super) hooks: Option<Box<Hooks>>,
+}
+
+/// The user code a breaker is given besides its policy and its observer, that no call reads
+/// on its way through an idle breaker: boxed together, one pointer for both, none without.
+pub(super) struct Hooks {
+    pub(super) on_state_change: Option<Arc<StateChangeFn>>,
+    /// The health check that revives it, if any ([`Builder::health_check`](super::Builder));
+    /// none in dry run, which never runs one.
+    pub(super) health_check: Option<Arc<HealthCheck>>,
+}
+
+impl Hooks {
+    /// The hooks, boxed, if either is given.
+    pub(super) fn of(
+        on_state_change: Option<Arc<StateChangeFn>>,
+        health_check: Option<Arc<HealthCheck>>,
+    ) -> Option<Box<Self>> {
+        (on_state_change.is_some() || health_check.is_some()).then(|| {
+            Box::new(Self {
+                on_state_change,
+                health_check,
+            })
+        })
+    }
 }
 
 impl<O: Observer> Observers<O> {
@@ -89,7 +113,7 @@ impl<O: Observer> Observers<O> {
             panics.catch((), || self.observer.on_transition(transition));
             return;
         }
-        if let Some(callback) = &self.on_state_change {
+        if let Some(callback) = self.on_state_change() {
             panics.catch((), || {
                 callback(transition.breaker, transition.from, transition.to)
             });
@@ -104,7 +128,18 @@ impl<O: Observer> Observers<O> {
     }
 
     pub(super) fn observes_transitions(&self) -> bool {
-        self.on_state_change.is_some() || self.observer.observes_transitions()
+        self.on_state_change().is_some() || self.observer.observes_transitions()
+    }
+}
+
+impl<O> Observers<O> {
+    fn on_state_change(&self) -> Option<&Arc<StateChangeFn>> {
+        self.hooks.as_deref()?.on_state_change.as_ref()
+    }
+
+    /// The health check, if any.
+    pub(super) fn health_check(&self) -> Option<&Arc<HealthCheck>> {
+        self.hooks.as_deref()?.health_check.as_ref()
     }
 }
 
@@ -112,7 +147,8 @@ impl<O: fmt::Debug> fmt::Debug for Observers<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Observers")
             .field("observer", &self.observer)
-            .field("on_state_change", &self.on_state_change.is_some())
+            .field("on_state_change", &self.on_state_change().is_some())
+            .field("health_check", &self.health_check().is_some())
             .finish()
     }
 }
