@@ -9,9 +9,10 @@
 //! counter the only code running is the code under test: nothing else can allocate.
 //!
 //! Each check warms its path up first (a breaker allocates its bucket ring and its small
-//! callback queue when it is built; the standard library initialises some thread-locals on
-//! first use), then asserts that [`CALLS`] further calls allocate, reallocate and free
-//! nothing at all.
+//! callback queue when it is built, the rules no breaker built before shares, and what an
+//! idle breaker never touches on its first trip, rejection, exclusion or forced state; the
+//! standard library initialises some thread-locals on first use), then asserts that
+//! [`CALLS`] further calls allocate, reallocate and free nothing at all.
 //!
 //! Run it with `cargo test --test alloc`; `cargo test --test alloc -- NAME` runs the checks
 //! whose name contains `NAME`.
