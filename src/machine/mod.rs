@@ -235,9 +235,23 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// The cold part, built now if it was not yet.
+    #[inline]
     fn cold(&mut self) -> &mut Cold {
-        self.cold
-            .get_or_insert_with(|| Box::new(Cold::new(self.rules.max_requests)))
+        if self.cold.is_none() {
+            self.build_cold();
+        }
+        match &mut self.cold {
+            Some(cold) => cold,
+            None => unreachable!("built just above"),
+        }
+    }
+
+    /// Builds the cold part: once, out of line (a copy of a few hundred bytes), so that
+    /// the paths that find it built stay short.
+    #[cold]
+    #[inline(never)]
+    fn build_cold(&mut self) {
+        self.cold = Some(Box::new(Cold::new(self.rules.max_requests)));
     }
 
     /// Half-open: how many probes it admits and how many successes close it.
@@ -582,6 +596,7 @@ impl<P: TripPolicy> Machine<P> {
 
     /// Turns a call away, counting it by its reason; in dry run, admits it as a shadow call
     /// instead ([`Ticket::SHADOW`]), counted as one it would have rejected.
+    #[inline(always)]
     fn refuse(&mut self, rejected: Rejected) -> Result<Ticket, Rejected> {
         if self.rules.dry_run {
             self.cold().totals.would_reject += 1;

@@ -141,6 +141,7 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     /// Counts a rejection answered elsewhere (by the tower layer, from a peek).
+    #[inline]
     pub(crate) fn count_rejection(&mut self, rejected: Rejected) {
         match rejected {
             Rejected::Open { .. } => self.cold().totals.rejected_open += 1,
