@@ -1511,3 +1511,46 @@ fn an_uncounted_call_racing_its_windows_end_counts_whole_or_stale() {
         });
     }
 }
+
+/// 22. `verdict_at_latest`: a success that reaches the lock while another thread's step holds
+///     it (the lane's cells closed) is still judged at the latest time the breaker saw, not
+///     at a clock reading of its own: it ends no window. (Found by a review: the decision
+///     was taken from the lane's mode word, which says a lock holder is stepping, and the
+///     success read the clock then.) The one thing ruled out: the success dropped in a new
+///     window that nothing but its own verdict started, while the other thread's failure
+///     counted in the old one.
+#[test]
+fn a_success_judged_at_the_latest_time_ends_no_window_behind_another_step() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let breaker = StdArc::new(
+            Breaker::builder()
+                .interval(TIMEOUT)
+                .timeout(TIMEOUT)
+                .verdict_at_latest(true)
+                .policy(Truth {
+                    trips: ConsecutiveFailures::new(2).unwrap(),
+                    log: new_log(),
+                    reads_requests: false,
+                })
+                .clock(clock.clone())
+                .build(),
+        );
+        // Stripes: every failure takes the lock.
+        breaker.loom_make_stripes();
+        assert_eq!(breaker.state(), State::Closed);
+        let permit = breaker.allow_owned().unwrap();
+        let failing = {
+            let breaker = breaker.clone();
+            thread::spawn(move || breaker.allow().map(|p| p.failure()).is_ok())
+        };
+        clock.advance(TIMEOUT + Duration::from_nanos(1));
+        permit.success();
+        assert!(failing.join().unwrap(), "closed: admitted");
+        let (t, c) = (breaker.totals(), breaker.counts());
+        assert!(
+            !(t.dropped == 1 && t.failures == 1 && c.requests == 0),
+            "the success ended the window itself: {t:?} {c:?}"
+        );
+    });
+}

@@ -715,18 +715,21 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         let now = match now {
             Some(now) => Some(now),
             None if panics.is_some() => None,
-            // Judged at the latest time the machine saw (`Builder::verdict_at_latest`).
-            None if verdict == Verdict::Reported(Outcome::Success)
-                && self.lane.latest_successes() =>
-            {
-                None
-            }
             None => self.clock.try_now(panics),
         };
+        // `Builder::verdict_at_latest`: a success that finds the machine closed is judged at
+        // the latest time the machine saw, not at the reading (decided under the lock, from
+        // the machine's state: a lock holder mid-step elsewhere changes nothing); in any
+        // other state at the reading, as any step.
+        let latest = verdict == Verdict::Reported(Outcome::Success) && self.lane.latest_successes();
         let needs_latency = self.needs_latency;
-        self.transact(now, panics, |m, now, changes| {
-            let latency = grant.latency(now, needs_latency);
-            changes.push(m.complete(grant.ticket, verdict, latency, now));
+        self.transact(now.filter(|_| !latest), panics, |m, at, changes| {
+            let at = match now {
+                Some(now) if latest && m.state() != State::Closed => now.max(at),
+                _ => at,
+            };
+            let latency = grant.latency(at, needs_latency);
+            changes.push(m.complete(grant.ticket, verdict, latency, at));
         });
     }
 }

@@ -58,11 +58,26 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     }
 
     /// Counts an uncounted admission's request, then reports `outcome` as a counted
-    /// admission's.
+    /// admission's; one panic of user code (the policy, an observer, the clock) continues
+    /// once both are in, the first one caught.
     #[inline(never)]
     fn settle_uncounted(&self, ticket: Ticket, outcome: Outcome) {
-        let panics = self.count_request(ticket);
-        self.complete(Grant::new(ticket, 0), Verdict::Reported(outcome));
+        let mut panics = self.count_request(ticket);
+        // A failure that cannot trip, on an uncontended lane (see `Lane::fail`); the rest
+        // as `complete` takes it off its fast paths, keeping its panic with ours.
+        let on_lane = outcome == Outcome::Failure
+            && self.lane.fail(
+                ticket,
+                #[inline(always)]
+                || self.clock.now_infallible(),
+            );
+        if !on_lane {
+            self.complete_with(
+                Grant::new(ticket, 0),
+                Verdict::Reported(outcome),
+                &mut panics,
+            );
+        }
         contain::resume(panics);
     }
 

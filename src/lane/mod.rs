@@ -448,15 +448,15 @@ impl Lane {
         }
     }
 
-    /// Whether a success reported now is judged at the latest time the breaker saw, without
-    /// a clock reading of its own ([`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest)):
-    /// only while the lane counts closed-state calls (a closed breaker, whose only
-    /// time-based change a verdict could make is the end of its window); in every other
-    /// state a verdict reads the clock, so that, say, an open period that ended is ended by
-    /// it as by gobreaker's.
+    /// Whether a success is judged at the latest time the breaker saw, without a clock
+    /// reading of its own, while the breaker is closed
+    /// ([`Builder::verdict_at_latest`](crate::Builder::verdict_at_latest)): on the lane, and
+    /// under the lock if the machine is closed then (in every other state a verdict reads
+    /// the clock, so that, say, an open period that ended is ended by it as by
+    /// gobreaker's).
     #[inline(always)]
     pub(crate) fn latest_successes(&self) -> bool {
-        self.plan.latest_successes() && self.word.load(Ordering::Acquire) >> MODE_SHIFT == COUNTING
+        self.plan.latest_successes()
     }
 
     /// What the lane says of the next call, without admitting it (see [`Peek`]): one load
