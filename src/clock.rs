@@ -308,49 +308,68 @@ impl<C: Clock + ?Sized> Clock for StdArc<C> {
     }
 }
 
-/// The breaker's clock: a built-in clock without indirection, or any user clock.
-#[derive(Clone, Debug)]
+/// The breaker's clock: the default coarse clock without indirection, or any other clock
+/// behind one shared pointer. One word: the coarse clock reads the platform's coarse
+/// reading as it is (its origin is the platform's: boot on Linux), so it carries no origin of
+/// its own, and every other clock is shared by the breakers it was cloned into.
+#[derive(Clone)]
 pub(crate) enum ClockSource {
+    /// The platform's coarse monotonic clock from the platform's origin: the default.
+    Coarse,
+    /// Any other clock, built in or the user's.
+    Other(StdArc<OtherClock>),
+}
+
+/// A clock given to a builder, or the precise default of a policy that measures latency.
+#[derive(Debug)]
+pub(crate) enum OtherClock {
     Monotonic(MonotonicClock),
-    /// Boxed: inline, its calibration would make every breaker's clock field, and so the
-    /// breaker, a cache line larger (the hot fields then spread over more lines).
-    Precise(Box<PreciseClock>),
+    Precise(PreciseClock),
     Coarse(CoarseMonotonicClock),
     /// A [`ManualClock`] given to the builder: read directly, and known not to panic.
     Manual(ManualClock),
-    /// A thin pointer: a wide one would make every breaker's clock field a word larger.
-    Custom(StdArc<Box<dyn Clock>>),
+    Custom(Box<dyn Clock>),
+}
+
+impl fmt::Debug for ClockSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // What it reads, named as a user knows it.
+            ClockSource::Coarse => f.write_str("Coarse(CoarseMonotonicClock)"),
+            ClockSource::Other(clock) => fmt::Debug::fmt(&**clock, f),
+        }
+    }
 }
 
 impl ClockSource {
     /// The source for a clock given to a builder: a built-in clock (the manual one
-    /// included) is recognised and read without indirection, and known never to panic;
+    /// included) is recognised and read without a virtual call, and known never to panic;
     /// any other is a user clock.
     pub(crate) fn of<C: Clock + 'static>(clock: C) -> Self {
         let any = &clock as &dyn std::any::Any;
-        if let Some(clock) = any.downcast_ref::<ManualClock>() {
-            ClockSource::Manual(clock.clone())
+        let other = if let Some(clock) = any.downcast_ref::<ManualClock>() {
+            OtherClock::Manual(clock.clone())
         } else if let Some(clock) = any.downcast_ref::<CoarseMonotonicClock>() {
-            ClockSource::Coarse(*clock)
+            OtherClock::Coarse(*clock)
         } else if let Some(clock) = any.downcast_ref::<MonotonicClock>() {
-            ClockSource::Monotonic(*clock)
+            OtherClock::Monotonic(*clock)
         } else if let Some(clock) = any.downcast_ref::<PreciseClock>() {
-            ClockSource::Precise(Box::new(clock.clone()))
+            OtherClock::Precise(clock.clone())
         } else {
-            ClockSource::Custom(StdArc::new(Box::new(clock)))
-        }
+            OtherClock::Custom(Box::new(clock))
+        };
+        ClockSource::Other(StdArc::new(other))
     }
 
-    /// The default clock for a policy: precise if it measures latencies, coarse otherwise.
     /// The clock a breaker gets when it is given none: the coarse one, unless the policy
     /// measures latencies finer than the coarse clock ticks (see
     /// [`Capabilities::latency_resolution`](crate::policy::Capabilities::latency_resolution)).
     pub(crate) fn default_for(needs_latency: bool, latency_resolution: Duration) -> Self {
         let coarse_enough = coarse::tick().is_some_and(|tick| tick <= latency_resolution);
         if needs_latency && !coarse_enough {
-            ClockSource::Precise(Box::default())
+            ClockSource::Other(StdArc::new(OtherClock::Precise(PreciseClock::new())))
         } else {
-            ClockSource::Coarse(CoarseMonotonicClock::new())
+            ClockSource::Coarse
         }
     }
 
@@ -360,11 +379,14 @@ impl ClockSource {
     #[inline(always)]
     pub(crate) fn now(&self) -> Nanos {
         match self {
-            ClockSource::Coarse(clock) => clock.nanos(),
-            ClockSource::Monotonic(clock) => saturating_nanos(clock.now()),
-            ClockSource::Precise(clock) => clock.nanos(),
-            ClockSource::Manual(clock) => saturating_nanos(clock.now()),
-            ClockSource::Custom(clock) => saturating_nanos(clock.now()),
+            ClockSource::Coarse => coarse::now(),
+            ClockSource::Other(clock) => match &**clock {
+                OtherClock::Coarse(clock) => clock.nanos(),
+                OtherClock::Monotonic(clock) => saturating_nanos(clock.now()),
+                OtherClock::Precise(clock) => clock.nanos(),
+                OtherClock::Manual(clock) => saturating_nanos(clock.now()),
+                OtherClock::Custom(clock) => saturating_nanos(clock.now()),
+            },
         }
     }
 
@@ -373,11 +395,8 @@ impl ClockSource {
     #[inline(always)]
     pub(crate) fn now_infallible(&self) -> Option<Nanos> {
         match self {
-            ClockSource::Coarse(clock) => Some(clock.nanos()),
-            ClockSource::Monotonic(clock) => Some(saturating_nanos(clock.now())),
-            ClockSource::Precise(clock) => Some(clock.nanos()),
-            ClockSource::Manual(clock) => Some(saturating_nanos(clock.now())),
-            ClockSource::Custom(_) => None,
+            ClockSource::Other(clock) if matches!(**clock, OtherClock::Custom(_)) => None,
+            _ => Some(self.now()),
         }
     }
 
@@ -386,17 +405,17 @@ impl ClockSource {
     #[inline]
     pub(crate) fn try_now(&self, panics: &mut FirstPanic) -> Option<Nanos> {
         match self {
-            ClockSource::Coarse(clock) => Some(clock.nanos()),
-            ClockSource::Monotonic(clock) => Some(saturating_nanos(clock.now())),
-            ClockSource::Precise(clock) => Some(clock.nanos()),
-            ClockSource::Manual(clock) => Some(saturating_nanos(clock.now())),
-            ClockSource::Custom(clock) => match contain::catch(|| clock.now()) {
-                Ok(now) => Some(saturating_nanos(now)),
-                Err(payload) => {
-                    panics.keep(payload);
-                    None
-                }
+            ClockSource::Other(clock) => match &**clock {
+                OtherClock::Custom(clock) => match contain::catch(|| clock.now()) {
+                    Ok(now) => Some(saturating_nanos(now)),
+                    Err(payload) => {
+                        panics.keep(payload);
+                        None
+                    }
+                },
+                _ => Some(self.now()),
             },
+            ClockSource::Coarse => Some(coarse::now()),
         }
     }
 }
@@ -429,8 +448,42 @@ mod tests {
     }
 
     #[test]
+    fn a_breakers_clock_is_one_word_and_reads_what_it_was_given() {
+        assert_eq!(std::mem::size_of::<ClockSource>(), 8);
+        let manual = ManualClock::new();
+        manual.advance(Duration::from_nanos(7));
+        let source = ClockSource::of(manual.clone());
+        assert_eq!(source.now(), 7);
+        assert_eq!(source.now_infallible(), Some(7));
+        // The default coarse clock reads the platform's coarse clock as it is: within a
+        // tick (10 ms at most) of a coarse clock made before it, plus its origin.
+        let given = CoarseMonotonicClock::new();
+        let origin = coarse::now();
+        let read = ClockSource::Coarse.now();
+        assert!(read >= origin, "{read} before {origin}");
+        let elapsed = saturating_nanos(given.now());
+        assert!(
+            read - origin <= elapsed + 10_000_000,
+            "{read} {origin} {elapsed}"
+        );
+        #[derive(Debug)]
+        struct Frozen;
+        impl Clock for Frozen {
+            fn now(&self) -> Duration {
+                Duration::from_secs(3)
+            }
+        }
+        let custom = ClockSource::of(Frozen);
+        assert_eq!(custom.now_infallible(), None);
+        assert_eq!(
+            custom.try_now(&mut FirstPanic::default()),
+            Some(3_000_000_000)
+        );
+    }
+
+    #[test]
     fn latencies_get_the_coarse_clock_only_where_its_tick_is_fine_enough() {
-        let is_coarse = |c: ClockSource| matches!(c, ClockSource::Coarse(_));
+        let is_coarse = |c: ClockSource| matches!(c, ClockSource::Coarse);
         assert!(is_coarse(ClockSource::default_for(false, Duration::ZERO)));
         assert!(!is_coarse(ClockSource::default_for(true, Duration::ZERO)));
         assert!(!is_coarse(ClockSource::default_for(

@@ -841,10 +841,12 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
     /// The default depends on the policy: a policy that measures latency
     /// ([`Capabilities::needs_latency`]) gets the precise
     /// [`PreciseClock`](crate::PreciseClock) (the processor's counter, half the cost of
-    /// `Instant::now()` here); any other gets the
-    /// [`CoarseMonotonicClock`](crate::CoarseMonotonicClock), eight times cheaper to read
-    /// here, which measures durations to within one tick (1 to 4 ms on Linux) either way. Pass
-    /// `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
+    /// `Instant::now()` here); any other gets the platform's coarse monotonic clock (what
+    /// [`CoarseMonotonicClock`](crate::CoarseMonotonicClock) reads, but from the platform's
+    /// own origin, boot on Linux, so that it costs the breaker one word), eight times cheaper
+    /// to read here, which measures durations to within one tick (1 to 4 ms on Linux) either
+    /// way. Pass `MonotonicClock::new()` for timeouts exact to the nanosecond on a real clock.
+    /// The instants policies and observers see are durations from the clock's origin.
     pub fn clock<C: Clock + 'static>(mut self, clock: C) -> Self {
         self.clock = Some(ClockSource::of(clock));
         self
@@ -944,7 +946,12 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
         let checked = health_check.is_some();
         let observers = Observers {
             observer: self.observer,
-            hooks: Hooks::of(self.on_state_change, health_check),
+            hooks: Hooks::of(
+                self.on_state_change,
+                health_check,
+                self.knobs.name,
+                recorder,
+            ),
         };
         let observes = observers.observes_transitions();
         Breaker {
@@ -954,11 +961,9 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
                 outbox: Outbox::new(observes),
             }),
             clock,
-            name: self.knobs.name.into_boxed_str(),
             observes,
             observers,
             needs_latency: plan.needs_latency(),
-            recorder,
             checked,
             dry_run: self.knobs.dry_run,
         }

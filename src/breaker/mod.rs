@@ -118,10 +118,6 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     /// What a call may do without the lock; published by every lock holder.
     lane: Lane,
     clock: ClockSource,
-    /// The recorder of a policy's closed-state successes, when the lane counts them for it:
-    /// a success the lane counted is handed to it, outside the lock, and not to the policy.
-    recorder: Option<Arc<dyn SuccessRecorder>>,
-    name: Box<str>,
     observers: Observers<O>,
     /// Whether anyone observes state changes (otherwise they are not even queued).
     observes: bool,
@@ -151,7 +147,7 @@ impl Default for Breaker<ConsecutiveFailures> {
 impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// The breaker's name, as given to [`Builder::name`].
     pub fn name(&self) -> &str {
-        &self.name
+        self.observers.name()
     }
 
     /// The breaker's observer, as given to [`Builder::observer`].
@@ -239,7 +235,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             });
             panics.merge(m.take_panic());
             Snapshot {
-                name: String::from(&*self.name),
+                name: String::from(self.name()),
                 at: crate::nanos::instant(now.max(m.latest())),
                 state: peek.state,
                 forced: m.forced(),
@@ -602,7 +598,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
         if verdict == Verdict::Reported(Outcome::Success) {
-            match &self.recorder {
+            match self.observers.recorder() {
                 None => {
                     if self.lane.succeed_fast(
                         grant.ticket,
@@ -651,7 +647,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// frees it there, and learns whether the call was counted as slow while in flight).
     #[inline(never)]
     fn complete_tracked(&self, ticket: Ticket, started: Nanos, verdict: Verdict) {
-        if verdict == Verdict::Reported(Outcome::Success) && self.recorder.is_none() {
+        if verdict == Verdict::Reported(Outcome::Success) && self.observers.recorder().is_none() {
             if let Some(now) = self.clock.now_infallible() {
                 if self.lane.succeed_tracked(ticket, started, now) {
                     return;
@@ -682,7 +678,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let now = self.clock.try_now(panics);
             if let Some(now) = now {
                 if self.lane.succeed_tracked(grant.ticket, grant.started, now) {
-                    if let Some(recorder) = &self.recorder {
+                    if let Some(recorder) = self.observers.recorder() {
                         record(&**recorder, grant.latency(now, self.needs_latency), panics);
                     }
                     return;
@@ -699,7 +695,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 Ok(read) => {
                     // Counted on the lane: the policy's recorder takes it (a latency policy's
                     // cells are windowed, so the lane read the clock).
-                    if let Some(recorder) = &self.recorder {
+                    if let Some(recorder) = self.observers.recorder() {
                         let latency = read.and_then(|now| grant.latency(now, self.needs_latency));
                         record(&**recorder, latency, panics);
                     }
@@ -755,7 +751,7 @@ impl<P: TripPolicy, O: Observer> std::panic::UnwindSafe for Breaker<P, O> {}
 impl<P: TripPolicy, O: Observer> std::fmt::Debug for Breaker<P, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Breaker")
-            .field("name", &self.name)
+            .field("name", &self.name())
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }

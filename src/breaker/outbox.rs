@@ -16,17 +16,21 @@ use super::check::HealthCheck;
 use crate::contain::FirstPanic;
 use crate::machine::Change;
 use crate::observe::{Observer, ThrottleEvent, Transition};
+use crate::policy::SuccessRecorder;
 use crate::state::State;
 
 /// State changes not yet delivered, oldest first, and whether a thread is delivering.
 #[derive(Debug)]
 pub(super) struct Outbox {
     /// Boxed: a breaker nothing observes never queues a change, and pays a pointer for it
-    /// rather than a `VecDeque`'s four words.
-    #[allow(clippy::box_collection)]
-    queue: Option<Box<VecDeque<Change>>>,
-    /// Whether the queue holds a change (read without reaching for the queue).
-    waiting: bool,
+    /// rather than a `VecDeque`'s four words and a flag.
+    queue: Option<Box<Queue>>,
+}
+
+/// The changes waiting, and whether a thread is delivering them.
+#[derive(Debug)]
+struct Queue {
+    changes: VecDeque<Change>,
     delivering: bool,
 }
 
@@ -34,38 +38,50 @@ pub(super) struct Outbox {
 /// closed while one slow observer runs).
 const BURST: usize = 4;
 
+impl Queue {
+    fn new() -> Box<Self> {
+        Box::new(Self {
+            changes: VecDeque::with_capacity(BURST),
+            delivering: false,
+        })
+    }
+}
+
 impl Outbox {
     /// An outbox; with room for a burst of changes without allocating when anyone
     /// `observes` them.
     pub(super) fn new(observes: bool) -> Self {
         Self {
-            queue: observes.then(|| Box::new(VecDeque::with_capacity(BURST))),
-            waiting: false,
-            delivering: false,
+            queue: observes.then(Queue::new),
         }
     }
 
     pub(super) fn push(&mut self, change: Change) {
         self.queue
-            .get_or_insert_with(|| Box::new(VecDeque::with_capacity(BURST)))
+            .get_or_insert_with(Queue::new)
+            .changes
             .push_back(change);
-        self.waiting = true;
     }
 
     /// Claims delivery for the calling thread: `true` if changes are waiting and nobody is
     /// delivering them.
     pub(super) fn claim(&mut self) -> bool {
-        let claim = !self.delivering && self.waiting;
-        self.delivering |= claim;
-        claim
+        match self.queue.as_deref_mut() {
+            Some(q) => {
+                let claim = !q.delivering && !q.changes.is_empty();
+                q.delivering |= claim;
+                claim
+            }
+            None => false,
+        }
     }
 
     /// The next change for the thread that claimed delivery; `None` when none is left, which
     /// gives up delivery in the same step.
     pub(super) fn next(&mut self) -> Option<Change> {
-        let next = self.queue.as_deref_mut().and_then(VecDeque::pop_front);
-        self.waiting = self.queue.as_deref().is_some_and(|q| !q.is_empty());
-        self.delivering = next.is_some();
+        let q = self.queue.as_deref_mut()?;
+        let next = q.changes.pop_front();
+        q.delivering = next.is_some();
         next
     }
 }
@@ -80,25 +96,39 @@ pub(super) struct Observers<O> {
     pub(super) hooks: Option<Box<Hooks>>,
 }
 
-/// The user code a breaker is given besides its policy and its observer, that no call reads
-/// on its way through an idle breaker: boxed together, one pointer for both, none without.
+/// What a breaker is given beyond the defaults, that no call reads on its way through an
+/// idle default breaker: its name, its `on_state_change` callback, its health check and its
+/// policy's success recorder, boxed together (one pointer for all, none without any).
 pub(super) struct Hooks {
     pub(super) on_state_change: Option<Arc<StateChangeFn>>,
     /// The health check that revives it, if any ([`Builder::health_check`](super::Builder));
     /// none in dry run, which never runs one.
     pub(super) health_check: Option<Arc<HealthCheck>>,
+    /// The breaker's name (empty: none given).
+    pub(super) name: Box<str>,
+    /// The recorder of a policy's closed-state successes, when the lane counts them for it:
+    /// it takes every success the lane counts.
+    pub(super) recorder: Option<Arc<dyn SuccessRecorder>>,
 }
 
 impl Hooks {
-    /// The hooks, boxed, if either is given.
+    /// The hooks, boxed, if any is given.
     pub(super) fn of(
         on_state_change: Option<Arc<StateChangeFn>>,
         health_check: Option<Arc<HealthCheck>>,
+        name: String,
+        recorder: Option<Arc<dyn SuccessRecorder>>,
     ) -> Option<Box<Self>> {
-        (on_state_change.is_some() || health_check.is_some()).then(|| {
+        (on_state_change.is_some()
+            || health_check.is_some()
+            || !name.is_empty()
+            || recorder.is_some())
+        .then(|| {
             Box::new(Self {
                 on_state_change,
                 health_check,
+                name: name.into_boxed_str(),
+                recorder,
             })
         })
     }
@@ -140,6 +170,18 @@ impl<O> Observers<O> {
     /// The health check, if any.
     pub(super) fn health_check(&self) -> Option<&Arc<HealthCheck>> {
         self.hooks.as_deref()?.health_check.as_ref()
+    }
+
+    /// The breaker's name (empty: none given).
+    #[inline]
+    pub(super) fn name(&self) -> &str {
+        self.hooks.as_deref().map_or("", |hooks| &hooks.name)
+    }
+
+    /// The policy's success recorder, if the lane counts successes for it.
+    #[inline(always)]
+    pub(super) fn recorder(&self) -> Option<&Arc<dyn SuccessRecorder>> {
+        self.hooks.as_deref()?.recorder.as_ref()
     }
 }
 

@@ -134,7 +134,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         }
         if let Some((throttling, probability, throttled)) = note {
             let event = ThrottleEvent {
-                breaker: &self.name,
+                breaker: self.name(),
                 throttling,
                 probability,
                 throttled,
@@ -153,7 +153,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 return;
             };
             let transition = Transition {
-                breaker: &self.name,
+                breaker: self.name(),
                 from: change.from,
                 to: change.to,
                 at: instant(change.at),

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use super::feed::{Feed, RequestCount};
 use super::ledger::{Ledger, MILLION, MIN_SLICE_NANOS, SLICES};
-use crate::clock::{Clock, ClockSource, CoarseMonotonicClock};
+use crate::clock::{Clock, ClockSource};
 use crate::error::{ConfigError, Number};
 use crate::nanos::{saturating_nanos, Nanos};
 
@@ -128,7 +128,7 @@ impl RetryBudget {
         };
         Ok(Self {
             settings,
-            clock: ClockSource::Coarse(CoarseMonotonicClock::new()),
+            clock: ClockSource::Coarse,
             ledger: Arc::new(settings.ledger()),
             feeds: Arc::default(),
             fed: false,
