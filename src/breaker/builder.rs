@@ -954,6 +954,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             ),
         };
         let observes = observers.observes_transitions();
+        let records = observers.recorder().is_some();
         Breaker {
             lane: Lane::new(plan, machine.phase(), machine.lane_throttle(), tracked),
             inner: Mutex::new(Inner {
@@ -965,6 +966,7 @@ impl<P: TripPolicy, O: Observer> Builder<P, O> {
             observers,
             needs_latency: plan.needs_latency(),
             checked,
+            records,
             dry_run: self.knobs.dry_run,
         }
     }

@@ -128,6 +128,9 @@ pub struct Breaker<P = ConsecutiveFailures, O = ()> {
     /// Whether a health check revives it ([`Builder::health_check`]; the check is in the
     /// observers' hooks): never in dry run, which never runs one.
     checked: bool,
+    /// Whether the policy's success recorder takes the successes the lane counts (the
+    /// recorder is in the observers' hooks): read on every success, the hooks only if so.
+    records: bool,
 }
 
 impl Breaker<ConsecutiveFailures> {
@@ -594,11 +597,21 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
         self.lane.make_stripes();
     }
 
+    /// The policy's success recorder, if the lane counts successes for it.
+    #[inline(always)]
+    fn recorder(&self) -> Option<&Arc<dyn SuccessRecorder>> {
+        if self.records {
+            self.observers.recorder()
+        } else {
+            None
+        }
+    }
+
     /// Records a permit's result (called by the permits): lock-free in the common case.
     #[inline(always)]
     pub(crate) fn complete(&self, grant: Grant, verdict: Verdict) {
         if verdict == Verdict::Reported(Outcome::Success) {
-            match self.observers.recorder() {
+            match self.recorder() {
                 None => {
                     if self.lane.succeed_fast(
                         grant.ticket,
@@ -647,7 +660,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// frees it there, and learns whether the call was counted as slow while in flight).
     #[inline(never)]
     fn complete_tracked(&self, ticket: Ticket, started: Nanos, verdict: Verdict) {
-        if verdict == Verdict::Reported(Outcome::Success) && self.observers.recorder().is_none() {
+        if verdict == Verdict::Reported(Outcome::Success) && self.recorder().is_none() {
             if let Some(now) = self.clock.now_infallible() {
                 if self.lane.succeed_tracked(ticket, started, now) {
                     return;
@@ -678,7 +691,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
             let now = self.clock.try_now(panics);
             if let Some(now) = now {
                 if self.lane.succeed_tracked(grant.ticket, grant.started, now) {
-                    if let Some(recorder) = self.observers.recorder() {
+                    if let Some(recorder) = self.recorder() {
                         record(&**recorder, grant.latency(now, self.needs_latency), panics);
                     }
                     return;
@@ -695,7 +708,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
                 Ok(read) => {
                     // Counted on the lane: the policy's recorder takes it (a latency policy's
                     // cells are windowed, so the lane read the clock).
-                    if let Some(recorder) = self.observers.recorder() {
+                    if let Some(recorder) = self.recorder() {
                         let latency = read.and_then(|now| grant.latency(now, self.needs_latency));
                         record(&**recorder, latency, panics);
                     }
