@@ -15,20 +15,21 @@ mod imp {
 
     pub(crate) use crate::atomic::{AtomicU64, Ordering};
     pub(crate) use parking_lot::{Mutex, MutexGuard};
+    pub(crate) use std::sync::atomic::AtomicU8;
     pub(crate) use std::sync::Arc;
 
-    /// A value made at most once, on demand, and read without a lock afterwards.
+    /// A value made at most once, on demand, and read without a lock afterwards. What makes
+    /// it is given to [`force`](Lazy::force), not kept here: a lane's stripes take 24 bytes
+    /// of the lane (a `OnceLock` of a boxed slice), not 32.
     #[derive(Debug)]
     pub(crate) struct Lazy<T> {
         cell: OnceLock<T>,
-        make: fn() -> T,
     }
 
     impl<T> Lazy<T> {
-        pub(crate) fn new(make: fn() -> T) -> Self {
+        pub(crate) const fn new() -> Self {
             Self {
                 cell: OnceLock::new(),
-                make,
             }
         }
 
@@ -38,9 +39,9 @@ mod imp {
             self.cell.get()
         }
 
-        /// The value, made now if it was not.
-        pub(crate) fn force(&self) -> &T {
-            self.cell.get_or_init(self.make)
+        /// The value, made now by `make` if it was not.
+        pub(crate) fn force(&self, make: fn() -> T) -> &T {
+            self.cell.get_or_init(make)
         }
     }
 
@@ -84,7 +85,7 @@ mod imp {
     use std::hash::{Hash, Hasher};
 
     pub(crate) use crate::atomic::{AtomicU64, Ordering};
-    pub(crate) use loom::sync::atomic::AtomicBool;
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8};
     pub(crate) use loom::sync::{Arc, MutexGuard};
 
     /// loom's mutex with `parking_lot`'s signature: `lock()` returns the guard directly.
@@ -103,30 +104,36 @@ mod imp {
         }
     }
 
-    /// The model of `std::sync::OnceLock`-based laziness: the value is made up front (memory
-    /// does not matter in a model), and published by a flag, so that loom explores every
-    /// interleaving of making it with its readers.
+    /// The model of `std::sync::OnceLock`-based laziness: the value is made by the first
+    /// `force` (no loom operation in between: a model's thread is not preempted while it
+    /// makes it), then published by a flag, so that loom explores every interleaving of
+    /// publishing it with its readers.
     #[derive(Debug)]
     pub(crate) struct Lazy<T> {
         made: AtomicBool,
-        value: T,
+        value: std::sync::OnceLock<T>,
     }
 
     impl<T> Lazy<T> {
-        pub(crate) fn new(make: fn() -> T) -> Self {
+        pub(crate) fn new() -> Self {
             Self {
                 made: AtomicBool::new(false),
-                value: make(),
+                value: std::sync::OnceLock::new(),
             }
         }
 
         pub(crate) fn get(&self) -> Option<&T> {
-            self.made.load(Ordering::Acquire).then_some(&self.value)
+            if self.made.load(Ordering::Acquire) {
+                self.value.get()
+            } else {
+                None
+            }
         }
 
-        pub(crate) fn force(&self) -> &T {
+        pub(crate) fn force(&self, make: fn() -> T) -> &T {
+            let value = self.value.get_or_init(make);
             self.made.store(true, Ordering::Release);
-            &self.value
+            value
         }
     }
 

@@ -131,8 +131,8 @@
 //! | | a closed-state call (admission + success) | an open rejection |
 //! |---|---|---|
 //! | shared writes | none once striped (two CAS on the thread's own line) | none once striped (one CAS on the thread's own line) |
-//! | shared reads | the cell pointer; with a window, its end (and a rolling window's key) | the cell, the mode word, the open period's end |
-//! | memory | one word (the base) until contention; then 128 bytes per stripe | — |
+//! | shared reads | the cell pointer; with a window, its end (and a rolling window's key, one load further: in the lane's box) | the cell, the mode word, the open period's end |
+//! | memory | the lane's 80 bytes (the base cell among them) until contention, then 128 bytes per stripe; a rolling, tracked or throttled lane's box (88 bytes) | — |
 //!
 //! A lock holder closes and opens every stripe (at most 64 cache lines) per locked
 //! operation: failures and state changes pay that, successes do not.
@@ -161,13 +161,13 @@ use crate::generation::Generation;
 use crate::in_flight_slots::InFlightSlots;
 use crate::machine::{Phase, Ticket};
 use crate::nanos::Nanos;
-use crate::sync::{AtomicU64, Lazy, Ordering};
+use crate::sync::{AtomicU64, AtomicU8, Lazy, Ordering};
 use crate::throttle::Throttling;
 use std::sync::Arc;
 
 use cell::Cell;
 use shed::Shedding;
-use stripes::{make_stripes, Stripe};
+use stripes::Stripe;
 use tracked::Tracked;
 
 /// What the lane says of the next call without admitting it ([`Lane::peek_open`]).
@@ -219,41 +219,58 @@ pub(crate) enum Entry {
     Throttled { probability: f64 },
 }
 
+/// The lane (see the module docs). 80 bytes: what the default breaker's calls read is
+/// inline (the mode word, the cells, a fixed window's end, the open period's end); what only
+/// a rolling, tracked or throttled lane needs is in one box beside it ([`Extra`]).
 #[derive(Debug)]
 pub(crate) struct Lane {
     plan: Plan,
+    /// The failures the base cell was opened with room for (zero once the stripes are made;
+    /// at most a cell's failure counter holds, [`Cell::FAILURES`]): written and read only by
+    /// lock holders, to fold the base's failure counter.
+    failure_room: AtomicU8,
     /// `[mode: 2 bits][0: 62 bits]`: what a call whose cell is closed should do.
     word: AtomicU64,
     /// The end of the current closed-state window (a rolling window's current bucket);
     /// meaningful only while the cells are open and windowed. Written before they are opened.
     window_until: AtomicU64,
-    /// A rolling lane's key, `[age: 34 bits][generation: 30 bits]`: the generation and the
-    /// window age the open cells count for. Written before they are opened, constant while
-    /// they are.
-    key: AtomicU64,
-    /// A rolling lane's epoch: how many times the lock holder opened its cells, the tag
-    /// they carry (masked to a generation's bits). Written only under the state lock.
-    epoch: AtomicU64,
     /// The end of the current open period; meaningful only while the word says open. Written
     /// before the word is published. Apart from `window_until`: an open-state rejection reads
     /// it without a compare-and-swap to confirm, so it must never hold a window's end.
     open_until: AtomicU64,
     /// The cell every thread counts in until two collide.
     base: AtomicU64,
-    /// The failures the base cell was opened with room for (zero once the stripes are made):
-    /// written and read only by lock holders, to fold the base's failure counter.
-    failure_room: AtomicU64,
     /// The rejection counter every thread counts in until two collide (on it or on `base`).
     base_rejected: AtomicU64,
     /// The cells threads count in once two collided on `base`.
     stripes: Lazy<Box<[Stripe]>>,
-    /// A throttled breaker's: what the lane sheds with (`None` without a throttle).
-    throttle: Option<Box<Shedding>>,
+    /// A rolling, tracked or throttled lane's: what it needs beyond the default's (`None`
+    /// for any other, which allocates nothing).
+    extra: Option<Box<Extra>>,
+}
+
+/// What a lane keeps beyond the default breaker's, in one box made when the breaker is
+/// built, for a lane whose cells carry an epoch (a rolling window, or a slow-call threshold
+/// over a time window) or that has a throttle. Read through one more load than a field of
+/// the lane: a rolling lane's admission and success read its key here, a tracked or throttled
+/// admission its slots or shedding state (whose box it replaces); the default breaker's
+/// calls, and a fixed window's, never come here, nor does a call look for more here than
+/// its lane's plan says there is (a rolling lane's admission reads the key alone). The key
+/// first, beside the tracked calls, the throttle after.
+#[derive(Debug)]
+#[repr(C)]
+struct Extra {
+    /// A rolling lane's key, `[age: 34 bits][generation: 30 bits]`: the generation and the
+    /// window age the open cells count for. Written before they are opened, constant while
+    /// they are.
+    key: AtomicU64,
     /// A slow-call threshold's: the calls in flight the lane admitted.
     tracked: Option<Tracked>,
-    /// With `tracked`: the machine's latest time at the opening, before which no call is
-    /// admitted here (see [`Phase::Closed`]'s `since`). Written before the cells are opened.
-    since: AtomicU64,
+    /// A throttled breaker's: what the lane sheds with (`None` without a throttle).
+    throttle: Option<Shedding>,
+    /// A rolling lane's epoch: how many times the lock holder opened its cells, the tag
+    /// they carry (masked to a generation's bits). Written only under the state lock.
+    epoch: AtomicU64,
 }
 
 /// A clock read at most once, on first use.
@@ -289,35 +306,40 @@ impl Lane {
         throttle: Option<Arc<Throttling>>,
         tracked: Option<(Arc<InFlightSlots>, Nanos)>,
     ) -> Self {
-        let plan = Plan {
-            defers: plan.defers && throttle.is_none(),
-            ..plan
-        };
+        let plan = plan.for_throttle(throttle.is_some());
+        let throttle = throttle.map(|throttling| Shedding {
+            preset: AtomicU64::new(0),
+            throttling,
+            on: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            accepts: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+        });
+        let tracked = tracked
+            .filter(|_| plan.tracks())
+            .map(|(slots, threshold)| Tracked {
+                slots,
+                threshold,
+                since: AtomicU64::new(0),
+            });
+        let extra = (plan.epochs() || throttle.is_some()).then(|| {
+            Box::new(Extra {
+                key: AtomicU64::new(0),
+                tracked,
+                throttle,
+                epoch: AtomicU64::new(0),
+            })
+        });
         let lane = Self {
             plan,
+            failure_room: AtomicU8::new(0),
             word: AtomicU64::new(LOCKED << MODE_SHIFT),
             window_until: AtomicU64::new(0),
-            key: AtomicU64::new(0),
-            epoch: AtomicU64::new(0),
             open_until: AtomicU64::new(0),
             base: AtomicU64::new(Cell::CLOSED.0),
-            failure_room: AtomicU64::new(0),
             base_rejected: AtomicU64::new(0),
-            stripes: Lazy::new(make_stripes),
-            throttle: throttle.map(|throttling| {
-                Box::new(Shedding {
-                    preset: AtomicU64::new(0),
-                    throttling,
-                    on: AtomicU64::new(0),
-                    requests: AtomicU64::new(0),
-                    accepts: AtomicU64::new(0),
-                    throttled: AtomicU64::new(0),
-                })
-            }),
-            tracked: tracked
-                .filter(|_| plan.tracks)
-                .map(|(slots, threshold)| Tracked { slots, threshold }),
-            since: AtomicU64::new(0),
+            stripes: Lazy::new(),
+            extra,
         };
         lane.publish(phase);
         lane
@@ -359,7 +381,7 @@ impl Lane {
             if now > self.window_until.load(Ordering::Acquire) {
                 return Entry::Locked { now: Some(now) };
             }
-            if let Some(tracked) = &self.tracked {
+            if let Some(tracked) = self.tracked() {
                 return self.admit_tracked(tracked, now);
             }
             if let Some(shedding) = self.shedding() {
@@ -383,10 +405,41 @@ impl Lane {
     /// only after this epoch's cells were closed).
     #[inline(always)]
     fn ticket_in(&self, c: Cell) -> Ticket {
-        if self.plan.epochs {
-            Self::ticket_of(self.key.load(Ordering::Acquire))
+        match self.key() {
+            Some(key) => Self::ticket_of(key.load(Ordering::Acquire)),
+            None => Ticket::unaged(c.generation()),
+        }
+    }
+
+    /// A lane whose cells carry an epoch: its key (in its [`Extra`], which
+    /// [`new`](Lane::new) makes for every such lane). Checked on the plan first: another
+    /// lane reads no more than its own plan.
+    #[inline(always)]
+    fn key(&self) -> Option<&AtomicU64> {
+        if self.plan.epochs() {
+            self.extra.as_deref().map(|extra| &extra.key)
         } else {
-            Ticket::unaged(c.generation())
+            None
+        }
+    }
+
+    /// A slow-call threshold's calls in flight, if the lane tracks them.
+    #[inline(always)]
+    fn tracked(&self) -> Option<&Tracked> {
+        if self.plan.tracks() {
+            self.extra.as_deref()?.tracked.as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// A throttled lane's shedding state.
+    #[inline(always)]
+    fn throttle(&self) -> Option<&Shedding> {
+        if self.plan.throttled() {
+            self.extra.as_deref()?.throttle.as_ref()
+        } else {
+            None
         }
     }
 
@@ -402,7 +455,7 @@ impl Lane {
                 now: now.get(),
             };
         }
-        if let Some(tracked) = &self.tracked {
+        if let Some(tracked) = self.tracked() {
             if self.word.load(Ordering::Acquire) >> MODE_SHIFT == COUNTING {
                 return self.admit_tracked(tracked, now.get());
             }
@@ -507,7 +560,7 @@ impl Lane {
         c.is_windowed()
             && !ticket.tracked()
             && self.counts_for(c, ticket)
-            && (self.plan.latest_successes
+            && (self.plan.latest_successes()
                 || clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire)))
             && Self::count(cell, c, c.with_success())
     }
@@ -535,7 +588,7 @@ impl Lane {
             let counting = c.is_open() && c.has_success_room() && self.counts_for(c, ticket);
             if !counting
                 || (c.is_windowed()
-                    && !self.plan.latest_successes
+                    && !self.plan.latest_successes()
                     && now.get() > self.window_until.load(Ordering::Acquire))
             {
                 return Err(now.read);
@@ -573,10 +626,9 @@ impl Lane {
     /// on the cell that succeeds proves it was that epoch's key).
     #[inline(always)]
     fn counts_for(&self, c: Cell, ticket: Ticket) -> bool {
-        if self.plan.epochs {
-            Self::key_of(ticket) == Some(self.key.load(Ordering::Acquire))
-        } else {
-            c.generation() == ticket.generation()
+        match self.key() {
+            Some(key) => Self::key_of(ticket) == Some(key.load(Ordering::Acquire)),
+            None => c.generation() == ticket.generation(),
         }
     }
 

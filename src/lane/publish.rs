@@ -27,12 +27,11 @@ impl Lane {
         if mode != LOCKED && mode != STEPPING {
             self.word.store(STEPPING << MODE_SHIFT, Ordering::Release);
             let preset = self
-                .throttle
-                .as_ref()
+                .throttle()
                 .map_or(0, |t| t.preset.load(Ordering::Relaxed));
             // The base first: it holds what was counted before the stripes were opened (a
             // publish opens the base only while there are none), failures included.
-            let room = self.failure_room.load(Ordering::Relaxed);
+            let room = u64::from(self.failure_room.load(Ordering::Relaxed));
             pending = Cell(self.base.swap(Cell::CLOSED.0, Ordering::AcqRel)).pending(preset, room);
             if let Some(stripes) = self.stripes.get() {
                 for stripe in stripes.iter() {
@@ -43,7 +42,7 @@ impl Lane {
         }
         // Rejection counters are not part of the cell protocol: a rejection counts whenever
         // it lands, before this swap (folded now) or after (folded by the next lock holder).
-        if let Some(shedding) = &self.throttle {
+        if let Some(shedding) = self.throttle() {
             pending.throttled = shedding.throttled.swap(0, Ordering::AcqRel);
             if let Some(stripes) = self.stripes.get() {
                 pending.throttled += stripes
@@ -87,18 +86,18 @@ impl Lane {
                 window_end,
                 since,
                 ..
-            } if self.plan.counts_closed && self.plan.epochs => {
+            } if self.plan.counts_closed() && self.plan.epochs() => {
                 self.open_epoch(Ticket::aged(generation, age), window_end, since)
             }
             Phase::Closed {
                 generation,
                 window_end,
                 ..
-            } if self.plan.counts_closed => {
+            } if self.plan.counts_closed() => {
                 // A policy that measures latency has windowed cells, windowless or not: an
                 // admission then reads the clock, its start.
                 let windowed =
-                    window_end.is_some() || self.plan.needs_latency || shed_from.is_some();
+                    window_end.is_some() || self.plan.needs_latency() || shed_from.is_some();
                 if windowed {
                     // Without a window, an end no reading reaches but a clock that panicked
                     // (read as `Nanos::MAX`, which must take the lock).
@@ -120,15 +119,17 @@ impl Lane {
     /// `since`; locked where no key names it or the window has no end.
     #[inline]
     fn open_epoch(&self, ticket: Ticket, window_end: Option<Nanos>, since: Nanos) -> (u64, Cell) {
-        match (Self::key_of(ticket), window_end) {
-            (Some(key), Some(until)) => {
+        match (self.extra.as_deref(), Self::key_of(ticket), window_end) {
+            (Some(extra), Some(key), Some(until)) => {
                 // A new epoch at every opening, so that a cell of one bucket is never
                 // mistaken for the next one's (its counters may be back to zero).
-                let epoch = self.epoch.load(Ordering::Relaxed).wrapping_add(1);
-                self.epoch.store(epoch, Ordering::Relaxed);
-                self.key.store(key, Ordering::Release);
+                let epoch = extra.epoch.load(Ordering::Relaxed).wrapping_add(1);
+                extra.epoch.store(epoch, Ordering::Relaxed);
+                extra.key.store(key, Ordering::Release);
                 self.window_until.store(until, Ordering::Release);
-                self.since.store(since, Ordering::Release);
+                if let Some(tracked) = &extra.tracked {
+                    tracked.since.store(since, Ordering::Release);
+                }
                 (COUNTING, Cell::open(Generation::from_bits(epoch), true))
             }
             _ => (LOCKED, Cell::CLOSED),
@@ -147,7 +148,9 @@ impl Lane {
                     Phase::Closed { failure_room, .. } if cell.is_open() => failure_room,
                     _ => 0,
                 };
-                self.failure_room.store(room, Ordering::Relaxed);
+                // (A room past the counter's is the counter's: `Cell::failure_room`.)
+                self.failure_room
+                    .store(room.min(Cell::FAILURES) as u8, Ordering::Relaxed);
                 let base = if cell.is_open() {
                     cell.failure_room(room)
                 } else {

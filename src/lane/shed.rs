@@ -69,16 +69,16 @@ impl Lane {
         // A throttle with no room left sheds on the lane, from the counts published here:
         // its cells are opened windowed, so that every admission takes the path that asks.
         let shed_from = match phase {
-            Phase::Closed { shed_from, .. } if self.plan.counts_closed => shed_from,
+            Phase::Closed { shed_from, .. } if self.plan.counts_closed() => shed_from,
             _ => None,
         };
         // (Only a throttle leaves less room than a counter holds: without one, none.)
-        let preset = if shed_from.is_some() || self.throttle.is_none() {
+        let preset = if shed_from.is_some() || self.throttle().is_none() {
             0
         } else {
             preset
         };
-        if let Some(shedding) = &self.throttle {
+        if let Some(shedding) = self.throttle() {
             let (requests, accepts) = shed_from.unwrap_or((0, 0));
             shedding.preset.store(preset, Ordering::Relaxed);
             shedding.requests.store(requests, Ordering::Release);
@@ -93,8 +93,7 @@ impl Lane {
     /// The throttle's shedding state, while the open cells shed.
     #[inline(always)]
     pub(super) fn shedding(&self) -> Option<&Shedding> {
-        self.throttle
-            .as_deref()
+        self.throttle()
             .filter(|t| t.on.load(Ordering::Acquire) != 0)
     }
 
@@ -172,7 +171,7 @@ mod tests {
             crate::throttle::Throttle::new(2.0).expect("valid"),
         ));
         let lane = Lane::new(counting(), Phase::Forced, Some(throttling), None);
-        lane.stripes.force();
+        lane.stripes.force(super::super::stripes::make_stripes);
         let cells = (lane.stripe_bytes() / 128) as u64;
         assert!(cells >= 2);
         let room = Cell::COUNTER + 100;

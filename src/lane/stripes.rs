@@ -108,7 +108,7 @@ impl Lane {
             return; // drained by a lock holder: no collision
         }
         if base {
-            self.stripes.force();
+            self.stripes.force(make_stripes);
         } else {
             sync::rehash();
         }
@@ -139,7 +139,7 @@ impl Lane {
             return;
         }
         if base {
-            self.stripes.force();
+            self.stripes.force(make_stripes);
         } else {
             sync::rehash();
         }
@@ -149,7 +149,7 @@ impl Lane {
     /// striped.
     #[cfg(loom)]
     pub(crate) fn make_stripes(&self) {
-        self.stripes.force();
+        self.stripes.force(make_stripes);
     }
 
     /// The bytes this lane's stripes take (zero until contention made them).
@@ -207,7 +207,7 @@ mod tests {
     #[test]
     fn once_striped_every_failure_takes_the_lock() {
         let lane = failing(7);
-        lane.stripes.force();
+        lane.stripes.force(make_stripes);
         lane.close();
         lane.publish(closed_with_room(7));
         assert!(matches!(lane.admit(never), Entry::Admitted { .. }));
@@ -279,7 +279,7 @@ mod tests {
         assert_eq!(lane.close().rejected, 5);
         assert_eq!(lane.close().rejected, 0, "folded once");
         lane.publish(Phase::Open { until: 42 });
-        lane.stripes.force();
+        lane.stripes.force(make_stripes);
         lane.count_rejection();
         lane.count_rejection();
         assert_eq!(lane.close().rejected, 2, "striped counters are folded too");

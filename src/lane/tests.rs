@@ -170,7 +170,15 @@ fn rolling(generation: u64, age: u64, bucket_end: Nanos) -> Lane {
         None,
         None,
     );
-    assert_eq!(lane.epoch.load(Ordering::Relaxed), 1, "opened once");
+    assert_eq!(
+        lane.extra
+            .as_ref()
+            .expect("a rolling lane's")
+            .epoch
+            .load(Ordering::Relaxed),
+        1,
+        "opened once"
+    );
     lane
 }
 

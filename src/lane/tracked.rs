@@ -6,7 +6,7 @@ use super::{Entry, Lane, MODE_SHIFT, OPEN};
 use crate::in_flight_slots::{InFlightSlots, MAX_KEY};
 use crate::machine::Ticket;
 use crate::nanos::Nanos;
-use crate::sync::{self, Ordering};
+use crate::sync::{self, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What a lane that tracks its calls in flight keeps (see [`InFlightSlots`]).
@@ -15,6 +15,10 @@ pub(super) struct Tracked {
     pub(super) slots: Arc<InFlightSlots>,
     /// The slow-call threshold: a success slower than this goes to the lock.
     pub(super) threshold: Nanos,
+    /// The machine's latest time at the opening, before which no call is admitted here (see
+    /// [`Phase::Closed`](crate::machine::Phase::Closed)'s `since`). Written before the cells
+    /// are opened.
+    pub(super) since: AtomicU64,
 }
 
 impl Lane {
@@ -38,7 +42,7 @@ impl Lane {
             }
             if !c.has_request_room()
                 || now > self.window_until.load(Ordering::Acquire)
-                || now < self.since.load(Ordering::Acquire)
+                || now < tracked.since.load(Ordering::Acquire)
             {
                 return Entry::Locked { now: Some(now) };
             }
@@ -82,7 +86,7 @@ impl Lane {
     #[inline(never)]
     pub(crate) fn succeed_tracked(&self, ticket: Ticket, started: Nanos, now: Nanos) -> bool {
         let (Some(tracked), Some(slot), Some(key)) =
-            (&self.tracked, ticket.slot(), Self::slot_key(ticket))
+            (self.tracked(), ticket.slot(), Self::slot_key(ticket))
         else {
             return false;
         };
@@ -98,7 +102,7 @@ impl Lane {
                 && c.has_success_room()
                 && self.counts_for(c, ticket)
                 && now <= self.window_until.load(Ordering::Acquire)
-                && now >= self.since.load(Ordering::Acquire);
+                && now >= tracked.since.load(Ordering::Acquire);
             if !counting || !tracked.slots.begin_success(slot, key) {
                 return false;
             }

@@ -43,7 +43,7 @@ impl Lane {
     /// `None`: admit it as any other call.
     #[inline(always)]
     pub(crate) fn admit_uncounted(&self, clock: impl FnOnce() -> Nanos) -> Option<Ticket> {
-        if !self.plan.defers {
+        if !self.plan.defers() {
             return None;
         }
         let (cell, _) = self.cell();
@@ -79,7 +79,7 @@ impl Lane {
             return false;
         }
         let within = !c.is_windowed()
-            || self.plan.latest_successes
+            || self.plan.latest_successes()
             || clock().is_some_and(|now| now <= self.window_until.load(Ordering::Acquire));
         if !within {
             return false;
