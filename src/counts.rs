@@ -299,18 +299,6 @@ impl serde::Serialize for Transitions {
     }
 }
 
-/// The counts of one generation, with the buckets of a rolling window, or the ring of a
-/// count window, when there is one.
-///
-/// Every request carries the window's *age* (the number of bucket periods since the generation
-/// started) at admission; its result goes to the bucket of that age, and is dropped when that
-/// bucket has rolled out of the window. With a fixed window the age is always zero.
-///
-/// A count window (the last `n` results, resilience4j's `COUNT_BASED` window) counts in the
-/// closed state only: there `requests` is the number of results it holds, each success or
-/// failure pushes out the oldest once it is full, and an exclusion is counted in
-/// `total_exclusions` but takes no place in it. In the other states it counts as a fixed
-/// window does (the probes of half-open need every admission).
 /// The run of like results at the end of results recorded at once (the lock-free lane's),
 /// so that folding them keeps the consecutive runs that recording each in turn would have.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -325,16 +313,70 @@ pub(crate) enum Tail {
     Failures(u64),
 }
 
+/// The counts of one generation, with the buckets of a rolling window, or the ring of a
+/// count window, when there is one.
+///
+/// Every request carries the window's *age* (the number of bucket periods since the generation
+/// started) at admission; its result goes to the bucket of that age, and is dropped when that
+/// bucket has rolled out of the window. With a fixed window the age is always zero.
+///
+/// A count window (the last `n` results, resilience4j's `COUNT_BASED` window) counts in the
+/// closed state only: there `requests` is the number of results it holds, each success or
+/// failure pushes out the oldest once it is full, and an exclusion is counted in
+/// `total_exclusions` but takes no place in it. In the other states it counts as a fixed
+/// window does (the probes of half-open need every admission).
+///
+/// The counts an idle closed breaker's calls change are kept in place ([`Hot`]); the rest,
+/// with the buckets or the ring, in a [`Rare`] built on first need (a rolling or a count
+/// window builds it with its ring, a fixed one on its first exclusion, slow or throttled
+/// call). [`counts`](Window::counts) puts the two together.
 #[derive(Debug)]
 pub(crate) struct Window {
-    counts: Counts,
-    /// What a rolling or a count window holds beyond its counts; none for a fixed window,
-    /// which pays a pointer for it.
-    ring: Option<Box<Ring>>,
-    /// Whether it rolls (read without reaching for the buckets).
-    rolling: bool,
+    hot: Hot,
+    /// None for a fixed window that has not needed it yet: whether the window rolls or
+    /// counts by count is read from it (a fixed window's calls find it absent at once).
+    rare: Option<Box<Rare>>,
+}
+
+/// The counts a window keeps in place: those of [`Counts`] that an idle closed breaker's
+/// admissions, successes and failures change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Hot {
+    requests: u64,
+    total_successes: u64,
+    total_failures: u64,
+    consecutive_successes: u64,
+    consecutive_failures: u64,
+}
+
+impl Hot {
+    fn on_request(&mut self) {
+        self.requests += 1;
+    }
+
+    fn on_success(&mut self) {
+        self.total_successes += 1;
+        self.consecutive_successes += 1;
+        self.consecutive_failures = 0;
+    }
+
+    fn on_failure(&mut self) {
+        self.total_failures += 1;
+        self.consecutive_failures += 1;
+        self.consecutive_successes = 0;
+    }
+}
+
+/// What a window holds beyond its [`Hot`] counts (see [`Window`]).
+#[derive(Debug, Default)]
+struct Rare {
+    total_exclusions: u64,
+    slow_calls: u64,
+    throttled: u64,
     /// Whether the ring counts (a count window, in the closed state).
     by_count: bool,
+    /// A rolling window's buckets, or a count window's ring; none for a fixed window.
+    ring: Option<Ring>,
 }
 
 /// A rolling window's buckets, or a count window's ring.
@@ -355,32 +397,61 @@ impl Window {
     /// A rolling window of `buckets` buckets (0 or 1 makes a fixed window). The only
     /// allocation the breaker makes after it is built happens here, once.
     pub(crate) fn rolling(buckets: usize) -> Self {
-        let rolling = buckets >= 2;
-        Self {
-            counts: Counts::default(),
-            ring: rolling.then(|| {
-                Box::new(Ring::Rolling {
-                    start: 0,
-                    age: 0,
-                    buckets: vec![Counts::default(); buckets].into_boxed_slice(),
-                })
-            }),
-            rolling,
-            by_count: false,
-        }
+        Self::with_ring((buckets >= 2).then(|| Ring::Rolling {
+            start: 0,
+            age: 0,
+            buckets: vec![Counts::default(); buckets].into_boxed_slice(),
+        }))
     }
 
     /// A count window of the last `n` results (allocated here, once; zero: a fixed window).
     pub(crate) fn last(n: usize) -> Self {
+        Self::with_ring((n > 0).then(|| Ring::Last(LastCalls::new(n))))
+    }
+
+    /// A window holding `ring` (with its [`Rare`] part built now), or a fixed window.
+    fn with_ring(ring: Option<Ring>) -> Self {
         Self {
-            ring: (n > 0).then(|| Box::new(Ring::Last(LastCalls::new(n)))),
-            ..Self::rolling(0)
+            hot: Hot::default(),
+            rare: ring.map(|ring| {
+                Box::new(Rare {
+                    ring: Some(ring),
+                    ..Rare::default()
+                })
+            }),
         }
+    }
+
+    /// The rare part, built now if it was not yet.
+    #[inline]
+    fn rare_mut(&mut self) -> &mut Rare {
+        if self.rare.is_none() {
+            self.build_rare();
+        }
+        match &mut self.rare {
+            Some(rare) => rare,
+            None => unreachable!("built just above"),
+        }
+    }
+
+    /// Builds the rare part of a fixed window, once, out of line.
+    #[cold]
+    #[inline(never)]
+    fn build_rare(&mut self) {
+        self.rare = Some(Box::default());
+    }
+
+    fn ring(&self) -> Option<&Ring> {
+        self.rare.as_deref().and_then(|rare| rare.ring.as_ref())
+    }
+
+    fn ring_mut(&mut self) -> Option<&mut Ring> {
+        self.rare.as_deref_mut().and_then(|rare| rare.ring.as_mut())
     }
 
     /// A rolling window's buckets (none for another).
     fn buckets(&self) -> &[Counts] {
-        match self.ring.as_deref() {
+        match self.ring() {
             Some(Ring::Rolling { buckets, .. }) => buckets,
             _ => &[],
         }
@@ -388,7 +459,7 @@ impl Window {
 
     /// A rolling window's buckets, to change (none for another).
     fn buckets_mut(&mut self) -> &mut [Counts] {
-        match self.ring.as_deref_mut() {
+        match self.ring_mut() {
             Some(Ring::Rolling { buckets, .. }) => buckets,
             _ => &mut [],
         }
@@ -397,7 +468,7 @@ impl Window {
     /// When a rolling window's generation started (its buckets' ages count from it); zero
     /// for another window.
     pub(crate) fn start(&self) -> Nanos {
-        match self.ring.as_deref() {
+        match self.ring() {
             Some(Ring::Rolling { start, .. }) => *start,
             _ => 0,
         }
@@ -405,32 +476,63 @@ impl Window {
 
     /// Whether this is a count window counting (in the closed state).
     pub(crate) fn is_by_count(&self) -> bool {
-        self.by_count
+        self.rare.as_deref().is_some_and(|rare| rare.by_count)
     }
 
     /// Forgets everything for a new generation started at `now`, `closed` or not (a count
     /// window counts in the closed state only).
     pub(crate) fn restart(&mut self, closed: bool, now: Nanos) {
         self.clear();
-        match self.ring.as_deref_mut() {
-            Some(Ring::Rolling { start, .. }) => *start = now,
-            Some(Ring::Last(_)) => {}
-            None => {}
+        if let Some(rare) = self.rare.as_deref_mut() {
+            if let Some(Ring::Rolling { start, .. }) = &mut rare.ring {
+                *start = now;
+            }
+            rare.by_count = closed && matches!(rare.ring, Some(Ring::Last(_)));
         }
-        self.by_count = closed && matches!(self.ring.as_deref(), Some(Ring::Last(_)));
     }
 
-    pub(crate) fn counts(&self) -> &Counts {
-        &self.counts
+    /// The counts: the ones in place, with the rare ones (zero when there are none).
+    #[inline]
+    pub(crate) fn counts(&self) -> Counts {
+        let h = &self.hot;
+        let (total_exclusions, slow_calls, throttled) = match self.rare.as_deref() {
+            Some(rare) => (rare.total_exclusions, rare.slow_calls, rare.throttled),
+            None => (0, 0, 0),
+        };
+        Counts {
+            requests: h.requests,
+            total_successes: h.total_successes,
+            total_failures: h.total_failures,
+            total_exclusions,
+            consecutive_successes: h.consecutive_successes,
+            consecutive_failures: h.consecutive_failures,
+            slow_calls,
+            throttled,
+        }
+    }
+
+    /// Sets the counts to `c` (a rare count other than zero builds the rare part).
+    fn set_counts(&mut self, c: &Counts) {
+        self.hot = Hot {
+            requests: c.requests,
+            total_successes: c.total_successes,
+            total_failures: c.total_failures,
+            consecutive_successes: c.consecutive_successes,
+            consecutive_failures: c.consecutive_failures,
+        };
+        if self.rare.is_none() && (c.total_exclusions, c.slow_calls, c.throttled) == (0, 0, 0) {
+            return;
+        }
+        let rare = self.rare_mut();
+        rare.total_exclusions = c.total_exclusions;
+        rare.slow_calls = c.slow_calls;
+        rare.throttled = c.throttled;
     }
 
     /// The window's age: the bucket periods since the generation started that a rolling
     /// window was advanced to (always zero for another window).
     pub(crate) fn age(&self) -> u64 {
-        if !self.rolling {
-            return 0;
-        }
-        match self.ring.as_deref() {
+        match self.ring() {
             Some(Ring::Rolling { age, .. }) => *age,
             _ => 0,
         }
@@ -438,19 +540,25 @@ impl Window {
 
     /// Sets a rolling window's age.
     fn set_age(&mut self, to: u64) {
-        if let Some(Ring::Rolling { age, .. }) = self.ring.as_deref_mut() {
+        if let Some(Ring::Rolling { age, .. }) = self.ring_mut() {
             *age = to;
         }
     }
 
     pub(crate) fn is_rolling(&self) -> bool {
-        self.rolling
+        matches!(self.ring(), Some(Ring::Rolling { .. }))
     }
 
     /// Forgets everything: a new generation starts at age zero.
     pub(crate) fn clear(&mut self) {
-        self.counts = Counts::default();
-        match self.ring.as_deref_mut() {
+        self.hot = Hot::default();
+        let Some(rare) = self.rare.as_deref_mut() else {
+            return;
+        };
+        rare.total_exclusions = 0;
+        rare.slow_calls = 0;
+        rare.throttled = 0;
+        match &mut rare.ring {
             Some(Ring::Rolling { buckets, age, .. }) => {
                 buckets.fill(Counts::default());
                 *age = 0;
@@ -466,10 +574,15 @@ impl Window {
     }
 
     pub(crate) fn on_request(&mut self) {
-        if self.by_count {
+        if self.rare.is_none() {
+            // A fixed window: the common case, at once.
+            self.hot.on_request();
+            return;
+        }
+        if self.is_by_count() {
             return; // its `requests` are the results it holds
         }
-        self.counts.on_request();
+        self.hot.on_request();
         if self.is_rolling() {
             let i = self.bucket_index(self.age());
             self.buckets_mut()[i].on_request();
@@ -479,10 +592,10 @@ impl Window {
     /// Counts `n` calls the throttle turned away, as requests of the throttle's only (not in
     /// a count window, which holds results).
     pub(crate) fn on_throttled(&mut self, n: u64) {
-        if self.by_count {
+        if self.is_by_count() {
             return;
         }
-        self.counts.throttled += n;
+        self.rare_mut().throttled += n;
         if self.is_rolling() {
             let i = self.bucket_index(self.age());
             self.buckets_mut()[i].throttled += n;
@@ -493,13 +606,13 @@ impl Window {
     /// if `with_throttled`), and its results that were not failures (a count window's
     /// exclusions take no place in it, so they are not among its accepts).
     pub(crate) fn throttle_counts(&self, with_throttled: bool) -> (u64, u64) {
-        self.counts.throttle_counts(with_throttled, self.by_count)
+        (self.counts()).throttle_counts(with_throttled, self.is_by_count())
     }
 
     /// Whether an admission adds a request to the window (not in a count window, whose
     /// requests are the results it holds).
     pub(crate) fn admission_counts(&self) -> bool {
-        !self.by_count
+        !self.is_by_count()
     }
 
     /// Records `requests` admissions and `successes` successes at once, as the lock-free
@@ -512,39 +625,43 @@ impl Window {
     /// end, which is all the runs need: a tail of successes is the success run, a tail of
     /// failures the failure run (grown from the current run if they hold no success).
     pub(crate) fn absorb(&mut self, requests: u64, successes: u64, failures: u64, tail: Tail) {
-        let add = |c: &mut Counts| {
-            c.requests += requests;
-            c.total_successes += successes;
-            c.total_failures += failures;
-            match tail {
-                Tail::None if successes > 0 => {
-                    c.consecutive_successes += successes;
-                    c.consecutive_failures = 0;
+        // The same on the counts in place and on a bucket (both have these fields).
+        macro_rules! add {
+            ($c:expr) => {{
+                let c = $c;
+                c.requests += requests;
+                c.total_successes += successes;
+                c.total_failures += failures;
+                match tail {
+                    Tail::None if successes > 0 => {
+                        c.consecutive_successes += successes;
+                        c.consecutive_failures = 0;
+                    }
+                    Tail::None => {}
+                    Tail::Successes(n) => {
+                        c.consecutive_successes = n;
+                        c.consecutive_failures = 0;
+                    }
+                    Tail::Failures(n) => {
+                        c.consecutive_successes = 0;
+                        c.consecutive_failures = if successes == 0 {
+                            c.consecutive_failures + n
+                        } else {
+                            n
+                        };
+                    }
                 }
-                Tail::None => {}
-                Tail::Successes(n) => {
-                    c.consecutive_successes = n;
-                    c.consecutive_failures = 0;
-                }
-                Tail::Failures(n) => {
-                    c.consecutive_successes = 0;
-                    c.consecutive_failures = if successes == 0 {
-                        c.consecutive_failures + n
-                    } else {
-                        n
-                    };
-                }
-            }
-        };
-        if self.by_count {
+            }};
+        }
+        if self.is_by_count() {
             debug_assert!(failures == 0, "a count window's failures take the lock");
             self.push_successes(successes);
             return;
         }
-        add(&mut self.counts);
+        add!(&mut self.hot);
         if self.is_rolling() {
             let i = self.bucket_index(self.age());
-            add(&mut self.buckets_mut()[i]);
+            add!(&mut self.buckets_mut()[i]);
         }
     }
 
@@ -555,30 +672,33 @@ impl Window {
             return;
         }
         // Counting by count: the ring is there.
-        let Some(last) = last_of(&mut self.ring) else {
+        let Some(rare) = self.rare.as_deref_mut() else {
+            return;
+        };
+        let Some(Ring::Last(last)) = &mut rare.ring else {
             return;
         };
         let success = last_calls::Result {
             failed: false,
             slow: false,
         };
+        let c = &mut self.hot;
         if n >= last.capacity() as u64 {
             last.fill(success);
             let len = last.len() as u64;
-            self.counts.requests = len;
-            self.counts.total_successes = len;
-            self.counts.total_failures = 0;
-            self.counts.slow_calls = 0;
-            self.counts.consecutive_successes = len;
-            self.counts.consecutive_failures = 0;
+            c.requests = len;
+            c.total_successes = len;
+            c.total_failures = 0;
+            rare.slow_calls = 0;
+            c.consecutive_successes = len;
+            c.consecutive_failures = 0;
             return;
         }
         // Fewer than the ring holds (so `n` fits a usize).
         let (failed, slow) = last.push_many(success, n as usize);
         let len = last.len() as u64;
-        let c = &mut self.counts;
         c.total_failures -= failed;
-        c.slow_calls -= slow;
+        rare.slow_calls -= slow;
         c.total_successes = len - c.total_failures;
         c.requests = len;
         c.consecutive_successes = (c.consecutive_successes + n).min(len);
@@ -589,25 +709,28 @@ impl Window {
     /// out; the runs never outgrow the results held.
     fn push(&mut self, outcome: Outcome, slow: bool) {
         // Counting by count: the ring is there.
-        let Some(last) = last_of(&mut self.ring) else {
+        let Some(rare) = self.rare.as_deref_mut() else {
+            return;
+        };
+        let Some(Ring::Last(last)) = &mut rare.ring else {
             return;
         };
         let failed = outcome != Outcome::Success;
-        let c = &mut self.counts;
+        let c = &mut self.hot;
         if let Some(oldest) = last.push(last_calls::Result { failed, slow }) {
             if oldest.failed {
                 c.total_failures -= 1;
             } else {
                 c.total_successes -= 1;
             }
-            c.slow_calls -= u64::from(oldest.slow);
+            rare.slow_calls -= u64::from(oldest.slow);
         }
         if failed {
             c.on_failure();
         } else {
             c.on_success();
         }
-        c.slow_calls += u64::from(slow);
+        rare.slow_calls += u64::from(slow);
         let len = last.len() as u64;
         c.requests = len;
         c.consecutive_successes = c.consecutive_successes.min(len);
@@ -632,7 +755,7 @@ impl Window {
         if age > current || current - age >= self.buckets().len() as u64 {
             return;
         }
-        self.counts.on_request();
+        self.hot.on_request();
         let i = self.bucket_index(age);
         self.buckets_mut()[i].on_request();
     }
@@ -641,50 +764,66 @@ impl Window {
     /// the window).
     pub(crate) fn add_slow(&mut self, age: u64) {
         debug_assert!(
-            !self.by_count,
+            !self.is_by_count(),
             "a count window counts a slow call when it returns"
         );
         if !self.is_rolling() {
-            self.counts.slow_calls += 1;
+            self.rare_mut().slow_calls += 1;
             return;
         }
         let current = self.age();
         if age > current || current - age >= self.buckets().len() as u64 {
             return;
         }
-        self.counts.slow_calls += 1;
+        self.rare_mut().slow_calls += 1;
         let i = self.bucket_index(age);
         self.buckets_mut()[i].slow_calls += 1;
     }
 
+    /// Counts a result in the counts (not in a bucket), also as slow if `slow`.
+    #[inline]
+    fn count(&mut self, outcome: Outcome, slow: bool) {
+        match outcome.counted() {
+            Outcome::Success => self.hot.on_success(),
+            Outcome::Excluded => self.rare_mut().total_exclusions += 1,
+            _ => self.hot.on_failure(),
+        }
+        if slow {
+            self.rare_mut().slow_calls += 1;
+        }
+    }
+
     /// [`record`](Window::record), also counting the result as slow if `slow`.
     pub(crate) fn record_slow(&mut self, age: u64, outcome: Outcome, slow: bool) -> bool {
-        let apply = |c: &mut Counts| {
+        if self.rare.is_none() {
+            // A fixed window: the common case, at once.
+            self.count(outcome, slow);
+            return true;
+        }
+        if self.is_by_count() {
             match outcome.counted() {
-                Outcome::Success => c.on_success(),
-                Outcome::Excluded => c.on_exclusion(),
-                _ => c.on_failure(),
-            }
-            c.slow_calls += u64::from(slow);
-        };
-        if self.by_count {
-            match outcome.counted() {
-                Outcome::Excluded => self.counts.on_exclusion(),
+                Outcome::Excluded => self.rare_mut().total_exclusions += 1,
                 counted => self.push(counted, slow),
             }
             return true;
         }
         if !self.is_rolling() {
-            apply(&mut self.counts);
+            self.count(outcome, slow);
             return true;
         }
         let current = self.age();
         if age > current || current - age >= self.buckets().len() as u64 {
             return false;
         }
-        apply(&mut self.counts);
+        self.count(outcome, slow);
         let i = self.bucket_index(age);
-        apply(&mut self.buckets_mut()[i]);
+        let c = &mut self.buckets_mut()[i];
+        match outcome.counted() {
+            Outcome::Success => c.on_success(),
+            Outcome::Excluded => c.on_exclusion(),
+            _ => c.on_failure(),
+        }
+        c.slow_calls += u64::from(slow);
         true
     }
 
@@ -693,14 +832,14 @@ impl Window {
     pub(crate) fn counts_at(&self, age: u64) -> Counts {
         let current = self.age();
         if !self.is_rolling() || age <= current {
-            return self.counts;
+            return self.counts();
         }
         let steps = age - current;
         if steps >= self.buckets().len() as u64 {
             return Counts::default();
         }
         // Each step drops a different bucket (fewer steps than buckets), as `roll` would.
-        let mut counts = self.counts;
+        let mut counts = self.counts();
         for step in 1..=steps {
             roll_out(
                 &mut counts,
@@ -735,15 +874,9 @@ impl Window {
         self.set_age(age);
         let i = self.bucket_index(age);
         let oldest = std::mem::take(&mut self.buckets_mut()[i]);
-        roll_out(&mut self.counts, &oldest);
-    }
-}
-
-/// A count window's ring, in what a window holds (borrowed apart from its counts).
-fn last_of(ring: &mut Option<Box<Ring>>) -> Option<&mut LastCalls> {
-    match ring.as_deref_mut() {
-        Some(Ring::Last(last)) => Some(last),
-        _ => None,
+        let mut counts = self.counts();
+        roll_out(&mut counts, &oldest);
+        self.set_counts(&counts);
     }
 }
 
@@ -796,7 +929,7 @@ mod tests {
         assert!(w.record(0, Outcome::Failure));
         assert!(w.record(0, Outcome::Excluded));
         assert_eq!(
-            *w.counts(),
+            w.counts(),
             Counts {
                 requests: 2,
                 total_failures: 1,
@@ -850,7 +983,7 @@ mod tests {
         w.on_request();
         w.record(0, Outcome::Failure);
         w.advance_to(u64::MAX / 2);
-        assert_eq!(*w.counts(), Counts::default());
+        assert_eq!(w.counts(), Counts::default());
         assert_eq!(w.age(), u64::MAX / 2);
     }
 

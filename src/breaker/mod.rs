@@ -174,7 +174,7 @@ impl<P: TripPolicy, O: Observer> Breaker<P, O> {
     /// The counts of the current generation, as they are: unlike [`state`](Breaker::state),
     /// this evaluates no expiry and reads no clock.
     pub fn counts(&self) -> Counts {
-        self.read(|m| *m.counts())
+        self.read(|m| m.counts())
     }
 
     /// The probability the throttle ([`Builder::throttle`](crate::Builder::throttle)) turns

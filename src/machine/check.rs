@@ -195,7 +195,7 @@ impl<P: TripPolicy> Machine<P> {
             self.cold().totals.rejected_open += u64::from(rejects_caller);
             return (Rejected::open_until(self.expiry, now), Some(reopened));
         }
-        let counts = *self.window.counts();
+        let counts = self.window.counts();
         self.expiry = self.expiry_of(State::Open, now);
         self.down = true;
         self.cold().totals.rejected_open += u64::from(rejects_caller);

@@ -277,7 +277,7 @@ impl<P: TripPolicy> Machine<P> {
         self.state
     }
 
-    pub(crate) fn counts(&self) -> &Counts {
+    pub(crate) fn counts(&self) -> Counts {
         self.window.counts()
     }
 
@@ -339,7 +339,7 @@ impl<P: TripPolicy> Machine<P> {
             && !self.rules.dry_run
             && !self.has_throttle;
         let room = if lane_may_fail || lane_may_succeed {
-            self.policy.lane_room(self.window.counts())
+            self.policy.lane_room(&self.window.counts())
         } else {
             LaneRoom::NONE
         };
@@ -646,10 +646,11 @@ impl<P: TripPolicy> Machine<P> {
         }
         match self.state {
             State::Closed => {
+                let counts = self.window.counts();
                 let result = CallResult::new(
                     Outcome::Excluded,
                     Some(Duration::from_nanos(threshold)),
-                    self.window.counts(),
+                    &counts,
                     instant(now),
                 )
                 .with_in_flight(true);
@@ -730,8 +731,9 @@ impl<P: TripPolicy> Machine<P> {
                 // A result whose bucket rolled out of the window is not counted, but the
                 // policy is still consulted on the current counts, as gobreaker does.
                 self.record(ticket.age(), outcome, totals, slow);
-                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
-                    .with_fatal(fatal);
+                let counts = self.window.counts();
+                let result =
+                    CallResult::new(outcome, latency, &counts, instant(now)).with_fatal(fatal);
                 // Forced closed (or exempt): the policy still sees every result, but never
                 // trips it.
                 let trips = (self.policy.on_result(&result) || fatal) && self.may_trip();
@@ -750,14 +752,13 @@ impl<P: TripPolicy> Machine<P> {
                     let cold = self.cold();
                     cold.relieved = cold.relieved.saturating_sub(1);
                 }
-                let result = CallResult::new(outcome, latency, self.window.counts(), instant(now))
-                    .with_fatal(fatal);
+                let counts = self.window.counts();
+                let result =
+                    CallResult::new(outcome, latency, &counts, instant(now)).with_fatal(fatal);
                 self.policy.on_probe_result(&result);
                 match outcome {
                     Outcome::Failure => Some(self.set_state(State::Open, now)),
-                    Outcome::Success
-                        if self.window.counts().consecutive_successes >= self.probes() =>
-                    {
+                    Outcome::Success if counts.consecutive_successes >= self.probes() => {
                         Some(self.set_state(State::Closed, now))
                     }
                     Outcome::Success | Outcome::Excluded | Outcome::Fatal => None,
@@ -807,7 +808,7 @@ impl<P: TripPolicy> Machine<P> {
         debug_assert_ne!(from, to);
         // Every change ends the health-check lease in force: a check settled after it is stale.
         self.end_lease();
-        let counts = *self.window.counts();
+        let counts = self.window.counts();
         let expiry = match expiry {
             Some(expiry) => expiry,
             None => self.expiry_of(to, now),

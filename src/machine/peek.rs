@@ -51,7 +51,7 @@ impl<P: TripPolicy> Machine<P> {
                 let age = now.saturating_sub(self.window.start()) / self.rules.bucket_period;
                 (State::Closed, self.window.counts_at(age))
             }
-            state => (state, *self.window.counts()),
+            state => (state, self.window.counts()),
         };
         let check = self.check_status(now);
         let retry_after = match (state, self.forced) {
