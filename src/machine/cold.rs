@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::contain::FirstPanic;
 use crate::counts::{Totals, Transitions};
 use crate::generation::Generation;
 use crate::in_flight::InFlight;
@@ -81,6 +82,9 @@ pub(super) struct Cold {
     /// The lane's in-flight slots, shared with it: a slow-call threshold's calls admitted
     /// lock-free (none otherwise).
     pub(super) slots: Option<Arc<InFlightSlots>>,
+    /// The first panic the policy raised since the last call, if it did (see
+    /// [`Guarded`](super::guarded::Guarded)): a panic builds the cold part.
+    pub(super) panic: FirstPanic,
 }
 
 impl Cold {
@@ -101,6 +105,7 @@ impl Cold {
             in_flight: InFlight::default(),
             throttle: None,
             slots: None,
+            panic: FirstPanic::default(),
         }
     }
 }

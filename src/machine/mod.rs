@@ -37,7 +37,7 @@ use crate::throttle::{Throttle, Throttling};
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
 use cold::{Cold, Tally};
-use guarded::Guarded;
+use guarded::{Guarded, Policy};
 use judge::{judge, Judged};
 pub use peek::Ready;
 pub(crate) use rules::Rules;
@@ -124,7 +124,8 @@ pub(crate) enum Phase {
 pub(crate) struct Machine<P> {
     /// Shared by the breakers built by the same rules.
     rules: Arc<Rules>,
-    policy: Guarded<P>,
+    /// Changed only through [`Guarded`] ([`Machine::guarded`]).
+    policy: Policy<P>,
     state: State,
     generation: Generation,
     /// Closed with a fixed window: when the window ends. Open: when the open period ends.
@@ -171,7 +172,7 @@ impl<P: TripPolicy> Machine<P> {
         };
         let mut machine = Self {
             rules,
-            policy: Guarded::new(policy),
+            policy: Policy::new(policy),
             state: State::Closed,
             generation: Generation::default(),
             expiry: Nanos::MAX,
@@ -295,7 +296,7 @@ impl<P: TripPolicy> Machine<P> {
     }
 
     pub(crate) fn policy(&self) -> &P {
-        &self.policy.policy
+        self.policy.get()
     }
 
     /// The latest time an operation was given.
@@ -307,7 +308,16 @@ impl<P: TripPolicy> Machine<P> {
     /// completed with a neutral answer (no trip, the configured timeout, `max_requests`
     /// probes) so the machine is consistent, and the caller must now let the panic continue.
     pub(crate) fn take_panic(&mut self) -> FirstPanic {
-        self.policy.panic.take()
+        match self.cold.as_deref_mut() {
+            Some(cold) => cold.panic.take(),
+            None => FirstPanic::default(),
+        }
+    }
+
+    /// The policy's hooks, which contain its panics (kept in the cold part).
+    #[inline]
+    fn guarded(&mut self) -> Guarded<'_, P> {
+        Guarded::new(&mut self.policy, &mut self.cold, &self.rules)
     }
 
     /// Whether a result may trip the closed machine: not while forced (closed), and never
@@ -339,7 +349,8 @@ impl<P: TripPolicy> Machine<P> {
             && !self.rules.dry_run
             && !self.has_throttle;
         let room = if lane_may_fail || lane_may_succeed {
-            self.policy.lane_room(&self.window.counts())
+            let counts = self.window.counts();
+            self.guarded().lane_room(&counts)
         } else {
             LaneRoom::NONE
         };
@@ -452,7 +463,7 @@ impl<P: TripPolicy> Machine<P> {
     /// The policy's figures (see [`TripPolicy::gauges`]); a panic is kept for the caller,
     /// as for every policy hook.
     pub(crate) fn policy_gauges(&mut self, report: &mut dyn FnMut(&'static str, f64)) {
-        self.policy.gauges(report);
+        self.guarded().gauges(report);
     }
 
     /// How many times the machine went from each state to each other.
@@ -654,7 +665,7 @@ impl<P: TripPolicy> Machine<P> {
                     instant(now),
                 )
                 .with_in_flight(true);
-                let trips = self.policy.on_result(&result) && self.may_trip();
+                let trips = self.guarded().on_result(&result) && self.may_trip();
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => Some(self.set_state(State::Open, now)),
@@ -736,7 +747,7 @@ impl<P: TripPolicy> Machine<P> {
                     CallResult::new(outcome, latency, &counts, instant(now)).with_fatal(fatal);
                 // Forced closed (or exempt): the policy still sees every result, but never
                 // trips it.
-                let trips = (self.policy.on_result(&result) || fatal) && self.may_trip();
+                let trips = (self.guarded().on_result(&result) || fatal) && self.may_trip();
                 trips.then(|| self.set_state(State::Open, now))
             }
             State::HalfOpen => {
@@ -755,7 +766,7 @@ impl<P: TripPolicy> Machine<P> {
                 let counts = self.window.counts();
                 let result =
                     CallResult::new(outcome, latency, &counts, instant(now)).with_fatal(fatal);
-                self.policy.on_probe_result(&result);
+                self.guarded().on_probe_result(&result);
                 match outcome {
                     Outcome::Failure => Some(self.set_state(State::Open, now)),
                     Outcome::Success if counts.consecutive_successes >= self.probes() => {
@@ -814,7 +825,8 @@ impl<P: TripPolicy> Machine<P> {
             None => self.expiry_of(to, now),
         };
         if to == State::HalfOpen {
-            let probes = self.policy.half_open_probes(self.rules.max_requests);
+            let max_requests = self.rules.max_requests;
+            let probes = self.guarded().half_open_probes(max_requests);
             self.cold().probes = probes;
         }
         self.state = to;
@@ -830,7 +842,7 @@ impl<P: TripPolicy> Machine<P> {
         }
         self.down = false;
         self.start_generation(now, expiry);
-        self.policy.on_state_change(from, to, now);
+        self.guarded().on_state_change(from, to, now);
         let open_for =
             (to == State::Open && expiry != Nanos::MAX).then(|| expiry.saturating_sub(now));
         Change {
@@ -883,7 +895,7 @@ impl<P: TripPolicy> Machine<P> {
                 let (failed, draw) = (cold.failed_recoveries, cold.open_draws);
                 cold.open_draws = draw.wrapping_add(1);
                 let timeout = Duration::from_nanos(self.rules.backed_off(failed));
-                let open_for = saturating_nanos(self.policy.open_duration(timeout, now));
+                let open_for = saturating_nanos(self.guarded().open_duration(timeout, now));
                 // The spread shortens it, never lengthens it: the configured period (and
                 // the longest one) stays an upper bound.
                 let open_for = (self.rules.jitter).spread(open_for.min(self.rules.max_open), draw);
