@@ -941,6 +941,60 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_window_builds_its_rare_part_on_first_need_and_keeps_it() {
+        let mut w = Window::rolling(0);
+        w.on_request();
+        assert!(w.record(0, Outcome::Success));
+        w.on_request();
+        assert!(w.record(0, Outcome::Failure));
+        assert!(w.rare.is_none(), "successes and failures build nothing");
+        w.on_request();
+        assert!(w.record_slow(0, Outcome::Excluded, true));
+        w.on_throttled(2);
+        assert!(w.rare.is_some());
+        assert!(!w.is_rolling() && !w.is_by_count() && w.admission_counts());
+        assert_eq!(
+            w.counts(),
+            Counts::default()
+                .with_requests(3)
+                .with_total_successes(1)
+                .with_total_failures(1)
+                .with_total_exclusions(1)
+                .with_consecutive_failures(1)
+                .with_slow_calls(1)
+                .with_throttled(2)
+        );
+        assert_eq!(w.throttle_counts(true), (5, 2));
+        w.restart(true, 7);
+        assert_eq!(w.counts(), Counts::default());
+        assert!(w.rare.is_some(), "kept for the next generation");
+        assert!(!w.is_by_count());
+    }
+
+    #[test]
+    fn a_count_window_counts_by_count_while_closed_only() {
+        let mut w = Window::last(2);
+        w.restart(true, 0);
+        assert!(w.is_by_count() && !w.is_rolling());
+        w.on_request(); // its requests are the results it holds
+        assert_eq!(w.counts().requests, 0);
+        assert!(w.record_slow(0, Outcome::Failure, true));
+        assert!(w.record(0, Outcome::Success));
+        assert!(w.record(0, Outcome::Success)); // pushes the slow failure out
+        assert_eq!(
+            w.counts(),
+            Counts::default()
+                .with_requests(2)
+                .with_total_successes(2)
+                .with_consecutive_successes(2)
+        );
+        w.restart(false, 0);
+        assert!(!w.is_by_count());
+        w.on_request();
+        assert_eq!(w.counts().requests, 1);
+    }
+
+    #[test]
     fn rolling_drops_the_oldest_bucket_and_results_that_left_the_window() {
         let mut w = Window::rolling(3);
         w.on_request(); // age 0

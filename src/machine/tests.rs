@@ -201,6 +201,39 @@ fn a_panicking_policy_finishes_the_step_and_keeps_the_first_panic() {
         "no trip"
     );
     assert_eq!(m.totals().failures, 1);
-    let _ = m.take_panic();
+    assert!(m.cold.is_some(), "the panic is kept in the cold part");
+    assert!(m.take_panic().is_some(), "kept");
     assert!(!m.take_panic().is_some(), "taken");
+}
+
+#[test]
+fn an_idle_machine_is_small_and_builds_nothing_of_its_own() {
+    // On 64-bit targets: the part every breaker holds inline (its lane and own fields apart).
+    #[cfg(target_pointer_width = "64")]
+    assert!(
+        std::mem::size_of::<Machine<ConsecutiveFailures>>() <= 136,
+        "a machine takes {} bytes",
+        std::mem::size_of::<Machine<ConsecutiveFailures>>()
+    );
+    let mut m = machine(Rules::new(1, Duration::ZERO, Duration::ZERO, ms(1)), 3);
+    for outcome in [Outcome::Success, Outcome::Failure, Outcome::Success] {
+        let (t, _) = m.admit(0);
+        assert_eq!(
+            m.complete(t.unwrap(), Verdict::Reported(outcome), None, 0),
+            None
+        );
+    }
+    assert!(!m.take_panic().is_some());
+    assert!(
+        m.cold.is_none(),
+        "successes and failures build no cold part"
+    );
+    assert_eq!(
+        m.counts(),
+        Counts::default()
+            .with_requests(3)
+            .with_total_successes(2)
+            .with_total_failures(1)
+            .with_consecutive_successes(1)
+    );
 }
