@@ -40,10 +40,10 @@ const WARM_UP: usize = 1_000;
 const CALLS: usize = 10_000;
 /// An open period no check outlives on the real clock.
 const LONG: Duration = Duration::from_secs(3600);
-/// The most an idle default breaker takes, inline and on the heap (400 bytes on x86-64).
-const IDLE_BREAKER_BYTES: usize = 416;
-/// The most a `Registry<u64>` of 10⁵ idle keys holds a key (468 bytes on x86-64).
-const REGISTRY_KEY_BYTES: u64 = 484;
+/// The most an idle default breaker takes, inline and on the heap (256 bytes on x86-64).
+const IDLE_BREAKER_BYTES: usize = 256;
+/// The most a `Registry<u64>` of 10⁵ idle keys holds a key (380 bytes on x86-64).
+const REGISTRY_KEY_BYTES: u64 = 400;
 
 /// The heap traffic of `calls` runs of `call`, after `warm_up` uncounted runs.
 fn count_with(warm_up: usize, calls: usize, mut call: impl FnMut()) -> Stats {
@@ -478,9 +478,7 @@ fn checks() -> Vec<Check> {
             // rules it shares, so building and calling ten thousand of them touches the heap
             // not at all.
             let mut breakers: Vec<Breaker> = Vec::with_capacity(10_000);
-            // Breakers built alike share their rules: the first one built allocates them
-            // (kept for the next ones), here.
-            drop(black_box(Breaker::builder().build()));
+            // Default breakers read their rules from a static: none allocates them.
             let region = Region::new(GLOBAL);
             for _ in 0..10_000 {
                 breakers.push(Breaker::builder().build());
@@ -501,14 +499,12 @@ fn checks() -> Vec<Check> {
         ("memory/an_idle_default_breaker_is_small", || {
             // An idle default breaker: its inline size, and nothing on the heap of its own
             // (no stripes, no slow-call slots, no bucket ring, no name, no cold part: a
-            // trip, a rejection or a forced state builds that); its rules it shares with
-            // every breaker built alike (the first of them allocates them: one built before
-            // counting here). In an `Arc` (a registry's), the `Arc`'s two counts and nothing
-            // else besides.
+            // trip, a rejection or a forced state builds that, nor rules of its own: a
+            // default breaker's are in a static). In an `Arc` (a registry's), the `Arc`'s two
+            // counts and nothing else besides.
             const BOUND: usize = IDLE_BREAKER_BYTES;
             let inline = std::mem::size_of::<Breaker>();
             assert!(inline <= BOUND, "a breaker takes {inline} bytes inline");
-            drop(black_box(Breaker::builder().build()));
             let region = Region::new(GLOBAL);
             let breaker = black_box(Breaker::builder().build());
             let built = region.change();
@@ -542,8 +538,6 @@ fn checks() -> Vec<Check> {
                 own.bytes_allocated
             );
             drop(alone);
-            // The defaults kept again for the checks after this one.
-            drop(black_box(Breaker::builder().build()));
             let region = Region::new(GLOBAL);
             let shared = black_box(Arc::new(breaker));
             let boxed = region.change();

@@ -9,16 +9,19 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::machine::Rules;
+use crate::machine::{Rules, RulesRef};
 
 /// The rules of the last breaker built.
 static LAST: Mutex<Option<Arc<Rules>>> = Mutex::new(None);
 
-/// `rules`, shared with every breaker built by the same ones since the last built by others.
-pub(super) fn shared(rules: Rules) -> Arc<Rules> {
-    let mut last = LAST.lock();
-    match last.as_ref() {
-        Some(kept) if **kept == rules => Arc::clone(kept),
-        _ => Arc::clone(last.insert(Arc::new(rules))),
-    }
+/// `rules`: a default breaker's in their static; any others shared with every breaker built
+/// by the same ones since the last built by others.
+pub(super) fn shared(rules: Rules) -> RulesRef {
+    RulesRef::of(rules, |rules| {
+        let mut last = LAST.lock();
+        match last.as_ref() {
+            Some(kept) if **kept == rules => Arc::clone(kept),
+            _ => Arc::clone(last.insert(Arc::new(rules))),
+        }
+    })
 }

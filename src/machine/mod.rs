@@ -40,7 +40,7 @@ use cold::{Cold, Tally};
 use guarded::{Guarded, Policy};
 use judge::{judge, Judged};
 pub use peek::Ready;
-pub(crate) use rules::Rules;
+pub(crate) use rules::{Rules, RulesRef};
 pub(crate) use ticket::Ticket;
 
 /// The most buckets a rolling window has. A bucket period that would need more is widened
@@ -123,7 +123,7 @@ pub(crate) enum Phase {
 #[derive(Debug)]
 pub(crate) struct Machine<P> {
     /// Shared by the breakers built by the same rules.
-    rules: Arc<Rules>,
+    rules: RulesRef,
     /// Changed only through [`Guarded`] ([`Machine::guarded`]).
     policy: Policy<P>,
     state: State,
@@ -163,8 +163,8 @@ pub(crate) struct Machine<P> {
 impl<P: TripPolicy> Machine<P> {
     /// A closed machine in generation 1, started at `now`, over `policy`, by `rules` (which
     /// carry what the policy's capabilities ask of the machine).
-    pub(crate) fn new(rules: impl Into<Arc<Rules>>, policy: P, now: Nanos) -> Self {
-        let rules: Arc<Rules> = rules.into();
+    pub(crate) fn new(rules: impl Into<RulesRef>, policy: P, now: Nanos) -> Self {
+        let rules: RulesRef = rules.into();
         let window = match rules.count_window {
             0 => Window::rolling(rules.buckets as usize),
             // At most `MAX_COUNT_WINDOW`: it fits a usize.

@@ -1,13 +1,15 @@
 //! [`Rules`]: what a machine runs by, from the breaker's knobs and the policy's
 //! capabilities, after gobreaker's zero-means-default rules.
 
+use std::ops::Deref;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::abandoned::AbandonedAs;
 use crate::jitter::{seed_of, Jitter};
 use crate::knobs::Knobs;
 use crate::nanos::{saturating_nanos, Nanos};
-use crate::policy::Capabilities;
+use crate::policy::{Capabilities, ConsecutiveFailures, TripPolicy};
 
 use super::{MAX_BUCKETS, MAX_COUNT_WINDOW};
 
@@ -16,6 +18,62 @@ const DEFAULT_MAX_OPEN: Nanos = 3_600_000_000_000;
 
 /// How long a health check may run by default: brpc's `health_check_timeout_ms`, 500 ms.
 const DEFAULT_CHECK_TIMEOUT: Nanos = 500_000_000;
+
+/// The rules of a breaker built with every default (gobreaker's), kept in a static: a default
+/// breaker reads them there and allocates nothing for them.
+static DEFAULTS: LazyLock<Rules> = LazyLock::new(|| {
+    let knobs = Knobs::default();
+    Rules::from(&knobs)
+        .with_capabilities(&ConsecutiveFailures::default().capabilities())
+        .health_check(false, knobs.check_timeout)
+});
+
+/// The rules a machine reads: a default breaker's in a static ([`RulesRef::of`] finds them
+/// there), any other's shared by the breakers built alike. One word either way.
+#[derive(Debug, Clone)]
+pub(crate) struct RulesRef(Option<Arc<Rules>>);
+
+impl RulesRef {
+    /// `rules`: the static defaults if they are those, else the rules `share` gives (shared
+    /// with the breakers built alike, or their own).
+    pub(crate) fn of(rules: Rules, share: impl FnOnce(Rules) -> Arc<Rules>) -> Self {
+        if rules == *DEFAULTS {
+            RulesRef(None)
+        } else {
+            RulesRef(Some(share(rules)))
+        }
+    }
+
+    /// Whether these are a default breaker's rules, in their static.
+    #[cfg(test)]
+    pub(crate) fn is_static(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl From<Rules> for RulesRef {
+    fn from(rules: Rules) -> Self {
+        RulesRef::of(rules, Arc::new)
+    }
+}
+
+impl From<Arc<Rules>> for RulesRef {
+    fn from(rules: Arc<Rules>) -> Self {
+        RulesRef(Some(rules))
+    }
+}
+
+impl Deref for RulesRef {
+    type Target = Rules;
+
+    #[inline]
+    fn deref(&self) -> &Rules {
+        match &self.0 {
+            Some(rules) => rules,
+            None => &DEFAULTS,
+        }
+    }
+}
 
 /// The rules a machine runs by: the breaker's knobs after gobreaker's zero-means-default
 /// rules were applied, and what the policy's capabilities ask of the machine.
@@ -310,5 +368,29 @@ mod tests {
         assert_eq!(t.buckets, MAX_BUCKETS);
         // 3600 s / 1024 rounded up to whole nanoseconds.
         assert_eq!(t.bucket_period, 3_515_625_000);
+    }
+
+    #[test]
+    fn a_default_breakers_rules_are_read_from_their_static_and_others_are_shared() {
+        let knobs = Knobs::default();
+        let defaults = Rules::from(&knobs)
+            .with_capabilities(&ConsecutiveFailures::default().capabilities())
+            .health_check(false, knobs.check_timeout);
+        let read = RulesRef::from(defaults);
+        assert!(read.is_static());
+        assert_eq!(*read, defaults);
+        let longer = Rules::from(&Knobs {
+            timeout: Duration::from_secs(61),
+            ..Knobs::default()
+        })
+        .with_capabilities(&ConsecutiveFailures::default().capabilities());
+        let mut shared = 0;
+        let own = RulesRef::of(longer, |rules| {
+            shared += 1;
+            Arc::new(rules)
+        });
+        assert!(!own.is_static());
+        assert_eq!((*own, shared), (longer, 1));
+        assert_eq!(own.timeout, 61_000_000_000);
     }
 }
