@@ -5,6 +5,11 @@
 //!
 //! # Routes
 //!
+//! At the root with [`Dashboard::router`]; under a prefix with [`Dashboard::router_at`]
+//! (`router_at("/status")`: the page at `/status` and `/status/`, the JSON at
+//! `/status/breakers`, and so on). The metrics alone, at a path of your choosing:
+//! [`metrics()`].
+//!
 //! | route | answers |
 //! |---|---|
 //! | `GET /` | one HTML page, rendered on the server and refreshed in place by a small inline script: a row per breaker (open and half-open first), its recent states as a bar, a row per pool with its own figures, the recent changes; `?filter=text` keeps the breakers whose names contain `text` (the pools' rows stay) |
@@ -107,13 +112,12 @@
 //! let payments = Arc::new(Breaker::builder().name("payments").observer(Arc::clone(&history)).build());
 //! payments.force_open();
 //!
-//! let app = axum::Router::new().nest(
-//!     "/status",
+//! let app = axum::Router::new().merge(
 //!     Dashboard::new()
 //!         .registry(Arc::clone(&hosts))
 //!         .breaker(Arc::clone(&payments))
 //!         .controls("a long random token")
-//!         .router(),
+//!         .router_at("/status"),
 //! );
 //! // axum::serve(listener, app) on an internal address, behind your admin authentication.
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -130,7 +134,8 @@
 //! # assert_eq!(json[0]["name"], "payments");
 //! # assert_eq!(json[0]["forced"], "open");
 //! # assert_eq!(json[0]["history"][0]["origin"], "manual");
-//! # assert!(get("/status").await.contains("payments")); // axum nests "/" at "/status"
+//! # assert!(get("/status").await.contains("payments"));
+//! # assert!(get("/status/").await.contains("payments"));
 //! # });
 //! ```
 
@@ -157,13 +162,13 @@ use lazybreaker::Registry;
 
 mod guard;
 mod json;
+mod metrics;
 mod page;
 mod source;
 
-use source::{Control, PoolSource, Source};
+pub use metrics::metrics;
 
-/// The content type of the metrics: the OpenMetrics text format `prometheus-client` writes.
-const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+use source::{Control, PoolSource, Source};
 
 /// The page's content security policy: nothing from anywhere else, its own inline style and
 /// script only, requests to its own origin only, never framed.
@@ -174,8 +179,10 @@ const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
 /// A status page over breakers, registries and pools: see the [module documentation](self)
 /// for its routes, its JSON and what it asks of its deployment.
 ///
-/// Build it like a [`BreakerCollector`], then take its [`router`](Dashboard::router), to
-/// serve on its own or to [`nest`](axum::Router::nest) in an application's router.
+/// Build it like a [`BreakerCollector`], then take its routes: [`router_at`](Dashboard::router_at)
+/// to mount them under a prefix of an application's router (the page at both `/status` and
+/// `/status/`), or [`router`](Dashboard::router) to serve them at the root. For the metrics
+/// alone at a path of your choosing, see [`metrics()`].
 pub struct Dashboard {
     sources: Vec<Source>,
     pools: Vec<PoolSource>,
@@ -284,7 +291,51 @@ impl Dashboard {
         self
     }
 
-    /// The routes, as an [`axum::Router`] with no state left to provide.
+    /// The routes under `prefix`, as an [`axum::Router`] with no state left to provide, to
+    /// [`merge`](axum::Router::merge) into an application's router: at `"/status"` the page
+    /// answers at both `/status` and `/status/`, the JSON at `/status/breakers`, the metrics
+    /// at `/status/metrics`, and so on (the [routes](self#routes) with the prefix before them).
+    ///
+    /// The prefix is read as a path whatever its slashes: `"status"`, `"/status"` and
+    /// `"/status/"` are one prefix, and `""` or `"/"` is the root ([`router`](Dashboard::router)).
+    /// It is [`nest_service`](axum::Router::nest_service) at the prefix: axum's
+    /// [`nest`](axum::Router::nest) of [`router`](Dashboard::router) answers the page at
+    /// `/status` only, `/status/` with `404`.
+    ///
+    /// # Panics
+    ///
+    /// As [`nest_service`](axum::Router::nest_service) does, if `prefix` holds a wildcard
+    /// (`{*rest}`). Merging it into a router that already has a route under the prefix panics
+    /// as any conflicting [`merge`](axum::Router::merge) does.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use lazybreaker::Breaker;
+    /// use lazybreaker_dashboard::Dashboard;
+    /// use std::sync::Arc;
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> std::io::Result<()> {
+    ///     let payments = Arc::new(Breaker::builder().name("payments").build());
+    ///     let app = axum::Router::new()
+    ///         .route("/", axum::routing::get(|| async { "the application" }))
+    ///         .merge(Dashboard::new().breaker(payments).router_at("/status"));
+    ///     let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    ///     axum::serve(listener, app).await // the page at /status and /status/
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn router_at(self, prefix: &str) -> Router {
+        let prefix = prefix.trim_matches('/');
+        if prefix.is_empty() {
+            return self.router();
+        }
+        Router::new().nest_service(&format!("/{prefix}"), self.router())
+    }
+
+    /// The routes at the root, as an [`axum::Router`] with no state left to provide: to serve
+    /// on its own, or under a prefix with [`router_at`](Dashboard::router_at).
     pub fn router(self) -> Router {
         let mut metrics = prometheus_client::registry::Registry::default();
         metrics.register_collector(Box::new(self.collector));
@@ -293,7 +344,6 @@ impl Dashboard {
             sources: self.sources,
             pools: self.pools,
             histories: self.histories,
-            metrics,
             token: self.token.unwrap_or_default(),
             look: page::Look {
                 title: self.title,
@@ -305,7 +355,7 @@ impl Dashboard {
             .route("/", get(index))
             .route("/breakers", get(breakers))
             .route("/pools", get(pools))
-            .route("/metrics", get(metrics_text));
+            .route("/metrics", metrics::route(Arc::new(metrics)));
         if controls {
             router = router
                 .route(
@@ -343,7 +393,6 @@ struct Shared {
     sources: Vec<Source>,
     pools: Vec<PoolSource>,
     histories: Vec<Arc<History>>,
-    metrics: prometheus_client::registry::Registry,
     /// The controls' token (empty without controls: their routes are then not there).
     token: String,
     look: page::Look,
@@ -405,17 +454,6 @@ async fn pools(State(shared): State<Arc<Shared>>) -> Response {
         JSON,
         json::pools(&source::read_pools(&shared.pools)),
     )
-}
-
-async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
-    let mut text = String::new();
-    match prometheus_client::encoding::text::encode(&mut text, &shared.metrics) {
-        Ok(()) => answer(StatusCode::OK, METRICS_CONTENT_TYPE, text),
-        Err(_) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "metrics could not be encoded",
-        ),
-    }
 }
 
 async fn control(

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use lazybreaker::observe::{History, Origin};
 use lazybreaker::policy::ConsecutiveFailures;
 use lazybreaker::pool::{Balance, OutlierDetection, Pick, Pool};
+use lazybreaker::prometheus::BreakerCollector;
 use lazybreaker::{Breaker, Clock, Forced, ManualClock, Registry, State};
-use lazybreaker_dashboard::Dashboard;
+use lazybreaker_dashboard::{metrics, Dashboard};
 
 /// A name made of everything that could break out of HTML, JSON or a label.
 const HOSTILE: &str = "<b>\"tom & jerry\"\n</script><script>alert(1)</script>";
@@ -493,6 +494,130 @@ fn the_metrics_are_the_collectors_in_the_openmetrics_format() {
         r#"circuit_breaker_state{breaker="<b>\"tom & jerry\"\n</script><script>alert(1)</script>"} 2"#
     ));
     assert!(reply.body.ends_with("# EOF\n"));
+}
+
+#[test]
+fn under_a_prefix_the_page_answers_with_and_without_the_trailing_slash() {
+    for prefix in ["/status", "/status/", "status"] {
+        let f = fleet();
+        let app = axum::Router::new()
+            .route("/", axum::routing::get(|| async { "the application" }))
+            .merge(dashboard(&f).controls("t0ken").router_at(prefix));
+        let server = serve(app);
+        for path in [
+            "/status",
+            "/status/",
+            "/status?filter=pay",
+            "/status/?filter=pay",
+        ] {
+            let page = get(&server, path);
+            assert_eq!(page.status, 200, "{prefix:?} {path}: {}", page.body);
+            assert_eq!(
+                page.header("content-type"),
+                Some("text/html; charset=utf-8"),
+                "{prefix:?} {path}"
+            );
+            assert!(
+                page.body.starts_with("<!doctype html>"),
+                "{prefix:?} {path}"
+            );
+            assert!(page.body.contains("payments"), "{prefix:?} {path}");
+        }
+        // The other routes keep working under the prefix, and only there.
+        let json = get(&server, "/status/breakers");
+        assert_eq!(json.status, 200);
+        assert_eq!(entry(&json.json(), "ledger")["forced"], "open");
+        assert_eq!(get(&server, "/status/pools").status, 200);
+        let metrics = get(&server, "/status/metrics");
+        assert_eq!(metrics.status, 200);
+        assert!(metrics
+            .body
+            .contains(r#"circuit_breaker_state{breaker="payments"} 2"#));
+        let released = request(
+            &server,
+            "POST",
+            "/status/breakers/ledger/release",
+            &[("authorization", "Bearer t0ken")],
+        );
+        assert_eq!(released.status, 200, "{}", released.body);
+        assert_eq!(f.forced.forced(), None);
+        assert_eq!(get(&server, "/").body, "the application");
+        for elsewhere in ["/breakers", "/metrics", "/status/nowhere", "/statusx"] {
+            assert_eq!(
+                get(&server, elsewhere).status,
+                404,
+                "{prefix:?} {elsewhere}"
+            );
+        }
+    }
+}
+
+#[test]
+fn at_the_root_router_at_is_the_router() {
+    for prefix in ["", "/"] {
+        let f = fleet();
+        let server = serve(dashboard(&f).router_at(prefix));
+        let page = get(&server, "/");
+        assert_eq!(page.status, 200, "{prefix:?}");
+        assert!(page.body.contains("payments"));
+        assert_eq!(get(&server, "/breakers").status, 200, "{prefix:?}");
+    }
+}
+
+#[test]
+fn the_metrics_alone_answer_at_the_path_the_user_chose() {
+    let f = fleet();
+    let collector = BreakerCollector::new()
+        .registry(Arc::clone(&f.hosts))
+        .breaker(Arc::clone(&f.open))
+        .breaker(Arc::clone(&f.forced));
+    // In a router with a state of its own: the route takes the router's state type.
+    #[derive(Clone)]
+    struct App;
+    let app = axum::Router::<App>::new()
+        .route("/", axum::routing::get(|| async { "the application" }))
+        .route("/internal/metrics", metrics(collector))
+        .with_state(App);
+    let server = serve(app);
+    let reply = get(&server, "/internal/metrics");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    assert!(reply
+        .body
+        .contains(r#"circuit_breaker_state{breaker="payments"} 2"#));
+    assert!(reply
+        .body
+        .contains(r#"circuit_breaker_forced{breaker="ledger"} 1"#));
+    assert!(reply
+        .body
+        .contains(r#"circuit_breaker_calls_total{breaker="api.example.com",outcome="success"} 1"#));
+    // Only what the collector was given.
+    assert!(!reply.body.contains(r#"breaker="inventory""#));
+    assert!(reply.body.ends_with("# EOF\n"));
+    // The dashboard's /metrics answers the same series for the same breakers.
+    let whole = serve(
+        Dashboard::new()
+            .registry(Arc::clone(&f.hosts))
+            .breaker(Arc::clone(&f.open))
+            .breaker(Arc::clone(&f.forced))
+            .router(),
+    );
+    assert_eq!(get(&whole, "/metrics").body, reply.body);
+    // Only the metrics, only at that path, only for GET (and HEAD).
+    assert_eq!(
+        request(&server, "POST", "/internal/metrics", &[]).status,
+        405
+    );
+    let head = request(&server, "HEAD", "/internal/metrics", &[]);
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    for elsewhere in ["/metrics", "/internal/metrics/", "/breakers"] {
+        assert_eq!(get(&server, elsewhere).status, 404, "{elsewhere}");
+    }
+    assert_eq!(get(&server, "/").body, "the application");
 }
 
 #[test]
