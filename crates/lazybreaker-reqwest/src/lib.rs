@@ -2,8 +2,10 @@
 //! [`BreakerMiddleware`], a [`reqwest_middleware::Middleware`] that keeps one breaker per
 //! `host:port` in a [`Registry`](lazybreaker::Registry) (or per any key of the request),
 //! [`rejection`] to tell its rejections from other errors, health checks
-//! ([`tcp_check`], [`path_check`]) that revive a host's breaker, and [`RetryMiddleware`],
-//! retries that share the breakers' verdicts (see [Retries](#retries)).
+//! ([`tcp_check`], [`path_check`] for a breaker; [`check_tcp`], [`check_path`] for a
+//! [`Pool`](lazybreaker::pool::Pool)'s endpoints) that revive a host's breaker,
+//! [`RetryMiddleware`], retries that share the breakers' verdicts (see [Retries](#retries)),
+//! and [`ResponseRules`], the classifier they count with, for calls of your own.
 //!
 //! Each request asks its host's breaker first: while the breaker rejects, the request fails
 //! at once and no connection is attempted. A host's breaker with a
@@ -22,6 +24,13 @@
 //! | a builder error (`is_builder`: a URL `reqwest` cannot send to) | excluded | the request never left, and it was the caller's |
 //! | any other `reqwest` error (a reset connection, a malformed response) | failure | the call died on the way |
 //! | an inner middleware's error (`reqwest_middleware::Error::Middleware`) | as the first `reqwest::Error` among its causes; excluded if it is another breaker's [`RejectedBy`](lazybreaker::RejectedBy); else failure | the call got no response, and nothing says it was the caller's fault |
+//!
+//! That table is [`ResponseRules`], a [`Classify`](lazybreaker::classify::Classify) of a
+//! plain client's `Result<reqwest::Response, reqwest::Error>` as well as a middleware
+//! client's: hand it to [`Pool::call`](lazybreaker::pool::Pool::call) (or
+//! [`Breaker::execute_async_with`](lazybreaker::Breaker::execute_async_with))
+//! to count calls you make yourself as the middleware would; there a 503 or a 429 with
+//! `Retry-After` is also the pool's [overload](lazybreaker::pool::Pick::overloaded).
 //!
 //! # Where the deadline goes
 //!
@@ -178,7 +187,8 @@ mod rejection;
 mod retry;
 mod verdict;
 
-pub use check::{path_check, tcp_check, CheckFuture};
+pub use check::{check_path, check_tcp, path_check, tcp_check, CheckFuture};
+pub use classify::ResponseRules;
 pub use key::host_port;
 pub use middleware::BreakerMiddleware;
 pub use rejection::rejection;

@@ -168,7 +168,7 @@ where
                     .map_err(|rejected| Error::middleware(breaker.rejected_by(rejected)))?
             }
         };
-        let rules = ResponseRules(self.rules);
+        let rules = ResponseRules::from_rules(self.rules);
         let result = Admitted::new(next.run(req, extensions), permit, rules).await;
         if let Some(breaker) = asked {
             Verdict::tell(extensions, rules.classify(&result), breaker);

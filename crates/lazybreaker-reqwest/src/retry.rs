@@ -172,7 +172,7 @@ impl RetryMiddleware {
         }
         let outcome = verdict
             .outcome
-            .unwrap_or_else(|| ResponseRules(self.rules).classify(result));
+            .unwrap_or_else(|| ResponseRules::from_rules(self.rules).classify(result));
         if !matches!(outcome, Outcome::Failure | Outcome::Fatal) {
             return None;
         }

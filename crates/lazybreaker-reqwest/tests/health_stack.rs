@@ -590,7 +590,9 @@ mod reqwest_checks {
     use super::*;
     use lazybreaker::http::StatusRules;
     use lazybreaker::Registry;
-    use lazybreaker_reqwest::{path_check, rejection, tcp_check, BreakerMiddleware};
+    use lazybreaker_reqwest::{
+        check_path, check_tcp, path_check, rejection, tcp_check, BreakerMiddleware,
+    };
     use lazybreaker_test_support::run_bounded;
     use std::net::SocketAddr;
     use std::sync::atomic::AtomicU16;
@@ -662,6 +664,39 @@ mod reqwest_checks {
                 node.health.store(code, Ordering::SeqCst);
                 assert_eq!(check().await, passes, "status {code}");
             }
+            assert_eq!(node.health_hits.load(Ordering::SeqCst), 4);
+        });
+    }
+
+    #[test]
+    fn check_tcp_runs_one_check_in_one_call() {
+        run_bounded(BOUND, async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            assert!(check_tcp(addr, DEADLINE).await, "a listener accepts");
+            drop(listener);
+            assert!(!check_tcp(addr, DEADLINE).await, "a closed port refuses");
+        });
+    }
+
+    #[test]
+    fn check_path_runs_one_check_in_one_call_and_passes_on_2xx_only() {
+        run_bounded(BOUND, async {
+            let node = Node::default();
+            let addr = serve(&node).await;
+            let client = reqwest::Client::new();
+            let url = format!("http://{addr}/health");
+            for (code, passes) in [(200, true), (204, true), (500, false), (404, false)] {
+                node.health.store(code, Ordering::SeqCst);
+                assert_eq!(
+                    check_path(&client, &url, DEADLINE).await,
+                    passes,
+                    "status {code}"
+                );
+            }
+            assert_eq!(node.health_hits.load(Ordering::SeqCst), 4);
+            // A URL that does not parse fails the check, and sends nothing.
+            assert!(!check_path(&client, "not a url", DEADLINE).await);
             assert_eq!(node.health_hits.load(Ordering::SeqCst), 4);
         });
     }

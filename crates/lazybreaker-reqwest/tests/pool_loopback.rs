@@ -12,8 +12,8 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use lazybreaker::policy::{ConsecutiveFailures, Outcome};
 use lazybreaker::pool::Pool;
-use lazybreaker::{Breaker, ManualClock, Rejected, State};
-use lazybreaker_reqwest::path_check;
+use lazybreaker::{Breaker, Error, ManualClock, Rejected, State};
+use lazybreaker_reqwest::{check_path, ResponseRules};
 
 /// The client's deadline per request (the hung upstream's requests end with it).
 const DEADLINE: Duration = Duration::from_millis(150);
@@ -128,8 +128,7 @@ fn pool(clock: &ManualClock, addrs: &[SocketAddr], max_isolated: f64) -> Arc<Poo
     .clock(clock.clone())
     .max_isolated(max_isolated)
     .health_check(move |addr: &SocketAddr| {
-        let url = format!("http://{addr}/health").parse().unwrap();
-        path_check(checker.clone(), url, CHECK_DEADLINE)()
+        check_path(&checker, format!("http://{addr}/health"), CHECK_DEADLINE)
     });
     pool.set(addrs.iter().copied());
     Arc::new(pool)
@@ -342,5 +341,112 @@ fn no_call_is_lost_or_counted_twice_under_four_tasks() {
             .map(|k| fleet.upstreams[k].api_hits.load(Ordering::SeqCst))
             .sum();
         assert_eq!(hits, 200, "each call reached one upstream once");
+    });
+}
+
+/// Serves `/busy`, a 503 with `Retry-After: 120` (an upstream shedding load).
+async fn serve_busy() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/busy",
+        axum::routing::get(|| async {
+            (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "120")])
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// A pool of `addr` alone, whose breaker never trips on failures (a fatal result opens it).
+fn one(clock: &ManualClock, addr: SocketAddr) -> Pool<SocketAddr> {
+    let pool = Pool::new(|_: &SocketAddr| {
+        Breaker::builder().policy(ConsecutiveFailures::new(1_000).unwrap())
+    })
+    .clock(clock.clone());
+    pool.set([addr]);
+    pool
+}
+
+/// One `Pool::call` with a plain client, counted by the crate's public classifier.
+async fn call(
+    pool: &Pool<SocketAddr>,
+    client: &reqwest::Client,
+    path: &str,
+) -> Result<reqwest::Response, Error<reqwest::Error>> {
+    pool.call(
+        |addr| client.get(format!("http://{addr}{path}")).send(),
+        ResponseRules::new(),
+    )
+    .await
+}
+
+#[test]
+fn pool_call_with_response_rules_counts_a_500_a_failure_and_a_200_a_success() {
+    run(async {
+        let fleet = five().await;
+        let clock = ManualClock::new();
+        let client = client();
+
+        let healthy = one(&clock, fleet.addrs[&Kind::Healthy]);
+        let ok = call(&healthy, &client, "/api").await.unwrap();
+        assert_eq!(ok.status(), 200);
+        let t = healthy
+            .breaker(&fleet.addrs[&Kind::Healthy])
+            .unwrap()
+            .totals();
+        assert_eq!((t.admitted, t.successes, t.failures), (1, 1, 0));
+
+        let fails = one(&clock, fleet.addrs[&Kind::Fails]);
+        for n in 1..=2 {
+            // The response comes back untouched; the pool counts it a failure.
+            let failed = call(&fails, &client, "/api").await.unwrap();
+            assert_eq!(failed.status(), 500);
+            let t = fails.breaker(&fleet.addrs[&Kind::Fails]).unwrap().totals();
+            assert_eq!((t.admitted, t.successes, t.failures), (n, 0, n));
+        }
+        assert_eq!(
+            fleet.upstreams[&Kind::Fails]
+                .api_hits
+                .load(Ordering::SeqCst),
+            2
+        );
+    });
+}
+
+#[test]
+fn pool_call_with_response_rules_counts_errors_and_overload_as_the_middleware_does() {
+    run(async {
+        let fleet = five().await;
+        let busy_addr = serve_busy().await;
+        let clock = ManualClock::new();
+        let client = client();
+
+        // A 503 with Retry-After: the pool's overload (excluded by default), not a failure.
+        let busy = one(&clock, busy_addr);
+        let answer = call(&busy, &client, "/busy").await.unwrap();
+        assert_eq!(answer.status(), 503);
+        assert_eq!(busy.stats().overloaded, 1);
+        let t = busy.breaker(&busy_addr).unwrap().totals();
+        assert_eq!((t.successes, t.failures, t.exclusions), (0, 0, 1));
+
+        // A refused connection: fatal, the endpoint's breaker opens at once.
+        let refuses = one(&clock, fleet.addrs[&Kind::Refuses]);
+        match call(&refuses, &client, "/api").await {
+            Err(Error::Inner(e)) => assert!(e.is_connect(), "{e:?}"),
+            other => panic!("expected a connect error, got {other:?}"),
+        }
+        let breaker = refuses.breaker(&fleet.addrs[&Kind::Refuses]).unwrap();
+        assert_eq!(breaker.state(), State::Open);
+        assert_eq!(breaker.totals().failures, 1);
+
+        // A timeout inside the call (the client's deadline): a failure.
+        let hangs = one(&clock, fleet.addrs[&Kind::Hangs]);
+        match call(&hangs, &client, "/api").await {
+            Err(Error::Inner(e)) => assert!(e.is_timeout(), "{e:?}"),
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        let t = hangs.breaker(&fleet.addrs[&Kind::Hangs]).unwrap().totals();
+        assert_eq!((t.failures, t.abandoned), (1, 0));
     });
 }
