@@ -24,8 +24,9 @@ where
     /// beside the calls), makes the call `call` builds for its key, and records the result
     /// as `classify` judges it ([`OkIsSuccess`](crate::classify::OkIsSuccess), a closure
     /// from `&Result` to [`Outcome`], an HTTP
-    /// [`StatusRules`](crate::http::StatusRules), …): the one-line way to call through a
-    /// pool, with nothing to forget.
+    /// [`StatusRules`](crate::http::StatusRules), `lazybreaker_reqwest::ResponseRules` for a
+    /// `reqwest` client's `send()`, …): the one-line way to call through a pool, with
+    /// nothing to forget.
     ///
     /// - Nothing is built for a call the pool cannot take: `call` runs only with a pick.
     /// - A classifier's [`overloaded`](Classify::overloaded) answer (a 503 with

@@ -617,7 +617,11 @@ where
     /// pool, before its first endpoint; it replaces a check the factory gave.
     ///
     /// Give the check a deadline of its own, shorter than the breaker's
-    /// [`check_timeout`](Builder::check_timeout).
+    /// [`check_timeout`](Builder::check_timeout). Ready-made checks for an endpoint in the
+    /// `lazybreaker-reqwest` crate, each one call that returns the check's future:
+    /// `lazybreaker_reqwest::check_tcp(*addr, deadline)` (a TCP connect) and
+    /// `lazybreaker_reqwest::check_path(&client, format!("http://{addr}/health"), deadline)`
+    /// (a health path that must answer 2xx).
     ///
     /// # Examples
     ///
