@@ -191,10 +191,15 @@ mod coarse {
 
     #[inline(always)]
     pub(super) fn now() -> Nanos {
+        // From the process's first reading: on some platforms coarsetime reads the time of
+        // day (since 1970), a range a default breaker's or budget's packed times need not
+        // cover (a retry budget's slices); Linux's reading is from boot.
+        static ORIGIN: std::sync::OnceLock<coarsetime::Instant> = std::sync::OnceLock::new();
+        let origin = *ORIGIN.get_or_init(coarsetime::Instant::now_without_cache_update);
         // `now_without_cache_update`: `now` would also write a process-wide cache, a store to
         // a shared cache line on every call.
         coarsetime::Instant::now_without_cache_update()
-            .duration_since(coarsetime::Instant::from_ticks(0))
+            .duration_since(origin)
             .as_nanos()
     }
 

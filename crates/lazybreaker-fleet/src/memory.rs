@@ -27,7 +27,11 @@ use super::store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};
 /// [`ManualClock`](lazybreaker::ManualClock), advancing that clock advances the store, and no
 /// other call is needed. Breakers on clocks that disagree (each its own `ManualClock`,
 /// advanced apart) share the fastest one's timeline: a deadline set when that clock was
-/// ahead comes later on the others.
+/// ahead comes later on the others. Give every breaker of one store the same kind of clock:
+/// a breaker on the default clock reads the platform's coarse clock from its origin (boot,
+/// on Linux), a `ManualClock` or a clock made by the application from when it was made: the
+/// store's time would follow the default breaker's, far ahead, and stand still while only
+/// the others call.
 ///
 /// # Examples
 ///
