@@ -1,0 +1,109 @@
+//! lazybreaker's metrics through OpenTelemetry: [`BreakerMetrics`] registers observable
+//! instruments on a [`Meter`](opentelemetry::metrics::Meter) and reads the breakers,
+//! registries and pools it was given when the meter provider collects, and nothing in
+//! between.
+//!
+//! The figures are those of the core's Prometheus collector
+//! (`lazybreaker::prometheus::BreakerCollector`, feature `prometheus`), read from the same
+//! snapshots ([`Breaker::snapshot`](lazybreaker::Breaker::snapshot),
+//! [`Pool::summary`](lazybreaker::pool::Pool::summary)): nothing is written on a call's path
+//! for metrics, and the state is computed when collected, so an open breaker whose open
+//! period has passed reads half-open (what the next call would find) even when traffic has
+//! stopped, without the collection moving it or running its callbacks.
+//!
+//! # Instruments
+//!
+//! Every breaker's data point has the attribute `breaker`: the breaker's name (a registry
+//! names its breakers after their keys unless the factory names them). Names must be unique
+//! across what one [`BreakerMetrics`] observes: a breaker whose name was already read in
+//! the same collection is skipped. A pool's own instruments (`circuit_breaker.pool.*`) have
+//! the attribute `pool` instead: its [name](lazybreaker::pool::Pool::named). The attribute
+//! values are the Prometheus label values.
+//!
+//! Counters are observable counters (monotonic sums, cumulative: the figure since the
+//! breaker or pool was built); levels that add up across breakers or pools are observable
+//! up-down counters; the coded and measured present figures are observable gauges. Names
+//! are OpenTelemetry's dot-separated lowercase, units UCUM (— none); the last column is the series
+//! of the core's Prometheus collector carrying the same figure (an OpenTelemetry Prometheus
+//! exporter derives the same names: `.` becomes `_`, a counter gets `_total`, the unit
+//! `s` gets `_seconds`).
+//!
+//! | instrument | kind | unit | attributes | Prometheus |
+//! |---|---|---|---|---|
+//! | `circuit_breaker.state` | gauge | `1` | `breaker` | `circuit_breaker_state`: the state the next call finds, **0 closed, 1 half-open, 2 open** |
+//! | `circuit_breaker.forced` | gauge | `1` | `breaker` | `circuit_breaker_forced`: the manual override, 0 none, 1 forced open, 2 forced closed |
+//! | `circuit_breaker.calls` | counter | `{call}` | `breaker`, `outcome` | `circuit_breaker_calls_total`: `success`, `failure`, `excluded`, `abandoned`, `dropped`, `rejected_open`, `rejected_half_open`, `rejected_forced`; with a throttle also `rejected_throttled`; in dry run also `would_reject` |
+//! | `circuit_breaker.admitted` | counter | `{call}` | `breaker` | `circuit_breaker_admitted_total` |
+//! | `circuit_breaker.transitions` | counter | `{transition}` | `breaker`, `from`, `to` | `circuit_breaker_transitions_total`: `closed`, `half_open`, `open`, all six pairs |
+//! | `circuit_breaker.opened` | counter | `{opening}` | `breaker` | `circuit_breaker_opened_total` (brpc's `nBreak`) |
+//! | `circuit_breaker.health_checks` | counter | `{check}` | `breaker`, `result` | `circuit_breaker_health_checks_total`: `passed`, `failed` |
+//! | `circuit_breaker.probes_taken_over` | counter | `{trial}` | `breaker` | `circuit_breaker_probes_taken_over_total` |
+//! | `circuit_breaker.retries` | counter | `{attempt}` | `breaker`, `decision` | `circuit_breaker_retries_total`: `retried`, `budget_denied`, `exhausted`, `throttled` |
+//! | `circuit_breaker.recent_failures` | up-down counter | `{failure}` | `breaker` | `circuit_breaker_recent_failures` (brpc's `RecentErr`) |
+//! | `circuit_breaker.retry_after` | gauge | `s` | `breaker` | `circuit_breaker_retry_after_seconds`: while open (not forced), seconds until a probe; else 0 |
+//! | `circuit_breaker.health_check.status` | gauge | `1` | `breaker` | `circuit_breaker_health_check_status`: 1 check due, 2 checking; else 0 |
+//! | `circuit_breaker.throttle.probability` | gauge | `1` | `breaker` | `circuit_breaker_throttle_probability`: only breakers with a throttle |
+//! | `circuit_breaker.policy` | gauge | — | `breaker`, `figure` | `circuit_breaker_policy`: the policy's own figures ([`TripPolicy::gauges`](lazybreaker::policy::TripPolicy::gauges)), their units in their names |
+//! | `circuit_breaker.collection.panicked` | gauge | `1` | `breaker` | `circuit_breaker_scrape_panicked`: 1 if the policy's figures panicked in this collection |
+//! | `circuit_breaker.pool.endpoints` | up-down counter | `{endpoint}` | `pool` | `circuit_breaker_pool_endpoints` |
+//! | `circuit_breaker.pool.isolated` | up-down counter | `{endpoint}` | `pool` | `circuit_breaker_pool_isolated` |
+//! | `circuit_breaker.pool.ejected` | up-down counter | `{endpoint}` | `pool` | `circuit_breaker_pool_ejected` |
+//! | `circuit_breaker.pool.down` | up-down counter | `{endpoint}` | `pool` | `circuit_breaker_pool_down` |
+//! | `circuit_breaker.pool.in_flight` | up-down counter | `{pick}` | `pool` | `circuit_breaker_pool_in_flight` |
+//! | `circuit_breaker.pool.warming` | up-down counter | `{endpoint}` | `pool` | `circuit_breaker_pool_warming` |
+//! | `circuit_breaker.pool.at_limit` | up-down counter | `{endpoint}` | `pool` | `circuit_breaker_pool_at_limit` |
+//! | `circuit_breaker.pool.picked` | counter | `{pick}` | `pool` | `circuit_breaker_pool_picked_total` |
+//! | `circuit_breaker.pool.picks` | counter | `{pick}` | `pool`, `result` | `circuit_breaker_pool_picks_total`: `over_cap`, `no_endpoint`, `overloaded`, `limited`, `limit_skipped` |
+//! | `circuit_breaker.pool.retries` | counter | `{attempt}` | `pool`, `decision` | `circuit_breaker_pool_retries_total`: `retried`, `budget_denied`, `exhausted`, `throttled` |
+//! | `circuit_breaker.pool.hedges` | counter | `{attempt}` | `pool`, `decision` | `circuit_breaker_pool_hedges_total`: `hedged`, `won`, `cancelled`, `budget_denied` |
+//! | `circuit_breaker.pool.ejections` | counter | `{ejection}` | `pool`, `reason` | `circuit_breaker_pool_ejections_total`: `success_rate`, `failure_percentage`, `hung` |
+//! | `circuit_breaker.pool.outliers_detected` | counter | `{outlier}` | `pool` | `circuit_breaker_pool_outliers_detected_total` |
+//!
+//! The state is one gauge with three values rather than one data point per state, as in
+//! the Prometheus collector: one data point cannot contradict itself, and
+//! `circuit_breaker.state == 2` selects the open breakers.
+//!
+//! Each instrument's callback reads the snapshots itself: every instrument is consistent on
+//! its own, two instruments are read moments apart within one collection.
+//!
+//! **A collection never panics.** A policy's figures (or a clock) that panic cost that
+//! breaker its policy figures (or, for a clock, all its data points) in that collection,
+//! reported as `circuit_breaker.collection.panicked`; every other breaker is observed as
+//! usual.
+//!
+//! # State changes
+//!
+//! The instruments say what the state *is* at each collection and how many changes there
+//! were (`circuit_breaker.transitions`, `circuit_breaker.opened`); a change between two
+//! collections is not an instrument's data point. For each change as it happens, use the
+//! core's `tracing` observer (feature `tracing`: `lazybreaker::tracing::TracingObserver`,
+//! one event per change, target `lazybreaker`, `WARN` on opening, `INFO` otherwise, with
+//! the fields `breaker`, `from`, `to`, `origin`, `manual`, `dry_run` and the ended
+//! generation's counts) with `tracing-opentelemetry`'s layer: inside a span, each event
+//! becomes an event of that span with these fields as its attributes; as logs, the
+//! OpenTelemetry log bridge (`opentelemetry-appender-tracing`) exports each as a log record
+//! whose attributes are the same fields. No code of this crate is involved.
+//!
+//! # Examples
+//!
+//! ```
+//! use lazybreaker::{Breaker, Registry};
+//! use lazybreaker_otel::BreakerMetrics;
+//! use std::sync::Arc;
+//!
+//! // With an SDK: `SdkMeterProvider::builder().with_reader(..).build().meter("my-service")`.
+//! let meter = opentelemetry::global::meter("my-service");
+//! let endpoints = Arc::new(Registry::new(|_: &String| Breaker::builder()));
+//! let payments = Arc::new(Breaker::builder().name("payments").build());
+//! let metrics = BreakerMetrics::new(&meter);
+//! metrics.registry(Arc::clone(&endpoints)).breaker(payments);
+//! ```
+//!
+//! `examples/stdout.rs` exports to stdout with `opentelemetry-stdout`.
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod metrics;
+mod source;
+
+pub use metrics::BreakerMetrics;

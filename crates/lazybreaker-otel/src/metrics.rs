@@ -1,0 +1,628 @@
+//! [`BreakerMetrics`]: the observable instruments, registered once on a `Meter`, and the
+//! sources their callbacks read when the meter provider collects.
+
+use std::fmt;
+use std::sync::Arc;
+
+use lazybreaker::observe::Ejection;
+use lazybreaker::observe::Observer;
+use lazybreaker::policy::TripPolicy;
+use lazybreaker::pool::{Pool, PoolSummary};
+use lazybreaker::Breaker;
+use lazybreaker::CheckStatus;
+use lazybreaker::Forced;
+use lazybreaker::Registry;
+use lazybreaker::State;
+use opentelemetry::metrics::{
+    AsyncInstrument, AsyncInstrumentBuilder, Meter, ObservableCounter, ObservableGauge,
+    ObservableUpDownCounter,
+};
+use opentelemetry::KeyValue;
+
+use crate::source::{PoolFigures, Sources, Taken};
+
+/// lazybreaker's metrics as OpenTelemetry observable instruments: see the
+/// [crate documentation](crate) for the instruments.
+///
+/// [`new`](Self::new) registers every instrument on the meter at once; the breakers,
+/// registries and pools added since are read by the instruments' callbacks each time the
+/// meter provider collects, and nothing is written on a call's path. A clone shares the
+/// same instruments and sources: what is added through one is observed by all.
+///
+/// The instruments' callbacks live as long as the meter provider does (the OpenTelemetry
+/// SDK has no way to take an observable instrument's callback back): dropping this handle
+/// does not stop the observation, and what was added stays observed.
+#[derive(Clone)]
+pub struct BreakerMetrics {
+    sources: Arc<Sources>,
+    instruments: Arc<Instruments>,
+}
+
+/// The registered instruments, kept with the handle.
+struct Instruments {
+    counters: Vec<ObservableCounter<u64>>,
+    up_down: Vec<ObservableUpDownCounter<i64>>,
+    gauges: Vec<ObservableGauge<i64>>,
+    float_gauges: Vec<ObservableGauge<f64>>,
+}
+
+impl BreakerMetrics {
+    /// Registers the instruments on `meter`, observing no breaker yet.
+    pub fn new(meter: &Meter) -> Self {
+        let sources = Arc::new(Sources::default());
+        let s = &sources;
+        let instruments = Instruments {
+            counters: breaker_counters(meter, s)
+                .into_iter()
+                .chain(pool_counters(meter, s))
+                .collect(),
+            up_down: up_down_counters(meter, s),
+            gauges: gauges(meter, s),
+            float_gauges: float_gauges(meter, s),
+        };
+        Self {
+            sources,
+            instruments: Arc::new(instruments),
+        }
+    }
+
+    /// Also observes `breaker`.
+    pub fn breaker<P, O>(&self, breaker: Arc<Breaker<P, O>>) -> &Self
+    where
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+    {
+        self.sources.breaker(breaker);
+        self
+    }
+
+    /// Also observes every breaker `registry` holds at each collection (by name).
+    pub fn registry<K, P, O, S>(&self, registry: Arc<Registry<K, P, O, S>>) -> &Self
+    where
+        K: std::hash::Hash + Eq + Send + Sync + 'static,
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+        S: std::hash::BuildHasher + Clone + Send + Sync + 'static,
+    {
+        self.sources.registry(registry);
+        self
+    }
+
+    /// Also observes the breakers of every endpoint `pool` has at each collection, named
+    /// after their keys, and the pool's own figures (`circuit_breaker.pool.*`, attribute
+    /// `pool`: its [name](Pool::named)).
+    pub fn pool<K, P, O>(&self, pool: Arc<Pool<K, P, O>>) -> &Self
+    where
+        K: Send + Sync + 'static,
+        P: TripPolicy + Send + 'static,
+        O: Observer + Send + Sync + 'static,
+    {
+        self.sources.pool(pool);
+        self
+    }
+}
+
+impl fmt::Debug for BreakerMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (sources, pools) = self.sources.len();
+        let i = &self.instruments;
+        let instruments =
+            i.counters.len() + i.up_down.len() + i.gauges.len() + i.float_gauges.len();
+        f.debug_struct("BreakerMetrics")
+            .field("sources", &sources)
+            .field("pools", &pools)
+            .field("instruments", &instruments)
+            .finish()
+    }
+}
+
+/// What one instrument observes of one breaker: its snapshot, its `breaker` attribute.
+type PerBreaker<T> = fn(&Taken, &KeyValue, &dyn AsyncInstrument<T>);
+
+/// What one instrument observes of one pool: its figures, its `pool` attribute.
+type PerPool<T> = fn(&PoolSummary, &KeyValue, &dyn AsyncInstrument<T>);
+
+/// `builder` with a callback observing every breaker's snapshot.
+fn breakers<'a, I, T: 'static>(
+    builder: AsyncInstrumentBuilder<'a, I, T>,
+    sources: &Arc<Sources>,
+    observe: PerBreaker<T>,
+) -> AsyncInstrumentBuilder<'a, I, T> {
+    let sources = Arc::clone(sources);
+    builder.with_callback(move |instrument| {
+        for taken in sources.snapshots() {
+            let breaker = KeyValue::new("breaker", taken.snapshot.name.clone());
+            observe(&taken, &breaker, instrument);
+        }
+    })
+}
+
+/// `builder` with a callback observing every pool's own figures.
+fn pools<'a, I, T: 'static>(
+    builder: AsyncInstrumentBuilder<'a, I, T>,
+    sources: &Arc<Sources>,
+    observe: PerPool<T>,
+) -> AsyncInstrumentBuilder<'a, I, T> {
+    let sources = Arc::clone(sources);
+    builder.with_callback(move |instrument| {
+        for PoolFigures { name, summary } in sources.pools() {
+            observe(&summary, &KeyValue::new("pool", name), instrument);
+        }
+    })
+}
+
+/// `[attribute, name = value]`.
+fn pair(attribute: &KeyValue, name: &'static str, value: &'static str) -> [KeyValue; 2] {
+    [attribute.clone(), KeyValue::new(name, value)]
+}
+
+/// The label value of a state, as the core's Prometheus collector writes it.
+fn state_label(state: State) -> &'static str {
+    match state {
+        State::Closed => "closed",
+        State::HalfOpen => "half_open",
+        State::Open => "open",
+    }
+}
+
+/// `circuit_breaker.state`'s value.
+fn state_value(state: State) -> i64 {
+    match state {
+        State::Closed => 0,
+        State::HalfOpen => 1,
+        State::Open => 2,
+    }
+}
+
+/// Calls by outcome, as `circuit_breaker.calls` attributes them.
+fn outcomes(taken: &Taken) -> impl Iterator<Item = (&'static str, u64)> {
+    let s = &taken.snapshot;
+    let t = &s.totals;
+    let shadows = s.dry_run.then_some(("would_reject", t.would_reject));
+    let throttled = s
+        .throttle_probability
+        .is_some()
+        .then_some(("rejected_throttled", t.rejected_throttled));
+    [
+        ("success", t.successes),
+        ("failure", t.failures),
+        ("excluded", t.exclusions),
+        ("abandoned", t.abandoned),
+        ("dropped", t.dropped),
+        ("rejected_open", t.rejected_open),
+        ("rejected_half_open", t.rejected_half_open),
+        ("rejected_forced", t.rejected_forced),
+    ]
+    .into_iter()
+    .chain(throttled)
+    .chain(shadows)
+}
+
+/// A retry's decisions, as `circuit_breaker.retries` and `circuit_breaker.pool.retries`
+/// attribute them.
+fn retry_decisions(figures: [u64; 4]) -> impl Iterator<Item = (&'static str, u64)> {
+    ["retried", "budget_denied", "exhausted", "throttled"]
+        .into_iter()
+        .zip(figures)
+}
+
+/// The breakers' monotonic counts.
+fn breaker_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>> {
+    let counter = |name: &'static str, unit: &'static str, help: &'static str| {
+        meter
+            .u64_observable_counter(name)
+            .with_unit(unit)
+            .with_description(help)
+    };
+    vec![
+        breakers(
+            counter(
+                "circuit_breaker.calls",
+                "{call}",
+                "Calls by how they ended.",
+            ),
+            s,
+            |t, b, o| {
+                for (outcome, n) in outcomes(t) {
+                    o.observe(n, &pair(b, "outcome", outcome));
+                }
+            },
+        )
+        .build(),
+        breakers(
+            counter("circuit_breaker.admitted", "{call}", "Calls admitted."),
+            s,
+            |t, b, o| o.observe(t.snapshot.totals.admitted, std::slice::from_ref(b)),
+        )
+        .build(),
+        breakers(
+            counter(
+                "circuit_breaker.transitions",
+                "{transition}",
+                "State changes, manual ones included.",
+            ),
+            s,
+            |t, b, o| {
+                for (from, to, n) in t.snapshot.transitions.iter() {
+                    let attributes = [
+                        b.clone(),
+                        KeyValue::new("from", state_label(from)),
+                        KeyValue::new("to", state_label(to)),
+                    ];
+                    o.observe(n, &attributes);
+                }
+            },
+        )
+        .build(),
+        breakers(
+            counter(
+                "circuit_breaker.opened",
+                "{opening}",
+                "Times the breaker opened (brpc's nBreak).",
+            ),
+            s,
+            |t, b, o| o.observe(t.snapshot.times_opened, std::slice::from_ref(b)),
+        )
+        .build(),
+        breakers(
+            counter(
+                "circuit_breaker.health_checks",
+                "{check}",
+                "Health checks that settled, by result.",
+            ),
+            s,
+            |t, b, o| {
+                let totals = &t.snapshot.totals;
+                let failed = totals.health_checks_failed;
+                o.observe(totals.health_checks - failed, &pair(b, "result", "passed"));
+                o.observe(failed, &pair(b, "result", "failed"));
+            },
+        )
+        .build(),
+        breakers(
+            counter(
+                "circuit_breaker.probes_taken_over",
+                "{trial}",
+                "Half-open trials started again because every probe slot was held past \
+                 probe_timeout.",
+            ),
+            s,
+            |t, b, o| o.observe(t.snapshot.totals.probes_taken_over, std::slice::from_ref(b)),
+        )
+        .build(),
+        breakers(
+            counter(
+                "circuit_breaker.retries",
+                "{attempt}",
+                "What a retry layer decided after an attempt through the breaker failed.",
+            ),
+            s,
+            |t, b, o| {
+                let totals = &t.snapshot.totals;
+                let figures = [
+                    totals.retries,
+                    totals.retries_budget_denied,
+                    totals.retries_exhausted,
+                    totals.retries_throttled,
+                ];
+                for (decision, n) in retry_decisions(figures) {
+                    o.observe(n, &pair(b, "decision", decision));
+                }
+            },
+        )
+        .build(),
+    ]
+}
+
+/// The pools' monotonic counts.
+fn pool_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>> {
+    let counter = |name: &'static str, unit: &'static str, help: &'static str| {
+        meter
+            .u64_observable_counter(name)
+            .with_unit(unit)
+            .with_description(help)
+    };
+    vec![
+        pools(
+            counter(
+                "circuit_breaker.pool.picked",
+                "{pick}",
+                "Picks made: endpoints chosen for a call.",
+            ),
+            s,
+            |p, a, o| o.observe(p.stats.picks, std::slice::from_ref(a)),
+        )
+        .build(),
+        pools(
+            counter(
+                "circuit_breaker.pool.picks",
+                "{pick}",
+                "Picks the pool counted itself, by result.",
+            ),
+            s,
+            |p, a, o| {
+                let s = &p.stats;
+                for (result, n) in [
+                    ("over_cap", s.over_cap),
+                    ("no_endpoint", s.no_endpoint),
+                    ("overloaded", s.overloaded),
+                    ("limited", s.limited),
+                    ("limit_skipped", s.limit_skips),
+                ] {
+                    o.observe(n, &pair(a, "result", result));
+                }
+            },
+        )
+        .build(),
+        pools(
+            counter(
+                "circuit_breaker.pool.retries",
+                "{attempt}",
+                "What the pool's retry decided after a failed call.",
+            ),
+            s,
+            |p, a, o| {
+                let s = &p.stats;
+                let figures = [
+                    s.retries,
+                    s.retries_budget_denied,
+                    s.retries_exhausted,
+                    s.retries_throttled,
+                ];
+                for (decision, n) in retry_decisions(figures) {
+                    o.observe(n, &pair(a, "decision", decision));
+                }
+            },
+        )
+        .build(),
+        pools(
+            counter(
+                "circuit_breaker.pool.hedges",
+                "{attempt}",
+                "What the pool's hedge did: hedged, won, cancelled, budget_denied.",
+            ),
+            s,
+            |p, a, o| {
+                let s = &p.stats;
+                for (decision, n) in [
+                    ("hedged", s.hedges),
+                    ("won", s.hedges_won),
+                    ("cancelled", s.hedges_cancelled),
+                    ("budget_denied", s.hedges_budget_denied),
+                ] {
+                    o.observe(n, &pair(a, "decision", decision));
+                }
+            },
+        )
+        .build(),
+        pools(
+            counter(
+                "circuit_breaker.pool.ejections",
+                "{ejection}",
+                "Endpoints the pool ejected, by reason.",
+            ),
+            s,
+            |p, a, o| {
+                let s = &p.stats;
+                for (reason, n) in [
+                    (Ejection::SuccessRate, s.ejected_success_rate),
+                    (Ejection::FailurePercentage, s.ejected_failure_percentage),
+                    (Ejection::Hung, s.ejected_hung),
+                ] {
+                    o.observe(n, &pair(a, "reason", reason.as_str()));
+                }
+            },
+        )
+        .build(),
+        pools(
+            counter(
+                "circuit_breaker.pool.outliers_detected",
+                "{outlier}",
+                "Outliers outlier detection found, ejected or not.",
+            ),
+            s,
+            |p, a, o| o.observe(p.stats.outliers_detected, std::slice::from_ref(a)),
+        )
+        .build(),
+    ]
+}
+
+/// Levels that add up across breakers and pools: recent failures, the pools' endpoints
+/// and picks in flight.
+fn up_down_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableUpDownCounter<i64>> {
+    let mut built = vec![breakers(
+        meter
+            .i64_observable_up_down_counter("circuit_breaker.recent_failures")
+            .with_unit("{failure}")
+            .with_description("Failures since the breaker last recovered (brpc's RecentErr)."),
+        s,
+        |t, b, o| o.observe(level(t.snapshot.recent_failures), std::slice::from_ref(b)),
+    )
+    .build()];
+    let pool_levels: [PoolLevel; 7] = [
+        (
+            "circuit_breaker.pool.endpoints",
+            "{endpoint}",
+            "Endpoints in the pool.",
+            |p| p.endpoints,
+        ),
+        (
+            "circuit_breaker.pool.isolated",
+            "{endpoint}",
+            "Endpoints isolated: their breakers open.",
+            |p| p.isolated,
+        ),
+        (
+            "circuit_breaker.pool.ejected",
+            "{endpoint}",
+            "Endpoints isolated because the pool ejected them, the ejection running.",
+            |p| p.ejected,
+        ),
+        (
+            "circuit_breaker.pool.down",
+            "{endpoint}",
+            "Endpoints isolated on their own evidence, whatever the cap.",
+            |p| p.down,
+        ),
+        (
+            "circuit_breaker.pool.in_flight",
+            "{pick}",
+            "Picks in flight, all endpoints together.",
+            |p| p.in_flight,
+        ),
+        (
+            "circuit_breaker.pool.warming",
+            "{endpoint}",
+            "Endpoints ramping up after coming back (slow start).",
+            |p| p.warming,
+        ),
+        (
+            "circuit_breaker.pool.at_limit",
+            "{endpoint}",
+            "Endpoints with as many picks in flight as their adaptive concurrency limit.",
+            |p| p.at_limit,
+        ),
+    ];
+    for (name, unit, help, read) in pool_levels {
+        let sources = Arc::clone(s);
+        built.push(
+            meter
+                .i64_observable_up_down_counter(name)
+                .with_unit(unit)
+                .with_description(help)
+                .with_callback(move |o| {
+                    for PoolFigures { name, summary } in sources.pools() {
+                        o.observe(level(read(&summary)), &[KeyValue::new("pool", name)]);
+                    }
+                })
+                .build(),
+        );
+    }
+    built
+}
+
+/// A pool's level: its instrument's name, unit and description, and its figure.
+type PoolLevel = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&PoolSummary) -> usize,
+);
+
+/// A count as an up-down counter's value (saturating: never above `i64::MAX`).
+fn level(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
+/// The breakers' coded present figures: state, override, health check, a panic.
+fn gauges(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableGauge<i64>> {
+    let gauge = |name: &'static str, help: &'static str| {
+        meter
+            .i64_observable_gauge(name)
+            .with_unit("1")
+            .with_description(help)
+    };
+    vec![
+        breakers(
+            gauge(
+                "circuit_breaker.state",
+                "The state the next call finds: 0 closed, 1 half-open, 2 open.",
+            ),
+            s,
+            |t, b, o| o.observe(state_value(t.snapshot.state), std::slice::from_ref(b)),
+        )
+        .build(),
+        breakers(
+            gauge(
+                "circuit_breaker.forced",
+                "The manual override: 0 none, 1 forced open, 2 forced closed.",
+            ),
+            s,
+            |t, b, o| {
+                let forced = match t.snapshot.forced {
+                    None => 0,
+                    Some(Forced::Open) => 1,
+                    Some(_) => 2,
+                };
+                o.observe(forced, std::slice::from_ref(b));
+            },
+        )
+        .build(),
+        breakers(
+            gauge(
+                "circuit_breaker.health_check.status",
+                "Open past its period, waiting for a health check: 1 check due, 2 checking; \
+                 else 0.",
+            ),
+            s,
+            |t, b, o| {
+                let status = match t.snapshot.check {
+                    None => 0,
+                    Some(CheckStatus::Due) => 1,
+                    Some(_) => 2,
+                };
+                o.observe(status, std::slice::from_ref(b));
+            },
+        )
+        .build(),
+        breakers(
+            gauge(
+                "circuit_breaker.collection.panicked",
+                "1 if the breaker's policy panicked while its figures were read for this \
+                 collection; else 0.",
+            ),
+            s,
+            |t, b, o| o.observe(i64::from(t.panicked), std::slice::from_ref(b)),
+        )
+        .build(),
+    ]
+}
+
+/// The breakers' measured present figures: the open period's rest, the throttle's
+/// probability, the policy's own figures.
+fn float_gauges(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableGauge<f64>> {
+    vec![
+        breakers(
+            meter
+                .f64_observable_gauge("circuit_breaker.retry_after")
+                .with_unit("s")
+                .with_description(
+                    "While open (not forced): seconds until a probe is let through; else 0.",
+                ),
+            s,
+            |t, b, o| {
+                let secs = t.snapshot.retry_after.map_or(0.0, |d| d.as_secs_f64());
+                o.observe(secs, std::slice::from_ref(b));
+            },
+        )
+        .build(),
+        breakers(
+            meter
+                .f64_observable_gauge("circuit_breaker.throttle.probability")
+                .with_unit("1")
+                .with_description(
+                    "The throttle's probability of turning the next call away (0 unless \
+                     closed); only breakers with a throttle.",
+                ),
+            s,
+            |t, b, o| {
+                if let Some(p) = t.snapshot.throttle_probability {
+                    o.observe(p, std::slice::from_ref(b));
+                }
+            },
+        )
+        .build(),
+        breakers(
+            meter
+                .f64_observable_gauge("circuit_breaker.policy")
+                .with_description("The policy's own figures, each named by `figure`."),
+            s,
+            |t, b, o| {
+                for (&figure, &value) in &t.snapshot.policy {
+                    o.observe(value, &pair(b, "figure", figure));
+                }
+            },
+        )
+        .build(),
+    ]
+}
