@@ -31,7 +31,10 @@ use crate::source::{PoolFigures, Sources, Taken};
 ///
 /// The instruments' callbacks live as long as the meter provider does (the OpenTelemetry
 /// SDK has no way to take an observable instrument's callback back): dropping this handle
-/// does not stop the observation, and what was added stays observed.
+/// does not stop the observation, and what was added stays observed. Build one per meter
+/// and add every source to it (or to its clones): two built on one meter would register
+/// each instrument twice, and a breaker observed by both would give two readings of one
+/// data point in a collection.
 #[derive(Clone)]
 pub struct BreakerMetrics {
     sources: Arc<Sources>,

@@ -371,3 +371,56 @@ fn sources_added_later_are_observed_and_names_are_unique() {
     );
     assert!(format!("{metrics:?}").contains("sources: 2"), "{metrics:?}");
 }
+
+/// One breaker's panicking `TripPolicy::gauges` does not take the collection down: every
+/// breaker is observed, the one whose policy panicked is marked, its figures before the
+/// panic kept.
+#[test]
+fn one_breakers_panicking_gauges_do_not_take_the_collection_down() {
+    use lazybreaker::policy::{CallResult, TripPolicy};
+
+    #[derive(Debug)]
+    struct BadGauges;
+    impl TripPolicy for BadGauges {
+        fn on_result(&mut self, _: &CallResult<'_>) -> bool {
+            false
+        }
+        fn gauges(&self, report: &mut dyn FnMut(&'static str, f64)) {
+            report("before_the_panic", 1.5);
+            panic!("gauges");
+        }
+    }
+    let (provider, exporter) = provider();
+    let meter = provider.meter("lazybreaker-test");
+    let bad = Arc::new(Breaker::builder().name("bad").policy(BadGauges).build());
+    let good = Arc::new(Breaker::builder().name("good").build());
+    let _ = good.execute(|| Ok::<_, ()>(()));
+    BreakerMetrics::new(&meter).breaker(bad).breaker(good);
+
+    let m = collect(&provider, &exporter);
+    let panicked = |breaker: &str| {
+        get(
+            &m,
+            "circuit_breaker.collection.panicked",
+            &[("breaker", breaker)],
+        )
+    };
+    assert_eq!((panicked("bad"), panicked("good")), (1.0, 0.0));
+    assert_eq!(get(&m, "circuit_breaker.state", &[("breaker", "bad")]), 0.0);
+    assert_eq!(
+        get(
+            &m,
+            "circuit_breaker.calls",
+            &[("breaker", "good"), ("outcome", "success")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        get(
+            &m,
+            "circuit_breaker.policy",
+            &[("breaker", "bad"), ("figure", "before_the_panic")]
+        ),
+        1.5
+    );
+}
