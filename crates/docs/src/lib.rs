@@ -62,6 +62,10 @@ pub mod crate_readmes {
     #[doc = include_str!("../../lazybreaker-fleet/README.md")]
     pub struct Fleet;
 
+    /// lazybreaker-otel's README.
+    #[doc = include_str!("../../lazybreaker-otel/README.md")]
+    pub struct Otel;
+
     /// lazybreaker-replay's README.
     #[doc = include_str!("../../lazybreaker-replay/README.md")]
     pub struct Replay;
