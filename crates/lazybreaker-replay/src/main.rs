@@ -9,8 +9,9 @@
 //!
 //! The trace is CSV (`start_ms,latency_ms,outcome[,key]`, see `replay::Trace::from_csv`);
 //! the candidates a TOML file of named breakers in the crate's configuration format, one
-//! table per candidate. A progress bar shows on stderr when it is a terminal and the trace
-//! is large. Exits with 2 on a bad argument or input, naming the file and where in it.
+//! table per candidate. The table goes to stdout; on stderr, a progress bar when it is a
+//! terminal and the trace is large, then `wrote PATH` for each file written (the path as
+//! given). Exits with 2 on a bad argument or input, naming the file and where in it.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -56,14 +57,14 @@ fn command() -> Command {
                 .long("json")
                 .value_name("R.json")
                 .value_parser(clap::value_parser!(PathBuf))
-                .help("Also write the reports as JSON here"),
+                .help("Also write the reports as JSON here (named on stderr once written)"),
         )
         .arg(
             Arg::new("html")
                 .long("html")
                 .value_name("R.html")
                 .value_parser(clap::value_parser!(PathBuf))
-                .help("Also write an HTML page with a plot per candidate here"),
+                .help("Also write an HTML page with a plot per candidate here (named on stderr once written)"),
         )
         .arg(
             Arg::new("quiet")
@@ -181,10 +182,12 @@ fn run(
         serde_json::to_writer_pretty(&mut w, &output)
             .map_err(|e| format!("{}: {e}", shown(path)))?;
         w.flush().map_err(|e| format!("{}: {e}", shown(path)))?;
+        eprintln!("wrote {}", shown(path));
     }
     if let Some(path) = html {
         std::fs::write(path, replay::html(&trace, &reports))
             .map_err(|e| format!("{}: {e}", shown(path)))?;
+        eprintln!("wrote {}", shown(path));
     }
     Ok(())
 }

@@ -676,6 +676,50 @@ mod tool {
         }
         assert!(html.contains("<rect"), "the state bands");
         assert!(html.contains("<polyline"), "the lines");
+
+        // Each file written named on stderr, as given, in the order written; stdout only the table.
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let wrote: Vec<&str> = stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("wrote "))
+            .collect();
+        assert_eq!(
+            wrote,
+            [json_path.to_str().unwrap(), html_path.to_str().unwrap()],
+            "{stderr}"
+        );
+        assert!(wrote.iter().all(|p| std::path::Path::new(p).is_file()));
+        assert!(!stdout.contains("wrote "), "{stdout}");
+    }
+
+    #[test]
+    fn the_tool_names_each_file_it_wrote_as_given_and_nothing_else() {
+        let dir = dir("replay-tool-wrote");
+        let trace = outage();
+        trace
+            .write_csv(std::fs::File::create(dir.join("trace.csv")).unwrap())
+            .unwrap();
+        std::fs::write(dir.join("c.toml"), CANDIDATES).unwrap();
+        let _ = std::fs::remove_file(dir.join("page.html"));
+        let run_in = |extra: &[&str]| {
+            let out = Command::new(env!("CARGO_BIN_EXE_lazybreaker-replay"))
+                .current_dir(&dir)
+                .args(["--trace", "trace.csv", "--candidates", "c.toml"])
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stderr).unwrap()
+        };
+
+        // A relative path is printed as given, and names the file written there.
+        let stderr = run_in(&["--html", "page.html"]);
+        assert_eq!(stderr.trim_end(), "wrote page.html");
+        assert!(dir.join("page.html").is_file());
+
+        // No output file asked for: nothing said to have been written.
+        let stderr = run_in(&[]);
+        assert!(!stderr.contains("wrote"), "{stderr}");
     }
 
     /// The tool on a trace and a candidates file, nothing else.
