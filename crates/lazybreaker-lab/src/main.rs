@@ -1,10 +1,12 @@
 //! `cargo run -p lazybreaker-lab --release -- [--short] [--rate N] [--replicas N]
 //! [--deadline-ms N] [--strategies a,b] [--out DIR] [SCENARIO ...]`
 //!
-//! Runs each scenario (all by default; `--short`: three short ones, as CI does) against each
-//! strategy, prints the table, and writes `results.md`, `results.json` and `lab.html` in
-//! `--out` (default `target/lab`). The replicas are this binary too: `upstream --node N
-//! --port P --seed S [--mode M]` and `blackhole --port P`, started by the lab itself.
+//! Runs each scenario (all by default, about 60 min; `--short`: four short ones, as CI does,
+//! about 5 min; both plus the first release build, about 2 min) against each strategy,
+//! prints the table, and writes `results.md`, `results.json` and `lab.html` in `--out`
+//! (default `target/lab`), naming each on stderr (`wrote PATH`) once written. The replicas
+//! are this binary too: `upstream --node N --port P --seed S [--mode M]` and
+//! `blackhole --port P`, started by the lab itself.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -225,7 +227,9 @@ fn lab(args: &[String]) -> Result<(), String> {
     print!("{header}{table}");
     let write = |name: &str, text: &str| {
         let path = o.out.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+        Ok::<(), String>(())
     };
     write("results.md", &format!("`{command}`\n\n{header}{table}"))?;
     write(
@@ -233,6 +237,5 @@ fn lab(args: &[String]) -> Result<(), String> {
         &serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?,
     )?;
     write("lab.html", &plot::page(&command, &rows, &sections))?;
-    eprintln!("wrote {}", o.out.join("lab.html").display());
     Ok(())
 }
