@@ -199,6 +199,7 @@ pub mod throttle;
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod tracing;
+mod window;
 mod window_check;
 
 pub use abandoned::AbandonedAs;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contain::FirstPanic;
-use crate::counts::{Counts, RetryTally, Tail, Totals, Transitions, Window};
+use crate::counts::{Counts, RetryTally, Tail, Totals, Transitions};
 use crate::error::Rejected;
 use crate::forced::Forced;
 use crate::generation::Generation;
@@ -33,6 +33,7 @@ use crate::origin::Origin;
 use crate::policy::{CallResult, LaneRoom, Outcome, TripPolicy};
 use crate::state::State;
 use crate::throttle::{Throttle, Throttling};
+use crate::window::Window;
 
 use check::Lease;
 pub(crate) use check::{Admission, CheckTicket};
