@@ -266,29 +266,6 @@ fn forced_value(forced: Option<Forced>) -> i64 {
     }
 }
 
-/// Calls by outcome, as `circuit_breaker_calls_total` labels them.
-fn outcomes(s: &Snapshot) -> impl Iterator<Item = (&'static str, u64)> {
-    let t = &s.totals;
-    let shadows = s.dry_run.then_some(("would_reject", t.would_reject));
-    let throttled = s
-        .throttle_probability
-        .is_some()
-        .then_some(("rejected_throttled", t.rejected_throttled));
-    [
-        ("success", t.successes),
-        ("failure", t.failures),
-        ("excluded", t.exclusions),
-        ("abandoned", t.abandoned),
-        ("dropped", t.dropped),
-        ("rejected_open", t.rejected_open),
-        ("rejected_half_open", t.rejected_half_open),
-        ("rejected_forced", t.rejected_forced),
-    ]
-    .into_iter()
-    .chain(throttled)
-    .chain(shadows)
-}
-
 /// One family: its descriptor, then one series per `(labels, value)`.
 fn family<L, V>(
     encoder: &mut DescriptorEncoder<'_>,
@@ -366,7 +343,7 @@ fn encode_counters(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt
         "Calls by how they ended.",
         MetricType::Counter,
         snapshots.iter().flat_map(|s| {
-            outcomes(s).map(move |(outcome, n)| {
+            s.outcomes().map(move |(outcome, n)| {
                 (
                     [("breaker", s.name.clone()), ("outcome", outcome.to_owned())],
                     Count(n),

@@ -111,6 +111,50 @@ pub struct Snapshot {
     pub policy: BTreeMap<&'static str, f64>,
 }
 
+impl Snapshot {
+    /// The calls by outcome, as metrics label them: every result and rejection the totals
+    /// count (`success`, `failure`, `excluded`, `abandoned`, `dropped`, `rejected_open`,
+    /// `rejected_half_open`, `rejected_forced`), then `rejected_throttled` if the breaker has
+    /// a throttle and `would_reject` if it is in dry run. The Prometheus collector's
+    /// `circuit_breaker_calls_total{outcome}` and OpenTelemetry's `circuit_breaker.calls`
+    /// read these.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Breaker;
+    ///
+    /// let breaker = Breaker::builder().build();
+    /// let _ = breaker.execute(|| Ok::<_, ()>(()));
+    /// let _ = breaker.execute(|| Err::<(), _>(()));
+    /// let snapshot = breaker.snapshot();
+    /// let outcomes: Vec<_> = snapshot.outcomes().collect();
+    /// assert_eq!(outcomes[..2], [("success", 1), ("failure", 1)]);
+    /// assert_eq!(outcomes.len(), 8); // no throttle, no dry run
+    /// ```
+    pub fn outcomes(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        let t = &self.totals;
+        let shadows = self.dry_run.then_some(("would_reject", t.would_reject));
+        let throttled = self
+            .throttle_probability
+            .is_some()
+            .then_some(("rejected_throttled", t.rejected_throttled));
+        [
+            ("success", t.successes),
+            ("failure", t.failures),
+            ("excluded", t.exclusions),
+            ("abandoned", t.abandoned),
+            ("dropped", t.dropped),
+            ("rejected_open", t.rejected_open),
+            ("rejected_half_open", t.rejected_half_open),
+            ("rejected_forced", t.rejected_forced),
+        ]
+        .into_iter()
+        .chain(throttled)
+        .chain(shadows)
+    }
+}
+
 /// Where a health-checked breaker stands once its open period is over
 /// ([`Snapshot::check`]): it stays open until a check passes.
 ///

@@ -177,30 +177,6 @@ fn state_value(state: State) -> i64 {
     }
 }
 
-/// Calls by outcome, as `circuit_breaker.calls` attributes them.
-fn outcomes(taken: &Taken) -> impl Iterator<Item = (&'static str, u64)> {
-    let s = &taken.snapshot;
-    let t = &s.totals;
-    let shadows = s.dry_run.then_some(("would_reject", t.would_reject));
-    let throttled = s
-        .throttle_probability
-        .is_some()
-        .then_some(("rejected_throttled", t.rejected_throttled));
-    [
-        ("success", t.successes),
-        ("failure", t.failures),
-        ("excluded", t.exclusions),
-        ("abandoned", t.abandoned),
-        ("dropped", t.dropped),
-        ("rejected_open", t.rejected_open),
-        ("rejected_half_open", t.rejected_half_open),
-        ("rejected_forced", t.rejected_forced),
-    ]
-    .into_iter()
-    .chain(throttled)
-    .chain(shadows)
-}
-
 /// A retry's decisions, as `circuit_breaker.retries` and `circuit_breaker.pool.retries`
 /// attribute them.
 fn retry_decisions(figures: [u64; 4]) -> impl Iterator<Item = (&'static str, u64)> {
@@ -226,7 +202,7 @@ fn breaker_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u6
             ),
             s,
             |t, b, o| {
-                for (outcome, n) in outcomes(t) {
+                for (outcome, n) in t.snapshot.outcomes() {
                     o.observe(n, &pair(b, "outcome", outcome));
                 }
             },
