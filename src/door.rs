@@ -6,6 +6,7 @@
 //!
 //! - [`gate`]: admission, health checks and verdicts, for every call path;
 //! - [`contain`]: panic containment of user code;
+//! - [`metrics`]: how the metrics crates write states and decisions;
 //! - [`BreakerSeam`], [`BuilderSeam`]: the few reads and counts that are not a call;
 //! - the pool's pick for a tower service ([`pick_beside`], [`Beside`], [`HandingPick`]).
 
@@ -33,6 +34,13 @@ pub mod gate {
 /// continue (see the engine's `contain.rs`).
 pub mod contain {
     pub use crate::contain::{catch, end, resume, resume_payload, FirstPanic};
+}
+
+/// How metrics write a breaker's values (state labels, gauge values, retry decisions): the
+/// core's Prometheus collector and `lazybreaker-otel` read the same (see the engine's
+/// `metric_values.rs`).
+pub mod metrics {
+    pub use crate::metric_values::{forced_value, retry_decisions, state_label, state_value};
 }
 
 /// The pick of an async caller at once, its health checks run beside the calls: see

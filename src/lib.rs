@@ -179,6 +179,7 @@ mod lane;
 mod last_calls;
 pub mod limit;
 mod machine;
+mod metric_values;
 mod nanos;
 pub mod observe;
 mod origin;

@@ -95,41 +95,18 @@ use prometheus_client::metrics::MetricType;
 
 use crate::breaker::{Breaker, BreakerSeam};
 use crate::contain::{self, end, FirstPanic};
-use crate::forced::Forced;
+use crate::metric_values::{forced_value, retry_decisions, state_label, state_value};
 use crate::observe::Ejection;
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
 use crate::pool::{Pool, PoolStats, PoolSummary};
 use crate::registry::Registry;
 use crate::snapshot::{CheckStatus, Snapshot};
-use crate::state::State;
 
 /// Where a collector gets snapshots from: each breaker's, and whether its user code (the
 /// policy's gauges, the clock) panicked while it was taken (the first panic kept in the
 /// `FirstPanic`).
 type Source = Box<dyn Fn(&mut Vec<(Snapshot, bool)>, &mut FirstPanic) + Send + Sync>;
-
-/// Takes `breaker`'s snapshot into `out`, containing its user code's panics: a breaker whose
-/// clock panics has no snapshot; one whose policy's gauges panic has the figures reported
-/// before the panic. The first panic is kept in `panics`.
-fn take<P: TripPolicy, O: Observer>(
-    breaker: &Breaker<P, O>,
-    out: &mut Vec<(Snapshot, bool)>,
-    panics: &mut FirstPanic,
-) {
-    let mut own = FirstPanic::default();
-    match contain::catch(|| breaker.snapshot_keeping(&mut own)) {
-        Ok(snapshot) => {
-            let panicked = own.is_some();
-            panics.merge(own);
-            out.push((snapshot, panicked));
-        }
-        Err(payload) => {
-            panics.merge(own);
-            panics.keep(payload);
-        }
-    }
-}
 
 /// A `prometheus-client` [`Collector`] that reads the breakers it was given at each scrape:
 /// see the [module documentation](self) for the metrics. Register it with
@@ -153,8 +130,9 @@ impl BreakerCollector {
         P: TripPolicy + Send + 'static,
         O: Observer + Send + Sync + 'static,
     {
-        self.sources
-            .push(Box::new(move |out, panics| take(&breaker, out, panics)));
+        self.sources.push(Box::new(move |out, panics| {
+            out.extend(breaker.snapshot_contained(panics))
+        }));
         self
     }
 
@@ -169,7 +147,7 @@ impl BreakerCollector {
     {
         self.sources.push(Box::new(move |out, panics| {
             let from = out.len();
-            registry.for_each(|breaker| take(breaker, out, panics));
+            registry.for_each(|breaker| out.extend(breaker.snapshot_contained(panics)));
             // A stable exposition: the registry's breakers by name.
             out[from..].sort_by(|a, b| a.0.name.cmp(&b.0.name));
         }));
@@ -187,7 +165,7 @@ impl BreakerCollector {
     {
         let endpoints = Arc::clone(&pool);
         self.sources.push(Box::new(move |out, panics| {
-            endpoints.for_each(|breaker| take(breaker, out, panics));
+            endpoints.for_each(|breaker| out.extend(breaker.snapshot_contained(panics)));
         }));
         self.pools
             .push(Box::new(move || match contain::catch(|| pool.summary()) {
@@ -236,33 +214,6 @@ impl fmt::Debug for BreakerCollector {
         f.debug_struct("BreakerCollector")
             .field("sources", &self.sources.len())
             .finish()
-    }
-}
-
-/// The label value of a state.
-fn state_label(state: State) -> &'static str {
-    match state {
-        State::Closed => "closed",
-        State::HalfOpen => "half_open",
-        State::Open => "open",
-    }
-}
-
-/// The state gauge's value.
-fn state_value(state: State) -> i64 {
-    match state {
-        State::Closed => 0,
-        State::HalfOpen => 1,
-        State::Open => 2,
-    }
-}
-
-/// The forced gauge's value.
-fn forced_value(forced: Option<Forced>) -> i64 {
-    match forced {
-        None => 0,
-        Some(Forced::Open) => 1,
-        Some(_) => 2,
     }
 }
 
@@ -441,23 +392,6 @@ fn encode_counters(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt
             })
         }),
     )
-}
-
-/// A retry layer's decisions, as `circuit_breaker_retries_total` and
-/// `circuit_breaker_pool_retries_total` label them.
-fn retry_decisions(
-    retried: u64,
-    budget_denied: u64,
-    exhausted: u64,
-    throttled: u64,
-) -> impl Iterator<Item = (&'static str, u64)> {
-    [
-        ("retried", retried),
-        ("budget_denied", budget_denied),
-        ("exhausted", exhausted),
-        ("throttled", throttled),
-    ]
-    .into_iter()
 }
 
 /// The breakers' present figures: recent failures, the open period's rest, a check's

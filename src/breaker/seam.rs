@@ -5,6 +5,7 @@
 //! | [`rejected_by`](Breaker::rejected_by) | the registry, the keyed tower layer, the reqwest middleware | a rejection that names the breaker |
 //! | [`peek_open`](Breaker::peek_open), [`count_rejection`](Breaker::count_rejection) | the tower layer, the fleet | `poll_ready` fails fast while open; `call` answers the rejection it read and counts it |
 //! | [`RequestCount`] (public) | a [`RetryBudget`](crate::retry::RetryBudget) fed by the breaker | the budget's deposits are the breaker's calls, less the retries after its failures: nothing paid per call |
+//! | [`snapshot_keeping`](BreakerSeam::snapshot_keeping), [`snapshot_contained`](BreakerSeam::snapshot_contained) | the status page; the Prometheus collector and `lazybreaker-otel` | a snapshot read for monitoring, a panic of the policy's gauges or the clock contained and kept |
 //! | [`count_retry`](BreakerSeam::count_retry) | the pool, the tower retry layer, the reqwest and gRPC retries | a retry, or its refusal, counted in the totals of the breaker whose attempt failed |
 //! | [`clock_nanos`](Breaker::clock_nanos) | the fleet | one clock read for its staleness check and the admission ([`At::Given`](super::gate::At::Given)) |
 //! | [`Builder::max_requests_or_default`] | the fleet | the fleet-wide probe slots |
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::ClockSource;
-use crate::contain::FirstPanic;
+use crate::contain::{catch, FirstPanic};
 use crate::counts::RetryTally;
 use crate::error::{Rejected, RejectedBy};
 use crate::lane::Peek;
@@ -69,6 +70,23 @@ pub trait BreakerSeam {
     /// [`snapshot`](Breaker::snapshot), keeping a panic of the policy's gauges in `panics`
     /// (the snapshot then holds the figures reported before it).
     fn snapshot_keeping(&self, panics: &mut FirstPanic) -> Snapshot;
+    /// The snapshot a collection reads (the Prometheus collector, `lazybreaker-otel`), its
+    /// user code's panics contained: `None` if the clock panicked (no snapshot), else the
+    /// snapshot and whether the policy's gauges panicked (it then holds the figures reported
+    /// before the panic). Every panic is kept in `panics`, the first of all first.
+    fn snapshot_contained(&self, panics: &mut FirstPanic) -> Option<(Snapshot, bool)> {
+        let mut own = FirstPanic::default();
+        let taken = catch(|| self.snapshot_keeping(&mut own));
+        let gauges_panicked = own.is_some();
+        panics.merge(own);
+        match taken {
+            Ok(snapshot) => Some((snapshot, gauges_panicked)),
+            Err(payload) => {
+                panics.keep(payload);
+                None
+            }
+        }
+    }
     /// Counts what a retry layer decided after an attempt through this breaker failed
     /// ([`Totals::retries`](crate::Totals::retries) and the refusals): under the lock, as
     /// a retry follows a failure (nothing on a successful call's path).

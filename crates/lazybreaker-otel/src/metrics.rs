@@ -4,15 +4,14 @@
 use std::fmt;
 use std::sync::Arc;
 
+use lazybreaker::door::metrics::{forced_value, retry_decisions, state_label, state_value};
 use lazybreaker::observe::Ejection;
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::TripPolicy;
 use lazybreaker::pool::{Pool, PoolSummary};
 use lazybreaker::Breaker;
 use lazybreaker::CheckStatus;
-use lazybreaker::Forced;
 use lazybreaker::Registry;
-use lazybreaker::State;
 use opentelemetry::metrics::{
     AsyncInstrument, AsyncInstrumentBuilder, Meter, ObservableCounter, ObservableGauge,
     ObservableUpDownCounter,
@@ -159,32 +158,6 @@ fn pair(attribute: &KeyValue, name: &'static str, value: &'static str) -> [KeyVa
     [attribute.clone(), KeyValue::new(name, value)]
 }
 
-/// The label value of a state, as the core's Prometheus collector writes it.
-fn state_label(state: State) -> &'static str {
-    match state {
-        State::Closed => "closed",
-        State::HalfOpen => "half_open",
-        State::Open => "open",
-    }
-}
-
-/// `circuit_breaker.state`'s value.
-fn state_value(state: State) -> i64 {
-    match state {
-        State::Closed => 0,
-        State::HalfOpen => 1,
-        State::Open => 2,
-    }
-}
-
-/// A retry's decisions, as `circuit_breaker.retries` and `circuit_breaker.pool.retries`
-/// attribute them.
-fn retry_decisions(figures: [u64; 4]) -> impl Iterator<Item = (&'static str, u64)> {
-    ["retried", "budget_denied", "exhausted", "throttled"]
-        .into_iter()
-        .zip(figures)
-}
-
 /// The breakers' monotonic counts.
 fn breaker_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>> {
     let counter = |name: &'static str, unit: &'static str, help: &'static str| {
@@ -277,14 +250,14 @@ fn breaker_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u6
             ),
             s,
             |t, b, o| {
-                let totals = &t.snapshot.totals;
-                let figures = [
-                    totals.retries,
-                    totals.retries_budget_denied,
-                    totals.retries_exhausted,
-                    totals.retries_throttled,
-                ];
-                for (decision, n) in retry_decisions(figures) {
+                let t = &t.snapshot.totals;
+                let decisions = retry_decisions(
+                    t.retries,
+                    t.retries_budget_denied,
+                    t.retries_exhausted,
+                    t.retries_throttled,
+                );
+                for (decision, n) in decisions {
                     o.observe(n, &pair(b, "decision", decision));
                 }
             },
@@ -342,13 +315,13 @@ fn pool_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>>
             s,
             |p, a, o| {
                 let s = &p.stats;
-                let figures = [
+                let decisions = retry_decisions(
                     s.retries,
                     s.retries_budget_denied,
                     s.retries_exhausted,
                     s.retries_throttled,
-                ];
-                for (decision, n) in retry_decisions(figures) {
+                );
+                for (decision, n) in decisions {
                     o.observe(n, &pair(a, "decision", decision));
                 }
             },
@@ -517,14 +490,7 @@ fn gauges(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableGauge<i64>> {
                 "The manual override: 0 none, 1 forced open, 2 forced closed.",
             ),
             s,
-            |t, b, o| {
-                let forced = match t.snapshot.forced {
-                    None => 0,
-                    Some(Forced::Open) => 1,
-                    Some(_) => 2,
-                };
-                o.observe(forced, std::slice::from_ref(b));
-            },
+            |t, b, o| o.observe(forced_value(t.snapshot.forced), std::slice::from_ref(b)),
         )
         .build(),
         breakers(

@@ -44,28 +44,6 @@ pub(crate) struct Sources {
     pools: RwLock<Vec<PoolSource>>,
 }
 
-/// Takes `breaker`'s snapshot into `out`, containing its user code's panics: a breaker whose
-/// clock panics has no snapshot; one whose policy's gauges panic has the figures reported
-/// before the panic. The first panic is kept in `panics`.
-fn take<P: TripPolicy, O: Observer>(
-    breaker: &Breaker<P, O>,
-    out: &mut Vec<(Snapshot, bool)>,
-    panics: &mut FirstPanic,
-) {
-    let mut own = FirstPanic::default();
-    match contain::catch(|| breaker.snapshot_keeping(&mut own)) {
-        Ok(snapshot) => {
-            let panicked = own.is_some();
-            panics.merge(own);
-            out.push((snapshot, panicked));
-        }
-        Err(payload) => {
-            panics.merge(own);
-            panics.keep(payload);
-        }
-    }
-}
-
 impl Sources {
     /// Adds a single breaker.
     pub(crate) fn breaker<P, O>(&self, breaker: Arc<Breaker<P, O>>)
@@ -73,7 +51,9 @@ impl Sources {
         P: TripPolicy + Send + 'static,
         O: Observer + Send + Sync + 'static,
     {
-        self.add(Box::new(move |out, panics| take(&breaker, out, panics)));
+        self.add(Box::new(move |out, panics| {
+            out.extend(breaker.snapshot_contained(panics))
+        }));
     }
 
     /// Adds every breaker a registry holds at each collection, by name.
@@ -86,7 +66,7 @@ impl Sources {
     {
         self.add(Box::new(move |out, panics| {
             let from = out.len();
-            registry.for_each(|breaker| take(breaker, out, panics));
+            registry.for_each(|breaker| out.extend(breaker.snapshot_contained(panics)));
             out[from..].sort_by(|a, b| a.0.name.cmp(&b.0.name));
         }));
     }
@@ -100,7 +80,7 @@ impl Sources {
     {
         let endpoints = Arc::clone(&pool);
         self.add(Box::new(move |out, panics| {
-            endpoints.for_each(|breaker| take(breaker, out, panics));
+            endpoints.for_each(|breaker| out.extend(breaker.snapshot_contained(panics)));
         }));
         let figures: PoolSource = Box::new(move || match contain::catch(|| pool.summary()) {
             Ok(summary) => Some(PoolFigures {

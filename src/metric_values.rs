@@ -1,0 +1,81 @@
+//! How metrics write a breaker's values: the label of a state, the gauge values of a state
+//! and of a manual mode, and a retry layer's decisions by label. One source for the core's
+//! Prometheus collector and (through [`door`](crate::door)) `lazybreaker-otel`, so the two
+//! exports always agree. A leaf: it reads the state and the forced mode only.
+
+use crate::forced::Forced;
+use crate::state::State;
+
+/// A state as a label (Prometheus) or attribute (OpenTelemetry) value: `closed`,
+/// `half_open`, `open` (snake case, unlike [`State::as_str`]'s gobreaker `half-open`).
+pub fn state_label(state: State) -> &'static str {
+    match state {
+        State::Closed => "closed",
+        State::HalfOpen => "half_open",
+        State::Open => "open",
+    }
+}
+
+/// A state as a gauge: 0 closed, 1 half-open, 2 open (brpc's and Envoy's order: the
+/// higher, the less the breaker lets through).
+pub fn state_value(state: State) -> i64 {
+    match state {
+        State::Closed => 0,
+        State::HalfOpen => 1,
+        State::Open => 2,
+    }
+}
+
+/// A manual mode as a gauge: 0 none, 1 forced open, 2 forced closed.
+pub fn forced_value(forced: Option<Forced>) -> i64 {
+    match forced {
+        None => 0,
+        Some(Forced::Open) => 1,
+        Some(Forced::Closed) => 2,
+    }
+}
+
+/// A retry layer's decisions after a failed attempt, by the label metrics give them:
+/// `retried`, `budget_denied`, `exhausted`, `throttled` (a breaker's
+/// [`Totals`](crate::counts::Totals) and a pool's [`PoolStats`](crate::pool::PoolStats) count
+/// the same four).
+pub fn retry_decisions(
+    retried: u64,
+    budget_denied: u64,
+    exhausted: u64,
+    throttled: u64,
+) -> [(&'static str, u64); 4] {
+    [
+        ("retried", retried),
+        ("budget_denied", budget_denied),
+        ("exhausted", exhausted),
+        ("throttled", throttled),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{forced_value, retry_decisions, state_label, state_value};
+    use crate::forced::Forced;
+    use crate::state::State;
+
+    #[test]
+    fn labels_and_gauge_values_as_the_metrics_document_them() {
+        let states = [State::Closed, State::HalfOpen, State::Open];
+        assert_eq!(states.map(state_label), ["closed", "half_open", "open"]);
+        assert_eq!(states.map(state_value), [0, 1, 2]);
+        assert_eq!(
+            [None, Some(Forced::Open), Some(Forced::Closed)].map(forced_value),
+            [0, 1, 2]
+        );
+        assert_eq!(
+            retry_decisions(4, 3, 2, 1),
+            [
+                ("retried", 4),
+                ("budget_denied", 3),
+                ("exhausted", 2),
+                ("throttled", 1)
+            ]
+        );
+    }
+}
