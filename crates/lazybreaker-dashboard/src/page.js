@@ -7,6 +7,9 @@
   var token = document.getElementById("token");
   var base = location.pathname.replace(/\/?$/, "/");
   var refreshes = 0;
+  // What the last control answered: kept beside "live, updated" until the next control,
+  // so the refresh that follows a control does not wipe its answer away.
+  var answer = "";
 
   function applyFilter() {
     var q = filter.value.trim().toLowerCase();
@@ -30,7 +33,7 @@
         applyFilter();
         refreshes += 1;
         body.dataset.refreshed = String(refreshes);
-        status.textContent = "live, updated " + new Date().toLocaleTimeString();
+        status.textContent = "live, updated " + new Date().toLocaleTimeString() + answer;
       })
       .catch(function (e) {
         status.textContent = "refresh failed (" + e.message + "); showing the last board";
@@ -59,8 +62,9 @@
         method: "POST",
         headers: { authorization: "Bearer " + token.value },
       }).then(function (r) {
-        status.textContent = r.ok ? shown + ": " + action.replace("_", " ") + " done"
-          : shown + ": " + action.replace("_", " ") + " refused (HTTP " + r.status + ")";
+        answer = " \u00b7 " + shown + ": " + action.replace("_", " ")
+          + (r.ok ? " done" : " refused (HTTP " + r.status + ")");
+        status.textContent = answer.slice(3);
         return refresh();
       });
     });

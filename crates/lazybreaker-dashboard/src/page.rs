@@ -56,6 +56,7 @@ pub(super) fn render(board: &Board, look: &Look, filter: &str) -> String {
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\">\
          <title>{title}</title><style>{STYLE}</style></head>\
          <body data-refresh-ms=\"{}\" data-controls=\"{}\">\
          <header><h1>{title}</h1>\

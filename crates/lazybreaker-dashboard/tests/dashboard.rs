@@ -781,10 +781,13 @@ fn the_page_is_readable_without_javascript_and_escapes_names() {
     let policy = page.header("content-security-policy").unwrap();
     assert!(policy.starts_with("default-src 'none'"));
     let html = &page.body;
-    // Self-contained: nothing loaded from anywhere.
-    for outside in ["src=", "href=", "@import", "url("] {
+    // Self-contained: nothing loaded from anywhere. The one link is the icon, an empty
+    // `data:` URL, so that a browser does not ask the server for `/favicon.ico` either.
+    for outside in ["src=", "@import", "url("] {
         assert!(!html.contains(outside), "{outside}");
     }
+    assert_eq!(html.matches("href=").count(), 1);
+    assert!(html.contains(r#"<link rel="icon" href="data:,">"#));
     // Server-rendered rows, open and half-open first.
     let order: Vec<&str> = ["payments", "ledger", "search", "inventory"]
         .iter()
@@ -1410,6 +1413,104 @@ fn in_a_real_browser_the_script_refreshes_the_board_in_place() {
         let png = std::fs::read(&shot).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{}", shot.display());
         println!("screenshot: {}", shot.display());
+    }
+}
+
+/// What the page's first answer gets before `</body>`: a user's clicks, once the page loaded,
+/// typing the token and pressing `inventory`'s "force open" (the page's own script sends it).
+const CLICKS: &str = r#"<script>addEventListener("load", function () {
+  var token = document.getElementById("token");
+  token.value = "t0ken";
+  token.dispatchEvent(new Event("change"));
+  document.querySelector('button[data-action="force_open"][data-name="inventory"]').click();
+});</script>"#;
+
+/// Mounted at `/status`, in a real browser, opened at `/status` and at `/status/`: the
+/// script's refresh and its controls go to the routes under the prefix, nothing outside it,
+/// and a control pressed on the page takes effect and shows.
+#[test]
+fn in_a_real_browser_under_a_prefix_the_refresh_and_the_controls_stay_under_it() {
+    for opened in ["/status", "/status/"] {
+        let f = fleet();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<(String, String, u16)>::new()));
+        let log = Arc::clone(&seen);
+        let app = axum::Router::new()
+            .route("/", axum::routing::get(|| async { "the application" }))
+            .merge(dashboard(&f).controls("t0ken").router_at("/status"))
+            .layer(axum::middleware::from_fn(
+                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let log = Arc::clone(&log);
+                    async move {
+                        let (method, path) =
+                            (req.method().to_string(), req.uri().path().to_owned());
+                        let response = next.run(req).await;
+                        let status = response.status().as_u16();
+                        let first = {
+                            let mut log = log.lock().unwrap();
+                            log.push((method.clone(), path, status));
+                            log.len() == 1
+                        };
+                        if !first {
+                            return response;
+                        }
+                        let (mut parts, body) = response.into_parts();
+                        let html = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+                        let html = String::from_utf8(html.to_vec()).unwrap();
+                        assert!(html.contains("</body>"), "{html}");
+                        let html = html.replace("</body>", &format!("{CLICKS}</body>"));
+                        parts.headers.remove(http::header::CONTENT_LENGTH);
+                        axum::response::Response::from_parts(parts, axum::body::Body::from(html))
+                    }
+                },
+            ));
+        let server = serve(app);
+        let dom = browse(&[
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            &format!("http://{}{opened}", server.addr),
+        ]);
+
+        // The press took effect, through the route under the prefix, with the token.
+        assert_eq!(f.closed.forced(), Some(Forced::Open), "{opened}: {dom}");
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.contains(&(
+                "POST".into(),
+                "/status/breakers/inventory/force_open".into(),
+                200
+            )),
+            "{opened}: {seen:?}"
+        );
+        // The script refreshed the page it was opened at, and asked nothing outside the
+        // prefix (not the application's `/`, not a root `/breakers`).
+        let pages = seen
+            .iter()
+            .filter(|(method, path, status)| method == "GET" && path == opened && *status == 200)
+            .count();
+        assert!(pages >= 2, "{opened}: no refresh: {seen:?}");
+        for (method, path, status) in &seen {
+            assert!(
+                path == "/status" || path.starts_with("/status/"),
+                "{opened}: {method} {path} outside the prefix"
+            );
+            assert_eq!(*status, 200, "{opened}: {method} {path}");
+        }
+        // The page says so, still after the refresh that followed (its answer beside
+        // "live, updated"), and its refreshed board shows the forced breaker.
+        let status = dom
+            .split(r#"id="status">"#)
+            .nth(1)
+            .and_then(|rest| rest.split('<').next())
+            .unwrap_or_else(|| panic!("{opened}: no status line: {dom}"));
+        assert!(status.starts_with("live, updated "), "{opened}: {status}");
+        assert!(
+            status.ends_with(" \u{b7} \u{2068}inventory\u{2069}: force open done"),
+            "{opened}: {status}"
+        );
+        assert!(
+            dom.contains(r#"data-name="inventory" data-state="open" data-forced="open""#),
+            "{opened}: {dom}"
+        );
     }
 }
 
