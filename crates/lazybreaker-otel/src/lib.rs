@@ -75,14 +75,73 @@
 //!
 //! The instruments say what the state *is* at each collection and how many changes there
 //! were (`circuit_breaker.transitions`, `circuit_breaker.opened`); a change between two
-//! collections is not an instrument's data point. For each change as it happens, use the
-//! core's `tracing` observer (feature `tracing`: `lazybreaker::tracing::TracingObserver`,
-//! one event per change, target `lazybreaker`, `WARN` on opening, `INFO` otherwise, with
-//! the fields `breaker`, `from`, `to`, `origin`, `manual`, `dry_run` and the ended
-//! generation's counts) with `tracing-opentelemetry`'s layer: inside a span, each event
-//! becomes an event of that span with these fields as its attributes; as logs, the
-//! OpenTelemetry log bridge (`opentelemetry-appender-tracing`) exports each as a log record
-//! whose attributes are the same fields. No code of this crate is involved.
+//! collections is not an instrument's data point. Each change as it happens reaches
+//! OpenTelemetry through the core's `tracing` observer, with no code of this crate:
+//! `lazybreaker::tracing::TracingObserver` (the core's feature `tracing`) emits one event per
+//! change, target `lazybreaker`, `WARN` on opening (and on a failed health check, open
+//! again), `INFO` otherwise, with the fields `breaker`, `from`, `to`, `origin`, `manual`,
+//! `dry_run`, the ended generation's counts (`requests`, `successes`, `failures`,
+//! `exclusions`, `consecutive_successes`, `consecutive_failures`) and `opened`. Two layers
+//! of a `tracing-subscriber` registry carry these events to an OpenTelemetry SDK, both on the
+//! opentelemetry 0.33 this crate uses:
+//!
+//! - **Span events**: `tracing-opentelemetry` 0.34's layer over a tracer. A change made
+//!   inside a span is an event of that span (a change outside every span is dropped),
+//!   named after the message (`circuit breaker opened`, `circuit breaker half-open`,
+//!   `circuit breaker closed`, `circuit breaker health check failed, open again`), whose
+//!   attributes are the fields with `level` and `target` (and the layer's `code.*` source
+//!   location); the counts are attributes of their decimal text.
+//! - **Logs**: the OpenTelemetry log bridge `opentelemetry-appender-tracing` 0.33 over a
+//!   logger provider. Each change is a log record of target `lazybreaker`, severity `Warn`
+//!   or `Info` (text `WARN`, `INFO`), the message as its body and the fields as its
+//!   attributes, the counts integers. The bridge's records share one instrumentation
+//!   scope, with an empty name: select on the target.
+//!
+//! A breaker tripped in a request's span, with both (in-memory exporters here; in a service,
+//! its exporters, and the subscriber installed by `tracing::subscriber::set_global_default`):
+//!
+//! ```
+//! use lazybreaker::tracing::TracingObserver;
+//! use lazybreaker::Breaker;
+//! use opentelemetry::logs::Severity;
+//! use opentelemetry::trace::TracerProvider as _;
+//! use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
+//! use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+//! use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//!
+//! let spans = InMemorySpanExporter::default();
+//! let tracer_provider = SdkTracerProvider::builder()
+//!     .with_simple_exporter(spans.clone())
+//!     .build();
+//! let logs = InMemoryLogExporter::default();
+//! let logger_provider = SdkLoggerProvider::builder()
+//!     .with_simple_exporter(logs.clone())
+//!     .build();
+//! let subscriber = tracing_subscriber::registry()
+//!     .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("my-service")))
+//!     .with(OpenTelemetryTracingBridge::new(&logger_provider));
+//!
+//! let breaker = Breaker::builder()
+//!     .name("payments")
+//!     .ready_to_trip(|c| c.consecutive_failures >= 1)
+//!     .observer(TracingObserver)
+//!     .build();
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let _span = tracing::info_span!("checkout").entered();
+//!     let _ = breaker.execute(|| Err::<(), _>("down"));
+//! });
+//! tracer_provider.force_flush()?;
+//! logger_provider.force_flush()?;
+//!
+//! let span = &spans.get_finished_spans()?[0];
+//! assert_eq!(span.name, "checkout");
+//! assert_eq!(span.events[0].name, "circuit breaker opened");
+//! let log = &logs.get_emitted_logs()?[0].record;
+//! assert_eq!(log.severity_number(), Some(Severity::Warn));
+//! assert_eq!(log.target().map(|t| t.as_ref()), Some("lazybreaker"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Examples
 //!
