@@ -143,16 +143,21 @@
 mod link;
 mod memory;
 mod shared;
+mod stats;
 mod store;
 
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres;
+#[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
+pub mod prometheus;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 
 pub use lazybreaker::observe::FleetEvent;
 pub use memory::MemoryStore;
-pub use shared::{FleetStats, SharedBreaker, SharedBuilder};
+pub use shared::{SharedBreaker, SharedBuilder};
+pub use stats::{Figure, FleetStats};
 pub use store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};

@@ -33,6 +33,7 @@ use builder::Knobs;
 use slots::Slots;
 
 use super::link::Link;
+use super::stats::FleetStats;
 use super::store::{FleetStore, Lease, SharedRecord, StoreError};
 
 /// The breaker type a [`SharedBreaker`] runs: yours, with its [`Link`] beside your observer.
@@ -77,7 +78,7 @@ type LinkedPermit<'a, P, O> = Permit<'a, P, (O, Arc<Link>)>;
 /// The store has no bound here (bounds are on the impls); the policy and observer carry
 /// the bounds [`Breaker`] itself has.
 pub struct SharedBreaker<S, P = ConsecutiveFailures, O = ()> {
-    breaker: LinkedBreaker<P, O>,
+    breaker: Arc<LinkedBreaker<P, O>>,
     link: Arc<Link>,
     fleet: Fleet<S>,
 }
@@ -138,30 +139,6 @@ struct Stats {
     fleet_rejections: AtomicU64,
 }
 
-/// What a [`SharedBreaker`] did with its store, read without side effects:
-/// [`SharedBreaker::stats`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FleetStats {
-    /// Store operations made (each is one round trip), connections excluded.
-    pub round_trips: u64,
-    /// Store operations that failed or timed out (each time, the breaker decided locally).
-    pub store_errors: u64,
-    /// Local decisions this process wrote to the shared record.
-    pub published: u64,
-    /// Shared decisions of other processes this process adopted.
-    pub adopted: u64,
-    /// Times this process wrote a vanished record again.
-    pub recreated: u64,
-    /// Half-open probes this process did not send because the fleet's probe slots were
-    /// all held (rejected with [`Rejected::TooManyRequests`]).
-    pub fleet_rejections: u64,
-    /// The shared generation this process follows.
-    pub generation: u64,
-    /// Whether the store is failing now (the breaker decides locally).
-    pub degraded: bool,
-}
-
 /// What is left of a call's store budget: the store timeout, spent only by the call's
 /// store operations (not by the call itself); and the first panic of an observer told of
 /// a store event during the call, which continues when the call's bookkeeping is done.
@@ -220,8 +197,12 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// The local breaker: its state, counts, snapshot and manual controls. Calls made on it
     /// directly are counted as usual, and its changes are published at this shared
     /// breaker's next call. Its observer is yours, paired with the shared breaker's own
-    /// (`breaker().observer().0` is yours).
-    pub fn breaker(&self) -> &LinkedBreaker<P, O> {
+    /// (`breaker().observer().0` is yours). Shared (an `Arc`), so that what reads breakers
+    /// reads it as any other: `Arc::clone(shared.breaker())` to the core's Prometheus
+    /// collector, `lazybreaker-otel`'s `BreakerMetrics` or the status page; the fleet's own
+    /// figures are [`stats`](Self::stats) (in Prometheus: `prometheus::FleetCollector`,
+    /// feature `prometheus`).
+    pub fn breaker(&self) -> &Arc<LinkedBreaker<P, O>> {
         &self.breaker
     }
 
@@ -382,7 +363,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
                 .fetch_add(1, Ordering::Relaxed);
             return Err(Error::Rejected(rejected));
         }
-        let (permit, probe) = match gate::admit(&self.breaker, At::Given(now)) {
+        let (permit, probe) = match gate::admit(&*self.breaker, At::Given(now)) {
             Admit::Call(permit, probe) => (permit, probe),
             Admit::Rejected(_, rejected) => return Err(Error::Rejected(rejected)),
             Admit::Check(gate) => {
@@ -717,7 +698,7 @@ impl<S: FleetStore, P: TripPolicy, O: Observer> SharedBreaker<S, P, O> {
     /// back, and the call held back: the next call runs the check).
     fn readmit(&self) -> Result<(LinkedPermit<'_, P, O>, bool), Rejected> {
         let now = self.breaker.clock_nanos();
-        match gate::admit(&self.breaker, At::Given(now)) {
+        match gate::admit(&*self.breaker, At::Given(now)) {
             Admit::Call(permit, probe) => Ok((permit, probe)),
             Admit::Rejected(_, rejected) => Err(rejected),
             Admit::Check(gate) => Err(gate.decline()),

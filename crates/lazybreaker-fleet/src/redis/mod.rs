@@ -65,7 +65,7 @@ use lazybreaker::policy::{ConsecutiveFailures, TripPolicy};
 use lazybreaker::Builder;
 use lazybreaker::ConfigError;
 
-pub use crate::shared::FleetStats;
+pub use crate::stats::FleetStats;
 pub use crate::store::{Lease, SharedRecord, StoreError, Vote};
 pub use store::RedisStore;
 

@@ -120,7 +120,7 @@ impl<S: FleetStore> SharedBuilder<S> {
             .check_name(name)
             .map_err(|e| door::for_breaker(e, name))?;
         Ok(SharedBreaker {
-            breaker,
+            breaker: Arc::new(breaker),
             link,
             fleet: Fleet {
                 store: self.store,
