@@ -4,7 +4,7 @@
 
 /// What a [`SharedBreaker`](crate::SharedBreaker) did with its store, read without side effects:
 /// [`SharedBreaker::stats`](crate::SharedBreaker::stats).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct FleetStats {
     /// Store operations made (each is one round trip), connections excluded.

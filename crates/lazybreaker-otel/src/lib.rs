@@ -59,6 +59,22 @@
 //! | `circuit_breaker.pool.ejections` | counter | `{ejection}` | `pool`, `reason` | `circuit_breaker_pool_ejections_total`: `success_rate`, `failure_percentage`, `hung` |
 //! | `circuit_breaker.pool.outliers_detected` | counter | `{outlier}` | `pool` | `circuit_breaker_pool_outliers_detected_total` |
 //!
+//! With the feature `fleet`, `BreakerMetrics::fleet` observes a `lazybreaker-fleet` shared
+//! breaker: its local breaker as any other, and its fleet figures (`SharedBreaker::stats`),
+//! each with the attribute `breaker`; the Prometheus column is the fleet crate's
+//! `FleetCollector` (its feature `prometheus`):
+//!
+//! | instrument | kind | unit | attributes | Prometheus |
+//! |---|---|---|---|---|
+//! | `circuit_breaker.fleet.round_trips` | counter | `{operation}` | `breaker` | `circuit_breaker_fleet_round_trips_total`: store operations, one round trip each |
+//! | `circuit_breaker.fleet.store_errors` | counter | `{operation}` | `breaker` | `circuit_breaker_fleet_store_errors_total`: store operations that failed or timed out |
+//! | `circuit_breaker.fleet.published` | counter | `{decision}` | `breaker` | `circuit_breaker_fleet_published_total`: local decisions written to the shared record |
+//! | `circuit_breaker.fleet.adopted` | counter | `{decision}` | `breaker` | `circuit_breaker_fleet_adopted_total`: other instances' decisions adopted |
+//! | `circuit_breaker.fleet.recreated` | counter | `{record}` | `breaker` | `circuit_breaker_fleet_recreated_total`: a vanished shared record written again |
+//! | `circuit_breaker.fleet.probe_rejections` | counter | `{call}` | `breaker` | `circuit_breaker_fleet_probe_rejections_total`: probes not sent, the fleet's slots all held |
+//! | `circuit_breaker.fleet.generation` | gauge | `1` | `breaker` | `circuit_breaker_fleet_generation`: the shared generation followed |
+//! | `circuit_breaker.fleet.degraded` | gauge | `1` | `breaker` | `circuit_breaker_fleet_degraded`: 1 while the store is failing |
+//!
 //! The state is one gauge with three values rather than one data point per state, as in
 //! the Prometheus collector: one data point cannot contradict itself, and
 //! `circuit_breaker.state == 2` selects the open breakers.
@@ -162,6 +178,8 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "fleet")]
+mod fleet;
 mod metrics;
 mod source;
 

@@ -38,6 +38,9 @@ use crate::source::{PoolFigures, Sources, Taken};
 pub struct BreakerMetrics {
     sources: Arc<Sources>,
     instruments: Arc<Instruments>,
+    /// The shared breakers' own figures (feature `fleet`).
+    #[cfg(feature = "fleet")]
+    pub(crate) fleets: Arc<crate::fleet::Fleets>,
 }
 
 /// The registered instruments, kept with the handle.
@@ -65,6 +68,8 @@ impl BreakerMetrics {
         Self {
             sources,
             instruments: Arc::new(instruments),
+            #[cfg(feature = "fleet")]
+            fleets: Arc::new(crate::fleet::Fleets::new(meter)),
         }
     }
 

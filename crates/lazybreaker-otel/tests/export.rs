@@ -310,14 +310,26 @@ fn the_docs_table_names_every_exported_instrument() {
     let figured = Breaker::builder().name("figured").policy(ema).build();
     let pool = Arc::new(Pool::new(|_: &u16| Breaker::builder()).named("upstreams"));
     pool.set([8080]);
-    BreakerMetrics::new(&meter)
+    let metrics = BreakerMetrics::new(&meter);
+    metrics
         .breaker(Arc::new(throttled))
         .breaker(Arc::new(figured))
         .pool(pool);
+    // The fleet's instruments are registered with the feature `fleet` only.
+    #[cfg(feature = "fleet")]
+    metrics.fleet(Arc::new(
+        lazybreaker_fleet::SharedBreaker::builder(lazybreaker_fleet::MemoryStore::new())
+            .build(Breaker::builder().name("shared"))
+            .unwrap(),
+    ));
 
     let exported = collect(&provider, &exporter);
     let documented = documented();
-    assert_eq!(documented.len(), 28, "{documented:#?}");
+    assert_eq!(documented.len(), 36, "{documented:#?}");
+    let documented: BTreeMap<_, _> = documented
+        .into_iter()
+        .filter(|(name, _)| cfg!(feature = "fleet") || !name.starts_with("circuit_breaker.fleet."))
+        .collect();
     for (name, metric) in &exported {
         let (kind, unit, attributes) = documented
             .get(name)
