@@ -5,8 +5,9 @@
 //! A wait ([`wait`]: a retry-after, the rest of an open period) is rounded up, as HTTP's
 //! `Retry-After` is: a caller who waits the time it reads is never early. Any other duration
 //! ([`span`]: an elapsed time, a setting, a timeout) is rounded to the nearest unit, halves up.
-//! Machine formats (JSON, metrics, configuration files) keep full precision and do not use
-//! this module.
+//! Machine formats (metrics, configuration files) keep full precision; JSON reports write
+//! each duration's exact string with its whole milliseconds beside it, as [`wait_ms`] and
+//! [`span_ms`] round them (see `docs/integrations.md`, "Durations in JSON").
 //!
 //! # Examples
 //!
@@ -81,6 +82,42 @@ pub fn span(d: Duration) -> Human {
     } else {
         Human(Unit::Secs((nanos + NANOS_PER_SEC / 2) / NANOS_PER_SEC))
     }
+}
+
+/// A wait in whole milliseconds, rounded up as [`wait`] rounds it (below a minute, the
+/// number [`wait`] reads): what a JSON report writes in a wait's `_ms` field, so that a
+/// script that waits that long is never early. Saturates at `u64::MAX`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::human;
+/// use std::time::Duration;
+///
+/// assert_eq!(human::wait_ms(Duration::from_nanos(599_999_999)), 600);
+/// assert_eq!(human::wait_ms(Duration::from_nanos(1)), 1);
+/// assert_eq!(human::wait_ms(Duration::from_secs(90)), 90_000);
+/// ```
+pub fn wait_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(NANOS_PER_MILLI)).unwrap_or(u64::MAX)
+}
+
+/// Any other duration in whole milliseconds, to the nearest (halves up) as [`span`] rounds
+/// it (below a minute, the number [`span`] reads): what a JSON report writes in a
+/// duration's `_ms` field. Saturates at `u64::MAX`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::human;
+/// use std::time::Duration;
+///
+/// assert_eq!(human::span_ms(Duration::from_nanos(402_500_001)), 403);
+/// assert_eq!(human::span_ms(Duration::from_nanos(499_999)), 0);
+/// assert_eq!(human::span_ms(Duration::from_secs(90)), 90_000);
+/// ```
+pub fn span_ms(d: Duration) -> u64 {
+    u64::try_from((d.as_nanos() + NANOS_PER_MILLI / 2) / NANOS_PER_MILLI).unwrap_or(u64::MAX)
 }
 
 impl fmt::Display for Human {
@@ -168,6 +205,18 @@ mod tests {
         // u64::MAX s and 999_999_999 ns, rounded up: 2^64 s, which is 5124095576030431 h,
         // 0 min and 16 s.
         assert_eq!(w(Duration::MAX), "5124095576030431h 16s");
+    }
+
+    #[test]
+    fn the_milliseconds_of_a_report_are_the_ones_people_read() {
+        use super::{span_ms, wait_ms};
+        for nanos in [0, 1, 499_999, 500_000, 988_000_001, 59_999_000_000] {
+            let d = Duration::from_nanos(nanos);
+            assert_eq!(w(d), format!("{}ms", wait_ms(d)), "{nanos} ns");
+            assert_eq!(s(d), format!("{}ms", span_ms(d)), "{nanos} ns");
+        }
+        assert_eq!(wait_ms(Duration::MAX), u64::MAX);
+        assert_eq!(span_ms(Duration::MAX), u64::MAX);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! `Duration`s as humantime strings (`"250ms"`, `"1m 30s"`): the serde side of every duration
 //! in the crate's configuration, [`config`](crate::config) and
 //! [`EmaConfig`](crate::policy::EmaConfig) alike, and the test that leaves a default knob out
-//! of what is written. A leaf: it needs only std, serde and humantime.
+//! of what is written; and a report's duration with its whole milliseconds beside it
+//! ([`with_ms`]). A leaf: it needs only std, serde and humantime.
 
 use std::time::Duration;
 
 use humantime::DurationError;
+use serde::ser::SerializeMap;
 use serde::Serializer;
 
 /// What a duration looks like, for the errors of a value that is not one.
@@ -17,15 +19,28 @@ pub(crate) fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Resul
     serializer.collect_str(&humantime::format_duration(*value))
 }
 
-/// Writes an optional duration as [`serialize`] does, or none.
-pub(crate) fn serialize_option<S: Serializer>(
-    value: &Option<Duration>,
+/// How a report rounds a duration to its whole milliseconds: a wait up
+/// ([`human::wait_ms`](crate::human::wait_ms)), any other duration to the nearest ([`human::span_ms`](crate::human::span_ms)).
+pub(crate) type Round = fn(Duration) -> u64;
+
+/// Writes a report's duration as two fields, for `#[serde(flatten, serialize_with = "…")]`
+/// through a function that names them: `name`, the exact humantime string (as
+/// [`serialize`] writes it), and `name_ms` beside it, whole milliseconds as `round` rounds
+/// them; both `null` for `None`. The rule of every JSON the crates emit (see
+/// `docs/integrations.md`, "Durations in JSON").
+pub(crate) fn with_ms<S: Serializer>(
     serializer: S,
+    (name, name_ms): (&str, &str),
+    value: Option<Duration>,
+    round: Round,
 ) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(d) => serializer.serialize_some(&humantime::format_duration(*d).to_string()),
-        None => serializer.serialize_none(),
-    }
+    let mut map = serializer.serialize_map(Some(2))?;
+    map.serialize_entry(
+        name,
+        &value.map(|d| humantime::format_duration(d).to_string()),
+    )?;
+    map.serialize_entry(name_ms, &value.map(round))?;
+    map.end()
 }
 
 /// Whether `value` is its type's default, for `#[serde(skip_serializing_if = "…")]`: a knob

@@ -51,11 +51,9 @@ use crate::state::State;
 pub struct Snapshot {
     /// The breaker's name.
     pub name: String,
-    /// When the snapshot was taken, on the breaker's clock.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize")
-    )]
+    /// When the snapshot was taken, on the breaker's clock. Serialized as `at` (exact) and
+    /// `at_ms` (whole milliseconds, to the nearest).
+    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "at"))]
     pub at: Duration,
     /// The state the next call would find (see above).
     pub state: State,
@@ -75,11 +73,9 @@ pub struct Snapshot {
     /// admitted again at the latest, when the probes out are taken over (see
     /// [`Builder::probe_timeout`](crate::Builder::probe_timeout)); with
     /// `probe_timeout(Duration::MAX)`, which never takes them over, the open `timeout`, as
-    /// a hint. `None` otherwise.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize_option")
-    )]
+    /// a hint. `None` otherwise. Serialized as `retry_after` (exact) and `retry_after_ms`
+    /// (whole milliseconds, rounded up: a wait).
+    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "retry_after"))]
     pub retry_after: Option<Duration>,
     /// How many times the breaker went from each state to each other.
     pub transitions: Transitions,
@@ -109,6 +105,28 @@ pub struct Snapshot {
     /// [`TripPolicy::gauges`](crate::policy::TripPolicy::gauges)): e.g. the EMA windows'
     /// error costs and latencies.
     pub policy: BTreeMap<&'static str, f64>,
+}
+
+/// [`Snapshot::at`] as `at` and `at_ms` (see [`with_ms`](crate::serde_duration::with_ms)).
+#[cfg(feature = "serde")]
+fn at<S: serde::Serializer>(at: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    crate::serde_duration::with_ms(
+        serializer,
+        ("at", "at_ms"),
+        Some(*at),
+        crate::human::span_ms,
+    )
+}
+
+/// [`Snapshot::retry_after`] as `retry_after` and `retry_after_ms`, a wait rounded up.
+#[cfg(feature = "serde")]
+#[allow(clippy::ref_option)] // serde's `serialize_with` passes a reference
+fn retry_after<S: serde::Serializer>(
+    wait: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let names = ("retry_after", "retry_after_ms");
+    crate::serde_duration::with_ms(serializer, names, *wait, crate::human::wait_ms)
 }
 
 impl Snapshot {

@@ -133,11 +133,9 @@ pub struct Recorded {
     /// The state after the change (the same as `from` for a manual control that changed
     /// only the forced mode, as a dashboard records it).
     pub to: State,
-    /// When the change happened, on the breaker's clock.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize")
-    )]
+    /// When the change happened, on the breaker's clock. Serialized as `at` (exact) and
+    /// `at_ms` (whole milliseconds, to the nearest).
+    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "at"))]
     pub at: Duration,
     /// When the history was told, on the wall clock (for people: the breaker's own clock may
     /// be a [`ManualClock`](crate::ManualClock) or start at the process's start).
@@ -150,11 +148,9 @@ pub struct Recorded {
     /// The breaker's lifetime totals right after the change.
     pub totals: Totals,
     /// For a change to open: how long the open period lasts (see
-    /// [`Transition::open_for`]).
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize_option")
-    )]
+    /// [`Transition::open_for`]). Serialized as `open_for` (exact) and `open_for_ms` (whole
+    /// milliseconds, to the nearest).
+    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "open_for"))]
     pub open_for: Option<Duration>,
     /// The manual override in force right after the change.
     pub forced: Option<Forced>,
@@ -166,10 +162,9 @@ pub struct Recorded {
     pub times: u64,
     /// For `times` above 1: when the first of them happened, on the breaker's clock (the
     /// breaker was open from there to [`at`](Recorded::at), but for its checks); else `at`.
-    #[cfg_attr(
-        feature = "serde",
-        serde(serialize_with = "crate::serde_duration::serialize")
-    )]
+    /// Serialized as `first_at` (exact) and `first_at_ms` (whole milliseconds, to the
+    /// nearest).
+    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "first_at"))]
     pub first_at: Duration,
     /// For `times` above 1: when the first of them was told, on the wall clock; else `wall`.
     #[cfg_attr(feature = "serde", serde(serialize_with = "unix_millis"))]
@@ -181,6 +176,35 @@ impl Recorded {
     pub fn is_failed_check(&self) -> bool {
         self.from == State::Open && self.to == State::Open && self.origin == Origin::HealthCheck
     }
+}
+
+/// [`Recorded::at`] as `at` and `at_ms` (see [`with_ms`](crate::serde_duration::with_ms)).
+#[cfg(feature = "serde")]
+fn at<S: serde::Serializer>(at: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    crate::serde_duration::with_ms(
+        serializer,
+        ("at", "at_ms"),
+        Some(*at),
+        crate::human::span_ms,
+    )
+}
+
+/// [`Recorded::open_for`] as `open_for` and `open_for_ms`.
+#[cfg(feature = "serde")]
+#[allow(clippy::ref_option)] // serde's `serialize_with` passes a reference
+fn open_for<S: serde::Serializer>(
+    open_for: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let names = ("open_for", "open_for_ms");
+    crate::serde_duration::with_ms(serializer, names, *open_for, crate::human::span_ms)
+}
+
+/// [`Recorded::first_at`] as `first_at` and `first_at_ms`.
+#[cfg(feature = "serde")]
+fn first_at<S: serde::Serializer>(first_at: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    let names = ("first_at", "first_at_ms");
+    crate::serde_duration::with_ms(serializer, names, Some(*first_at), crate::human::span_ms)
 }
 
 /// The wall time as milliseconds since the Unix epoch (0 before it).

@@ -1134,6 +1134,148 @@ fn a_snapshots_retry_after_is_the_configured_open_period() {
     assert_eq!(json["retry_after"], serde_json::Value::Null);
 }
 
+/// Walks a JSON report and fails on a duration written against the rule of every JSON the
+/// crates emit (`docs/integrations.md`, "Durations in JSON"): a field in another unit
+/// (`_ns`, `_us`, `_s`, ...); a duration string (exact, as humantime writes it) without its
+/// whole milliseconds beside it under `x_ms`, or with other milliseconds than the rounding
+/// (`waits` up, any other to the nearest); an `x_ms` that is not an integer, or without `x`
+/// beside it. `policy` holds the policy's figures by their metrics' names and is left out.
+/// Returns the durations seen, by name, and whether each was set.
+fn check_durations(value: &serde_json::Value, at: &str, waits: &[&str]) -> Vec<(String, bool)> {
+    use serde_json::Value;
+    let mut seen = Vec::new();
+    match value {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                seen.extend(check_durations(item, &format!("{at}[{i}]"), waits));
+            }
+        }
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                let path = format!("{at}.{key}");
+                for unit in ["_ns", "_nanos", "_us", "_micros", "_s", "_secs", "_seconds"] {
+                    assert!(!key.ends_with(unit), "{path}: a duration in another unit");
+                }
+                if key == "policy" {
+                    continue;
+                }
+                if let Some(base) = key.strip_suffix("_ms") {
+                    let duration = fields.get(base);
+                    assert!(
+                        duration.is_some_and(|d| d.is_null() || d.is_string()),
+                        "{path} without a duration string `{base}` beside it"
+                    );
+                    assert!(field.is_null() || field.is_u64(), "{path} = {field}");
+                    continue;
+                }
+                let Value::String(text) = field else {
+                    if field.is_null() && fields.contains_key(&format!("{key}_ms")) {
+                        assert!(fields[&format!("{key}_ms")].is_null(), "{path}_ms");
+                        seen.push((key.clone(), false));
+                    } else {
+                        seen.extend(check_durations(field, &path, waits));
+                    }
+                    continue;
+                };
+                let Ok(d) = humantime::parse_duration(text) else {
+                    continue; // not a duration: a name, a state, an origin
+                };
+                let nanos = d.as_nanos();
+                let expected = if waits.contains(&key.as_str()) {
+                    nanos.div_ceil(1_000_000)
+                } else {
+                    (nanos + 500_000) / 1_000_000
+                };
+                let ms = fields.get(&format!("{key}_ms"));
+                assert_eq!(
+                    ms.and_then(serde_json::Value::as_u64).map(u128::from),
+                    Some(expected),
+                    "{path} = {text:?}: its `{key}_ms`"
+                );
+                seen.push((key.clone(), true));
+            }
+        }
+        _ => {}
+    }
+    seen
+}
+
+/// A snapshot and the history's changes write each duration by the rule of every JSON the
+/// crates emit: `x` exact, `x_ms` beside it in whole milliseconds (a wait rounded up, any
+/// other duration to the nearest). Odd nanoseconds, to see the rounding.
+#[test]
+fn every_duration_of_a_report_has_its_whole_milliseconds_beside_it() {
+    use lazybreaker::observe::History;
+    use std::sync::Arc;
+
+    let clock = ManualClock::new();
+    let history = Arc::new(History::new(8));
+    let breaker = Breaker::builder()
+        .name("odd")
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .timeout(secs(1))
+        .clock(clock.clone())
+        .observer(Arc::clone(&history))
+        .build();
+    // Tripped at 2.5 ms for 1 s, read 400.000001 ms later: `at` 402.500001 ms (403 to the
+    // nearest), 599.999999 ms left to wait (600, rounded up).
+    clock.advance(Duration::from_micros(2_500));
+    let _ = breaker.execute(|| Err::<(), _>("down"));
+    clock.advance(Duration::from_nanos(400_000_001));
+    let json = serde_json::to_value(breaker.snapshot()).unwrap();
+    let seen = check_durations(&json, "snapshot", &["retry_after"]);
+    assert_eq!(seen, [("at".into(), true), ("retry_after".into(), true)]);
+    assert_eq!(
+        (&json["at"], &json["at_ms"]),
+        (&"402ms 500us 1ns".into(), &403.into())
+    );
+    assert_eq!(
+        (&json["retry_after"], &json["retry_after_ms"]),
+        (&"599ms 999us 999ns".into(), &600.into())
+    );
+
+    // Half-open: no wait; then closed again.
+    clock.advance(secs(1));
+    let json = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(
+        check_durations(&json, "snapshot", &["retry_after"]),
+        [("at".into(), true), ("retry_after".into(), false)]
+    );
+    assert_eq!(json["retry_after_ms"], serde_json::Value::Null);
+    breaker.execute(|| Ok::<_, ()>(())).unwrap();
+
+    let json = serde_json::to_value(history.recent()).unwrap();
+    let seen = check_durations(&json, "history", &[]);
+    for (name, set) in [
+        ("at", true),
+        ("open_for", true),
+        ("open_for", false),
+        ("first_at", true),
+    ] {
+        assert!(
+            seen.contains(&(name.into(), set)),
+            "{name} ({set}) in {json}"
+        );
+    }
+    let trip = &json[0];
+    assert_eq!(
+        (&trip["at"], &trip["at_ms"]),
+        (&"2ms 500us".into(), &3.into())
+    );
+    assert_eq!(
+        (&trip["open_for"], &trip["open_for_ms"]),
+        (&"1s".into(), &1_000.into())
+    );
+    assert_eq!(trip["first_at_ms"], 3);
+    // Instants of the wall clock are milliseconds since the Unix epoch, not durations.
+    assert!(
+        trip["wall"]
+            .as_u64()
+            .is_some_and(|ms| ms > 1_600_000_000_000),
+        "{trip}"
+    );
+}
+
 /// Totals written before the health-check counters existed still read, as zero checks.
 #[test]
 fn totals_without_the_health_check_counters_still_deserialize() {

@@ -1,11 +1,10 @@
 //! `GET /breakers` and `GET /pools`: the board as JSON, for scripts.
 //!
-//! Every duration `x` is written twice: `x` as the core's serde writes it (a duration string
-//! of full precision, `"2s 512ms 108ns"`), and `x_ms` beside it, whole milliseconds as an
-//! integer, rounded as [`lazybreaker::human`] rounds for the page: a wait up, any other
-//! duration to the nearest (see the crate docs).
-
-use std::time::Duration;
+//! Every duration `x` is written twice, as the core's serde writes every report's: `x`, a
+//! duration string of full precision (`"2s 512ms 108ns"`), and `x_ms` beside it, whole
+//! milliseconds as an integer, rounded as [`lazybreaker::human`] rounds for the page: a wait
+//! up, any other duration to the nearest (see the crate docs, and `docs/integrations.md`,
+//! "Durations in JSON").
 
 use serde::Serialize;
 
@@ -14,28 +13,12 @@ use lazybreaker::observe::Recorded;
 use lazybreaker::pool::{PoolStats, PoolSummary};
 use lazybreaker::Snapshot;
 
-/// A wait in whole milliseconds, rounded up (as [`lazybreaker::human::wait`]): a script that
-/// waits that long is never early.
-fn wait_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
-/// Any other duration in whole milliseconds, to the nearest, halves up (as
-/// [`lazybreaker::human::span`]).
-fn span_ms(d: Duration) -> u64 {
-    u64::try_from((d.as_nanos() + 500_000) / 1_000_000).unwrap_or(u64::MAX)
-}
-
-/// One breaker: its snapshot's fields (with its durations' `_ms`), the pool it is an endpoint
-/// of, its recent changes.
+/// One breaker: its snapshot's fields (each duration with its `_ms`), the pool it is an
+/// endpoint of, its recent changes.
 #[derive(Serialize)]
 struct Breaker<'a> {
     #[serde(flatten)]
     snapshot: &'a Snapshot,
-    /// [`Snapshot::at`] in milliseconds.
-    at_ms: u64,
-    /// [`Snapshot::retry_after`] in milliseconds, rounded up (`null` when it is).
-    retry_after_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pool: Option<&'a str>,
     /// Whether its policy's figures panicked while read.
@@ -45,40 +28,17 @@ struct Breaker<'a> {
     /// the name.
     #[serde(skip_serializing_if = "Option::is_none")]
     name_shared_by: Option<usize>,
-    history: Vec<Change<'a>>,
-}
-
-/// One recent change: its [`Recorded`] fields, with its durations' `_ms`.
-#[derive(Serialize)]
-struct Change<'a> {
-    #[serde(flatten)]
-    recorded: &'a Recorded,
-    /// [`Recorded::at`] in milliseconds.
-    at_ms: u64,
-    /// [`Recorded::open_for`] in milliseconds (`null` when it is).
-    open_for_ms: Option<u64>,
-    /// [`Recorded::first_at`] in milliseconds.
-    first_at_ms: u64,
-}
-
-fn change(recorded: &Recorded) -> Change<'_> {
-    Change {
-        recorded,
-        at_ms: span_ms(recorded.at),
-        open_for_ms: recorded.open_for.map(span_ms),
-        first_at_ms: span_ms(recorded.first_at),
-    }
+    /// Its recent changes (each duration with its `_ms`).
+    history: &'a [Recorded],
 }
 
 fn breaker(row: &Row) -> Breaker<'_> {
     Breaker {
         snapshot: &row.snapshot,
-        at_ms: span_ms(row.snapshot.at),
-        retry_after_ms: row.snapshot.retry_after.map(wait_ms),
         pool: row.pool.as_deref(),
         policy_panicked: row.panicked,
         name_shared_by: (row.namesakes > 1).then_some(row.namesakes),
-        history: row.history.iter().map(change).collect(),
+        history: &row.history,
     }
 }
 

@@ -82,7 +82,8 @@
 //! (`/pools` has none). Instants of the wall clock are not durations: `wall` and `since`
 //! are milliseconds since the Unix epoch. A breaker's `policy` holds its policy's own
 //! figures as they are reported ([`TripPolicy::gauges`]), each a number named with its unit
-//! as in the metrics (`ema_long_latency_us`, `ema_isolation_seconds`).
+//! as in the metrics (`ema_long_latency_us`, `ema_isolation_seconds`). The rule is the one of
+//! every JSON the workspace emits: `docs/integrations.md`, "Durations in JSON".
 //!
 //! Fields may be added; none is removed or changes its meaning.
 //!
