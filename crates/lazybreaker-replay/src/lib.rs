@@ -43,7 +43,9 @@
 //! candidate of a file of named breakers ([`SettingsMap`]), prints [`table`] and its
 //! [`legend`], and writes
 //! the reports as JSON (`{"trace": {"calls", "keys", "span_ms"}, "candidates": [Report…]}`)
-//! and [`html`].
+//! and [`html`]. Durations: in the JSON, whole milliseconds as integers in fields ending in
+//! `_ms`; in the table and the page, as people read them, `<1ms` for a time above zero that
+//! would read `0ms` (`docs/integrations.md`, "Durations in JSON").
 //!
 //! A keyed trace replays a breaker per distinct key, as a registry keeps them: about 2.4 KB
 //! of memory per key and candidate while it runs (10⁵ distinct keys took 241 MB more; a

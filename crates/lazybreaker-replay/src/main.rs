@@ -82,11 +82,13 @@ struct Output<'a> {
     candidates: &'a [Report],
 }
 
+/// Durations in whole milliseconds, to the nearest (`docs/integrations.md`, "Durations in
+/// JSON").
 #[derive(Serialize)]
 struct TraceSummary {
     calls: u64,
     keys: u64,
-    span_ms: f64,
+    span_ms: u64,
 }
 
 fn main() -> ExitCode {
@@ -173,7 +175,7 @@ fn run(
             trace: TraceSummary {
                 calls: trace.len() as u64,
                 keys: trace.keys().count() as u64,
-                span_ms: trace.span().as_secs_f64() * 1e3,
+                span_ms: human::span_ms(trace.span()),
             },
             candidates: &reports,
         };

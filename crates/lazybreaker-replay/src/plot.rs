@@ -13,7 +13,8 @@ use lazybreaker::policy::Outcome;
 use lazybreaker::State;
 
 /// The reports as a text table, one row per candidate: the figures of [`Report`], times as
-/// people read them (`459ms`, `1m 5s`; `-` where there is none). [`legend`] says what each
+/// people read them (`459ms`, `1m 5s`; `<1ms` above zero but under half a millisecond; `-`
+/// where there is none). [`legend`] says what each
 /// column means.
 ///
 /// # Examples
@@ -174,9 +175,19 @@ pub fn legend(reports: &[Report]) -> String {
     out
 }
 
+/// A time as people read it ([`human::span`]), but `<1ms` for a time above zero that would
+/// read `0ms` (a breaker that tripped 0.3 ms after a burst's onset did not trip at once).
+fn shown(d: Duration) -> String {
+    if d > Duration::ZERO && human::span_ms(d) == 0 {
+        "<1ms".to_owned()
+    } else {
+        human::span(d).to_string()
+    }
+}
+
 /// One report's cells, in the order of [`HEADER`].
 fn row(r: &Report) -> [String; 10] {
-    let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), |d| human::span(d).to_string());
+    let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), shown);
     [
         r.name.clone(),
         r.calls.to_string(),
@@ -236,13 +247,13 @@ pub fn html(trace: &Trace, reports: &[Report]) -> String {
         page,
         "<p>{} calls over {}, {}; plots in bins of {}.</p>",
         trace.len(),
-        human::span(trace.span()),
+        shown(trace.span()),
         match trace.key_count() {
             0 => "one breaker".to_owned(),
             1 => "one key".to_owned(),
             n => format!("{n} keys, a breaker each"),
         },
-        human::span(bin)
+        shown(bin)
     );
     let with_throttle = throttles(reports);
     page.push_str("<div class=\"results\"><table><thead><tr>");
@@ -624,6 +635,11 @@ mod tests {
         report.time_to_close = Some(Duration::ZERO);
         let cells = row(&report);
         assert_eq!((cells[8].as_str(), cells[9].as_str()), ("-", "0ms"));
+        // Above zero but under half a millisecond: not "0ms", which reads as at once.
+        report.time_to_trip = Some(Duration::from_micros(300));
+        report.time_to_close = Some(Duration::from_micros(500));
+        let cells = row(&report);
+        assert_eq!((cells[8].as_str(), cells[9].as_str()), ("<1ms", "1ms"));
     }
 
     #[test]

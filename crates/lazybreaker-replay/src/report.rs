@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 
 use super::trace::{Entry, Trace};
+use lazybreaker::human;
 use lazybreaker::observe::Origin;
 use lazybreaker::policy::Outcome;
 use lazybreaker::ConfigError;
@@ -20,8 +21,8 @@ use lazybreaker::State;
 /// dependency from ([`rejected_would_fail`](Report::rejected_would_fail)) from those it
 /// cost ([`rejected_would_succeed`](Report::rejected_would_succeed)).
 ///
-/// With the `serde` feature (which `replay` turns on) it serialises as JSON with every
-/// duration in milliseconds (fields ending in `_ms`).
+/// It serialises as JSON with every duration in whole milliseconds, to the nearest, as an
+/// integer (fields ending in `_ms`; `docs/integrations.md`, "Durations in JSON").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Report {
@@ -164,8 +165,9 @@ pub const BURST_BIN: Duration = Duration::from_secs(1);
 /// The fewest counted calls a bin needs to be failing (see [`Burst`]).
 pub const BURST_MIN_CALLS: u64 = 5;
 
+/// Whole milliseconds, to the nearest, as people read them ([`human::span_ms`]).
 fn ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1e3)
+    s.serialize_u64(human::span_ms(*d))
 }
 
 #[allow(clippy::ref_option)] // serde's `serialize_with` passes a reference

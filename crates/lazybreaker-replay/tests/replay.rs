@@ -538,6 +538,90 @@ fn a_trace_written_as_csv_reads_back_the_same() {
     assert_eq!(Trace::from_csv(text.as_bytes()).unwrap(), trace);
 }
 
+/// Walks the replay's JSON and fails on a duration written against the rule of every JSON
+/// the crates emit (`docs/integrations.md`, "Durations in JSON"): a field in another unit
+/// (`_ns`, `_us`, `_s`, ...), a `_ms` field that is not whole milliseconds (an integer, or
+/// `null` where there is none), or a duration string (the replay writes none). Returns the
+/// `_ms` fields seen, by name, and whether each was set.
+fn check_ms(value: &serde_json::Value, at: &str) -> Vec<(String, bool)> {
+    use serde_json::Value;
+    let mut seen = Vec::new();
+    match value {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                seen.extend(check_ms(item, &format!("{at}[{i}]")));
+            }
+        }
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                let path = format!("{at}.{key}");
+                for unit in ["_ns", "_nanos", "_us", "_micros", "_s", "_secs", "_seconds"] {
+                    assert!(!key.ends_with(unit), "{path}: a duration in another unit");
+                }
+                if key.ends_with("_ms") {
+                    assert!(field.is_null() || field.is_u64(), "{path} = {field}");
+                    seen.push((key.clone(), !field.is_null()));
+                } else if let Value::String(text) = field {
+                    assert!(
+                        humantime::parse_duration(text).is_err(),
+                        "{path} = {text:?}: a duration string"
+                    );
+                } else {
+                    seen.extend(check_ms(field, &path));
+                }
+            }
+        }
+        _ => {}
+    }
+    seen
+}
+
+/// Every duration of a report is whole milliseconds, to the nearest, in a field ending in
+/// `_ms`: a trace of odd microseconds, to see the rounding.
+#[test]
+fn every_duration_in_a_reports_json_is_whole_milliseconds() {
+    let mut trace = Trace::new();
+    // Ten calls failing from 1000.6 ms, one every 10 ms and 0.5 ms, each answering in
+    // 1.3 ms; then successes until 4 s.
+    for i in 0..10u64 {
+        let start = Duration::from_micros(1_000_600 + i * 10_500);
+        trace.push(start, Duration::from_micros(1_300), Outcome::Failure);
+    }
+    for i in 0..100u64 {
+        trace.push(ms(2_000 + i * 20), ms(1), Outcome::Success);
+    }
+    let candidates: SettingsMap = toml::from_str(
+        r#"
+        [quick]
+        timeout = "250ms"
+        policy = { kind = "consecutive_failures", threshold = 3 }
+        "#,
+    )
+    .unwrap();
+    let reports = replay_all(&trace, &candidates).unwrap();
+    let json = serde_json::to_value(&reports).unwrap();
+    let seen = check_ms(&json, "candidates");
+    for name in [
+        "at_ms",
+        "onset_ms",
+        "end_ms",
+        "tripped_after_ms",
+        "closed_after_ms",
+    ] {
+        assert!(seen.contains(&(name.into(), true)), "{name} in {json}");
+    }
+    for name in ["time_to_trip_ms", "time_to_close_ms", "bin_ms"] {
+        assert!(seen.contains(&(name.into(), true)), "{name} in {json}");
+    }
+    let r = &json[0];
+    // The third failure, at 1021.6 ms, answered at 1022.9 ms: the trip, 1023 ms to the
+    // nearest; the burst from 1000.6 ms (1001), 22.3 ms before it (22).
+    assert_eq!(r["transitions"][0]["at_ms"], 1_023);
+    assert_eq!(r["bursts"][0]["onset_ms"], 1_001);
+    assert_eq!(r["bursts"][0]["tripped_after_ms"], 22);
+    assert_eq!(r["time_to_trip_ms"], 22);
+}
+
 /// The tool, run as a user runs it: on files, with its outputs checked against the library.
 mod tool {
     use super::*;
@@ -664,6 +748,9 @@ mod tool {
         assert_eq!(burst["onset_ms"], 5000.0);
         assert!(burst["tripped_after_ms"].as_f64().unwrap() > 0.0);
         assert!(first["time_to_close_ms"].as_f64().is_some());
+        let seen = check_ms(&json, "report");
+        assert!(seen.contains(&("span_ms".into(), true)), "{json}");
+        assert_eq!(json["trace"]["span_ms"], 20_005);
 
         let html = std::fs::read_to_string(&html_path).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>"));
