@@ -1,5 +1,11 @@
 //! What a run measured: one [`Row`] per strategy and scenario (and its [`Phase`]s: before,
 //! during and after the fault), as markdown tables and JSON.
+//!
+//! Durations: in the JSON (`results.json`), milliseconds in fields ending in `_ms`, whole
+//! (integers) but for the latencies, which keep the histogram's microseconds (the
+//! percentiles of loopback calls are fractions of a millisecond); in the tables, as people
+//! read them, `<1ms` for a figure above zero that would read `0ms` (`docs/integrations.md`,
+//! "Durations in JSON").
 
 use std::time::Duration;
 
@@ -47,7 +53,9 @@ pub struct Row {
     /// Extra attempts per call: `amplification - 1` (negative when calls are turned away
     /// unsent, or refused, more than others are retried or hedged).
     pub extra: f64,
-    /// Latency of every call from when it was due, in milliseconds.
+    /// Latency of every call from when it was due, in milliseconds to the microsecond (the
+    /// histogram's unit): a float, the one kind of duration the lab measures below a
+    /// millisecond.
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub p999_ms: f64,
@@ -56,12 +64,13 @@ pub struct Row {
     pub sick_calls: Option<u64>,
     /// Of those, the calls sent after it was isolated.
     pub sick_after_isolation: Option<u64>,
-    /// Seconds from the fault to isolation (for a total outage: until most calls fail fast
-    /// instead of being sent); `None`: never within the fault.
-    pub isolate_s: Option<f64>,
-    /// Seconds from the recovery until the node takes its share again (for a total outage:
-    /// until 90 % of a window's calls succeed); `None`: not within the run.
-    pub back_s: Option<f64>,
+    /// Milliseconds from the fault to isolation (for a total outage: until most calls fail
+    /// fast instead of being sent), whole ([`WINDOW`]s); `None`: never within the fault.
+    pub isolate_ms: Option<u64>,
+    /// Milliseconds from the recovery until the node takes its share again (for a total
+    /// outage: until 90 % of a window's calls succeed), whole ([`WINDOW`]s); `None`: not
+    /// within the run.
+    pub back_ms: Option<u64>,
     /// Calls that failed after the recovery, until the node was back.
     pub wasted: u64,
     /// The figures of each phase: before the fault, during it, after the recovery.
@@ -180,8 +189,20 @@ fn signed(x: f64) -> String {
     }
 }
 
-fn ms(d: u64) -> f64 {
-    d as f64 / 1000.0
+/// Microseconds (the histogram's unit) as milliseconds.
+fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+/// A latency in milliseconds as people read it ([`human::span`]), but `<1ms` for one above
+/// zero that would read `0ms` (a loopback call's median is a fraction of a millisecond).
+fn shown(ms: f64) -> String {
+    let d = Duration::from_secs_f64(ms.max(0.0) / 1e3);
+    if d > Duration::ZERO && human::span_ms(d) == 0 {
+        "<1ms".to_owned()
+    } else {
+        human::span(d).to_string()
+    }
 }
 
 /// The figures of `samples` for `strategy` in `scenario` on `timeline`, with the
@@ -236,7 +257,8 @@ pub fn row(
         .iter()
         .filter(|s| s.at >= timeline.recover_at && s.at < back_until && !s.answer.is_ok())
         .count() as u64;
-    let seconds = |i: usize, from: Duration| (WINDOW * i as u32).saturating_sub(from).as_secs_f64();
+    let millis =
+        |i: usize, from: Duration| human::span_ms((WINDOW * i as u32).saturating_sub(from));
     Row {
         scenario: scenario.name.to_owned(),
         strategy: strategy.to_owned(),
@@ -264,8 +286,8 @@ pub fn row(
         max_ms: ms(histogram.max()),
         sick_calls,
         sick_after_isolation,
-        isolate_s: isolated_at.map(|i| seconds(i, timeline.fault_at)),
-        back_s: back_at.map(|i| seconds(i, timeline.recover_at)),
+        isolate_ms: isolated_at.map(|i| millis(i, timeline.fault_at)),
+        back_ms: back_at.map(|i| millis(i, timeline.recover_at)),
         wasted,
         phases: phases(timeline, samples, attempts),
         focus: scenario
@@ -321,12 +343,11 @@ pub fn table(rows: &[Row]) -> String {
         "| scenario | strategy | success | goodput/s | shed | at deadline | attempts/call | extra/call | p50 | p99 | p999 | to sick node | after isolation | isolated in | back in | failed after recovery |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let secs = |s: Option<f64>, never: &str| {
-        s.map_or(never.to_owned(), |s| {
-            human::span(Duration::from_secs_f64(s.max(0.0))).to_string()
+    let millis = |ms: Option<u64>, never: &str| {
+        ms.map_or(never.to_owned(), |ms| {
+            human::span(Duration::from_millis(ms)).to_string()
         })
     };
-    let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3));
     let count = |n: Option<u64>| n.map_or("all".to_owned(), |n| n.to_string());
     for r in rows {
         out.push_str(&format!(
@@ -339,13 +360,13 @@ pub fn table(rows: &[Row]) -> String {
             r.timed_out,
             r.amplification,
             signed(r.extra),
-            ms(r.p50_ms),
-            ms(r.p99_ms),
-            ms(r.p999_ms),
+            shown(r.p50_ms),
+            shown(r.p99_ms),
+            shown(r.p999_ms),
             count(r.sick_calls),
             count(r.sick_after_isolation),
-            secs(r.isolate_s, "never"),
-            secs(r.back_s, "not in run"),
+            millis(r.isolate_ms, "never"),
+            millis(r.back_ms, "not in run"),
             r.wasted,
         ));
     }
@@ -359,7 +380,6 @@ pub fn phase_table(rows: &[Row]) -> String {
         "| scenario | strategy | attempts/call | goodput/s | p99 | p999 | failed calls | of which unsent | of which shed |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
     for r in rows {
         let cells =
             |f: &dyn Fn(&Phase) -> String| r.phases.iter().map(f).collect::<Vec<_>>().join(" · ");
@@ -369,8 +389,8 @@ pub fn phase_table(rows: &[Row]) -> String {
             r.strategy,
             cells(&|p| format!("{:.2}", p.amplification)),
             cells(&|p| format!("{:.0}", p.goodput)),
-            cells(&|p| ms(p.p99_ms)),
-            cells(&|p| ms(p.p999_ms)),
+            cells(&|p| shown(p.p99_ms)),
+            cells(&|p| shown(p.p999_ms)),
             cells(&|p| p.failed.to_string()),
             cells(&|p| p.unsent.to_string()),
             cells(&|p| p.shed.to_string()),
@@ -382,7 +402,6 @@ pub fn phase_table(rows: &[Row]) -> String {
 /// The rows whose scenario has a span of interest ([`Row::focus`]), over that span, as a
 /// markdown table; empty when none has.
 pub fn focus_table(rows: &[Row]) -> String {
-    let ms = |ms: f64| human::span(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string();
     let mut out = String::new();
     for r in rows {
         let Some(f) = &r.focus else { continue };
@@ -401,9 +420,11 @@ pub fn focus_table(rows: &[Row]) -> String {
             f.failed,
             f.unsent,
             signed(f.extra),
-            ms(f.p99_ms),
-            ms(f.p999_ms),
-            r.phases.first().map_or_else(String::new, |p| ms(p.p99_ms)),
+            shown(f.p99_ms),
+            shown(f.p999_ms),
+            r.phases
+                .first()
+                .map_or_else(String::new, |p| shown(p.p99_ms)),
         ));
     }
     out
@@ -421,6 +442,98 @@ mod tests {
             answer,
             node: Some(1),
         }
+    }
+
+    /// Walks the lab's JSON and fails on a duration written against the rule of every JSON
+    /// the crates emit (`docs/integrations.md`, "Durations in JSON"): a field in another
+    /// unit (`_ns`, `_us`, `_s`, ...), a `_ms` field that is not an integer (or `null`) but
+    /// for the latencies in `floats`, a duration string (the lab writes none). Returns the
+    /// `_ms` fields seen, by name, and whether each was set.
+    fn check_ms(value: &serde_json::Value, at: &str, floats: &[&str]) -> Vec<(String, bool)> {
+        use serde_json::Value;
+        let mut seen = Vec::new();
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    seen.extend(check_ms(item, &format!("{at}[{i}]"), floats));
+                }
+            }
+            Value::Object(fields) => {
+                for (key, field) in fields {
+                    let path = format!("{at}.{key}");
+                    for unit in ["_ns", "_nanos", "_us", "_micros", "_s", "_secs", "_seconds"] {
+                        assert!(!key.ends_with(unit), "{path}: a duration in another unit");
+                    }
+                    if key.ends_with("_ms") {
+                        let float = floats.contains(&key.as_str()) && field.is_f64();
+                        assert!(
+                            field.is_null() || field.is_u64() || float,
+                            "{path} = {field}"
+                        );
+                        seen.push((key.clone(), !field.is_null()));
+                    } else if let Value::String(text) = field {
+                        let duration =
+                            text.chars().any(|c| c.is_ascii_digit()) && text.ends_with('s');
+                        assert!(!duration, "{path} = {text:?}: a duration string");
+                    } else {
+                        seen.extend(check_ms(field, &path, floats));
+                    }
+                }
+            }
+            _ => {}
+        }
+        seen
+    }
+
+    /// A short run in which node 0 takes its share but from 400 ms into the fault to its
+    /// end (back in the first whole window after it, 100 ms later), every call answering in
+    /// 0.3 ms: its row's JSON has every duration in
+    /// milliseconds, whole but for the latencies; its tables read whole milliseconds, `<1ms`
+    /// for the latencies.
+    #[test]
+    fn every_duration_in_the_json_is_milliseconds_and_the_tables_read_whole_ones() {
+        let timeline = Timeline::SHORT;
+        let scenario = crate::scenario::named("errors").expect("the errors scenario");
+        let samples: Vec<Sample> = (0..4_000u64)
+            .map(|i| {
+                let at = Duration::from_millis(i);
+                let shunned = at >= timeline.fault_at + Duration::from_millis(400)
+                    && at < timeline.recover_at;
+                let node = if shunned && i % 3 == 0 { 1 } else { i % 3 };
+                Sample {
+                    at,
+                    latency: Duration::from_micros(300),
+                    answer: Answer::Ok,
+                    node: Some(node as usize),
+                }
+            })
+            .collect();
+        let r = row("x", scenario, timeline, &samples, &vec![100; 400]);
+        assert_eq!((r.isolate_ms, r.back_ms), (Some(400), Some(100)));
+        let json = serde_json::to_value(&r).unwrap();
+        let latencies = ["p50_ms", "p99_ms", "p999_ms", "max_ms"];
+        let seen = check_ms(&json, "row", &latencies);
+        for name in latencies.iter().chain(&["isolate_ms", "back_ms"]) {
+            assert!(seen.contains(&(name.to_string(), true)), "{name} in {json}");
+        }
+        assert_eq!(json["isolate_ms"], 400);
+        assert!(
+            (json["p50_ms"].as_f64().unwrap() - 0.3).abs() < 0.001,
+            "{json}"
+        );
+
+        let table = table(std::slice::from_ref(&r));
+        let cells: Vec<&str> = table
+            .lines()
+            .nth(2)
+            .unwrap()
+            .split('|')
+            .map(str::trim)
+            .collect();
+        // p50, p99, p999; isolated in, back in.
+        assert_eq!(cells[9..12], ["<1ms", "<1ms", "<1ms"], "{table}");
+        assert_eq!(cells[14..16], ["400ms", "100ms"], "{table}");
+        assert!(phase_table(&[r]).contains("<1ms · <1ms · <1ms"));
     }
 
     #[test]

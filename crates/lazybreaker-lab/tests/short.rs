@@ -79,7 +79,7 @@ fn the_short_mode_protects_and_never_hangs_past_the_deadline() {
     for strategy in ["lazybreaker per node", "lazybreaker pool"] {
         for scenario in ["errors", "refuse"] {
             let r = row(rows, scenario, strategy);
-            assert!(r.isolate_s.is_some(), "{scenario} / {strategy}: isolated");
+            assert!(r.isolate_ms.is_some(), "{scenario} / {strategy}: isolated");
             assert!(
                 r.sick_after_isolation.unwrap_or(u64::MAX) < 20,
                 "{scenario} / {strategy}: {r:?}"
@@ -99,7 +99,7 @@ fn the_short_mode_protects_and_never_hangs_past_the_deadline() {
         row(rows, "hang", "no breaker"),
     );
     assert!(pool.success > unprotected.success, "{pool:?}");
-    assert!(pool.isolate_s.is_some(), "{pool:?}");
+    assert!(pool.isolate_ms.is_some(), "{pool:?}");
 }
 
 /// The most attempts a call of `strategy` makes, the first included.
