@@ -1,4 +1,5 @@
 //! [`Snapshot`]: everything a scrape reports of one breaker. A leaf module of values.
+//! Its JSON writes each duration as `docs/integrations.md`, "Durations in JSON", says.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! [`History`]: an observer that keeps the last state changes of the breakers it observes,
-//! and [`Recorded`], one of them.
+//! and [`Recorded`], one of them. Its JSON writes each duration as `docs/integrations.md`,
+//! "Durations in JSON", says.
 
 use std::time::{Duration, SystemTime};
 

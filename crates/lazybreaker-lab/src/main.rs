@@ -6,7 +6,8 @@
 //! prints the table, and writes `results.md`, `results.json` and `lab.html` in `--out`
 //! (default `target/lab`), naming each on stderr (`wrote PATH`) once written. The replicas
 //! are this binary too: `upstream --node N --port P --seed S [--mode M]` and
-//! `blackhole --port P`, started by the lab itself.
+//! `blackhole --port P`, started by the lab itself. Durations in `results.json`:
+//! `docs/integrations.md`, "Durations in JSON".
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -12,6 +12,7 @@
 //! table per candidate. The table goes to stdout; on stderr, a progress bar when it is a
 //! terminal and the trace is large, then `wrote PATH` for each file written (the path as
 //! given). Exits with 2 on a bad argument or input, naming the file and where in it.
+//! Durations in the JSON: `docs/integrations.md`, "Durations in JSON".
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
