@@ -1,5 +1,6 @@
 //! How metrics write a breaker's values: the label of a state, the gauge values of a state
-//! and of a manual mode, and a retry layer's decisions by label. One source for the core's
+//! and of a manual mode, a retry layer's decisions by label, and a retry's or a hedge's own
+//! decisions (their `RetryStats` and `HedgeStats`) by label. One source for the core's
 //! Prometheus collector and (through [`door`](crate::door)) `lazybreaker-otel`, so the two
 //! exports always agree. A leaf: it reads the state and the forced mode only.
 
@@ -53,9 +54,56 @@ pub fn retry_decisions(
     ]
 }
 
+/// A [`Retry`](crate::retry::Retry)'s decisions ([`RetryStats`](crate::retry::RetryStats),
+/// field by field) by the label metrics give them: `retried`, `budget_denied`, `exhausted`
+/// (the four of [`retry_decisions`], named alike), `past_deadline`, `pushed_back`,
+/// `throttled`.
+pub fn retry_stats_decisions(
+    retried: u64,
+    budget_denied: u64,
+    exhausted: u64,
+    past_deadline: u64,
+    pushed_back: u64,
+    throttled: u64,
+) -> [(&'static str, u64); 6] {
+    [
+        ("retried", retried),
+        ("budget_denied", budget_denied),
+        ("exhausted", exhausted),
+        ("past_deadline", past_deadline),
+        ("pushed_back", pushed_back),
+        ("throttled", throttled),
+    ]
+}
+
+/// A [`Hedge`](crate::retry::Hedge)'s decisions ([`HedgeStats`](crate::retry::HedgeStats),
+/// field by field) by the label metrics give them: `hedged` (an attempt sent), `won`,
+/// `cancelled`, `budget_denied` (the four a pool's hedges are labelled with), `throttled`,
+/// `past_deadline`.
+pub fn hedge_stats_decisions(
+    hedged: u64,
+    won: u64,
+    cancelled: u64,
+    budget_denied: u64,
+    throttled: u64,
+    past_deadline: u64,
+) -> [(&'static str, u64); 6] {
+    [
+        ("hedged", hedged),
+        ("won", won),
+        ("cancelled", cancelled),
+        ("budget_denied", budget_denied),
+        ("throttled", throttled),
+        ("past_deadline", past_deadline),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{forced_value, retry_decisions, state_label, state_value};
+    use super::{
+        forced_value, hedge_stats_decisions, retry_decisions, retry_stats_decisions, state_label,
+        state_value,
+    };
     use crate::forced::Forced;
     use crate::state::State;
 
@@ -75,6 +123,32 @@ mod tests {
                 ("budget_denied", 3),
                 ("exhausted", 2),
                 ("throttled", 1)
+            ]
+        );
+        assert_eq!(
+            retry_stats_decisions(6, 5, 4, 3, 2, 1).map(|(label, _)| label),
+            [
+                "retried",
+                "budget_denied",
+                "exhausted",
+                "past_deadline",
+                "pushed_back",
+                "throttled"
+            ]
+        );
+        assert_eq!(
+            retry_stats_decisions(6, 5, 4, 3, 2, 1).map(|(_, n)| n),
+            [6, 5, 4, 3, 2, 1]
+        );
+        assert_eq!(
+            hedge_stats_decisions(6, 5, 4, 3, 2, 1),
+            [
+                ("hedged", 6),
+                ("won", 5),
+                ("cancelled", 4),
+                ("budget_denied", 3),
+                ("throttled", 2),
+                ("past_deadline", 1)
             ]
         );
     }

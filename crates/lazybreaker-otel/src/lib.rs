@@ -1,7 +1,7 @@
 //! lazybreaker's metrics through OpenTelemetry: [`BreakerMetrics`] registers observable
 //! instruments on a [`Meter`](opentelemetry::metrics::Meter) and reads the breakers,
-//! registries and pools it was given when the meter provider collects, and nothing in
-//! between.
+//! registries and pools it was given (and the retries, hedges and concurrency limiters held
+//! on their own) when the meter provider collects, and nothing in between.
 //!
 //! The figures are those of the core's Prometheus collector
 //! (`lazybreaker::prometheus::BreakerCollector`, feature `prometheus`), read from the same
@@ -17,16 +17,21 @@
 //! names its breakers after their keys unless the factory names them). Names must be unique
 //! across what one [`BreakerMetrics`] observes: a breaker whose name was already read in
 //! the same collection is skipped. A pool's own instruments (`circuit_breaker.pool.*`) have
-//! the attribute `pool` instead: its [name](lazybreaker::pool::Pool::named). The attribute
-//! values are the Prometheus label values.
+//! the attribute `pool` instead: its [name](lazybreaker::pool::Pool::named). A retry's, a
+//! hedge's or a limiter's instruments held on their own
+//! ([`BreakerMetrics::retry`], [`hedge`](BreakerMetrics::hedge),
+//! [`limiter`](BreakerMetrics::limiter); `circuit_breaker.retry.*`,
+//! `circuit_breaker.hedge.*`, `circuit_breaker.limiter.*`) have the attribute `retry`,
+//! `hedge` or `limiter`: the name it was given (unique within its kind, as a breaker's: a
+//! repeated one is skipped). The attribute values are the Prometheus label values.
 //!
 //! Counters are observable counters (monotonic sums, cumulative: the figure since the
-//! breaker or pool was built); levels that add up across breakers or pools are observable
-//! up-down counters; the coded and measured present figures are observable gauges. Names
-//! are OpenTelemetry's dot-separated lowercase, units UCUM (— none); the last column is the series
-//! of the core's Prometheus collector carrying the same figure (an OpenTelemetry Prometheus
-//! exporter derives the same names: `.` becomes `_`, a counter gets `_total`, the unit
-//! `s` gets `_seconds`).
+//! breaker, pool, retry, hedge or limiter was made); levels that add up across breakers,
+//! pools or limiters are observable up-down counters; the coded and measured present figures
+//! are observable gauges. Names are OpenTelemetry's dot-separated lowercase, units UCUM (—
+//! none); the last column is the series of the core's Prometheus collector carrying the same
+//! figure (an OpenTelemetry Prometheus exporter derives the same names: `.` becomes `_`, a
+//! counter gets `_total`, the unit `s` gets `_seconds`).
 //!
 //! | instrument | kind | unit | attributes | Prometheus |
 //! |---|---|---|---|---|
@@ -58,6 +63,13 @@
 //! | `circuit_breaker.pool.hedges` | counter | `{attempt}` | `pool`, `decision` | `circuit_breaker_pool_hedges_total`: `hedged`, `won`, `cancelled`, `budget_denied` |
 //! | `circuit_breaker.pool.ejections` | counter | `{ejection}` | `pool`, `reason` | `circuit_breaker_pool_ejections_total`: `success_rate`, `failure_percentage`, `hung` |
 //! | `circuit_breaker.pool.outliers_detected` | counter | `{outlier}` | `pool` | `circuit_breaker_pool_outliers_detected_total` |
+//! | `circuit_breaker.retry.decisions` | counter | `{decision}` | `retry`, `decision` | `circuit_breaker_retry_decisions_total`: a [`Retry`](lazybreaker::retry::Retry)'s ([`RetryStats`](lazybreaker::retry::RetryStats)) `retried`, `budget_denied`, `exhausted`, `past_deadline`, `pushed_back`, `throttled` |
+//! | `circuit_breaker.retry.budget.balance` | gauge | `{retry}` | `retry` | `circuit_breaker_retry_budget_balance`: the retries its budget allows now (a gauge: one budget shared by several retries is read under each, so a sum would count it twice) |
+//! | `circuit_breaker.hedge.decisions` | counter | `{decision}` | `hedge`, `decision` | `circuit_breaker_hedge_decisions_total`: a [`Hedge`](lazybreaker::retry::Hedge)'s ([`HedgeStats`](lazybreaker::retry::HedgeStats)) `hedged`, `won`, `cancelled`, `budget_denied`, `throttled`, `past_deadline` |
+//! | `circuit_breaker.hedge.budget.balance` | gauge | `{hedge}` | `hedge` | `circuit_breaker_hedge_budget_balance`: the hedges its budget allows now |
+//! | `circuit_breaker.limiter.limit` | up-down counter | `{call}` | `limiter` | `circuit_breaker_limiter_limit`: a [`Limiter`](lazybreaker::limit::Limiter)'s adaptive concurrency limit now |
+//! | `circuit_breaker.limiter.in_flight` | up-down counter | `{call}` | `limiter` | `circuit_breaker_limiter_in_flight` |
+//! | `circuit_breaker.limiter.limited` | counter | `{call}` | `limiter` | `circuit_breaker_limiter_limited_total`: calls turned away at the limit |
 //!
 //! With the feature `fleet`, `BreakerMetrics::fleet` observes a `lazybreaker-fleet` shared
 //! breaker: its local breaker as any other, and its fleet figures (`SharedBreaker::stats`),
@@ -85,7 +97,9 @@
 //! **A collection never panics.** A policy's figures (or a clock) that panic cost that
 //! breaker its policy figures (or, for a clock, all its data points) in that collection,
 //! reported as `circuit_breaker.collection.panicked`; every other breaker is observed as
-//! usual.
+//! usual. A pool's, retry's, hedge's or limiter's user code that panics (a clock, a limit's
+//! [algorithm](lazybreaker::limit::Algorithm)) costs it its own data points in that
+//! collection.
 //!
 //! # State changes
 //!
@@ -182,5 +196,6 @@
 mod fleet;
 mod metrics;
 mod source;
+mod standalone;
 
 pub use metrics::BreakerMetrics;

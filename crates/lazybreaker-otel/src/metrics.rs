@@ -5,10 +5,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use lazybreaker::door::metrics::{forced_value, retry_decisions, state_label, state_value};
+use lazybreaker::limit::{Algorithm, Limiter};
 use lazybreaker::observe::Ejection;
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::TripPolicy;
 use lazybreaker::pool::{Pool, PoolSummary};
+use lazybreaker::retry::{Hedge, Retry};
 use lazybreaker::Breaker;
 use lazybreaker::CheckStatus;
 use lazybreaker::Registry;
@@ -19,6 +21,7 @@ use opentelemetry::metrics::{
 use opentelemetry::KeyValue;
 
 use crate::source::{PoolFigures, Sources, Taken};
+use crate::standalone::{self, Held, HeldInstruments};
 
 /// lazybreaker's metrics as OpenTelemetry observable instruments: see the
 /// [crate documentation](crate) for the instruments.
@@ -37,6 +40,7 @@ use crate::source::{PoolFigures, Sources, Taken};
 #[derive(Clone)]
 pub struct BreakerMetrics {
     sources: Arc<Sources>,
+    held: Arc<Held>,
     instruments: Arc<Instruments>,
     /// The shared breakers' own figures (feature `fleet`).
     #[cfg(feature = "fleet")]
@@ -49,12 +53,14 @@ struct Instruments {
     up_down: Vec<ObservableUpDownCounter<i64>>,
     gauges: Vec<ObservableGauge<i64>>,
     float_gauges: Vec<ObservableGauge<f64>>,
+    held: HeldInstruments,
 }
 
 impl BreakerMetrics {
     /// Registers the instruments on `meter`, observing no breaker yet.
     pub fn new(meter: &Meter) -> Self {
         let sources = Arc::new(Sources::default());
+        let held = Arc::new(Held::default());
         let s = &sources;
         let instruments = Instruments {
             counters: breaker_counters(meter, s)
@@ -64,9 +70,11 @@ impl BreakerMetrics {
             up_down: up_down_counters(meter, s),
             gauges: gauges(meter, s),
             float_gauges: float_gauges(meter, s),
+            held: standalone::instruments(meter, &held),
         };
         Self {
             sources,
+            held,
             instruments: Arc::new(instruments),
             #[cfg(feature = "fleet")]
             fleets: Arc::new(crate::fleet::Fleets::new(meter)),
@@ -107,17 +115,112 @@ impl BreakerMetrics {
         self.sources.pool(pool);
         self
     }
+
+    /// Also observes `retry`, a [`Retry`] held on its own (alone, or the one a tower
+    /// `RetryLayer`, a reqwest or a gRPC retry decides with), under the attribute
+    /// `retry="name"`: its decisions ([`Retry::stats`]) as `circuit_breaker.retry.decisions`
+    /// and its budget's balance
+    /// ([`RetryBudget::balance`](lazybreaker::retry::RetryBudget::balance)) as
+    /// `circuit_breaker.retry.budget.balance`, read at each collection.
+    ///
+    /// A clone of the retry is as good as the retry: clones share the counters and the
+    /// budget (but [`Retry::seed`] starts a retry's counters afresh: give it the retry as
+    /// configured). The retries' names must be unique: a name already read in a collection
+    /// is skipped, the first kept.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::retry::{Cause, Retry};
+    /// use lazybreaker_otel::BreakerMetrics;
+    ///
+    /// let meter = opentelemetry::global::meter("my-service");
+    /// let retry = Retry::new(3)?;
+    /// BreakerMetrics::new(&meter).retry("search", retry.clone());
+    /// let mut attempts = retry.start(None);
+    /// let _ = retry.next(&mut attempts, Cause::Failure); // counted where the metrics read
+    /// assert_eq!(retry.stats().retries, 1);
+    /// # Ok::<(), lazybreaker::ConfigError>(())
+    /// ```
+    pub fn retry(&self, name: impl Into<String>, retry: Retry) -> &Self {
+        self.held.retry(name.into(), retry);
+        self
+    }
+
+    /// Also observes `hedge`, a [`Hedge`] held on its own (alone, or the one a tower
+    /// `HedgeLayer` or a gRPC hedge decides with), under the attribute `hedge="name"`: its
+    /// decisions ([`Hedge::stats`]) as `circuit_breaker.hedge.decisions` and its budget's
+    /// balance ([`Hedge::hedge_budget`]) as `circuit_breaker.hedge.budget.balance`, read at
+    /// each collection.
+    ///
+    /// A clone of the hedge is as good as the hedge: clones share the counters and the
+    /// budget. The hedges' names must be unique: a name already read in a collection is
+    /// skipped, the first kept.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::retry::Hedge;
+    /// use lazybreaker_otel::BreakerMetrics;
+    /// use std::time::Duration;
+    ///
+    /// let meter = opentelemetry::global::meter("my-service");
+    /// let hedge = Hedge::after(Duration::from_millis(20));
+    /// BreakerMetrics::new(&meter).hedge("search", hedge.clone());
+    /// ```
+    pub fn hedge(&self, name: impl Into<String>, hedge: Hedge) -> &Self {
+        self.held.hedge(name.into(), hedge);
+        self
+    }
+
+    /// Also observes `limiter`, an adaptive concurrency [`Limiter`] held on its own (over
+    /// any algorithm: `Limiter<Box<dyn Algorithm>>`, `Limiter<Aimd>`, …), under the
+    /// attribute `limiter="name"`: its limit as `circuit_breaker.limiter.limit`, its calls in
+    /// flight as `circuit_breaker.limiter.in_flight` and the calls it turned away
+    /// ([`Rejected::Limited`](lazybreaker::Rejected::Limited)) as
+    /// `circuit_breaker.limiter.limited`, read at each collection. (A pool's limits are its
+    /// endpoints': `circuit_breaker.pool.at_limit`.)
+    ///
+    /// The limiters' names must be unique: a name already read in a collection is skipped,
+    /// the first kept.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::limit::{Aimd, Limiter};
+    /// use lazybreaker_otel::BreakerMetrics;
+    /// use std::sync::Arc;
+    ///
+    /// let meter = opentelemetry::global::meter("my-service");
+    /// let limiter = Arc::new(Limiter::new(Aimd::new()));
+    /// BreakerMetrics::new(&meter).limiter("search", Arc::clone(&limiter));
+    /// ```
+    pub fn limiter<A: Algorithm>(
+        &self,
+        name: impl Into<String>,
+        limiter: Arc<Limiter<A>>,
+    ) -> &Self {
+        self.held.limiter(name.into(), limiter);
+        self
+    }
 }
 
 impl fmt::Debug for BreakerMetrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (sources, pools) = self.sources.len();
         let i = &self.instruments;
-        let instruments =
-            i.counters.len() + i.up_down.len() + i.gauges.len() + i.float_gauges.len();
+        let held = &i.held;
+        let instruments = i.counters.len()
+            + i.up_down.len()
+            + i.gauges.len()
+            + i.float_gauges.len()
+            + held.counters.len()
+            + held.up_down.len()
+            + held.gauges.len();
         f.debug_struct("BreakerMetrics")
             .field("sources", &sources)
             .field("pools", &pools)
+            .field("standalone", &self.held.len())
             .field("instruments", &instruments)
             .finish()
     }

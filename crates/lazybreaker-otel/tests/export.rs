@@ -5,8 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use lazybreaker::limit::{Aimd, Algorithm, Fixed, Limiter, Sample};
 use lazybreaker::policy::{ConsecutiveFailures, Ema, EmaConfig};
 use lazybreaker::pool::Pool;
+use lazybreaker::retry::{Cause, Hedge, Next, Retry, RetryBudget, Stop, TokenBucket};
 use lazybreaker::throttle::Throttle;
 use lazybreaker::{Breaker, ManualClock};
 use lazybreaker_otel::BreakerMetrics;
@@ -277,6 +279,256 @@ fn a_tripped_breaker_and_a_pool_are_exported_with_their_figures() {
     );
 }
 
+/// A retry, a hedge and two limiters (over a boxed algorithm and over `Aimd`), driven by
+/// hand on a `ManualClock` to figures worked out below (the core's
+/// `tests/observe/standalone.rs` scrapes the same): each figure under its name's attribute.
+#[test]
+fn retries_hedges_and_limiters_held_on_their_own_are_exported() {
+    let (provider, exporter) = provider();
+    let meter = provider.meter("lazybreaker-test");
+    let clock = ManualClock::new();
+    // Budgets of half the calls, no reserve: ⌊calls / 2⌋ less what was paid.
+    let half = || {
+        RetryBudget::new(0.5)
+            .unwrap()
+            .min_retries_per_second(0)
+            .clock(clock.clone())
+    };
+    let retry = Retry::new(2)
+        .unwrap()
+        .budget(half())
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .seed(1)
+        .throttle(TokenBucket::new(4.0, 0.5).unwrap());
+    let hedge = Hedge::after(Duration::from_millis(20))
+        .max_attempts(3)
+        .budget(half())
+        .throttle(TokenBucket::new(4.0, 0.5).unwrap());
+    let boxed: Arc<Limiter> = Arc::new(Limiter::new(Box::new(Fixed::new(5))));
+    let aimd: Arc<Limiter<Aimd>> =
+        Arc::new(Limiter::new(Aimd::new().initial_limit(2).min_limit(1)));
+    let metrics = BreakerMetrics::new(&meter);
+    metrics
+        .retry("search", retry.clone())
+        .retry("search", Retry::new(5).unwrap())
+        .hedge("search", hedge.clone())
+        .limiter("fixed", Arc::clone(&boxed))
+        .limiter("aimd", Arc::clone(&aimd));
+    assert!(
+        format!("{metrics:?}").contains("standalone: 5"),
+        "{metrics:?}"
+    );
+
+    // The retry: four calls (a budget of two retries). a retried then exhausted, b
+    // retried; c refused by the spent budget three times; d pushed back four times; the
+    // throttle at half, c throttled five times; e past its 10 ms deadline six times; three
+    // more calls: eight, a budget of four, two spent.
+    let [mut a, mut b, mut c, mut d] = [(); 4].map(|()| retry.start(None));
+    assert!(matches!(
+        retry.next(&mut a, Cause::Failure),
+        Next::Retry { .. }
+    ));
+    assert_eq!(
+        retry.next(&mut a, Cause::Failure),
+        Next::Stop(Stop::Exhausted)
+    );
+    assert!(matches!(
+        retry.next(&mut b, Cause::Failure),
+        Next::Retry { .. }
+    ));
+    for _ in 0..3 {
+        assert_eq!(retry.next(&mut c, Cause::Failure), Next::Stop(Stop::Budget));
+    }
+    for _ in 0..4 {
+        assert_eq!(
+            retry.next(&mut d, Cause::Pushback(None)),
+            Next::Stop(Stop::Pushback)
+        );
+    }
+    let throttle = retry.retry_throttle().unwrap();
+    throttle.record_failure();
+    throttle.record_failure();
+    for _ in 0..5 {
+        assert_eq!(
+            retry.next(&mut c, Cause::Failure),
+            Next::Stop(Stop::Throttled)
+        );
+    }
+    let mut e = retry.start(Some(Duration::from_millis(10)));
+    clock.advance(Duration::from_millis(10));
+    for _ in 0..6 {
+        assert_eq!(
+            retry.next(&mut e, Cause::Failure),
+            Next::Stop(Stop::Deadline)
+        );
+    }
+    for _ in 0..3 {
+        let _ = retry.start(None);
+    }
+
+    // The hedge: six calls (a budget of three hedges), three sent, four refused; six past
+    // their deadline; the throttle at half, one refused; two calls won by a hedge (two
+    // cancelled each), one by its first attempt (one cancelled); four more calls: ten, a
+    // budget of five, three spent.
+    for _ in 0..6 {
+        hedge.hedge_budget().deposit();
+    }
+    for _ in 0..3 {
+        assert!(matches!(hedge.next_hedge(1, None), Next::Retry { .. }));
+    }
+    for _ in 0..4 {
+        assert_eq!(hedge.next_hedge(1, None), Next::Stop(Stop::Budget));
+    }
+    for _ in 0..6 {
+        assert_eq!(
+            hedge.next_hedge(1, Some(Duration::ZERO)),
+            Next::Stop(Stop::Deadline)
+        );
+    }
+    let throttle = hedge.hedge_throttle().unwrap();
+    throttle.record_failure();
+    throttle.record_failure();
+    assert_eq!(hedge.next_hedge(1, None), Next::Stop(Stop::Throttled));
+    hedge.count_end(true, 2);
+    hedge.count_end(true, 2);
+    hedge.count_end(false, 1);
+    for _ in 0..4 {
+        hedge.hedge_budget().deposit();
+    }
+
+    // The limiters: fixed at 5, two calls out; Aimd at 2, two out, four turned away, then
+    // the first answers in 5 ms having started with one of two out (half the limit): 3.
+    let held = [
+        boxed.try_acquire(Duration::ZERO).unwrap(),
+        boxed.try_acquire(Duration::ZERO).unwrap(),
+    ];
+    let first = aimd.try_acquire(Duration::ZERO).unwrap();
+    let second = aimd.try_acquire(Duration::ZERO).unwrap();
+    for _ in 0..4 {
+        assert!(aimd.try_acquire(Duration::ZERO).is_err());
+    }
+    assert_eq!(first.success(Duration::from_millis(5)), 3);
+
+    let m = collect(&provider, &exporter);
+    let retried = |decision: &str| {
+        get(
+            &m,
+            "circuit_breaker.retry.decisions",
+            &[("retry", "search"), ("decision", decision)],
+        )
+    };
+    assert_eq!(
+        [
+            "retried",
+            "budget_denied",
+            "exhausted",
+            "past_deadline",
+            "pushed_back",
+            "throttled"
+        ]
+        .map(retried),
+        [2.0, 3.0, 1.0, 6.0, 4.0, 5.0]
+    );
+    assert_eq!(
+        m["circuit_breaker.retry.decisions"].points.len(),
+        6,
+        "the second retry named search skipped"
+    );
+    assert_eq!(m["circuit_breaker.retry.decisions"].unit, "{decision}");
+    assert_eq!(
+        get(
+            &m,
+            "circuit_breaker.retry.budget.balance",
+            &[("retry", "search")]
+        ),
+        2.0
+    );
+    let hedged = |decision: &str| {
+        get(
+            &m,
+            "circuit_breaker.hedge.decisions",
+            &[("hedge", "search"), ("decision", decision)],
+        )
+    };
+    assert_eq!(
+        [
+            "hedged",
+            "won",
+            "cancelled",
+            "budget_denied",
+            "throttled",
+            "past_deadline"
+        ]
+        .map(hedged),
+        [3.0, 2.0, 5.0, 4.0, 1.0, 6.0]
+    );
+    assert_eq!(
+        get(
+            &m,
+            "circuit_breaker.hedge.budget.balance",
+            &[("hedge", "search")]
+        ),
+        2.0
+    );
+    let of = |name: &str, limiter: &str| get(&m, name, &[("limiter", limiter)]);
+    for (limiter, limit, in_flight, limited) in [("fixed", 5.0, 2.0, 0.0), ("aimd", 3.0, 1.0, 4.0)]
+    {
+        assert_eq!(of("circuit_breaker.limiter.limit", limiter), limit);
+        assert_eq!(of("circuit_breaker.limiter.in_flight", limiter), in_flight);
+        assert_eq!(of("circuit_breaker.limiter.limited", limiter), limited);
+    }
+    assert_eq!(m["circuit_breaker.limiter.limited"].kind, "counter");
+    assert_eq!(
+        m["circuit_breaker.limiter.in_flight"].kind,
+        "up-down counter"
+    );
+
+    // Read at collection time: the calls out end, and the next collection has none.
+    drop((held, second));
+    let m = collect(&provider, &exporter);
+    assert_eq!(of_in_flight(&m, "fixed"), 0.0);
+    assert_eq!(of_in_flight(&m, "aimd"), 0.0);
+}
+
+/// A limiter's calls in flight, as exported.
+fn of_in_flight(m: &BTreeMap<String, Exported>, limiter: &str) -> f64 {
+    get(
+        m,
+        "circuit_breaker.limiter.in_flight",
+        &[("limiter", limiter)],
+    )
+}
+
+/// A limiter whose algorithm panics when read costs the collection its own data points
+/// only.
+#[test]
+fn a_panicking_limit_costs_only_its_limiters_data_points() {
+    #[derive(Debug)]
+    struct Broken;
+    impl Algorithm for Broken {
+        fn limit(&self) -> u32 {
+            panic!("limit")
+        }
+        fn on_sample(&self, _: Sample) -> u32 {
+            1
+        }
+        fn boxed_clone(&self) -> Box<dyn Algorithm> {
+            Box::new(Broken)
+        }
+    }
+    let (provider, exporter) = provider();
+    let meter = provider.meter("lazybreaker-test");
+    BreakerMetrics::new(&meter)
+        .limiter("broken", Arc::new(Limiter::new(Broken)))
+        .limiter("fine", Arc::new(Limiter::new(Fixed::new(7))));
+    let m = collect(&provider, &exporter);
+    assert_eq!(
+        get(&m, "circuit_breaker.limiter.limit", &[("limiter", "fine")]),
+        7.0
+    );
+    assert_eq!(m["circuit_breaker.limiter.limit"].points.len(), 1, "{m:#?}");
+}
+
 /// The crate docs' table: instrument, kind, unit and attribute names, by row.
 fn documented() -> BTreeMap<String, (String, String, BTreeSet<String>)> {
     let cell = |text: &str| text.trim().trim_matches('`').to_owned();
@@ -297,7 +549,7 @@ fn documented() -> BTreeMap<String, (String, String, BTreeSet<String>)> {
 
 /// The table in the crate docs names every instrument exported, with its kind, unit and
 /// attributes, and no instrument that is not. The collection has every instrument: a
-/// throttled breaker, a policy with figures, a pool.
+/// throttled breaker, a policy with figures, a pool, a retry, a hedge, a limiter.
 #[test]
 fn the_docs_table_names_every_exported_instrument() {
     let (provider, exporter) = provider();
@@ -314,7 +566,10 @@ fn the_docs_table_names_every_exported_instrument() {
     metrics
         .breaker(Arc::new(throttled))
         .breaker(Arc::new(figured))
-        .pool(pool);
+        .pool(pool)
+        .retry("search", Retry::new(2).unwrap())
+        .hedge("search", Hedge::after(Duration::from_millis(20)))
+        .limiter("search", Arc::new(Limiter::new(Aimd::new())));
     // The fleet's instruments are registered with the feature `fleet` only.
     #[cfg(feature = "fleet")]
     metrics.fleet(Arc::new(
@@ -325,7 +580,7 @@ fn the_docs_table_names_every_exported_instrument() {
 
     let exported = collect(&provider, &exporter);
     let documented = documented();
-    assert_eq!(documented.len(), 36, "{documented:#?}");
+    assert_eq!(documented.len(), 43, "{documented:#?}");
     let documented: BTreeMap<_, _> = documented
         .into_iter()
         .filter(|(name, _)| cfg!(feature = "fleet") || !name.starts_with("circuit_breaker.fleet."))
