@@ -5,5 +5,7 @@
 
 #[cfg(feature = "prometheus")]
 mod scrape;
+#[cfg(feature = "prometheus")]
+mod standalone;
 #[cfg(feature = "tracing")]
 mod tracing;

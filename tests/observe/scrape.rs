@@ -24,10 +24,10 @@ const PAST_OPEN: Duration = Duration::from_millis(10_001);
 const BOUND: Duration = Duration::from_secs(20);
 
 /// Every series of an exposition: `(name, labels sorted) -> value`.
-type Series = BTreeMap<(String, Vec<(String, String)>), f64>;
+pub(super) type Series = BTreeMap<(String, Vec<(String, String)>), f64>;
 
 /// Parses the text format: `name{k="v",...} value` lines; comments skipped.
-fn parse(text: &str) -> Series {
+pub(super) fn parse(text: &str) -> Series {
     let mut series = Series::new();
     for line in text.lines() {
         if line.starts_with('#') || line.trim().is_empty() {
@@ -58,7 +58,7 @@ fn parse(text: &str) -> Series {
     series
 }
 
-fn get(series: &Series, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub(super) fn get(series: &Series, name: &str, labels: &[(&str, &str)]) -> f64 {
     let mut labels: Vec<(String, String)> = labels
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

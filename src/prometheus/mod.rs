@@ -1,6 +1,8 @@
 //! Prometheus metrics, pulled at scrape time (feature `prometheus`, on the official
-//! `prometheus-client` crate): a [`BreakerCollector`] over registries and single breakers
-//! that reads each breaker's [`Snapshot`] when Prometheus scrapes, and nothing in between.
+//! `prometheus-client` crate): a [`BreakerCollector`] over registries, pools and single
+//! breakers that reads each breaker's [`Snapshot`] when Prometheus scrapes, and nothing in
+//! between; and over the retries, hedges and adaptive concurrency limiters held on their
+//! own, read the same way.
 //!
 //! Nothing is written on the call path for metrics: every figure is a counter the breaker
 //! keeps anyway ([`Totals`](crate::Totals), [`Transitions`](crate::Transitions)) or is
@@ -15,7 +17,12 @@
 //! collector collects: a breaker whose name was already collected in the same scrape is
 //! skipped, so that the exposition never holds two series with one label set. A pool's own
 //! series (`circuit_breaker_pool_…`) have the label `pool` instead: its
-//! [name](Pool::named). Counters get `_total` appended by the encoder.
+//! [name](Pool::named). A retry's, a hedge's or a limiter's series held on their own
+//! ([`BreakerCollector::retry`], [`hedge`](BreakerCollector::hedge),
+//! [`limiter`](BreakerCollector::limiter); `circuit_breaker_retry_…`,
+//! `circuit_breaker_hedge_…`, `circuit_breaker_limiter_…`) have the label `retry`, `hedge`
+//! or `limiter`: the name it was given (unique within its kind, as a breaker's: a repeated
+//! one is skipped). Counters get `_total` appended by the encoder.
 //!
 //! | metric | type | labels | value |
 //! |---|---|---|---|
@@ -46,12 +53,21 @@
 //! | `circuit_breaker_pool_hedges_total` | counter | `pool`, `decision` | what the pool's [hedge](Pool::hedge) did: `hedged` (an attempt sent), `won` (a call answered first by a hedge), `cancelled` (attempts cancelled, counted neither way), `budget_denied` ([`PoolStats`]) |
 //! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
 //! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
+//! | `circuit_breaker_retry_decisions_total` | counter | `retry`, `decision` | what a [`Retry`](crate::retry::Retry) (and its clones) decided after a failed attempt ([`RetryStats`](crate::retry::RetryStats)): `retried`, `budget_denied`, `exhausted`, `past_deadline`, `pushed_back` (a negative gRPC pushback), `throttled` |
+//! | `circuit_breaker_retry_budget_balance` | gauge | `retry` | the retries its [budget](crate::retry::RetryBudget::balance) allows now, beyond those made (a budget shared by several retries is read under each) |
+//! | `circuit_breaker_hedge_decisions_total` | counter | `hedge`, `decision` | what a [`Hedge`](crate::retry::Hedge) (and its clones) did ([`HedgeStats`](crate::retry::HedgeStats)): `hedged` (an attempt sent), `won`, `cancelled`, `budget_denied` (as a pool's hedges), `throttled`, `past_deadline` |
+//! | `circuit_breaker_hedge_budget_balance` | gauge | `hedge` | the hedges its [budget](crate::retry::Hedge::hedge_budget) allows now, beyond those made |
+//! | `circuit_breaker_limiter_limit` | gauge | `limiter` | a [`Limiter`](crate::limit::Limiter)'s adaptive concurrency limit now |
+//! | `circuit_breaker_limiter_in_flight` | gauge | `limiter` | its calls in flight |
+//! | `circuit_breaker_limiter_limited_total` | counter | `limiter` | the calls it turned away at its limit ([`Rejected::Limited`](crate::Rejected::Limited)) |
 //! | `circuit_breaker_scrape_panicked` | gauge | `breaker` | 1 if the breaker's policy panicked while its figures were read for this scrape (its `circuit_breaker_policy` series are then those reported before the panic); else 0 |
 //!
 //! **A scrape never panics.** A policy's [`gauges`](TripPolicy::gauges) (or a clock) that
 //! panics costs that breaker its policy figures (or, for a clock, all its series) in that
 //! scrape, and is reported as `circuit_breaker_scrape_panicked`; every other breaker's
-//! series are encoded as usual. This is the one place the crate ends a user panic instead of
+//! series are encoded as usual. A pool's, retry's, hedge's or limiter's user code that
+//! panics (a clock, a limit's [algorithm](crate::limit::Algorithm)) costs it its own series
+//! in that scrape. This is the one place the crate ends a user panic instead of
 //! letting it continue: a scrape runs for the monitoring system, which can neither handle the
 //! panic nor afford to lose every breaker's series to one. Elsewhere
 //! ([`Breaker::snapshot`], [`BreakerCollector::snapshots`]) the panic continues to the
@@ -103,6 +119,8 @@ use crate::pool::{Pool, PoolStats, PoolSummary};
 use crate::registry::Registry;
 use crate::snapshot::{CheckStatus, Snapshot};
 
+mod standalone;
+
 /// Where a collector gets snapshots from: each breaker's, and whether its user code (the
 /// policy's gauges, the clock) panicked while it was taken (the first panic kept in the
 /// `FirstPanic`).
@@ -115,6 +133,7 @@ type Source = Box<dyn Fn(&mut Vec<(Snapshot, bool)>, &mut FirstPanic) + Send + S
 pub struct BreakerCollector {
     sources: Vec<Source>,
     pools: Vec<PoolSource>,
+    standalone: standalone::Standalone,
 }
 
 impl BreakerCollector {
@@ -213,6 +232,7 @@ impl fmt::Debug for BreakerCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerCollector")
             .field("sources", &self.sources.len())
+            .field("standalone", &self.standalone.len())
             .finish()
     }
 }
@@ -492,7 +512,8 @@ impl Collector for BreakerCollector {
         encode_counters(e, &snapshots)?;
         encode_gauges(e, &snapshots)?;
         encode_figures(e, &snapshots, &panicked)?;
-        self.encode_pools(e)
+        self.encode_pools(e)?;
+        self.standalone.encode(e)
     }
 }
 
@@ -712,9 +733,13 @@ mod tests {
     use prometheus_client::encoding::text::encode;
 
     use super::BreakerCollector;
+    use std::time::Duration;
+
     use crate::breaker::Breaker;
+    use crate::limit::{Aimd, Limiter};
     use crate::policy::{Ema, EmaConfig};
     use crate::pool::Pool;
+    use crate::retry::{Hedge, Retry};
     use crate::throttle::Throttle;
 
     /// Every series name of an exposition, with the label names its series carry.
@@ -739,7 +764,7 @@ mod tests {
     /// The module docs' table of metrics: name, type and label names, by row.
     fn documented() -> BTreeMap<String, (String, BTreeSet<String>)> {
         let cell = |text: &str| text.trim().trim_matches('`').to_owned();
-        include_str!("prometheus.rs")
+        include_str!("mod.rs")
             .lines()
             .filter_map(|line| line.strip_prefix("//! | `circuit_breaker_"))
             .map(|row| {
@@ -756,7 +781,7 @@ mod tests {
     /// I5: the table in the module docs names every metric the collector exports (a
     /// counter by its `_total` series), with its type and labels, and no metric it does not
     /// export. The scrape has every family: a throttled breaker, a policy with figures, a
-    /// pool.
+    /// pool, a retry, a hedge, a limiter.
     #[test]
     fn item_i5_the_docs_table_names_every_exported_metric() {
         let throttled = Arc::new(
@@ -769,12 +794,16 @@ mod tests {
         let figured = Arc::new(Breaker::builder().name("figured").policy(ema).build());
         let pool = Arc::new(Pool::new(|_: &u16| Breaker::builder()).named("upstreams"));
         pool.set([8080]);
+        let limiter = Arc::new(Limiter::new(Aimd::new()));
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(
             BreakerCollector::new()
                 .breaker(throttled)
                 .breaker(figured)
-                .pool(pool),
+                .pool(pool)
+                .retry("search", Retry::new(2).unwrap())
+                .hedge("search", Hedge::after(Duration::from_millis(20)))
+                .limiter("search", limiter),
         ));
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
