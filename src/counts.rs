@@ -290,10 +290,13 @@ impl Transitions {
 #[cfg(feature = "serde")]
 impl serde::Serialize for Transitions {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(
-            self.iter()
-                .map(|(from, to, n)| (format!("{}->{}", from.as_str(), to.as_str()), n)),
-        )
+        use serde::ser::SerializeMap;
+        // Its length up front (six), for the formats that need it (postcard, bincode).
+        let mut map = serializer.serialize_map(Some(6))?;
+        for (from, to, n) in self.iter() {
+            map.serialize_entry(&format!("{}->{}", from.as_str(), to.as_str()), &n)?;
+        }
+        map.end()
     }
 }
 

@@ -2,12 +2,12 @@
 //! in the crate's configuration, [`config`](crate::config) and
 //! [`EmaConfig`](crate::policy::EmaConfig) alike, and the test that leaves a default knob out
 //! of what is written; and a report's duration with its whole milliseconds beside it
-//! ([`with_ms`]). A leaf: it needs only std, serde and humantime.
+//! ([`fields_ms`]). A leaf: it needs only std, serde and humantime.
 
 use std::time::Duration;
 
 use humantime::DurationError;
-use serde::ser::SerializeMap;
+use serde::ser::SerializeStruct;
 use serde::Serializer;
 
 /// What a duration looks like, for the errors of a value that is not one.
@@ -23,24 +23,20 @@ pub(crate) fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Resul
 /// ([`human::wait_ms`](crate::human::wait_ms)), any other duration to the nearest ([`human::span_ms`](crate::human::span_ms)).
 pub(crate) type Round = fn(Duration) -> u64;
 
-/// Writes a report's duration as two fields, for `#[serde(flatten, serialize_with = "…")]`
-/// through a function that names them: `name`, the exact humantime string (as
-/// [`serialize`] writes it), and `name_ms` beside it, whole milliseconds as `round` rounds
-/// them; both `null` for `None`. The rule of every JSON the crates emit (see
-/// `docs/integrations.md`, "Durations in JSON").
-pub(crate) fn with_ms<S: Serializer>(
-    serializer: S,
-    (name, name_ms): (&str, &str),
+/// Writes a report's duration as two fields of the struct `fields`: `name`, the exact
+/// humantime string (as [`serialize`] writes it), and `name_ms` beside it, whole milliseconds
+/// as `round` rounds them; both `null` for `None`. The rule of every JSON the crates emit
+/// (see `docs/integrations.md`, "Durations in JSON"). Struct fields, not a flattened map, so
+/// that formats which need a struct's fields up front (bincode, postcard) take a report too.
+pub(crate) fn fields_ms<S: SerializeStruct>(
+    fields: &mut S,
+    (name, name_ms): (&'static str, &'static str),
     value: Option<Duration>,
     round: Round,
-) -> Result<S::Ok, S::Error> {
-    let mut map = serializer.serialize_map(Some(2))?;
-    map.serialize_entry(
-        name,
-        &value.map(|d| humantime::format_duration(d).to_string()),
-    )?;
-    map.serialize_entry(name_ms, &value.map(round))?;
-    map.end()
+) -> Result<(), S::Error> {
+    let exact = value.map(|d| humantime::format_duration(d).to_string());
+    fields.serialize_field(name, &exact)?;
+    fields.serialize_field(name_ms, &value.map(round))
 }
 
 /// Whether `value` is its type's default, for `#[serde(skip_serializing_if = "…")]`: a knob

@@ -47,14 +47,12 @@ use crate::state::State;
 /// assert_eq!(breaker.totals().opened, 1);                // ...without having moved it
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Snapshot {
     /// The breaker's name.
     pub name: String,
     /// When the snapshot was taken, on the breaker's clock. Serialized as `at` (exact) and
     /// `at_ms` (whole milliseconds, to the nearest).
-    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "at"))]
     pub at: Duration,
     /// The state the next call would find (see above).
     pub state: State,
@@ -76,7 +74,6 @@ pub struct Snapshot {
     /// `probe_timeout(Duration::MAX)`, which never takes them over, the open `timeout`, as
     /// a hint. `None` otherwise. Serialized as `retry_after` (exact) and `retry_after_ms`
     /// (whole milliseconds, rounded up: a wait).
-    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "retry_after"))]
     pub retry_after: Option<Duration>,
     /// How many times the breaker went from each state to each other.
     pub transitions: Transitions,
@@ -90,17 +87,14 @@ pub struct Snapshot {
     /// [`CheckStatus::Running`]. The state is then still `Open` (only a passed check lets it
     /// go half-open) and `retry_after` is `None`: there is no time left to wait, a check must
     /// run. `None` otherwise. Written out only when set.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub check: Option<CheckStatus>,
     /// Whether the breaker has a health check (and is not in dry run, which runs none): its
     /// open periods end in a check, not in half-open by themselves. Written out only when
     /// `true`.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "std::ops::Not::not"))]
     pub health_checked: bool,
     /// For a breaker with a throttle ([`Builder::throttle`](crate::Builder::throttle)): the
     /// probability the next call is turned away with, as the window stands (zero unless
     /// closed); `None` without a throttle. Written out only when set.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub throttle_probability: Option<f64>,
     /// The policy's own figures, by name, where it has some (see
     /// [`TripPolicy::gauges`](crate::policy::TripPolicy::gauges)): e.g. the EMA windows'
@@ -108,26 +102,44 @@ pub struct Snapshot {
     pub policy: BTreeMap<&'static str, f64>,
 }
 
-/// [`Snapshot::at`] as `at` and `at_ms` (see [`with_ms`](crate::serde_duration::with_ms)).
+/// A snapshot's fields in their order, each duration `x` as `x` (exact) and `x_ms` (whole
+/// milliseconds: `at` to the nearest, `retry_after` rounded up, a wait); `check`,
+/// `health_checked` and `throttle_probability` only when set.
 #[cfg(feature = "serde")]
-fn at<S: serde::Serializer>(at: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    crate::serde_duration::with_ms(
-        serializer,
-        ("at", "at_ms"),
-        Some(*at),
-        crate::human::span_ms,
-    )
-}
+impl serde::Serialize for Snapshot {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use crate::human::{span_ms, wait_ms};
+        use crate::serde_duration::fields_ms;
+        use serde::ser::SerializeStruct;
 
-/// [`Snapshot::retry_after`] as `retry_after` and `retry_after_ms`, a wait rounded up.
-#[cfg(feature = "serde")]
-#[allow(clippy::ref_option)] // serde's `serialize_with` passes a reference
-fn retry_after<S: serde::Serializer>(
-    wait: &Option<Duration>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    let names = ("retry_after", "retry_after_ms");
-    crate::serde_duration::with_ms(serializer, names, *wait, crate::human::wait_ms)
+        let mut s = serializer.serialize_struct("Snapshot", 17)?;
+        s.serialize_field("name", &self.name)?;
+        fields_ms(&mut s, ("at", "at_ms"), Some(self.at), span_ms)?;
+        s.serialize_field("state", &self.state)?;
+        s.serialize_field("forced", &self.forced)?;
+        s.serialize_field("dry_run", &self.dry_run)?;
+        s.serialize_field("counts", &self.counts)?;
+        s.serialize_field("totals", &self.totals)?;
+        let retry_after = ("retry_after", "retry_after_ms");
+        fields_ms(&mut s, retry_after, self.retry_after, wait_ms)?;
+        s.serialize_field("transitions", &self.transitions)?;
+        s.serialize_field("times_opened", &self.times_opened)?;
+        s.serialize_field("recent_failures", &self.recent_failures)?;
+        match &self.check {
+            Some(check) => s.serialize_field("check", check)?,
+            None => s.skip_field("check")?,
+        }
+        match self.health_checked {
+            true => s.serialize_field("health_checked", &true)?,
+            false => s.skip_field("health_checked")?,
+        }
+        match &self.throttle_probability {
+            Some(p) => s.serialize_field("throttle_probability", p)?,
+            None => s.skip_field("throttle_probability")?,
+        }
+        s.serialize_field("policy", &self.policy)?;
+        s.end()
+    }
 }
 
 impl Snapshot {

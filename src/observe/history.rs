@@ -121,7 +121,6 @@ impl Ring {
 
 /// One state change, as a [`History`] keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Recorded {
     /// Its place among everything the history was told: 0 for the first change, one more
@@ -136,11 +135,9 @@ pub struct Recorded {
     pub to: State,
     /// When the change happened, on the breaker's clock. Serialized as `at` (exact) and
     /// `at_ms` (whole milliseconds, to the nearest).
-    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "at"))]
     pub at: Duration,
     /// When the history was told, on the wall clock (for people: the breaker's own clock may
     /// be a [`ManualClock`](crate::ManualClock) or start at the process's start).
-    #[cfg_attr(feature = "serde", serde(serialize_with = "unix_millis"))]
     pub wall: SystemTime,
     /// Who made the change.
     pub origin: Origin,
@@ -151,7 +148,6 @@ pub struct Recorded {
     /// For a change to open: how long the open period lasts (see
     /// [`Transition::open_for`]). Serialized as `open_for` (exact) and `open_for_ms` (whole
     /// milliseconds, to the nearest).
-    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "open_for"))]
     pub open_for: Option<Duration>,
     /// The manual override in force right after the change.
     pub forced: Option<Forced>,
@@ -165,10 +161,8 @@ pub struct Recorded {
     /// breaker was open from there to [`at`](Recorded::at), but for its checks); else `at`.
     /// Serialized as `first_at` (exact) and `first_at_ms` (whole milliseconds, to the
     /// nearest).
-    #[cfg_attr(feature = "serde", serde(flatten, serialize_with = "first_at"))]
     pub first_at: Duration,
     /// For `times` above 1: when the first of them was told, on the wall clock; else `wall`.
-    #[cfg_attr(feature = "serde", serde(serialize_with = "unix_millis"))]
     pub since: SystemTime,
 }
 
@@ -179,42 +173,43 @@ impl Recorded {
     }
 }
 
-/// [`Recorded::at`] as `at` and `at_ms` (see [`with_ms`](crate::serde_duration::with_ms)).
+/// A recorded change's fields in their order, each duration `x` on the breaker's clock as
+/// `x` (exact) and `x_ms` (whole milliseconds, to the nearest), the wall times as
+/// milliseconds since the Unix epoch (0 before it).
 #[cfg(feature = "serde")]
-fn at<S: serde::Serializer>(at: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    crate::serde_duration::with_ms(
-        serializer,
-        ("at", "at_ms"),
-        Some(*at),
-        crate::human::span_ms,
-    )
-}
+impl serde::Serialize for Recorded {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use crate::human::span_ms;
+        use crate::serde_duration::fields_ms;
+        use serde::ser::SerializeStruct;
 
-/// [`Recorded::open_for`] as `open_for` and `open_for_ms`.
-#[cfg(feature = "serde")]
-#[allow(clippy::ref_option)] // serde's `serialize_with` passes a reference
-fn open_for<S: serde::Serializer>(
-    open_for: &Option<Duration>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    let names = ("open_for", "open_for_ms");
-    crate::serde_duration::with_ms(serializer, names, *open_for, crate::human::span_ms)
-}
-
-/// [`Recorded::first_at`] as `first_at` and `first_at_ms`.
-#[cfg(feature = "serde")]
-fn first_at<S: serde::Serializer>(first_at: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    let names = ("first_at", "first_at_ms");
-    crate::serde_duration::with_ms(serializer, names, Some(*first_at), crate::human::span_ms)
-}
-
-/// The wall time as milliseconds since the Unix epoch (0 before it).
-#[cfg(feature = "serde")]
-fn unix_millis<S: serde::Serializer>(wall: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
-    let millis = wall
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    serializer.serialize_u64(millis)
+        let unix_millis = |wall: SystemTime| {
+            wall.duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        };
+        let mut s = serializer.serialize_struct("Recorded", 18)?;
+        s.serialize_field("seq", &self.seq)?;
+        s.serialize_field("breaker", &self.breaker)?;
+        s.serialize_field("from", &self.from)?;
+        s.serialize_field("to", &self.to)?;
+        fields_ms(&mut s, ("at", "at_ms"), Some(self.at), span_ms)?;
+        s.serialize_field("wall", &unix_millis(self.wall))?;
+        s.serialize_field("origin", &self.origin)?;
+        s.serialize_field("counts", &self.counts)?;
+        s.serialize_field("totals", &self.totals)?;
+        fields_ms(&mut s, ("open_for", "open_for_ms"), self.open_for, span_ms)?;
+        s.serialize_field("forced", &self.forced)?;
+        s.serialize_field("dry_run", &self.dry_run)?;
+        s.serialize_field("times", &self.times)?;
+        fields_ms(
+            &mut s,
+            ("first_at", "first_at_ms"),
+            Some(self.first_at),
+            span_ms,
+        )?;
+        s.serialize_field("since", &unix_millis(self.since))?;
+        s.end()
+    }
 }
 
 impl Recorded {

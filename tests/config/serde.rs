@@ -1200,6 +1200,46 @@ fn check_durations(value: &serde_json::Value, at: &str, waits: &[&str]) -> Vec<(
     seen
 }
 
+/// A snapshot and a recorded change serialize as structs, every field known up front, so a
+/// format that needs that (postcard: no map of unknown length) takes them; and what it
+/// writes reads back as the same fields (a view of them, postcard being positional): the
+/// name, then the time taken exact and in whole milliseconds.
+#[test]
+fn reports_serialize_as_structs_in_formats_that_need_their_length() {
+    use lazybreaker::observe::History;
+    use std::sync::Arc;
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Head {
+        name: String,
+        at: Option<String>,
+        at_ms: Option<u64>,
+    }
+    let clock = ManualClock::new();
+    let history = Arc::new(History::new(8));
+    let breaker = Breaker::builder()
+        .name("bytes")
+        .policy(ConsecutiveFailures::new(1).unwrap())
+        .clock(clock.clone())
+        .observer(Arc::clone(&history))
+        .build();
+    clock.advance(Duration::from_millis(1_500));
+    let _ = breaker.execute(|| Err::<(), _>("down"));
+    let bytes = postcard::to_allocvec(&breaker.snapshot()).expect("a snapshot as postcard");
+    let (head, _rest): (Head, _) = postcard::take_from_bytes(&bytes).expect("its head back");
+    assert_eq!(
+        head,
+        Head {
+            name: "bytes".into(),
+            at: Some("1s 500ms".into()),
+            at_ms: Some(1_500),
+        }
+    );
+    let recent = history.recent();
+    assert_eq!(recent.len(), 1, "the trip");
+    postcard::to_allocvec(&recent).expect("the history as postcard");
+}
+
 /// A snapshot and the history's changes write each duration by the rule of every JSON the
 /// crates emit: `x` exact, `x_ms` beside it in whole milliseconds (a wait rounded up, any
 /// other duration to the nearest). Odd nanoseconds, to see the rounding.
