@@ -159,5 +159,5 @@ pub mod redis;
 pub use lazybreaker::observe::FleetEvent;
 pub use memory::MemoryStore;
 pub use shared::{SharedBreaker, SharedBuilder};
-pub use stats::{Figure, FleetStats};
+pub use stats::{FleetFigure, FleetStats};
 pub use store::{Decision, FleetStore, Lease, SharedRecord, StoreError, Vote};

@@ -42,6 +42,7 @@
 //! assert!(text.contains(r#"circuit_breaker_fleet_round_trips_total{breaker="payments"} 0"#));
 //! ```
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -52,7 +53,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
 use super::shared::SharedBreaker;
-use super::stats::{Figure, FleetStats};
+use super::stats::{FleetFigure, FleetStats};
 use super::store::FleetStore;
 
 /// Reads one shared breaker: its name and its figures.
@@ -94,48 +95,43 @@ impl fmt::Debug for FleetCollector {
 }
 
 /// A shared breaker's figures in the order of the series: the counts, then the levels.
-fn figures(stats: &FleetStats) -> [(Figure, MetricType); 8] {
-    let [a, b, c, d, e, f] = stats.counts();
-    let [g, h] = stats.levels();
-    let count = MetricType::Counter;
-    let level = MetricType::Gauge;
-    [
-        (a, count),
-        (b, count),
-        (c, count),
-        (d, count),
-        (e, count),
-        (f, count),
-        (g, level),
-        (h, level),
-    ]
+fn figures(stats: &FleetStats) -> Vec<(FleetFigure, MetricType)> {
+    let counts = stats.counts().map(|f| (f, MetricType::Counter));
+    counts
+        .chain(stats.levels().map(|f| (f, MetricType::Gauge)))
+        .collect()
 }
 
 impl Collector for FleetCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
-        let read: Vec<(String, [(Figure, MetricType); 8])> = self
+        // The first shared breaker of each name only, as the core's collector does with
+        // breakers: a second one would write a second sample of the same series.
+        let mut seen = HashSet::new();
+        let read: Vec<(String, Vec<(FleetFigure, MetricType)>)> = self
             .sources
             .iter()
-            .map(|source| {
-                let (name, stats) = source();
-                (name, figures(&stats))
-            })
+            .map(|source| source())
+            .filter(|(name, _)| seen.insert(name.clone()))
+            .map(|(name, stats)| (name, figures(&stats)))
             .collect();
-        let Some((_, first)) = read.first() else {
-            return Ok(());
-        };
-        for (i, (Figure { name, help, .. }, kind)) in first.iter().enumerate() {
-            let name = format!("circuit_breaker_fleet_{name}");
-            let mut metric = encoder.encode_descriptor(&name, help, None, *kind)?;
+        // The families, named by what no breaker's figures change.
+        for (i, (figure, kind)) in figures(&FleetStats::default()).into_iter().enumerate() {
+            if read.is_empty() {
+                break;
+            }
+            let name = format!("circuit_breaker_fleet_{}", figure.name);
+            let mut metric = encoder.encode_descriptor(&name, figure.help, None, kind)?;
             for (breaker, figures) in &read {
-                let value = figures[i].0.value;
+                let Some((figure, _)) = figures.get(i) else {
+                    continue;
+                };
                 let labels = [("breaker", breaker.as_str())];
                 let mut family = metric.encode_family(&labels)?;
                 match kind {
                     MetricType::Counter => {
-                        family.encode_counter::<NoLabelSet, _, u64>(&value, None)?
+                        family.encode_counter::<NoLabelSet, _, u64>(&figure.value, None)?
                     }
-                    _ => family.encode_gauge(&value)?,
+                    _ => family.encode_gauge(&figure.value)?,
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! [`FleetStats`]: what a shared breaker did with its store, and the figures metrics read of
 //! it (the `prometheus` feature's [`FleetCollector`](crate::prometheus::FleetCollector),
-//! `lazybreaker-otel`'s `BreakerMetrics::fleet`).
+//! `lazybreaker-otel`'s `BreakerMetrics::shared`).
 
 /// What a [`SharedBreaker`](crate::SharedBreaker) did with its store, read without side effects:
 /// [`SharedBreaker::stats`](crate::SharedBreaker::stats).
@@ -31,7 +31,7 @@ pub struct FleetStats {
 /// unit (UCUM, as OpenTelemetry writes it), what it means, and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Figure {
+pub struct FleetFigure {
     /// The figure's name, snake case.
     pub name: &'static str,
     /// Its unit, as OpenTelemetry writes it (`{operation}`, `1`).
@@ -56,12 +56,13 @@ impl FleetStats {
     /// let shared = SharedBreaker::builder(MemoryStore::new())
     ///     .build(Breaker::builder().name("payments"))
     ///     .unwrap();
-    /// let counts = shared.stats().counts();
-    /// assert_eq!(counts.map(|f| f.name)[..2], ["round_trips", "store_errors"]);
+    /// let counts: Vec<_> = shared.stats().counts().collect();
+    /// let names: Vec<_> = counts.iter().map(|f| f.name).collect();
+    /// assert_eq!(names[..2], ["round_trips", "store_errors"]);
     /// assert!(counts.iter().all(|f| f.value == 0)); // nothing called yet
     /// ```
-    pub fn counts(&self) -> [Figure; 6] {
-        let figure = |name, unit, help, value| Figure {
+    pub fn counts(&self) -> impl ExactSizeIterator<Item = FleetFigure> {
+        let figure = |name, unit, help, value| FleetFigure {
             name,
             unit,
             help,
@@ -105,24 +106,26 @@ impl FleetStats {
                 self.fleet_rejections,
             ),
         ]
+        .into_iter()
     }
 
     /// The present values: `generation` (the shared generation followed) and `degraded`
     /// (1 while the store is failing and the breaker decides locally, else 0).
-    pub fn levels(&self) -> [Figure; 2] {
+    pub fn levels(&self) -> impl ExactSizeIterator<Item = FleetFigure> {
         [
-            Figure {
+            FleetFigure {
                 name: "generation",
-                unit: "1",
+                unit: "{generation}",
                 help: "The shared generation this instance follows.",
                 value: self.generation,
             },
-            Figure {
+            FleetFigure {
                 name: "degraded",
                 unit: "1",
                 help: "1 while the store is failing (the breaker decides locally), else 0.",
                 value: u64::from(self.degraded),
             },
         ]
+        .into_iter()
     }
 }

@@ -58,7 +58,10 @@ fn each_shared_breaker_has_its_fleet_series_beside_its_breakers() {
     registry.register_collector(Box::new(
         FleetCollector::new()
             .shared(Arc::clone(&payments))
-            .shared(Arc::clone(&search)),
+            .shared(Arc::clone(&search))
+            // A second of the name: skipped (the first kept), or every payments series
+            // below would have two samples.
+            .shared(Arc::clone(&elsewhere)),
     ));
     let scrape = || {
         let mut text = String::new();
@@ -154,4 +157,32 @@ fn a_collector_of_no_shared_breaker_writes_nothing() {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(!text.contains("circuit_breaker_fleet"), "{text}");
+}
+
+/// The module docs' table names every family the collector writes, with its type, and no
+/// other: each of `FleetStats::counts` a counter (`_total`), each of `levels` a gauge.
+#[test]
+fn the_docs_table_is_the_collectors_families() {
+    use lazybreaker_fleet::FleetStats;
+    let documented: Vec<(String, String)> = include_str!("../src/prometheus.rs")
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! | `circuit_breaker_fleet_"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            (
+                cells[0].trim_end_matches('`').to_owned(),
+                cells[1].to_owned(),
+            )
+        })
+        .collect();
+    let none = FleetStats::default();
+    let expected: Vec<(String, String)> = none
+        .counts()
+        .map(|f| (format!("{}_total", f.name), "counter".to_owned()))
+        .chain(
+            none.levels()
+                .map(|f| (f.name.to_owned(), "gauge".to_owned())),
+        )
+        .collect();
+    assert_eq!(documented, expected);
 }

@@ -1,9 +1,10 @@
-//! A fleet's shared breakers (feature `fleet`): [`BreakerMetrics::fleet`] observes a
+//! A fleet's shared breakers (feature `fleet`): [`BreakerMetrics::shared`] observes a
 //! `lazybreaker_fleet::SharedBreaker`'s local breaker as any other, and its own figures
 //! ([`FleetStats`]) as the `circuit_breaker.fleet.*` instruments, read when the meter
 //! provider collects. The names, units and meanings are [`FleetStats::counts`] and
 //! [`FleetStats::levels`], which the fleet crate's Prometheus collector reads too.
 
+use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use lazybreaker::observe::Observer;
@@ -24,16 +25,17 @@ pub(crate) struct Fleets {
     _gauges: Vec<ObservableGauge<u64>>,
 }
 
-/// Every shared breaker's figures now, each with its `breaker` attribute.
+/// Every shared breaker's figures now, each with its `breaker` attribute: the first of
+/// each name only, as breakers are (a second would observe the same attributes twice).
 fn read(sources: &RwLock<Vec<Source>>) -> Vec<(KeyValue, FleetStats)> {
+    let mut seen = HashSet::new();
     sources
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
-        .map(|source| {
-            let (name, stats) = source();
-            (KeyValue::new("breaker", name), stats)
-        })
+        .map(|source| source())
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .map(|(name, stats)| (KeyValue::new("breaker", name), stats))
         .collect()
 }
 
@@ -42,9 +44,10 @@ impl Fleets {
     pub(crate) fn new(meter: &Meter) -> Self {
         let sources: Arc<RwLock<Vec<Source>>> = Arc::default();
         let none = FleetStats::default();
-        let counters = (0..none.counts().len())
-            .map(|i| {
-                let figure = none.counts()[i];
+        let counters = none
+            .counts()
+            .enumerate()
+            .map(|(i, figure)| {
                 let sources = Arc::clone(&sources);
                 meter
                     .u64_observable_counter(format!("circuit_breaker.fleet.{}", figure.name))
@@ -52,15 +55,18 @@ impl Fleets {
                     .with_description(figure.help)
                     .with_callback(move |o| {
                         for (breaker, stats) in read(&sources) {
-                            o.observe(stats.counts()[i].value, &[breaker]);
+                            if let Some(figure) = stats.counts().nth(i) {
+                                o.observe(figure.value, std::slice::from_ref(&breaker));
+                            }
                         }
                     })
                     .build()
             })
             .collect();
-        let gauges = (0..none.levels().len())
-            .map(|i| {
-                let figure = none.levels()[i];
+        let gauges = none
+            .levels()
+            .enumerate()
+            .map(|(i, figure)| {
                 let sources = Arc::clone(&sources);
                 meter
                     .u64_observable_gauge(format!("circuit_breaker.fleet.{}", figure.name))
@@ -68,7 +74,9 @@ impl Fleets {
                     .with_description(figure.help)
                     .with_callback(move |o| {
                         for (breaker, stats) in read(&sources) {
-                            o.observe(stats.levels()[i].value, &[breaker]);
+                            if let Some(figure) = stats.levels().nth(i) {
+                                o.observe(figure.value, std::slice::from_ref(&breaker));
+                            }
                         }
                     })
                     .build()
@@ -99,10 +107,10 @@ impl BreakerMetrics {
     ///         .build(Breaker::builder().name("payments"))
     ///         .unwrap(),
     /// );
-    /// BreakerMetrics::new(&meter).fleet(Arc::clone(&shared));
+    /// BreakerMetrics::new(&meter).shared(Arc::clone(&shared));
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
-    pub fn fleet<S, P, O>(&self, shared: Arc<SharedBreaker<S, P, O>>) -> &Self
+    pub fn shared<S, P, O>(&self, shared: Arc<SharedBreaker<S, P, O>>) -> &Self
     where
         S: FleetStore + Send + Sync + 'static,
         P: TripPolicy + Send + 'static,

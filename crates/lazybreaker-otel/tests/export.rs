@@ -572,7 +572,7 @@ fn the_docs_table_names_every_exported_instrument() {
         .limiter("search", Arc::new(Limiter::new(Aimd::new())));
     // The fleet's instruments are registered with the feature `fleet` only.
     #[cfg(feature = "fleet")]
-    metrics.fleet(Arc::new(
+    metrics.shared(Arc::new(
         lazybreaker_fleet::SharedBreaker::builder(lazybreaker_fleet::MemoryStore::new())
             .build(Breaker::builder().name("shared"))
             .unwrap(),
