@@ -31,7 +31,8 @@
 //! are observable gauges. Names are OpenTelemetry's dot-separated lowercase, units UCUM (—
 //! none); the last column is the series of the core's Prometheus collector carrying the same
 //! figure (an OpenTelemetry Prometheus exporter derives the same names: `.` becomes `_`, a
-//! counter gets `_total`, the unit `s` gets `_seconds`).
+//! counter gets `_total`, the unit `s` gets `_seconds`; a gauge of unit `1` gets `_ratio`,
+//! which the core's collector does not add).
 //!
 //! | instrument | kind | unit | attributes | Prometheus |
 //! |---|---|---|---|---|
@@ -63,7 +64,7 @@
 //! | `circuit_breaker.pool.hedges` | counter | `{attempt}` | `pool`, `decision` | `circuit_breaker_pool_hedges_total`: `hedged`, `won`, `cancelled`, `budget_denied` |
 //! | `circuit_breaker.pool.ejections` | counter | `{ejection}` | `pool`, `reason` | `circuit_breaker_pool_ejections_total`: `success_rate`, `failure_percentage`, `hung` |
 //! | `circuit_breaker.pool.outliers_detected` | counter | `{outlier}` | `pool` | `circuit_breaker_pool_outliers_detected_total` |
-//! | `circuit_breaker.retry.decisions` | counter | `{decision}` | `retry`, `decision` | `circuit_breaker_retry_decisions_total`: a [`Retry`](lazybreaker::retry::Retry)'s ([`RetryStats`](lazybreaker::retry::RetryStats)) `retried`, `budget_denied`, `exhausted`, `past_deadline`, `pushed_back`, `throttled` |
+//! | `circuit_breaker.retry.decisions` | counter | `{decision}` | `retry`, `decision` | `circuit_breaker_retry_decisions_total`: a [`Retry`](lazybreaker::retry::Retry)'s ([`RetryStats`](lazybreaker::retry::RetryStats)) `retried`, `budget_denied`, `exhausted`, `past_deadline`, `pushed_back`, `throttled` (overlapping `circuit_breaker.retries` when the retry is in front of breakers: never add them) |
 //! | `circuit_breaker.retry.budget.balance` | gauge | `{retry}` | `retry` | `circuit_breaker_retry_budget_balance`: the retries its budget allows now (a gauge: one budget shared by several retries is read under each, so a sum would count it twice) |
 //! | `circuit_breaker.hedge.decisions` | counter | `{decision}` | `hedge`, `decision` | `circuit_breaker_hedge_decisions_total`: a [`Hedge`](lazybreaker::retry::Hedge)'s ([`HedgeStats`](lazybreaker::retry::HedgeStats)) `hedged`, `won`, `cancelled`, `budget_denied`, `throttled`, `past_deadline` |
 //! | `circuit_breaker.hedge.budget.balance` | gauge | `{hedge}` | `hedge` | `circuit_breaker_hedge_budget_balance`: the hedges its budget allows now |
@@ -71,7 +72,7 @@
 //! | `circuit_breaker.limiter.in_flight` | up-down counter | `{call}` | `limiter` | `circuit_breaker_limiter_in_flight` |
 //! | `circuit_breaker.limiter.limited` | counter | `{call}` | `limiter` | `circuit_breaker_limiter_limited_total`: calls turned away at the limit |
 //!
-//! With the feature `fleet`, `BreakerMetrics::fleet` observes a `lazybreaker-fleet` shared
+//! With the feature `fleet`, `BreakerMetrics::shared` observes a `lazybreaker-fleet` shared
 //! breaker: its local breaker as any other, and its fleet figures (`SharedBreaker::stats`),
 //! each with the attribute `breaker`; the Prometheus column is the fleet crate's
 //! `FleetCollector` (its feature `prometheus`):
@@ -84,7 +85,7 @@
 //! | `circuit_breaker.fleet.adopted` | counter | `{decision}` | `breaker` | `circuit_breaker_fleet_adopted_total`: other instances' decisions adopted |
 //! | `circuit_breaker.fleet.recreated` | counter | `{record}` | `breaker` | `circuit_breaker_fleet_recreated_total`: a vanished shared record written again |
 //! | `circuit_breaker.fleet.probe_rejections` | counter | `{call}` | `breaker` | `circuit_breaker_fleet_probe_rejections_total`: probes not sent, the fleet's slots all held |
-//! | `circuit_breaker.fleet.generation` | gauge | `1` | `breaker` | `circuit_breaker_fleet_generation`: the shared generation followed |
+//! | `circuit_breaker.fleet.generation` | gauge | `{generation}` | `breaker` | `circuit_breaker_fleet_generation`: the shared generation followed |
 //! | `circuit_breaker.fleet.degraded` | gauge | `1` | `breaker` | `circuit_breaker_fleet_degraded`: 1 while the store is failing |
 //!
 //! The state is one gauge with three values rather than one data point per state, as in
@@ -125,7 +126,9 @@
 //!   logger provider. Each change is a log record of target `lazybreaker`, severity `Warn`
 //!   or `Info` (text `WARN`, `INFO`), the message as its body and the fields as its
 //!   attributes, the counts integers. The bridge's records share one instrumentation
-//!   scope, with an empty name: select on the target.
+//!   scope, with an empty name: select on the target. The same observer writes its
+//!   throttle's and its fleet's events under that target too, with fields of their own: a
+//!   state change is the record with the fields `from` and `to`.
 //!
 //! A breaker tripped in a request's span, with both (in-memory exporters here; in a service,
 //! its exporters, and the subscriber installed by `tracing::subscriber::set_global_default`):
@@ -195,6 +198,7 @@
 #[cfg(feature = "fleet")]
 mod fleet;
 mod metrics;
+mod point;
 mod source;
 mod standalone;
 

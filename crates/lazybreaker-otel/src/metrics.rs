@@ -20,6 +20,7 @@ use opentelemetry::metrics::{
 };
 use opentelemetry::KeyValue;
 
+use crate::point::{level, pair};
 use crate::source::{PoolFigures, Sources, Taken};
 use crate::standalone::{self, Held, HeldInstruments};
 
@@ -259,11 +260,6 @@ fn pools<'a, I, T: 'static>(
             observe(&summary, &KeyValue::new("pool", name), instrument);
         }
     })
-}
-
-/// `[attribute, name = value]`.
-fn pair(attribute: &KeyValue, name: &'static str, value: &'static str) -> [KeyValue; 2] {
-    [attribute.clone(), KeyValue::new(name, value)]
 }
 
 /// The breakers' monotonic counts.
@@ -568,11 +564,6 @@ type PoolLevel = (
     &'static str,
     fn(&PoolSummary) -> usize,
 );
-
-/// A count as an up-down counter's value (saturating: never above `i64::MAX`).
-fn level(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
-}
 
 /// The breakers' coded present figures: state, override, health check, a panic.
 fn gauges(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableGauge<i64>> {

@@ -18,10 +18,10 @@ use lazybreaker::Snapshot;
 /// Where snapshots come from: each breaker's, and whether its user code (the policy's
 /// gauges, the clock) panicked while it was taken (the first panic kept in the
 /// `FirstPanic`).
-type Source = Box<dyn Fn(&mut Vec<(Snapshot, bool)>, &mut FirstPanic) + Send + Sync>;
+type Source = Arc<dyn Fn(&mut Vec<(Snapshot, bool)>, &mut FirstPanic) + Send + Sync>;
 
 /// Reads one pool's own figures; `None` if its user code (a breaker's clock) panicked.
-type PoolSource = Box<dyn Fn() -> Option<PoolFigures> + Send + Sync>;
+type PoolSource = Arc<dyn Fn() -> Option<PoolFigures> + Send + Sync>;
 
 /// A pool's own figures, read at a collection.
 pub(crate) struct PoolFigures {
@@ -51,7 +51,7 @@ impl Sources {
         P: TripPolicy + Send + 'static,
         O: Observer + Send + Sync + 'static,
     {
-        self.add(Box::new(move |out, panics| {
+        self.add(Arc::new(move |out, panics| {
             out.extend(breaker.snapshot_contained(panics))
         }));
     }
@@ -64,7 +64,7 @@ impl Sources {
         O: Observer + Send + Sync + 'static,
         S: std::hash::BuildHasher + Clone + Send + Sync + 'static,
     {
-        self.add(Box::new(move |out, panics| {
+        self.add(Arc::new(move |out, panics| {
             let from = out.len();
             registry.for_each(|breaker| out.extend(breaker.snapshot_contained(panics)));
             out[from..].sort_by(|a, b| a.0.name.cmp(&b.0.name));
@@ -79,10 +79,10 @@ impl Sources {
         O: Observer + Send + Sync + 'static,
     {
         let endpoints = Arc::clone(&pool);
-        self.add(Box::new(move |out, panics| {
+        self.add(Arc::new(move |out, panics| {
             endpoints.for_each(|breaker| out.extend(breaker.snapshot_contained(panics)));
         }));
-        let figures: PoolSource = Box::new(move || match contain::catch(|| pool.summary()) {
+        let figures: PoolSource = Arc::new(move || match contain::catch(|| pool.summary()) {
             Ok(summary) => Some(PoolFigures {
                 name: pool.name().to_owned(),
                 summary,
@@ -112,12 +112,14 @@ impl Sources {
     /// collection runs for the monitoring system, which can do nothing with it.
     pub(crate) fn snapshots(&self) -> Vec<Taken> {
         let (mut out, mut panics) = (Vec::new(), FirstPanic::default());
-        for source in self
+        // Cloned out of the lock first: reading a breaker runs user code (its clock, its
+        // policy's figures), never under the lock.
+        let sources = self
             .breakers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
+            .clone();
+        for source in &sources {
             source(&mut out, &mut panics);
         }
         end(panics);
@@ -131,12 +133,12 @@ impl Sources {
     /// Every pool's own figures now, in the order they were added (a pool whose user code
     /// panicked left out).
     pub(crate) fn pools(&self) -> Vec<PoolFigures> {
-        self.pools
+        let pools = self
+            .pools
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter_map(|figures| figures())
-            .collect()
+            .clone();
+        pools.iter().filter_map(|figures| figures()).collect()
     }
 
     /// How many breaker sources and pools were added.

@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use lazybreaker::door::contain::{self, end, FirstPanic};
-use lazybreaker::door::metrics::{hedge_stats_decisions, retry_stats_decisions};
 use lazybreaker::limit::{Algorithm, Limiter};
 use lazybreaker::retry::{Hedge, HedgeStats, Retry, RetryStats};
 use opentelemetry::metrics::{
@@ -17,8 +16,10 @@ use opentelemetry::metrics::{
 };
 use opentelemetry::KeyValue;
 
+use crate::point::{level, pair};
+
 /// Reads one limiter's figures (its algorithm's limit is user code).
-type LimiterSource = Box<dyn Fn() -> LimiterFigures + Send + Sync>;
+type LimiterSource = Arc<dyn Fn() -> LimiterFigures + Send + Sync>;
 
 /// A limiter's figures, read at a collection.
 struct LimiterFigures {
@@ -49,7 +50,7 @@ impl Held {
 
     /// Adds a limiter over any algorithm.
     pub(crate) fn limiter<A: Algorithm>(&self, name: String, limiter: Arc<Limiter<A>>) {
-        let read: LimiterSource = Box::new(move || LimiterFigures {
+        let read: LimiterSource = Arc::new(move || LimiterFigures {
             limit: limiter.limit(),
             in_flight: limiter.in_flight(),
             limited: limiter.limited(),
@@ -94,14 +95,18 @@ fn lock_len<T>(list: &RwLock<Vec<T>>) -> usize {
 
 /// Each named source's figures with its attribute (`key` = its name), the first of each
 /// name only, a source whose reading panicked left out (a budget's clock, a limit's
-/// algorithm: user code). The panic is ended here, not resumed: a collection runs for the
-/// monitoring system, which can do nothing with it.
-fn read<S, F>(
+/// algorithm: user code). The sources are cloned out of the lock first (cheap: each shares
+/// its state), so that no user code runs under it. The panic is ended here, not resumed: a
+/// collection runs for the monitoring system, which can do nothing with it.
+fn read<S: Clone, F>(
     sources: &RwLock<Vec<(String, S)>>,
     key: &'static str,
     figures: impl Fn(&S) -> F,
 ) -> Vec<(KeyValue, F)> {
-    let sources = sources.read().unwrap_or_else(PoisonError::into_inner);
+    let sources = sources
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     let mut seen = HashSet::new();
     let mut panics = FirstPanic::default();
     let read = sources
@@ -141,16 +146,6 @@ fn observing<'a, I, T: 'static, F: 'static>(
     })
 }
 
-/// `[attribute, name = value]`.
-fn pair(attribute: &KeyValue, name: &'static str, value: &'static str) -> [KeyValue; 2] {
-    [attribute.clone(), KeyValue::new(name, value)]
-}
-
-/// A count as a gauge's or up-down counter's value (saturating: never above `i64::MAX`).
-fn level(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
-}
-
 /// Registers the instruments of the retries, hedges and limiters on `meter`.
 pub(crate) fn instruments(meter: &Meter, held: &Arc<Held>) -> HeldInstruments {
     let counters = vec![
@@ -165,15 +160,7 @@ pub(crate) fn instruments(meter: &Meter, held: &Arc<Held>) -> HeldInstruments {
             held,
             Held::retries,
             |(s, _), a, o| {
-                let decisions = retry_stats_decisions(
-                    s.retries,
-                    s.budget_denied,
-                    s.exhausted,
-                    s.past_deadline,
-                    s.pushed_back,
-                    s.throttled,
-                );
-                for (decision, n) in decisions {
+                for (decision, n) in s.decisions() {
                     o.observe(n, &pair(a, "decision", decision));
                 }
             },
@@ -190,15 +177,7 @@ pub(crate) fn instruments(meter: &Meter, held: &Arc<Held>) -> HeldInstruments {
             held,
             Held::hedges,
             |(s, _), a, o| {
-                let decisions = hedge_stats_decisions(
-                    s.hedges,
-                    s.won,
-                    s.cancelled,
-                    s.budget_denied,
-                    s.throttled,
-                    s.past_deadline,
-                );
-                for (decision, n) in decisions {
+                for (decision, n) in s.decisions() {
                     o.observe(n, &pair(a, "decision", decision));
                 }
             },
