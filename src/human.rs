@@ -38,6 +38,8 @@ pub struct Human(Unit);
 enum Unit {
     Millis(u128),
     Secs(u128),
+    /// Above zero, under half a millisecond: [`measured`]'s `<1ms`.
+    UnderMilli,
 }
 
 /// A wait, rounded up: 1 ns reads `1ms`, 988.000001 ms reads `989ms`, 60.2 s reads `1m 1s`.
@@ -84,6 +86,27 @@ pub fn span(d: Duration) -> Human {
     }
 }
 
+/// A measured time (a latency, a time to trip), rounded as [`span`] rounds it, but a time
+/// above zero that would read `0ms` reads `<1ms`: a loopback call's 0.3 ms, or a breaker
+/// that tripped 0.3 ms after a burst began, did not take no time. Zero reads `0ms`.
+///
+/// # Examples
+///
+/// ```
+/// use lazybreaker::human;
+/// use std::time::Duration;
+///
+/// assert_eq!(human::measured(Duration::from_micros(300)).to_string(), "<1ms");
+/// assert_eq!(human::measured(Duration::from_micros(500)).to_string(), "1ms");
+/// assert_eq!(human::measured(Duration::ZERO).to_string(), "0ms");
+/// ```
+pub fn measured(d: Duration) -> Human {
+    match span(d) {
+        Human(Unit::Millis(0)) if !d.is_zero() => Human(Unit::UnderMilli),
+        human => human,
+    }
+}
+
 /// A wait in whole milliseconds, rounded up as [`wait`] rounds it (below a minute, the
 /// number [`wait`] reads): what a JSON report writes in a wait's `_ms` field, so that a
 /// script that waits that long is never early. Saturates at `u64::MAX`.
@@ -124,6 +147,7 @@ impl fmt::Display for Human {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let secs = match self.0 {
             Unit::Millis(ms) => return f.pad(&format!("{ms}ms")),
+            Unit::UnderMilli => return f.pad("<1ms"),
             Unit::Secs(secs) => secs,
         };
         let (h, m, s) = (secs / 3_600, secs / 60 % 60, secs % 60);

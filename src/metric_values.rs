@@ -2,7 +2,10 @@
 //! and of a manual mode, a retry layer's decisions by label, and a retry's or a hedge's own
 //! decisions (their `RetryStats` and `HedgeStats`) by label. One source for the core's
 //! Prometheus collector and (through [`door`](crate::door)) `lazybreaker-otel`, so the two
-//! exports always agree. A leaf: it reads the state and the forced mode only.
+//! agree on these by construction. (The calls by outcome are
+//! [`Snapshot::outcomes`](crate::snapshot::Snapshot::outcomes); a pool's picks, hedges and
+//! ejections and a check's status are still labelled in each export, and each export's test
+//! pins its labels.) A leaf: it reads the state and the forced mode only.
 
 use crate::forced::Forced;
 use crate::state::State;
@@ -54,11 +57,11 @@ pub fn retry_decisions(
     ]
 }
 
-/// A [`Retry`](crate::retry::Retry)'s decisions ([`RetryStats`](crate::retry::RetryStats),
-/// field by field) by the label metrics give them: `retried`, `budget_denied`, `exhausted`
+/// A [`Retry`](crate::retry::Retry)'s decisions ([`RetryStats::decisions`](crate::retry::RetryStats::decisions)
+/// reads them, field by field) by the label metrics give them: `retried`, `budget_denied`, `exhausted`
 /// (the four of [`retry_decisions`], named alike), `past_deadline`, `pushed_back`,
 /// `throttled`.
-pub fn retry_stats_decisions(
+pub(crate) fn retry_stats_decisions(
     retried: u64,
     budget_denied: u64,
     exhausted: u64,
@@ -76,11 +79,11 @@ pub fn retry_stats_decisions(
     ]
 }
 
-/// A [`Hedge`](crate::retry::Hedge)'s decisions ([`HedgeStats`](crate::retry::HedgeStats),
-/// field by field) by the label metrics give them: `hedged` (an attempt sent), `won`,
+/// A [`Hedge`](crate::retry::Hedge)'s decisions ([`HedgeStats::decisions`](crate::retry::HedgeStats::decisions)
+/// reads them, field by field) by the label metrics give them: `hedged` (an attempt sent), `won`,
 /// `cancelled`, `budget_denied` (the four a pool's hedges are labelled with), `throttled`,
 /// `past_deadline`.
-pub fn hedge_stats_decisions(
+pub(crate) fn hedge_stats_decisions(
     hedged: u64,
     won: u64,
     cancelled: u64,

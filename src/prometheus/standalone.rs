@@ -14,7 +14,6 @@ use prometheus_client::metrics::MetricType;
 use super::{family, BreakerCollector, Count, Level};
 use crate::contain::{self, end, FirstPanic};
 use crate::limit::{Algorithm, Limiter};
-use crate::metric_values::{hedge_stats_decisions, retry_stats_decisions};
 use crate::retry::{Hedge, HedgeStats, Retry, RetryStats};
 
 /// What a collector reads besides breakers and pools, each under the name it was given.
@@ -225,15 +224,7 @@ fn encode_retries(
          past_deadline, pushed_back, throttled.",
         MetricType::Counter,
         retries.iter().flat_map(|(name, (s, _))| {
-            retry_stats_decisions(
-                s.retries,
-                s.budget_denied,
-                s.exhausted,
-                s.past_deadline,
-                s.pushed_back,
-                s.throttled,
-            )
-            .map(move |(decision, n)| {
+            s.decisions().map(move |(decision, n)| {
                 (
                     [
                         ("retry", (*name).to_owned()),
@@ -268,15 +259,7 @@ fn encode_hedges(
          past_deadline.",
         MetricType::Counter,
         hedges.iter().flat_map(|(name, (s, _))| {
-            hedge_stats_decisions(
-                s.hedges,
-                s.won,
-                s.cancelled,
-                s.budget_denied,
-                s.throttled,
-                s.past_deadline,
-            )
-            .map(move |(decision, n)| {
+            s.decisions().map(move |(decision, n)| {
                 (
                     [
                         ("hedge", (*name).to_owned()),

@@ -8,6 +8,7 @@ use super::attempts::{Next, Stop};
 use super::budget::RetryBudget;
 use super::token_bucket::TokenBucket;
 use crate::error::{ConfigError, Number};
+use crate::metric_values::hedge_stats_decisions;
 use crate::nanos::{saturating_nanos, Nanos};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -308,6 +309,35 @@ pub struct HedgeStats {
     pub throttled: u64,
     /// Hedges not sent because the call's deadline had passed.
     pub past_deadline: u64,
+}
+
+impl HedgeStats {
+    /// Its counts by the label metrics give them: `hedged` (an attempt sent), `won`,
+    /// `cancelled`, `budget_denied`, `throttled`, `past_deadline` (the Prometheus
+    /// collector's `circuit_breaker_hedge_decisions_total{decision}`, OpenTelemetry's
+    /// `circuit_breaker.hedge.decisions`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::retry::Hedge;
+    /// use std::time::Duration;
+    ///
+    /// let hedge = Hedge::after(Duration::from_millis(20));
+    /// let decisions = hedge.stats().decisions();
+    /// assert_eq!(decisions[0], ("hedged", 0));
+    /// assert_eq!(decisions.len(), 6);
+    /// ```
+    pub fn decisions(&self) -> [(&'static str, u64); 6] {
+        hedge_stats_decisions(
+            self.hedges,
+            self.won,
+            self.cancelled,
+            self.budget_denied,
+            self.throttled,
+            self.past_deadline,
+        )
+    }
 }
 
 #[derive(Debug, Default)]

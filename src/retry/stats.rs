@@ -1,5 +1,6 @@
 //! [`RetryStats`]: what a [`Retry`](super::Retry) decided, counted apart from the calls.
 
+use crate::metric_values::retry_stats_decisions;
 use crate::sync::{AtomicU64, Ordering};
 
 use super::attempts::{Next, Stop};
@@ -24,6 +25,34 @@ pub struct RetryStats {
     /// Retries the throttle refused ([`Stop::Throttled`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub throttled: u64,
+}
+
+impl RetryStats {
+    /// Its counts by the label metrics give them: `retried`, `budget_denied`, `exhausted`,
+    /// `past_deadline`, `pushed_back`, `throttled` (the Prometheus collector's
+    /// `circuit_breaker_retry_decisions_total{decision}`, OpenTelemetry's
+    /// `circuit_breaker.retry.decisions`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::retry::Retry;
+    ///
+    /// let retry = Retry::new(3).unwrap();
+    /// let decisions = retry.stats().decisions();
+    /// assert_eq!(decisions[0], ("retried", 0));
+    /// assert_eq!(decisions.len(), 6);
+    /// ```
+    pub fn decisions(&self) -> [(&'static str, u64); 6] {
+        retry_stats_decisions(
+            self.retries,
+            self.budget_denied,
+            self.exhausted,
+            self.past_deadline,
+            self.pushed_back,
+            self.throttled,
+        )
+    }
 }
 
 /// The counters behind [`RetryStats`], shared by a retry's clones. Written only when an

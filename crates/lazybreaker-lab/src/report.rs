@@ -194,15 +194,10 @@ fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
-/// A latency in milliseconds as people read it ([`human::span`]), but `<1ms` for one above
-/// zero that would read `0ms` (a loopback call's median is a fraction of a millisecond).
+/// A latency in milliseconds as people read it ([`human::measured`]: `<1ms` for one above
+/// zero that would read `0ms`, as a loopback call's median may).
 fn shown(ms: f64) -> String {
-    let d = Duration::from_secs_f64(ms.max(0.0) / 1e3);
-    if d > Duration::ZERO && human::span_ms(d) == 0 {
-        "<1ms".to_owned()
-    } else {
-        human::span(d).to_string()
-    }
+    human::measured(Duration::from_secs_f64(ms.max(0.0) / 1e3)).to_string()
 }
 
 /// The figures of `samples` for `strategy` in `scenario` on `timeline`, with the

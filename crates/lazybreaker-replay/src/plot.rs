@@ -175,19 +175,10 @@ pub fn legend(reports: &[Report]) -> String {
     out
 }
 
-/// A time as people read it ([`human::span`]), but `<1ms` for a time above zero that would
-/// read `0ms` (a breaker that tripped 0.3 ms after a burst's onset did not trip at once).
-fn shown(d: Duration) -> String {
-    if d > Duration::ZERO && human::span_ms(d) == 0 {
-        "<1ms".to_owned()
-    } else {
-        human::span(d).to_string()
-    }
-}
-
 /// One report's cells, in the order of [`HEADER`].
 fn row(r: &Report) -> [String; 10] {
-    let ms = |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), shown);
+    let ms =
+        |d: Option<Duration>| d.map_or_else(|| "-".to_owned(), |d| human::measured(d).to_string());
     [
         r.name.clone(),
         r.calls.to_string(),
@@ -247,13 +238,13 @@ pub fn html(trace: &Trace, reports: &[Report]) -> String {
         page,
         "<p>{} calls over {}, {}; plots in bins of {}.</p>",
         trace.len(),
-        shown(trace.span()),
+        human::measured(trace.span()),
         match trace.key_count() {
             0 => "one breaker".to_owned(),
             1 => "one key".to_owned(),
             n => format!("{n} keys, a breaker each"),
         },
-        shown(bin)
+        human::measured(bin)
     );
     let with_throttle = throttles(reports);
     page.push_str("<div class=\"results\"><table><thead><tr>");
