@@ -66,6 +66,9 @@
           + (r.ok ? " done" : " refused (HTTP " + r.status + ")");
         status.textContent = answer.slice(3);
         return refresh();
+      }, function (e) {
+        answer = " \u00b7 " + shown + ": " + action.replace("_", " ") + " failed (" + e.message + ")";
+        status.textContent = answer.slice(3);
       });
     });
   }
