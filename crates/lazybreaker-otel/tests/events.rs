@@ -129,14 +129,29 @@ fn trip_and_revive(breaker: &Breaker<ConsecutiveFailures, TracingObserver>, cloc
     assert_eq!(breaker.state(), lazybreaker::State::Closed);
 }
 
+/// Counts the events of target `lazybreaker` it sees, span or not: that the observer emitted
+/// a change the span layer then dropped.
+#[derive(Clone, Default)]
+struct Emitted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Emitted {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if event.metadata().target() == "lazybreaker" {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 #[test]
 fn each_change_is_an_event_of_the_current_span() {
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
+    let emitted = Emitted::default();
     let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("lazybreaker-test")));
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("lazybreaker-test")))
+        .with(emitted.clone());
     let clock = ManualClock::new();
     let breaker = breaker(&clock);
 
@@ -144,9 +159,15 @@ fn each_change_is_an_event_of_the_current_span() {
         let span = tracing::info_span!("checkout").entered();
         trip_and_revive(&breaker, &clock);
         drop(span);
-        // A change outside every span: no span to carry it, so the layer drops it.
+        // A change outside every span: emitted (the fourth event), but no span carries it,
+        // so the layer drops it.
         breaker.force_open();
     });
+    assert_eq!(
+        emitted.0.load(std::sync::atomic::Ordering::Relaxed),
+        4,
+        "three changes in the span, the manual open outside it"
+    );
     provider.force_flush().expect("a flush");
 
     let spans = exporter.get_finished_spans().expect("the exported spans");
