@@ -2,6 +2,7 @@
 //! [`Totals`] and [`Transitions`] (since it was built). The window that keeps the closed
 //! state's counts is [`window`](crate::window).
 
+use crate::metric_values::retry_decisions;
 use crate::state::State;
 
 /// The numbers of requests and their results in the current generation.
@@ -220,6 +221,30 @@ pub(crate) enum RetryTally {
 }
 
 impl Totals {
+    /// What a retry layer decided after an attempt through this breaker failed, by the label
+    /// metrics give it: `retried`, `budget_denied`, `exhausted`, `throttled` (the Prometheus
+    /// collector's `circuit_breaker_retries_total{decision}`, OpenTelemetry's
+    /// `circuit_breaker.retries`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::Breaker;
+    ///
+    /// let breaker = Breaker::builder().build();
+    /// let decisions = breaker.totals().retry_decisions();
+    /// assert_eq!(decisions.map(|(label, _)| label), ["retried", "budget_denied", "exhausted", "throttled"]);
+    /// assert!(decisions.iter().all(|(_, n)| *n == 0));
+    /// ```
+    pub fn retry_decisions(&self) -> [(&'static str, u64); 4] {
+        retry_decisions(
+            self.retries,
+            self.retries_budget_denied,
+            self.retries_exhausted,
+            self.retries_throttled,
+        )
+    }
+
     /// Counts a retry layer's decision.
     pub(crate) fn tally_retry(&mut self, tally: RetryTally) {
         let count = match tally {

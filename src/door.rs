@@ -40,7 +40,7 @@ pub mod contain {
 /// retry's and a hedge's own decisions): the core's Prometheus collector and
 /// `lazybreaker-otel` read the same (see the engine's `metric_values.rs`).
 pub mod metrics {
-    pub use crate::metric_values::{forced_value, retry_decisions, state_label, state_value};
+    pub use crate::metric_values::{forced_value, state_label, state_value};
 }
 
 /// The pick of an async caller at once, its health checks run beside the calls: see

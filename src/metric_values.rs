@@ -43,7 +43,7 @@ pub fn forced_value(forced: Option<Forced>) -> i64 {
 /// `retried`, `budget_denied`, `exhausted`, `throttled` (a breaker's
 /// [`Totals`](crate::counts::Totals) and a pool's [`PoolStats`](crate::pool::PoolStats) count
 /// the same four).
-pub fn retry_decisions(
+pub(crate) fn retry_decisions(
     retried: u64,
     budget_denied: u64,
     exhausted: u64,

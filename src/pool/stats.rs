@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::metric_values::retry_decisions;
 use crate::observe::{Ejection, Observer};
 use crate::policy::TripPolicy;
 use crate::snapshot::Snapshot;
@@ -150,6 +151,65 @@ pub struct PoolStats {
     /// Times an endpoint's limit turned a pick's try away (the pick tried another, or was
     /// limited): one pick may count several, one per endpoint it tried.
     pub limit_skips: u64,
+}
+
+impl PoolStats {
+    /// The picks the pool counted itself, by the label metrics give them: `over_cap`,
+    /// `no_endpoint`, `overloaded`, `limited`, `limit_skipped` (the Prometheus collector's
+    /// `circuit_breaker_pool_picks_total{result}`, OpenTelemetry's
+    /// `circuit_breaker.pool.picks`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lazybreaker::pool::Pool;
+    /// use lazybreaker::Breaker;
+    ///
+    /// let pool = Pool::new(|_: &u16| Breaker::builder());
+    /// assert!(pool.pick().is_err()); // no endpoint yet
+    /// assert_eq!(pool.stats().picks_by_result()[1], ("no_endpoint", 1));
+    /// ```
+    pub fn picks_by_result(&self) -> [(&'static str, u64); 5] {
+        [
+            ("over_cap", self.over_cap),
+            ("no_endpoint", self.no_endpoint),
+            ("overloaded", self.overloaded),
+            ("limited", self.limited),
+            ("limit_skipped", self.limit_skips),
+        ]
+    }
+
+    /// What the pool's [retry](super::Pool::retry) decided after a failed call, by the label
+    /// metrics give it: `retried` (on another endpoint), `budget_denied`, `exhausted`,
+    /// `throttled`, as a breaker's [`Totals::retry_decisions`](crate::Totals::retry_decisions).
+    pub fn retry_decisions(&self) -> [(&'static str, u64); 4] {
+        retry_decisions(
+            self.retries,
+            self.retries_budget_denied,
+            self.retries_exhausted,
+            self.retries_throttled,
+        )
+    }
+
+    /// What the pool's [hedge](super::Pool::hedge) did, by the label metrics give it:
+    /// `hedged` (an attempt sent), `won`, `cancelled`, `budget_denied`.
+    pub fn hedge_decisions(&self) -> [(&'static str, u64); 4] {
+        [
+            ("hedged", self.hedges),
+            ("won", self.hedges_won),
+            ("cancelled", self.hedges_cancelled),
+            ("budget_denied", self.hedges_budget_denied),
+        ]
+    }
+
+    /// The pool's ejections by reason.
+    pub fn ejections(&self) -> [(Ejection, u64); 3] {
+        [
+            (Ejection::SuccessRate, self.ejected_success_rate),
+            (Ejection::FailurePercentage, self.ejected_failure_percentage),
+            (Ejection::Hung, self.ejected_hung),
+        ]
+    }
 }
 
 /// A pool's own figures ([`Pool::summary`](super::Pool::summary)), for a scrape or a status page.

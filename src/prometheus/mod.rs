@@ -46,12 +46,12 @@
 //! | `circuit_breaker_pool_down` | gauge | `pool` | of those, endpoints out on their own evidence (a failed health check, a hang), out whatever the [cap](Pool::max_isolated) |
 //! | `circuit_breaker_pool_in_flight` | gauge | `pool` | its picks in flight |
 //! | `circuit_breaker_pool_warming` | gauge | `pool` | its endpoints ramping up after coming back ([`Pool::slow_start`]) |
-//! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`]) |
+//! | `circuit_breaker_pool_picked_total` | counter | `pool` | picks made: endpoints chosen for a call, those kept in rotation over the cap included ([`PoolStats::picks`](crate::pool::PoolStats::picks)) |
 //! | `circuit_breaker_pool_at_limit` | gauge | `pool` | its endpoints with as many picks in flight as their adaptive concurrency limit ([`Pool::limit`]) |
-//! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded`, `limited` (answered [`Rejected::Limited`](crate::Rejected::Limited)), `limit_skipped` (an endpoint's limit turned the pick elsewhere) ([`PoolStats`]) |
-//! | `circuit_breaker_pool_retries_total` | counter | `pool`, `decision` | what the pool's [retry](Pool::retry) decided after a failed call: `retried` (on another endpoint), `budget_denied`, `exhausted`, `throttled` ([`PoolStats`]) |
-//! | `circuit_breaker_pool_hedges_total` | counter | `pool`, `decision` | what the pool's [hedge](Pool::hedge) did: `hedged` (an attempt sent), `won` (a call answered first by a hedge), `cancelled` (attempts cancelled, counted neither way), `budget_denied` ([`PoolStats`]) |
-//! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`]): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
+//! | `circuit_breaker_pool_picks_total` | counter | `pool`, `result` | picks it counted itself: `over_cap` (an isolated endpoint kept in rotation), `no_endpoint`, `overloaded`, `limited` (answered [`Rejected::Limited`](crate::Rejected::Limited)), `limit_skipped` (an endpoint's limit turned the pick elsewhere) ([`PoolStats`](crate::pool::PoolStats)) |
+//! | `circuit_breaker_pool_retries_total` | counter | `pool`, `decision` | what the pool's [retry](Pool::retry) decided after a failed call: `retried` (on another endpoint), `budget_denied`, `exhausted`, `throttled` ([`PoolStats`](crate::pool::PoolStats)) |
+//! | `circuit_breaker_pool_hedges_total` | counter | `pool`, `decision` | what the pool's [hedge](Pool::hedge) did: `hedged` (an attempt sent), `won` (a call answered first by a hedge), `cancelled` (attempts cancelled, counted neither way), `budget_denied` ([`PoolStats`](crate::pool::PoolStats)) |
+//! | `circuit_breaker_pool_ejections_total` | counter | `pool`, `reason` | ejections by reason ([`Ejection::as_str`](crate::observe::Ejection::as_str)): `success_rate`, `failure_percentage`, `hung`; each is also a change of its endpoint's breaker to open (from closed, or from half-open), in its `circuit_breaker_transitions_total` and `circuit_breaker_opened_total` |
 //! | `circuit_breaker_pool_outliers_detected_total` | counter | `pool` | outliers outlier detection found, ejected or not (the [enforcement](crate::pool::OutlierDetection::enforcement)'s draw, the cap) |
 //! | `circuit_breaker_retry_decisions_total` | counter | `retry`, `decision` | what a [`Retry`](crate::retry::Retry) (and its clones) decided after a failed attempt ([`RetryStats`](crate::retry::RetryStats)): `retried`, `budget_denied`, `exhausted`, `past_deadline`, `pushed_back` (a negative gRPC pushback), `throttled`; a retry in front of breakers (the tower, reqwest and gRPC retries, a pool's) also counts its decisions in each breaker's `circuit_breaker_retries_total`: the two overlap, never add them |
 //! | `circuit_breaker_retry_budget_balance` | gauge | `retry` | the retries its [budget](crate::retry::RetryBudget::balance) allows now, beyond those made (a budget shared by several retries is read under each) |
@@ -111,11 +111,10 @@ use prometheus_client::metrics::MetricType;
 
 use crate::breaker::{Breaker, BreakerSeam};
 use crate::contain::{self, end, FirstPanic};
-use crate::metric_values::{forced_value, retry_decisions, state_label, state_value};
-use crate::observe::Ejection;
+use crate::metric_values::{forced_value, state_label, state_value};
 use crate::observe::Observer;
 use crate::policy::TripPolicy;
-use crate::pool::{Pool, PoolStats, PoolSummary};
+use crate::pool::{Pool, PoolSummary};
 use crate::registry::Registry;
 use crate::snapshot::{CheckStatus, Snapshot};
 
@@ -394,14 +393,7 @@ fn encode_counters(e: &mut DescriptorEncoder<'_>, snapshots: &[Snapshot]) -> fmt
          budget_denied, exhausted, throttled.",
         MetricType::Counter,
         snapshots.iter().flat_map(|s| {
-            let t = &s.totals;
-            retry_decisions(
-                t.retries,
-                t.retries_budget_denied,
-                t.retries_exhausted,
-                t.retries_throttled,
-            )
-            .map(move |(decision, n)| {
+            s.totals.retry_decisions().map(move |(decision, n)| {
                 (
                     [
                         ("breaker", s.name.clone()),
@@ -607,16 +599,7 @@ fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fm
         "Picks the pool counted itself, by result.",
         MetricType::Counter,
         pools.iter().flat_map(|p| {
-            let s = &p.summary.stats;
-            [
-                ("over_cap", s.over_cap),
-                ("no_endpoint", s.no_endpoint),
-                ("overloaded", s.overloaded),
-                ("limited", s.limited),
-                ("limit_skipped", s.limit_skips),
-            ]
-            .into_iter()
-            .map(move |(result, n)| {
+            p.summary.stats.picks_by_result().map(move |(result, n)| {
                 (
                     [("pool", p.name.clone()), ("result", result.to_owned())],
                     Count(n),
@@ -631,14 +614,7 @@ fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fm
          budget_denied, exhausted, throttled.",
         MetricType::Counter,
         pools.iter().flat_map(|p| {
-            let s = &p.summary.stats;
-            retry_decisions(
-                s.retries,
-                s.retries_budget_denied,
-                s.retries_exhausted,
-                s.retries_throttled,
-            )
-            .map(move |(decision, n)| {
+            p.summary.stats.retry_decisions().map(move |(decision, n)| {
                 (
                     [("pool", p.name.clone()), ("decision", decision.to_owned())],
                     Count(n),
@@ -653,15 +629,7 @@ fn encode_pool_picks(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -> fm
          a hedge), cancelled (attempts cancelled, counted neither way), budget_denied.",
         MetricType::Counter,
         pools.iter().flat_map(|p| {
-            let s = &p.summary.stats;
-            [
-                ("hedged", s.hedges),
-                ("won", s.hedges_won),
-                ("cancelled", s.hedges_cancelled),
-                ("budget_denied", s.hedges_budget_denied),
-            ]
-            .into_iter()
-            .map(move |(decision, n)| {
+            p.summary.stats.hedge_decisions().map(move |(decision, n)| {
                 (
                     [("pool", p.name.clone()), ("decision", decision.to_owned())],
                     Count(n),
@@ -680,7 +648,7 @@ fn encode_pool_ejections(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -
          breaker to open).",
         MetricType::Counter,
         pools.iter().flat_map(|p| {
-            ejections(&p.summary.stats).map(move |(reason, n)| {
+            p.summary.stats.ejections().map(move |(reason, n)| {
                 (
                     [
                         ("pool", p.name.clone()),
@@ -700,19 +668,6 @@ fn encode_pool_ejections(e: &mut DescriptorEncoder<'_>, pools: &[PoolFigures]) -
             .iter()
             .map(|p| (pool_label(p), Count(p.summary.stats.outliers_detected))),
     )
-}
-
-/// A pool's ejections by reason, as `circuit_breaker_pool_ejections_total` labels them.
-fn ejections(stats: &PoolStats) -> impl Iterator<Item = (Ejection, u64)> {
-    [
-        (Ejection::SuccessRate, stats.ejected_success_rate),
-        (
-            Ejection::FailurePercentage,
-            stats.ejected_failure_percentage,
-        ),
-        (Ejection::Hung, stats.ejected_hung),
-    ]
-    .into_iter()
 }
 
 /// A pool's own figures, read at a scrape.

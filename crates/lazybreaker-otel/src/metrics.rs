@@ -4,9 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use lazybreaker::door::metrics::{forced_value, retry_decisions, state_label, state_value};
+use lazybreaker::door::metrics::{forced_value, state_label, state_value};
 use lazybreaker::limit::{Algorithm, Limiter};
-use lazybreaker::observe::Ejection;
 use lazybreaker::observe::Observer;
 use lazybreaker::policy::TripPolicy;
 use lazybreaker::pool::{Pool, PoolSummary};
@@ -354,14 +353,7 @@ fn breaker_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u6
             ),
             s,
             |t, b, o| {
-                let t = &t.snapshot.totals;
-                let decisions = retry_decisions(
-                    t.retries,
-                    t.retries_budget_denied,
-                    t.retries_exhausted,
-                    t.retries_throttled,
-                );
-                for (decision, n) in decisions {
+                for (decision, n) in t.snapshot.totals.retry_decisions() {
                     o.observe(n, &pair(b, "decision", decision));
                 }
             },
@@ -397,14 +389,7 @@ fn pool_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>>
             ),
             s,
             |p, a, o| {
-                let s = &p.stats;
-                for (result, n) in [
-                    ("over_cap", s.over_cap),
-                    ("no_endpoint", s.no_endpoint),
-                    ("overloaded", s.overloaded),
-                    ("limited", s.limited),
-                    ("limit_skipped", s.limit_skips),
-                ] {
+                for (result, n) in p.stats.picks_by_result() {
                     o.observe(n, &pair(a, "result", result));
                 }
             },
@@ -418,14 +403,7 @@ fn pool_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>>
             ),
             s,
             |p, a, o| {
-                let s = &p.stats;
-                let decisions = retry_decisions(
-                    s.retries,
-                    s.retries_budget_denied,
-                    s.retries_exhausted,
-                    s.retries_throttled,
-                );
-                for (decision, n) in decisions {
+                for (decision, n) in p.stats.retry_decisions() {
                     o.observe(n, &pair(a, "decision", decision));
                 }
             },
@@ -439,13 +417,7 @@ fn pool_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>>
             ),
             s,
             |p, a, o| {
-                let s = &p.stats;
-                for (decision, n) in [
-                    ("hedged", s.hedges),
-                    ("won", s.hedges_won),
-                    ("cancelled", s.hedges_cancelled),
-                    ("budget_denied", s.hedges_budget_denied),
-                ] {
+                for (decision, n) in p.stats.hedge_decisions() {
                     o.observe(n, &pair(a, "decision", decision));
                 }
             },
@@ -459,12 +431,7 @@ fn pool_counters(meter: &Meter, s: &Arc<Sources>) -> Vec<ObservableCounter<u64>>
             ),
             s,
             |p, a, o| {
-                let s = &p.stats;
-                for (reason, n) in [
-                    (Ejection::SuccessRate, s.ejected_success_rate),
-                    (Ejection::FailurePercentage, s.ejected_failure_percentage),
-                    (Ejection::Hung, s.ejected_hung),
-                ] {
+                for (reason, n) in p.stats.ejections() {
                     o.observe(n, &pair(a, "reason", reason.as_str()));
                 }
             },
