@@ -3,9 +3,9 @@
 //! decisions (their `RetryStats` and `HedgeStats`) by label. One source for the core's
 //! Prometheus collector and (through [`door`](crate::door)) `lazybreaker-otel`, so the two
 //! agree on these by construction. (The calls by outcome are
-//! [`Snapshot::outcomes`](crate::snapshot::Snapshot::outcomes); a pool's picks, hedges and
-//! ejections and a check's status are still labelled in each export, and each export's test
-//! pins its labels.) A leaf: it reads the state and the forced mode only.
+//! [`Snapshot::outcomes`](crate::snapshot::Snapshot::outcomes); a pool's picks, retries,
+//! hedges and ejections are [`PoolStats`](crate::pool::PoolStats)' methods of the same kind;
+//! a check's status is still labelled in each export, and each export's test pins it.) A leaf: it reads the state and the forced mode only.
 
 use crate::forced::Forced;
 use crate::state::State;
